@@ -1,0 +1,98 @@
+// Package names validates every identifier plexus receives from pods, NADs and
+// the runtime before it is used as a key, a CNI argument or part of a path.
+package names
+
+import (
+	"fmt"
+	"regexp"
+
+	"github.com/containernetworking/cni/pkg/utils"
+)
+
+// dns1123Label is the expression s3.3 gives for NAD names and namespaces.
+var dns1123Label = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// dns1123Subdomain is what Kubernetes accepts for pod names.
+var dns1123Subdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+
+// pluginType is a CNI plugin executable name: a bare file name, never a path.
+var pluginType = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.\-]*$`)
+
+const (
+	maxLabel     = 63
+	maxSubdomain = 253
+	maxPlugin    = 255
+)
+
+// Label checks a DNS-1123 label (s3.3): a NAD name or a namespace.
+func Label(what, s string) error {
+	switch {
+	case s == "":
+		return fmt.Errorf("%s is empty", what)
+	case len(s) > maxLabel:
+		return fmt.Errorf("%s %q is longer than %d characters", what, truncate(s), maxLabel)
+	case !dns1123Label.MatchString(s):
+		return fmt.Errorf("%s %q is not a DNS-1123 label (lower case alphanumerics or '-', starting and ending with an alphanumeric)", what, truncate(s))
+	}
+	return nil
+}
+
+// Subdomain checks a DNS-1123 subdomain, the form of a pod name.
+func Subdomain(what, s string) error {
+	switch {
+	case s == "":
+		return fmt.Errorf("%s is empty", what)
+	case len(s) > maxSubdomain:
+		return fmt.Errorf("%s %q is longer than %d characters", what, truncate(s), maxSubdomain)
+	case !dns1123Subdomain.MatchString(s):
+		return fmt.Errorf("%s %q is not a DNS-1123 subdomain", what, truncate(s))
+	}
+	return nil
+}
+
+// Interface checks a Linux interface name (s4.1.2.1.5) the way the kernel and
+// libcni do: 1-15 bytes, not "." or "..", no '/', ':' or whitespace.
+func Interface(s string) error {
+	if err := utils.ValidateInterfaceName(s); err != nil {
+		return fmt.Errorf("interface name %q is invalid: %s", truncate(s), err.Msg)
+	}
+	return nil
+}
+
+// ContainerID checks a CNI container ID: alphanumerics, '_', '.', '-'.
+func ContainerID(s string) error {
+	if err := utils.ValidateContainerID(s); err != nil {
+		return fmt.Errorf("container ID %q is invalid: %s", truncate(s), err.Msg)
+	}
+	return nil
+}
+
+// Network checks a CNI network name. libcni joins it into cache file paths,
+// so it must never hold a separator.
+func Network(s string) error {
+	if err := utils.ValidateNetworkName(s); err != nil {
+		return fmt.Errorf("network name %q is invalid: %s", truncate(s), err.Msg)
+	}
+	return nil
+}
+
+// PluginType checks a CNI plugin "type": an executable name looked up in the
+// plugin directories, so anything path-like is refused.
+func PluginType(s string) error {
+	if s == "" {
+		return fmt.Errorf("plugin type is empty")
+	}
+	if len(s) > maxPlugin || !pluginType.MatchString(s) || s == "." || s == ".." {
+		return fmt.Errorf("plugin type %q is not a plain executable name", truncate(s))
+	}
+	return nil
+}
+
+// truncate keeps hostile input from flooding error messages and logs.
+func truncate(s string) string {
+	const max = 80
+	if len(s) <= max {
+		return s
+	}
+	return s[:max] + "..."
+}

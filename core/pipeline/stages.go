@@ -1,0 +1,110 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/plexus-cni/plexus/core/selection"
+	"github.com/plexus-cni/plexus/core/source"
+	"github.com/plexus-cni/plexus/core/status"
+)
+
+// Attachment is one network attachment of a pod: the cluster-wide default
+// network (s6) or one selection element (s4.2: a repeated network is a
+// separate attachment). Stages read it and, where documented, change it.
+type Attachment struct {
+	// Index is the element's position in the selection annotation; -1 for
+	// the default network.
+	Index   int
+	Default bool
+	// Selection is the element as parsed; nil for the default network.
+	Selection *selection.Element
+	// NAD is the NetworkAttachmentDefinition; nil when the default network
+	// comes from a file.
+	NAD *source.NAD
+	// Name is the status name (s5.3.1): "namespace/name" for a selection.
+	Name string
+	// IfName is the CNI_IFNAME used for every operation (s4.1.2.1.5, s4.2.1).
+	IfName string
+	// Config is the delegate's CNI config or config list after s3.4.2 name
+	// injection. The prepare stage may replace it; type, name and
+	// cniVersion of every plugin must stay as they are.
+	Config json.RawMessage
+	// ConfigArgs are set as "args": {"cni": {...}} in every delegate
+	// plugin's config (s4.1.2.1.3.2, s4.1.2.1.4.2); the prepare stage may add.
+	ConfigArgs map[string]any
+	// CNIArgs are the delegate's CNI_ARGS.
+	CNIArgs [][2]string
+	// CapabilityArgs become runtimeConfig for delegates declaring them.
+	CapabilityArgs map[string]any
+	// Result is the delegate's ADD result, set after the attachment.
+	Result types.Result
+}
+
+// Reason explains a policy decision with a stable code.
+type Reason struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Decision is the outcome of one s7.4 access decision.
+type Decision struct {
+	Allowed bool     `json:"allowed"`
+	Reasons []Reason `json:"reasons,omitempty"`
+}
+
+// AuthorizeRequest is everything an Authorizer may consider.
+type AuthorizeRequest struct {
+	Pod *source.Pod
+	// NamespaceLabels are the pod namespace's labels; nil when the source has none.
+	NamespaceLabels map[string]string
+	Attachment      *Attachment
+	// Selections are all of the pod's selection elements, in order.
+	Selections []*selection.Element
+}
+
+// Authorizer makes the s7.4 decision for one attachment on ADD. An error is
+// treated as a denial (fail closed).
+type Authorizer interface {
+	Authorize(ctx context.Context, req *AuthorizeRequest) (Decision, error)
+}
+
+// PrepareRequest is one attachment about to be made.
+type PrepareRequest struct {
+	Pod        *source.Pod
+	Attachment *Attachment
+	// Warn records something the pod's owner should know.
+	Warn func(msg string)
+}
+
+// Preparer handles the reverse-domain keys of a selection element
+// (s4.1.2.1): it may change Attachment.Config, ConfigArgs and CNIArgs, or
+// reject the attachment by returning an error. It is called for every
+// secondary attachment, including those without extension keys.
+type Preparer interface {
+	Prepare(ctx context.Context, req *PrepareRequest) error
+}
+
+// EnrichRequest is one attachment after a successful ADD.
+type EnrichRequest struct {
+	Pod        *source.Pod
+	Attachment *Attachment
+	// Entry is the attachment's status entry; the enricher may add
+	// reverse-domain keys to Entry.Extra (s5.3).
+	Entry *status.Entry
+	Warn  func(msg string)
+}
+
+// Enricher adds implementation-specific keys to status entries.
+type Enricher interface {
+	Enrich(ctx context.Context, req *EnrichRequest) error
+}
+
+// Stages are the optional pipeline stages; a nil stage is absent.
+type Stages struct {
+	Authorizer Authorizer
+	Preparer   Preparer
+	Enricher   Enricher
+}

@@ -1,0 +1,270 @@
+// Package selection parses the Network Attachment Selection Annotation (s4).
+package selection
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"sort"
+	"strings"
+
+	"github.com/plexus-cni/plexus/core/names"
+)
+
+// Annotation is the pod annotation that selects secondary networks (s4.1).
+const Annotation = "k8s.v1.cni.cncf.io/networks"
+
+// Limits keep a hostile annotation from costing unbounded memory or time.
+// Kubernetes caps all of a pod's annotations at 256 KiB together.
+const (
+	MaxAnnotationBytes = 256 << 10
+	MaxSelections      = 64
+)
+
+// Format says which of the two s4.1 formats an annotation used.
+type Format string
+
+const (
+	FormatNone  Format = ""
+	FormatComma Format = "comma"
+	FormatJSON  Format = "json"
+)
+
+// Element is one selection: one network attachment request (s4.2 makes a
+// repeated network a separate Element).
+type Element struct {
+	Index     int    `json:"index"`
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	// IPs, MAC and Interface are the s4.1.2.1.3-5 requests, already validated.
+	IPs       []string `json:"ips,omitempty"`
+	MAC       string   `json:"mac,omitempty"`
+	Interface string   `json:"interface,omitempty"`
+	// Extensions holds the reverse-domain keys (s4.1.2.1) for the extension stage.
+	Extensions map[string]json.RawMessage `json:"extensions,omitempty"`
+	// Raw is the element as the user wrote it (the JSON object, or
+	// {"name":..,"namespace":..} for the comma format).
+	Raw json.RawMessage `json:"raw"`
+}
+
+// Ref is the "namespace/name" the element refers to (s4.1.1).
+func (e *Element) Ref() string { return e.Namespace + "/" + e.Name }
+
+// Result is a parsed annotation.
+type Result struct {
+	Format   Format
+	Elements []*Element
+	// Warnings name things that were ignored but did not invalidate the
+	// annotation, such as unknown keys without a period.
+	Warnings []string
+}
+
+// Error says why an annotation is invalid; the spec makes an invalid
+// annotation "invalid and ignored" (s4.1.2.1.3-5), the caller decides.
+type Error struct {
+	Index  int // element index, -1 for the annotation as a whole
+	Reason string
+}
+
+func (e *Error) Error() string {
+	if e.Index < 0 {
+		return fmt.Sprintf("invalid %s annotation: %s", Annotation, e.Reason)
+	}
+	return fmt.Sprintf("invalid %s annotation: element %d: %s", Annotation, e.Index, e.Reason)
+}
+
+func errAt(i int, format string, args ...any) *Error {
+	return &Error{Index: i, Reason: fmt.Sprintf(format, args...)}
+}
+
+// Parse parses the annotation value for a pod in podNamespace. An empty
+// value selects nothing.
+func Parse(value, podNamespace string) (*Result, error) {
+	if len(value) > MaxAnnotationBytes {
+		return nil, errAt(-1, "%d bytes exceeds the limit of %d", len(value), MaxAnnotationBytes)
+	}
+	trimmed := strings.TrimSpace(value)
+	switch {
+	case trimmed == "":
+		return &Result{}, nil
+	case trimmed[0] == '[':
+		return parseJSON([]byte(trimmed), podNamespace)
+	case trimmed[0] == '{':
+		return nil, errAt(-1, "a JSON value must be a list of objects, not a single object")
+	default:
+		return parseComma(trimmed, podNamespace)
+	}
+}
+
+// parseComma implements s4.1.1: "name" or "namespace/name", comma separated.
+func parseComma(value, podNamespace string) (*Result, error) {
+	parts := strings.Split(value, ",")
+	if len(parts) > MaxSelections {
+		return nil, errAt(-1, "%d selections exceed the limit of %d", len(parts), MaxSelections)
+	}
+	res := &Result{Format: FormatComma}
+	for i, p := range parts {
+		p = strings.TrimSpace(p)
+		ns, name := podNamespace, p
+		if before, after, found := strings.Cut(p, "/"); found {
+			ns, name = before, after
+		}
+		if err := validateRef(ns, name); err != nil {
+			return nil, errAt(i, "reference %q: %v", p, err)
+		}
+		raw, _ := json.Marshal(map[string]string{"name": name, "namespace": ns})
+		res.Elements = append(res.Elements, &Element{Index: i, Name: name, Namespace: ns, Raw: raw})
+	}
+	return res, nil
+}
+
+func validateRef(ns, name string) error {
+	if err := names.Label("namespace", ns); err != nil {
+		return err
+	}
+	return names.Label("network name", name)
+}
+
+// parseJSON implements s4.1.2.
+func parseJSON(value []byte, podNamespace string) (*Result, error) {
+	var raws []json.RawMessage
+	if err := json.Unmarshal(value, &raws); err != nil {
+		return nil, errAt(-1, "not a JSON list: %v", err)
+	}
+	if len(raws) > MaxSelections {
+		return nil, errAt(-1, "%d selections exceed the limit of %d", len(raws), MaxSelections)
+	}
+	res := &Result{Format: FormatJSON}
+	for i, raw := range raws {
+		el, warnings, err := parseElement(i, raw, podNamespace)
+		if err != nil {
+			return nil, err
+		}
+		res.Elements = append(res.Elements, el)
+		res.Warnings = append(res.Warnings, warnings...)
+	}
+	return res, nil
+}
+
+func parseElement(i int, raw json.RawMessage, podNamespace string) (*Element, []string, error) {
+	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
+		return nil, nil, errAt(i, "must be a JSON object")
+	}
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &keys); err != nil {
+		return nil, nil, errAt(i, "%v", err)
+	}
+	el := &Element{Index: i, Namespace: podNamespace, Raw: raw}
+	var warnings []string
+	for _, k := range sortedKeys(keys) {
+		v := keys[k]
+		var err error
+		switch {
+		case k == "name":
+			err = decodeString(v, &el.Name)
+		case k == "namespace":
+			err = decodeNamespace(v, &el.Namespace)
+		case k == "ips":
+			el.IPs, err = decodeIPs(v)
+		case k == "mac":
+			el.MAC, err = decodeMAC(v)
+		case k == "interface":
+			el.Interface, err = decodeInterface(v)
+		case strings.Contains(k, "."):
+			if el.Extensions == nil {
+				el.Extensions = map[string]json.RawMessage{}
+			}
+			el.Extensions[k] = v
+		default:
+			// s4.1.2.1 reserves keys without a period; an unknown one is not ours.
+			warnings = append(warnings, fmt.Sprintf("%s element %d: unknown key %q ignored (keys without a period are reserved by the specification)", Annotation, i, k))
+		}
+		if err != nil {
+			return nil, nil, errAt(i, "key %q: %v", k, err)
+		}
+	}
+	if _, ok := keys["name"]; !ok {
+		return nil, nil, errAt(i, "the required key \"name\" is missing")
+	}
+	if err := validateRef(el.Namespace, el.Name); err != nil {
+		return nil, nil, errAt(i, "%v", err)
+	}
+	return el, warnings, nil
+}
+
+func sortedKeys(m map[string]json.RawMessage) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+func decodeString(v json.RawMessage, dst *string) error {
+	if err := json.Unmarshal(v, dst); err != nil {
+		return fmt.Errorf("must be a string")
+	}
+	return nil
+}
+
+// decodeNamespace keeps the pod's namespace when the key is empty (s4.1.2.1.1).
+func decodeNamespace(v json.RawMessage, dst *string) error {
+	var ns string
+	if err := decodeString(v, &ns); err != nil {
+		return err
+	}
+	if ns != "" {
+		*dst = ns
+	}
+	return nil
+}
+
+// decodeIPs implements s4.1.2.1.3: at least one element, each a valid IPv4
+// or IPv6 address (a CIDR is accepted too; its address part is what is requested).
+func decodeIPs(v json.RawMessage) ([]string, error) {
+	var ips []string
+	if err := json.Unmarshal(v, &ips); err != nil {
+		return nil, fmt.Errorf("must be a list of strings")
+	}
+	if len(ips) == 0 {
+		return nil, fmt.Errorf("must contain at least one address")
+	}
+	for j, s := range ips {
+		if net.ParseIP(s) != nil {
+			continue
+		}
+		if _, _, err := net.ParseCIDR(s); err == nil {
+			continue
+		}
+		return nil, fmt.Errorf("element %d (%q) is not an IPv4 or IPv6 address", j, s)
+	}
+	return ips, nil
+}
+
+// decodeMAC implements s4.1.2.1.4: a 6-byte Ethernet or a 20-byte
+// IP-over-InfiniBand address (RFC 4391 s9.1.1).
+func decodeMAC(v json.RawMessage) (string, error) {
+	var s string
+	if err := decodeString(v, &s); err != nil {
+		return "", err
+	}
+	hw, err := net.ParseMAC(s)
+	if err != nil || (len(hw) != 6 && len(hw) != 20) {
+		return "", fmt.Errorf("%q is neither a 6-byte Ethernet nor a 20-byte InfiniBand hardware address", s)
+	}
+	return s, nil
+}
+
+// decodeInterface implements s4.1.2.1.5: a valid Linux interface name.
+func decodeInterface(v json.RawMessage) (string, error) {
+	var s string
+	if err := decodeString(v, &s); err != nil {
+		return "", err
+	}
+	if err := names.Interface(s); err != nil {
+		return "", err
+	}
+	return s, nil
+}
