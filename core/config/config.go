@@ -1,0 +1,148 @@
+// Package config reads plexus's own CNI network configuration: the config
+// kubelet's runtime passes to the plexus plugin.
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+
+	"github.com/containernetworking/cni/pkg/version"
+)
+
+// Defaults for keys left out.
+const (
+	DefaultSystemNamespace = "kube-system"
+	DefaultCacheDir        = "/var/lib/cni/plexus"
+	DefaultConfDir         = "/etc/cni/net.d"
+)
+
+// Config is plexus's network configuration.
+type Config struct {
+	CNIVersion   string          `json:"cniVersion"`
+	Name         string          `json:"name"`
+	Type         string          `json:"type"`
+	Capabilities map[string]bool `json:"capabilities,omitempty"`
+	// RuntimeConfig is what the runtime sends for the declared
+	// capabilities; it goes to the default network's delegates.
+	RuntimeConfig map[string]any `json:"runtimeConfig,omitempty"`
+
+	// ClusterNetwork is the cluster-wide default network (s6): a conf or
+	// conflist file, a directory (its first config by name), or the name
+	// of a NAD in SystemNamespace.
+	ClusterNetwork  string `json:"clusterNetwork"`
+	SystemNamespace string `json:"systemNamespace,omitempty"`
+	// ConfDir holds on-disk networks for s3.4.1 rules 2-3.
+	ConfDir string `json:"confDir,omitempty"`
+	// CacheDir holds attachment records, locks and libcni's result cache.
+	CacheDir string `json:"cacheDir,omitempty"`
+	// BinDir is searched for delegate plugins before CNI_PATH.
+	BinDir string `json:"binDir,omitempty"`
+	// Kubeconfig selects the Kubernetes source ("" with Manifests unset
+	// means in-cluster configuration).
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	// Manifests selects the standalone source: a directory of Pod and
+	// NetworkAttachmentDefinition YAML documents.
+	Manifests string `json:"manifests,omitempty"`
+	LogLevel  string `json:"logLevel,omitempty"`
+	LogFile   string `json:"logFile,omitempty"`
+	// StrictSelection fails ADD on an invalid selection annotation instead
+	// of attaching the default network only.
+	StrictSelection bool `json:"strictSelection,omitempty"`
+	// Policy and Extensions configure the optional stages; core only
+	// carries them to whoever builds the stages.
+	Policy     json.RawMessage `json:"policy,omitempty"`
+	Extensions json.RawMessage `json:"extensions,omitempty"`
+}
+
+// plexusKeys are the keys Config defines; cniKeys are those the CNI spec
+// lets a runtime or libcni put in any plugin's config.
+var (
+	plexusKeys = []string{"clusterNetwork", "systemNamespace", "confDir", "cacheDir", "binDir", "kubeconfig", "manifests", "logLevel", "logFile", "strictSelection", "policy", "extensions"}
+	cniKeys    = []string{"cniVersion", "cniVersions", "name", "type", "capabilities", "runtimeConfig", "args", "prevResult", "ipMasq", "ipam", "dns", "disableCheck", "disableGC", "loadOnlyInlinedPlugins", "cni.dev/valid-attachments", "cni.dev/attachments"}
+)
+
+// Parse decodes and checks the config from stdin.
+func Parse(stdin []byte) (*Config, error) {
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(stdin, &keys); err != nil {
+		return nil, fmt.Errorf("plexus config is not a JSON object: %w", err)
+	}
+	if err := checkKeys(keys); err != nil {
+		return nil, err
+	}
+	c := &Config{}
+	if err := json.Unmarshal(stdin, c); err != nil {
+		return nil, fmt.Errorf("plexus config: %w", err)
+	}
+	c.applyDefaults()
+	if err := c.validate(); err != nil {
+		return nil, fmt.Errorf("plexus config: %w", err)
+	}
+	return c, nil
+}
+
+func checkKeys(keys map[string]json.RawMessage) error {
+	known := map[string]bool{}
+	for _, k := range append(append([]string{}, plexusKeys...), cniKeys...) {
+		known[k] = true
+	}
+	var unknown []string
+	for k := range keys {
+		if !known[k] {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	sort.Strings(unknown)
+	return fmt.Errorf("plexus config: unknown key %q (plexus keys: %s)", unknown[0], strings.Join(plexusKeys, ", "))
+}
+
+func (c *Config) applyDefaults() {
+	if c.SystemNamespace == "" {
+		c.SystemNamespace = DefaultSystemNamespace
+	}
+	if c.CacheDir == "" {
+		c.CacheDir = DefaultCacheDir
+	}
+	if c.ConfDir == "" {
+		c.ConfDir = DefaultConfDir
+	}
+}
+
+func (c *Config) validate() error {
+	if c.ClusterNetwork == "" {
+		return fmt.Errorf(`"clusterNetwork" is required: a CNI config file, a directory, or a NAD name`)
+	}
+	if c.CNIVersion != "" {
+		if _, _, _, err := version.ParseVersion(c.CNIVersion); err != nil {
+			return fmt.Errorf(`"cniVersion": %w`, err)
+		}
+	}
+	if c.Kubeconfig != "" && c.Manifests != "" {
+		return fmt.Errorf(`"kubeconfig" and "manifests" are exclusive: choose one source`)
+	}
+	if _, err := c.Level(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Level maps logLevel to a slog level; the default is info.
+func (c *Config) Level() (slog.Level, error) {
+	switch strings.ToLower(c.LogLevel) {
+	case "", "info":
+		return slog.LevelInfo, nil
+	case "debug":
+		return slog.LevelDebug, nil
+	case "warn", "warning":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	}
+	return 0, fmt.Errorf(`"logLevel" %q is not one of debug, info, warn, error`, c.LogLevel)
+}

@@ -1,0 +1,247 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/containernetworking/cni/pkg/types"
+	types100 "github.com/containernetworking/cni/pkg/types/100"
+
+	"github.com/plexus-cni/plexus/core/netconf"
+	"github.com/plexus-cni/plexus/core/record"
+	"github.com/plexus-cni/plexus/core/source"
+	"github.com/plexus-cni/plexus/core/status"
+)
+
+// Add attaches the default network, then every selected network (s6.2),
+// publishes network-status (s5) and returns the default network's result in
+// the runtime's cniVersion. On failure nothing stays attached (s7.2).
+func (p *Pipeline) Add(ctx context.Context, req *Request) (types.Result, error) {
+	unlock, err := p.Locks.Lock(ctx, req.ContainerID)
+	if err != nil {
+		return nil, newError(CodeRecord, req.podRef(), "", err)
+	}
+	defer unlock(false)
+
+	// A repeated ADD without DEL: undo the earlier attachments first, so
+	// nothing is attached twice and no lease is held twice.
+	if err := p.undoPrevious(ctx, req); err != nil {
+		return nil, err
+	}
+	pl, err := p.planAdd(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.attachAll(ctx, req, pl); err != nil {
+		return nil, err
+	}
+	if err := p.publish(ctx, req, pl); err != nil {
+		return nil, p.rollback(ctx, req, pl, err)
+	}
+	return defaultResult(pl.attachments[0].Result, req.CNIVersion)
+}
+
+func (p *Pipeline) undoPrevious(ctx context.Context, req *Request) error {
+	prev, err := p.Records.Load(req.ContainerID)
+	if err != nil && !errors.Is(err, record.ErrCorrupt) {
+		return newError(CodeRecord, req.podRef(), "", err)
+	}
+	if prev == nil && err == nil {
+		return nil
+	}
+	p.Log.Warn("ADD for a container that is already attached: detaching the earlier attachments first", "container", req.ContainerID)
+	if err := p.del(ctx, req); err != nil {
+		return asCNIError(CodeDetachFailed, req.podRef(), "", err)
+	}
+	return nil
+}
+
+// attachAll runs each delegate in order, recording each attempt before it
+// starts so a crash at any point leaves a record DEL can work from.
+func (p *Pipeline) attachAll(ctx context.Context, req *Request, pl *plan) error {
+	podRef := pl.podRef(req)
+	if err := p.Records.Save(pl.record); err != nil {
+		return newError(CodeRecord, podRef, "", err)
+	}
+	for i, a := range pl.attachments {
+		ra := &pl.record.Attachments[i]
+		ra.State = record.Attempted
+		if err := p.Records.Save(pl.record); err != nil {
+			ra.State = record.Planned
+			return p.rollback(ctx, req, pl, newError(CodeRecord, podRef, a.Name, err))
+		}
+		res, err := p.attachOne(ctx, req, ra)
+		if err != nil {
+			return p.rollback(ctx, req, pl, newError(CodeAttachFailed, podRef, attachmentLabel(a), err))
+		}
+		a.Result = res
+		if err := verifyRequested(a); err != nil {
+			return p.rollback(ctx, req, pl, newError(CodeNotHonored, podRef, attachmentLabel(a), err))
+		}
+		ra.State = record.Attached
+	}
+	if err := p.Records.Save(pl.record); err != nil {
+		return p.rollback(ctx, req, pl, newError(CodeRecord, podRef, "", err))
+	}
+	return nil
+}
+
+func attachmentLabel(a *Attachment) string {
+	if a.Default {
+		return a.Name + " (default, " + a.IfName + ")"
+	}
+	return a.Name + " (" + a.IfName + ")"
+}
+
+func (p *Pipeline) attachOne(ctx context.Context, req *Request, ra *record.Attachment) (types.Result, error) {
+	list, err := netconf.ConfList(ra.Config)
+	if err != nil {
+		return nil, err
+	}
+	p.Log.Debug("delegate ADD", "network", ra.Name, "ifName", ra.IfName, "plugins", len(list.Plugins))
+	return p.CNI.AddNetworkList(ctx, list, p.runtimeConf(req, ra))
+}
+
+// rollback undoes every attempted attachment after a failed ADD (s7.2) and
+// returns the ADD's error, with any teardown failure added.
+func (p *Pipeline) rollback(ctx context.Context, req *Request, pl *plan, cause *types.Error) error {
+	p.Log.Error("ADD failed: detaching what was attached", "err", cause.Msg)
+	p.event(ctx, pl.pod, source.EventWarning, "NetworkAttachFailed", cause.Msg)
+	// Teardown must run even when the ADD's own context has expired.
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout)
+	defer cancel()
+	if err := p.teardown(dctx, req, pl.record); err != nil {
+		cause.Details = "teardown after the failure also failed: " + err.Error()
+	}
+	return cause
+}
+
+// verifyRequested makes sure requested ips and mac are on the attachment's
+// sandbox interface in the result (s4.1.2.1.3.2, s4.1.2.1.4.2): CNI args
+// may be ignored by a delegate, the spec's requirement may not.
+func verifyRequested(a *Attachment) error {
+	if a.Selection == nil || (len(a.Selection.IPs) == 0 && a.Selection.MAC == "") {
+		return nil
+	}
+	if a.Result == nil {
+		return errorf("the delegate returned no result, so the requested ips/mac cannot be confirmed")
+	}
+	got, mac, err := status.AddressesOn(a.Result)
+	if err != nil {
+		return err
+	}
+	for _, want := range a.Selection.IPs {
+		if !containsIP(got, requestedIP(want)) {
+			return fmt.Errorf("requested IP %s was not assigned (result has %s); the delegate may not support the \"ips\" argument", want, ipList(got))
+		}
+	}
+	if a.Selection.MAC != "" {
+		want, _ := net.ParseMAC(a.Selection.MAC)
+		have, err := net.ParseMAC(mac)
+		if err != nil || !bytes.Equal(want, have) {
+			return fmt.Errorf("requested MAC %s was not assigned (result has %q); the delegate may not support the \"mac\" argument", a.Selection.MAC, mac)
+		}
+	}
+	return nil
+}
+
+func requestedIP(s string) net.IP {
+	if ip := net.ParseIP(s); ip != nil {
+		return ip
+	}
+	ip, _, _ := net.ParseCIDR(s)
+	return ip
+}
+
+func containsIP(list []net.IP, ip net.IP) bool {
+	for _, x := range list {
+		if x.Equal(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+func ipList(ips []net.IP) string {
+	if len(ips) == 0 {
+		return "none"
+	}
+	s := make([]string, len(ips))
+	for i, ip := range ips {
+		s[i] = ip.String()
+	}
+	return strings.Join(s, ", ")
+}
+
+// publish builds the status list (s5), lets the enricher add to it, and
+// hands it to the source with one event summarizing the attachments.
+func (p *Pipeline) publish(ctx context.Context, req *Request, pl *plan) *types.Error {
+	podRef := pl.podRef(req)
+	entries := make([]*status.Entry, 0, len(pl.attachments))
+	for _, a := range pl.attachments {
+		e, err := status.FromResult(a.Name, a.IfName, a.Default, a.Result)
+		if err != nil {
+			return newError(CodeStatus, podRef, a.Name, err)
+		}
+		p.enrich(ctx, pl.pod, a, e)
+		entries = append(entries, e)
+	}
+	if pl.pod == nil {
+		return nil
+	}
+	doc, err := status.Marshal(entries)
+	if err != nil {
+		return newError(CodeStatus, podRef, "", err)
+	}
+	if err := p.Source.PublishStatus(ctx, pl.pod, doc); err != nil {
+		return newError(CodeStatus, podRef, "", fmt.Errorf("publishing %s: %w", status.Annotation, err))
+	}
+	p.event(ctx, pl.pod, source.EventNormal, "AddedInterfaces", summary(entries))
+	return nil
+}
+
+func (p *Pipeline) enrich(ctx context.Context, pod *source.Pod, a *Attachment, e *status.Entry) {
+	if p.Stages.Enricher == nil || pod == nil {
+		return
+	}
+	warn := func(msg string) {
+		p.Log.Warn(msg, "pod", pod.Ref(), "network", a.Name)
+		p.event(ctx, pod, source.EventWarning, "NetworkExtensionWarning", fmt.Sprintf("network %s: %s", a.Name, msg))
+	}
+	if err := p.Stages.Enricher.Enrich(ctx, &EnrichRequest{Pod: pod, Attachment: a, Entry: e, Warn: warn}); err != nil {
+		warn("status enrichment failed: " + err.Error())
+	}
+}
+
+// summary is the Normal event's text: every interface with its network.
+func summary(entries []*status.Entry) string {
+	parts := make([]string, len(entries))
+	for i, e := range entries {
+		s := fmt.Sprintf("%s from %s", e.Interface, e.Name)
+		if len(e.IPs) > 0 {
+			s += " [" + strings.Join(e.IPs, " ") + "]"
+		}
+		parts[i] = s
+	}
+	return "attached " + strings.Join(parts, ", ")
+}
+
+// defaultResult converts the default network's result to the runtime's
+// version; a delegate that returned nothing yields an empty result.
+func defaultResult(res types.Result, cniVersion string) (types.Result, error) {
+	if res == nil {
+		res = &types100.Result{CNIVersion: types100.ImplementedSpecVersion}
+	}
+	if cniVersion == "" {
+		return res, nil
+	}
+	out, err := res.GetAsVersion(cniVersion)
+	if err != nil {
+		return nil, newError(CodeAttachFailed, "", "", fmt.Errorf("converting the default network's %s result to %s: %w", res.Version(), cniVersion, err))
+	}
+	return out, nil
+}

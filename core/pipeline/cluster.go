@@ -1,0 +1,116 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/plexus-cni/plexus/core/nad"
+	"github.com/plexus-cni/plexus/core/names"
+	"github.com/plexus-cni/plexus/core/netconf"
+	"github.com/plexus-cni/plexus/core/source"
+)
+
+// clusterNetwork is the resolved cluster-wide default network (s6).
+type clusterNetwork struct {
+	name   string // status name (s5.3.1): the config's "name"
+	config json.RawMessage
+	nad    *source.NAD
+}
+
+// isPath tells a file or directory reference from a NAD name: NAD names
+// (s3.3) never contain a slash or start with a dot.
+func isPath(ref string) bool {
+	return strings.ContainsRune(ref, '/') || strings.HasPrefix(ref, ".")
+}
+
+// loadClusterNetwork resolves the clusterNetwork setting.
+func (p *Pipeline) loadClusterNetwork(ctx context.Context) (*clusterNetwork, error) {
+	ref := p.Config.ClusterNetwork
+	if isPath(ref) {
+		raw, path, err := readClusterFile(ref)
+		if err != nil {
+			return nil, err
+		}
+		return clusterFromConfig(raw, path, nil)
+	}
+	if p.Source == nil {
+		return nil, errorf("clusterNetwork %q names a NAD, which needs a pod source (kubeconfig or manifests)", ref)
+	}
+	if err := names.Label("clusterNetwork NAD name", ref); err != nil {
+		return nil, err
+	}
+	n, err := p.Source.NAD(ctx, p.Config.SystemNamespace, ref)
+	if err != nil {
+		return nil, fmt.Errorf("clusterNetwork: %w", err)
+	}
+	r, err := nad.Resolve(n, p.Config.ConfDir)
+	if err != nil {
+		return nil, fmt.Errorf("clusterNetwork: %w", err)
+	}
+	return clusterFromConfig(r.Config, r.Source, n)
+}
+
+func clusterFromConfig(raw []byte, where string, n *source.NAD) (*clusterNetwork, error) {
+	c, err := netconf.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("clusterNetwork %s: %w", where, err)
+	}
+	if c.Name() == "" {
+		return nil, fmt.Errorf("clusterNetwork %s: the CNI config has no \"name\"", where)
+	}
+	return &clusterNetwork{name: c.Name(), config: raw, nad: n}, nil
+}
+
+// readClusterFile reads a conf or conflist file, or the first config by
+// name in a directory, skipping plexus's own config (kubelet's directory
+// holds both).
+func readClusterFile(path string) ([]byte, string, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, "", fmt.Errorf("clusterNetwork: %w", err)
+	}
+	if !fi.IsDir() {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return nil, "", fmt.Errorf("clusterNetwork: %w", err)
+		}
+		return raw, path, nil
+	}
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		return nil, "", fmt.Errorf("clusterNetwork: %w", err)
+	}
+	var files []string
+	for _, e := range entries {
+		switch filepath.Ext(e.Name()) {
+		case ".conf", ".conflist", ".json":
+			if e.Type().IsRegular() {
+				files = append(files, e.Name())
+			}
+		}
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		full := filepath.Join(path, f)
+		raw, err := os.ReadFile(full)
+		if err != nil {
+			continue
+		}
+		c, err := netconf.Parse(raw)
+		if err != nil || isPlexus(c) {
+			continue
+		}
+		return raw, full, nil
+	}
+	return nil, "", fmt.Errorf("clusterNetwork: no CNI config in directory %s", path)
+}
+
+func isPlexus(c *netconf.Conf) bool {
+	t := c.PluginTypes()
+	return len(t) > 0 && t[0] == "plexus"
+}

@@ -1,0 +1,165 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/containernetworking/cni/libcni"
+
+	"github.com/plexus-cni/plexus/core/netconf"
+	"github.com/plexus-cni/plexus/core/record"
+	"github.com/plexus-cni/plexus/core/source"
+)
+
+// teardownTimeout bounds the undo after a failed ADD.
+const teardownTimeout = 2 * time.Minute
+
+// Del detaches every attachment ADD attempted, in reverse order, past
+// failures (s7.2). It needs neither the pod, its NADs nor the source: the
+// attachment record has everything. DEL of an unknown container succeeds.
+func (p *Pipeline) Del(ctx context.Context, req *Request) error {
+	unlock, err := p.Locks.Lock(ctx, req.ContainerID)
+	if err != nil {
+		return newError(CodeRecord, req.podRef(), "", err)
+	}
+	if err := p.del(ctx, req); err != nil {
+		unlock(false)
+		return asCNIError(CodeDetachFailed, req.podRef(), "", err)
+	}
+	unlock(true)
+	return nil
+}
+
+// del is DEL with the container lock held.
+func (p *Pipeline) del(ctx context.Context, req *Request) error {
+	rec, err := p.Records.Load(req.ContainerID)
+	switch {
+	case errors.Is(err, record.ErrCorrupt):
+		p.Log.Warn("attachment record unusable: detaching what libcni's cache knows", "container", req.ContainerID, "err", err)
+		if err := p.delFromCache(ctx, req); err != nil {
+			return err
+		}
+		return p.Records.Remove(req.ContainerID)
+	case err != nil:
+		return err
+	case rec == nil:
+		return p.delFromCache(ctx, req)
+	}
+	if err := p.teardown(ctx, req, rec); err != nil {
+		return err
+	}
+	p.removeStatus(ctx, rec)
+	return nil
+}
+
+// teardown detaches the record's attempted attachments in reverse order,
+// continuing past failures, and forgets the record only when all succeeded;
+// otherwise it keeps just the failed ones for the next DEL.
+func (p *Pipeline) teardown(ctx context.Context, req *Request, rec *record.Record) error {
+	var failed []record.Attachment
+	var msgs []string
+	for i := len(rec.Attachments) - 1; i >= 0; i-- {
+		a := rec.Attachments[i]
+		if a.State == record.Planned {
+			continue
+		}
+		if err := p.detachOne(ctx, req, &a); err != nil {
+			failed = append([]record.Attachment{a}, failed...)
+			msgs = append(msgs, fmt.Sprintf("%s (%s): %v", a.Name, a.IfName, err))
+		}
+	}
+	if len(failed) == 0 {
+		return p.Records.Remove(rec.ContainerID)
+	}
+	rec.Attachments = failed
+	if err := p.Records.Save(rec); err != nil {
+		msgs = append(msgs, "keeping the record of the failed ones: "+err.Error())
+	}
+	return newError(CodeDetachFailed, podOf(rec), "", fmt.Errorf("detaching %d of the container's networks failed: %s", len(failed), strings.Join(msgs, "; ")))
+}
+
+func podOf(rec *record.Record) string {
+	if rec.Pod == nil {
+		return ""
+	}
+	return rec.Pod.Namespace + "/" + rec.Pod.Name
+}
+
+func (p *Pipeline) detachOne(ctx context.Context, req *Request, a *record.Attachment) error {
+	list, err := netconf.ConfList(a.Config)
+	if err != nil {
+		return err
+	}
+	p.Log.Debug("delegate DEL", "network", a.Name, "ifName", a.IfName)
+	return p.CNI.DelNetworkList(ctx, list, p.runtimeConf(req, a))
+}
+
+// delFromCache is DEL without a usable record: every attachment libcni
+// cached for the container, then the default network as configured now
+// (harmless when it was never attached: DEL is idempotent).
+func (p *Pipeline) delFromCache(ctx context.Context, req *Request) error {
+	cached, err := p.CNI.GetCachedAttachments(req.ContainerID)
+	if err != nil {
+		p.Log.Warn("reading libcni's cache", "err", err)
+	}
+	var msgs []string
+	seenDefault := false
+	for i := len(cached) - 1; i >= 0; i-- {
+		c := cached[i]
+		seenDefault = seenDefault || c.IfName == req.IfName
+		if err := p.delCached(ctx, req, c); err != nil {
+			msgs = append(msgs, fmt.Sprintf("%s (%s): %v", c.Network, c.IfName, err))
+		}
+	}
+	if !seenDefault && req.IfName != "" {
+		if err := p.delDefault(ctx, req); err != nil {
+			msgs = append(msgs, err.Error())
+		}
+	}
+	if len(msgs) > 0 {
+		return newError(CodeDetachFailed, req.podRef(), "", fmt.Errorf("detaching without a record: %s", strings.Join(msgs, "; ")))
+	}
+	return nil
+}
+
+func (p *Pipeline) delCached(ctx context.Context, req *Request, c *libcni.NetworkAttachment) error {
+	list, err := netconf.ConfList(c.Config)
+	if err != nil {
+		return err
+	}
+	return p.CNI.DelNetworkList(ctx, list, &libcni.RuntimeConf{
+		ContainerID: req.ContainerID, NetNS: req.NetNS, IfName: c.IfName,
+		Args: c.CniArgs, CapabilityArgs: c.CapabilityArgs,
+	})
+}
+
+// delDefault is only possible for a file-based default network: DEL never
+// needs the API.
+func (p *Pipeline) delDefault(ctx context.Context, req *Request) error {
+	if !isPath(p.Config.ClusterNetwork) {
+		return nil
+	}
+	raw, _, err := readClusterFile(p.Config.ClusterNetwork)
+	if err != nil {
+		p.Log.Warn("no record and no default network config: nothing to detach", "err", err)
+		return nil
+	}
+	a := &record.Attachment{Name: "default", IfName: req.IfName, Config: raw, CNIArgs: req.Args, CapabilityArgs: req.RuntimeConfig}
+	if err := p.detachOne(ctx, req, a); err != nil {
+		return fmt.Errorf("default network (%s): %w", req.IfName, err)
+	}
+	return nil
+}
+
+func (p *Pipeline) removeStatus(ctx context.Context, rec *record.Record) {
+	r, ok := p.Source.(source.StatusRemover)
+	if !ok || rec.Pod == nil {
+		return
+	}
+	if err := r.RemoveStatus(ctx, rec.Pod.Namespace, rec.Pod.Name); err != nil {
+		p.Log.Warn("removing network-status", "pod", podOf(rec), "err", err)
+	}
+}

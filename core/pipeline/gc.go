@@ -1,0 +1,104 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/containernetworking/cni/libcni"
+	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/plexus-cni/plexus/core/netconf"
+	"github.com/plexus-cni/plexus/core/record"
+)
+
+// GC (CNI 1.1) receives the runtime's still-valid (container, ifname)
+// pairs for plexus's network. Containers with a record but not in that list
+// are detached from their record; then every delegate network is GCed with
+// its own valid pairs, so live secondary interfaces survive.
+func (p *Pipeline) GC(ctx context.Context, valid []types.GCAttachment) error {
+	live := map[string]bool{}
+	for _, v := range valid {
+		live[v.ContainerID] = true
+	}
+	ids, err := p.Records.List()
+	if err != nil {
+		return newError(CodeGarbageCollection, "", "", err)
+	}
+	var errs []error
+	nets := map[string]*libcni.NetworkConfigList{}
+	pairs := map[string][]types.GCAttachment{}
+	for _, id := range ids {
+		if !live[id] {
+			if err := p.Del(ctx, &Request{ContainerID: id}); err != nil {
+				errs = append(errs, fmt.Errorf("stale container %s: %w", id, err))
+			}
+			continue
+		}
+		p.collectLive(id, nets, pairs)
+	}
+	p.addClusterNetwork(ctx, nets)
+	for name, list := range nets {
+		if err := p.CNI.GCNetworkList(ctx, list, &libcni.GCArgs{ValidAttachments: pairs[name]}); err != nil {
+			errs = append(errs, fmt.Errorf("network %s: %w", name, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return newError(CodeGarbageCollection, "", "", err)
+	}
+	return nil
+}
+
+// collectLive adds a live container's delegate networks and their pairs.
+func (p *Pipeline) collectLive(id string, nets map[string]*libcni.NetworkConfigList, pairs map[string][]types.GCAttachment) {
+	rec, err := p.Records.Load(id)
+	if err != nil || rec == nil {
+		p.Log.Warn("GC: record unreadable, its networks keep their state", "container", id, "err", err)
+		return
+	}
+	for _, a := range rec.Attachments {
+		if a.State == record.Planned {
+			continue
+		}
+		list, err := netconf.ConfList(a.Config)
+		if err != nil {
+			continue
+		}
+		if _, ok := nets[list.Name]; !ok {
+			nets[list.Name] = list
+		}
+		pairs[list.Name] = append(pairs[list.Name], types.GCAttachment{ContainerID: id, IfName: a.IfName})
+	}
+}
+
+func (p *Pipeline) addClusterNetwork(ctx context.Context, nets map[string]*libcni.NetworkConfigList) {
+	c, err := p.loadClusterNetwork(ctx)
+	if err != nil {
+		p.Log.Warn("GC: default network unavailable", "err", err)
+		return
+	}
+	list, err := netconf.ConfList(c.config)
+	if err != nil {
+		return
+	}
+	if _, ok := nets[list.Name]; !ok {
+		nets[list.Name] = list
+	}
+}
+
+// Status (CNI 1.1) reports whether the default network's delegates are
+// ready for ADD.
+func (p *Pipeline) Status(ctx context.Context) error {
+	c, err := p.loadClusterNetwork(ctx)
+	if err != nil {
+		return newError(CodeClusterNetwork, "", "", err)
+	}
+	list, err := netconf.ConfList(c.config)
+	if err != nil {
+		return newError(CodeClusterNetwork, "", c.name, err)
+	}
+	if err := p.CNI.GetStatusNetworkList(ctx, list); err != nil {
+		return asCNIError(CodeDefaultNotReady, "", c.name, err)
+	}
+	return nil
+}

@@ -1,0 +1,87 @@
+// Package pipeline runs the NPWG v1 pipeline for one CNI call: ADD, DEL,
+// CHECK, GC and STATUS, delegating every attachment through libcni (s7.1).
+package pipeline
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/containernetworking/cni/libcni"
+
+	"github.com/plexus-cni/plexus/core/config"
+	"github.com/plexus-cni/plexus/core/lock"
+	"github.com/plexus-cni/plexus/core/record"
+	"github.com/plexus-cni/plexus/core/source"
+)
+
+// Pipeline is the pipeline with its configuration and collaborators.
+type Pipeline struct {
+	Config *config.Config
+	// Source provides pods and NADs; nil means no source (only the default
+	// network is attached).
+	Source  source.Source
+	Stages  Stages
+	CNI     libcni.CNI
+	Records *record.Store
+	Locks   *lock.Locker
+	Log     *slog.Logger
+}
+
+// Request is one CNI call's runtime parameters.
+type Request struct {
+	ContainerID string
+	NetNS       string
+	IfName      string
+	// Args is CNI_ARGS, passed on to every delegate.
+	Args [][2]string
+	// RuntimeConfig is the runtimeConfig the runtime sent to plexus for its
+	// declared capabilities; it reaches the default network's delegates.
+	RuntimeConfig map[string]any
+	// CNIVersion is the runtime's version: the result is converted to it.
+	CNIVersion string
+}
+
+// CNI_ARGS keys kubelet sets.
+const (
+	ArgPodNamespace = "K8S_POD_NAMESPACE"
+	ArgPodName      = "K8S_POD_NAME"
+	ArgPodUID       = "K8S_POD_UID"
+)
+
+// Arg returns the CNI_ARGS value for key.
+func (r *Request) Arg(key string) string {
+	for _, kv := range r.Args {
+		if kv[0] == key {
+			return kv[1]
+		}
+	}
+	return ""
+}
+
+// podRef is "namespace/name" from CNI_ARGS, or "" without pod arguments.
+func (r *Request) podRef() string {
+	if r.Arg(ArgPodName) == "" {
+		return ""
+	}
+	return r.Arg(ArgPodNamespace) + "/" + r.Arg(ArgPodName)
+}
+
+func (p *Pipeline) runtimeConf(req *Request, a *record.Attachment) *libcni.RuntimeConf {
+	return &libcni.RuntimeConf{
+		ContainerID:    req.ContainerID,
+		NetNS:          req.NetNS,
+		IfName:         a.IfName,
+		Args:           a.CNIArgs,
+		CapabilityArgs: a.CapabilityArgs,
+	}
+}
+
+// event tells the pod's owner, when the source can.
+func (p *Pipeline) event(ctx context.Context, pod *source.Pod, typ source.EventType, reason, msg string) {
+	if pod == nil {
+		return
+	}
+	if rec, ok := p.Source.(source.EventRecorder); ok {
+		rec.Event(ctx, pod, typ, reason, msg)
+	}
+}

@@ -1,0 +1,348 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/plexus-cni/plexus/core/nad"
+	"github.com/plexus-cni/plexus/core/names"
+	"github.com/plexus-cni/plexus/core/netconf"
+	"github.com/plexus-cni/plexus/core/record"
+	"github.com/plexus-cni/plexus/core/selection"
+	"github.com/plexus-cni/plexus/core/source"
+)
+
+// plan is everything decided before the first delegate runs.
+type plan struct {
+	pod         *source.Pod
+	selections  []*selection.Element
+	attachments []*Attachment
+	// record has one entry per attachment, all Planned.
+	record *record.Record
+}
+
+// podRefOf names the pod for messages, with or without a pod object.
+func (pl *plan) podRef(req *Request) string {
+	if pl.pod != nil {
+		return pl.pod.Ref()
+	}
+	return req.podRef()
+}
+
+// planAdd runs every stage that precedes delegation, so a failure here
+// leaves nothing to undo.
+func (p *Pipeline) planAdd(ctx context.Context, req *Request) (*plan, error) {
+	pl := &plan{}
+	cluster, err := p.loadClusterNetwork(ctx)
+	if err != nil {
+		return nil, newError(CodeClusterNetwork, req.podRef(), "", err)
+	}
+	if pl.pod, err = p.lookupPod(ctx, req); err != nil {
+		return nil, err
+	}
+	pl.attachments = append(pl.attachments, defaultAttachment(req, cluster))
+	if pl.pod != nil {
+		if err := p.planSelections(ctx, req, pl); err != nil {
+			return nil, err
+		}
+	}
+	if err := p.buildRecord(req, pl); err != nil {
+		return nil, err
+	}
+	return pl, nil
+}
+
+// lookupPod reads the pod named by CNI_ARGS; without pod arguments or a
+// source, plexus attaches the default network only.
+func (p *Pipeline) lookupPod(ctx context.Context, req *Request) (*source.Pod, error) {
+	ns, name := req.Arg(ArgPodNamespace), req.Arg(ArgPodName)
+	if name == "" || p.Source == nil {
+		p.Log.Info("no pod to read: attaching the default network only", "hasPodArgs", name != "", "hasSource", p.Source != nil)
+		return nil, nil
+	}
+	ref := ns + "/" + name
+	if err := names.Label("K8S_POD_NAMESPACE", ns); err != nil {
+		return nil, newError(CodeInvalidEnvironment, ref, "", err)
+	}
+	if err := names.Subdomain("K8S_POD_NAME", name); err != nil {
+		return nil, newError(CodeInvalidEnvironment, ref, "", err)
+	}
+	pod, err := p.Source.Pod(ctx, ns, name)
+	if err != nil {
+		return nil, newError(CodePodLookup, ref, "", err)
+	}
+	if uid := req.Arg(ArgPodUID); uid != "" && pod.UID != "" && uid != pod.UID {
+		return nil, newError(CodePodLookup, ref, "", fmt.Errorf("the runtime asked for pod UID %s but the pod now has UID %s (re-created under the same name)", uid, pod.UID))
+	}
+	return pod, nil
+}
+
+func defaultAttachment(req *Request, c *clusterNetwork) *Attachment {
+	return &Attachment{
+		Index:          -1,
+		Default:        true,
+		NAD:            c.nad,
+		Name:           c.name,
+		IfName:         req.IfName,
+		Config:         c.config,
+		CNIArgs:        req.Args,
+		CapabilityArgs: req.RuntimeConfig,
+	}
+}
+
+// planSelections turns the pod's annotation into secondary attachments.
+func (p *Pipeline) planSelections(ctx context.Context, req *Request, pl *plan) error {
+	els, err := p.parseSelection(ctx, pl.pod)
+	if err != nil || len(els) == 0 {
+		return err
+	}
+	pl.selections = els
+	ifNames, err := assignInterfaces(req.IfName, els)
+	if err != nil {
+		return newError(CodeInterfaceConflict, pl.pod.Ref(), "", err)
+	}
+	nads, err := p.resolveNADs(ctx, pl.pod, els)
+	if err != nil {
+		return err
+	}
+	for i, el := range els {
+		r := nads[el.Ref()]
+		pl.attachments = append(pl.attachments, selectionAttachment(req, el, ifNames[i], r))
+	}
+	if err := p.authorize(ctx, pl); err != nil {
+		return err
+	}
+	return p.prepare(ctx, pl)
+}
+
+// parseSelection applies s4.1. An invalid annotation "shall be invalid and
+// ignored": the pod gets the default network only and a warning, unless
+// strictSelection makes it an error.
+func (p *Pipeline) parseSelection(ctx context.Context, pod *source.Pod) ([]*selection.Element, error) {
+	res, err := selection.Parse(pod.Annotations[selection.Annotation], pod.Namespace)
+	if err != nil {
+		if p.Config.StrictSelection {
+			return nil, newError(CodeInvalidSelection, pod.Ref(), "", err)
+		}
+		msg := err.Error() + "; attaching the default network only"
+		p.Log.Warn(msg, "pod", pod.Ref())
+		p.event(ctx, pod, source.EventWarning, "InvalidNetworkSelection", msg)
+		return nil, nil
+	}
+	for _, w := range res.Warnings {
+		p.Log.Warn(w, "pod", pod.Ref())
+		p.event(ctx, pod, source.EventWarning, "NetworkSelectionWarning", w)
+	}
+	return res.Elements, nil
+}
+
+// assignInterfaces implements s4.1.2.1.5 and s4.2.1: requested names are
+// used as given and must not repeat; the rest get net1, net2, ... skipping
+// every name already taken.
+func assignInterfaces(defaultIf string, els []*selection.Element) ([]string, error) {
+	used := map[string]string{defaultIf: "the default network"}
+	out := make([]string, len(els))
+	for i, el := range els {
+		if el.Interface == "" {
+			continue
+		}
+		if by, taken := used[el.Interface]; taken {
+			return nil, fmt.Errorf("selection element %d (%s) requests interface %q, already used by %s (s4.1.2.1.5)", i, el.Ref(), el.Interface, by)
+		}
+		used[el.Interface] = fmt.Sprintf("selection element %d (%s)", i, el.Ref())
+		out[i] = el.Interface
+	}
+	n := 1
+	for i := range els {
+		if out[i] != "" {
+			continue
+		}
+		for ; ; n++ {
+			if _, taken := used[fmt.Sprintf("net%d", n)]; !taken {
+				break
+			}
+		}
+		out[i] = fmt.Sprintf("net%d", n)
+		used[out[i]] = "generated"
+		n++
+	}
+	return out, nil
+}
+
+// resolveNADs reads each distinct NAD once and resolves it (s3.4.1).
+func (p *Pipeline) resolveNADs(ctx context.Context, pod *source.Pod, els []*selection.Element) (map[string]*resolvedNAD, error) {
+	out := map[string]*resolvedNAD{}
+	for _, el := range els {
+		ref := el.Ref()
+		if _, done := out[ref]; done {
+			continue
+		}
+		n, err := p.Source.NAD(ctx, el.Namespace, el.Name)
+		if err != nil {
+			p.event(ctx, pod, source.EventWarning, "NetworkNotFound", fmt.Sprintf("NetworkAttachmentDefinition %s: %v", ref, err))
+			return nil, newError(CodeNetworkNotFound, pod.Ref(), ref, err)
+		}
+		r, err := nad.Resolve(n, p.Config.ConfDir)
+		if err != nil {
+			p.event(ctx, pod, source.EventWarning, "NetworkNotFound", err.Error())
+			return nil, newError(CodeNetworkNotFound, pod.Ref(), ref, err)
+		}
+		out[ref] = &resolvedNAD{nad: n, resolved: r}
+	}
+	return out, nil
+}
+
+type resolvedNAD struct {
+	nad      *source.NAD
+	resolved *nad.Resolved
+}
+
+// selectionAttachment builds a secondary attachment; requested ips and mac
+// go to args.cni and to runtimeConfig for delegates with those
+// capabilities (s4.1.2.1.3.2, s4.1.2.1.4.2).
+func selectionAttachment(req *Request, el *selection.Element, ifName string, r *resolvedNAD) *Attachment {
+	a := &Attachment{
+		Index:     el.Index,
+		Selection: el,
+		NAD:       r.nad,
+		Name:      el.Ref(),
+		IfName:    ifName,
+		Config:    r.resolved.Config,
+		CNIArgs:   append([][2]string(nil), req.Args...),
+	}
+	if len(el.IPs) > 0 || el.MAC != "" {
+		a.ConfigArgs = map[string]any{}
+		a.CapabilityArgs = map[string]any{}
+	}
+	if len(el.IPs) > 0 {
+		a.ConfigArgs["ips"] = el.IPs
+		a.CapabilityArgs["ips"] = el.IPs
+	}
+	if el.MAC != "" {
+		a.ConfigArgs["mac"] = el.MAC
+		a.CapabilityArgs["mac"] = el.MAC
+	}
+	return a
+}
+
+// authorize makes the s7.4 decision for every secondary attachment before
+// any delegate runs; the first denial fails the ADD.
+func (p *Pipeline) authorize(ctx context.Context, pl *plan) error {
+	if p.Stages.Authorizer == nil {
+		return nil
+	}
+	nsLabels := p.namespaceLabels(ctx, pl.pod)
+	for _, a := range pl.attachments[1:] {
+		d, err := p.Stages.Authorizer.Authorize(ctx, &AuthorizeRequest{Pod: pl.pod, NamespaceLabels: nsLabels, Attachment: a, Selections: pl.selections})
+		if err != nil {
+			d = Decision{Reasons: []Reason{{Code: "policy.error", Message: err.Error()}}}
+		}
+		if d.Allowed {
+			continue
+		}
+		if len(d.Reasons) == 0 {
+			d.Reasons = []Reason{{Code: "policy.denied", Message: "the policy gave no reason"}}
+		}
+		msg := denialMessage(d)
+		p.event(ctx, pl.pod, source.EventWarning, "NetworkAttachmentDenied", fmt.Sprintf("network %s: %s", a.Name, msg))
+		return newError(CodePolicyDenied, pl.pod.Ref(), a.Name, errors.New(msg))
+	}
+	return nil
+}
+
+func denialMessage(d Decision) string {
+	parts := make([]string, len(d.Reasons))
+	for i, r := range d.Reasons {
+		parts[i] = fmt.Sprintf("denied by policy [%s]: %s", r.Code, r.Message)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (p *Pipeline) namespaceLabels(ctx context.Context, pod *source.Pod) map[string]string {
+	nl, ok := p.Source.(source.NamespaceLabeler)
+	if !ok {
+		return nil
+	}
+	labels, err := nl.NamespaceLabels(ctx, pod.Namespace)
+	if err != nil {
+		p.Log.Warn("namespace labels unavailable for the policy input", "namespace", pod.Namespace, "err", err)
+		return nil
+	}
+	return labels
+}
+
+// prepare hands reverse-domain keys to the extension stage; without one
+// they are ignored with a warning (s4.1.2.1 leaves them to implementations).
+func (p *Pipeline) prepare(ctx context.Context, pl *plan) error {
+	for _, a := range pl.attachments[1:] {
+		if p.Stages.Preparer == nil {
+			p.warnUnowned(ctx, pl.pod, a)
+			continue
+		}
+		warn := func(msg string) {
+			p.Log.Warn(msg, "pod", pl.pod.Ref(), "network", a.Name)
+			p.event(ctx, pl.pod, source.EventWarning, "NetworkExtensionWarning", fmt.Sprintf("network %s: %s", a.Name, msg))
+		}
+		if err := p.Stages.Preparer.Prepare(ctx, &PrepareRequest{Pod: pl.pod, Attachment: a, Warn: warn}); err != nil {
+			p.event(ctx, pl.pod, source.EventWarning, "NetworkExtensionRejected", fmt.Sprintf("network %s: %v", a.Name, err))
+			return asCNIError(CodeExtension, pl.pod.Ref(), a.Name, err)
+		}
+	}
+	return nil
+}
+
+func (p *Pipeline) warnUnowned(ctx context.Context, pod *source.Pod, a *Attachment) {
+	keys := make([]string, 0, len(a.Selection.Extensions))
+	for k := range a.Selection.Extensions {
+		keys = append(keys, k)
+	}
+	if len(keys) == 0 {
+		return
+	}
+	sort.Strings(keys)
+	msg := fmt.Sprintf("selection element %d (%s): no extension owns %s; ignored", a.Index, a.Name, strings.Join(keys, ", "))
+	p.Log.Warn(msg, "pod", pod.Ref())
+	p.event(ctx, pod, source.EventWarning, "NetworkSelectionWarning", msg)
+}
+
+// buildRecord fixes each attachment's final delegate config (args injected,
+// as a conflist) in a record of Planned entries.
+func (p *Pipeline) buildRecord(req *Request, pl *plan) error {
+	rec := &record.Record{ContainerID: req.ContainerID}
+	if pl.pod != nil {
+		rec.Pod = &record.Pod{Namespace: pl.pod.Namespace, Name: pl.pod.Name, UID: pl.pod.UID}
+	}
+	for _, a := range pl.attachments {
+		list, err := finalConfig(a)
+		if err != nil {
+			return newError(CodeNetworkNotFound, pl.podRef(req), a.Name, err)
+		}
+		rec.Attachments = append(rec.Attachments, record.Attachment{
+			Name: a.Name, Default: a.Default, IfName: a.IfName, Config: list,
+			CNIArgs: a.CNIArgs, CapabilityArgs: a.CapabilityArgs, State: record.Planned,
+		})
+	}
+	pl.record = rec
+	return nil
+}
+
+func finalConfig(a *Attachment) ([]byte, error) {
+	c, err := netconf.Parse(a.Config)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.InjectArgs(a.ConfigArgs); err != nil {
+		return nil, err
+	}
+	list, err := c.ListBytes()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := netconf.ConfList(list); err != nil {
+		return nil, err
+	}
+	return list, nil
+}

@@ -1,0 +1,200 @@
+// Package record keeps, per container, the attachments plexus made, so DEL
+// can undo them after the pod, its NADs or the source are gone (s7.2).
+package record
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/plexus-cni/plexus/core/names"
+)
+
+// Version is the record format; a record of another version is treated as
+// corrupt (DEL falls back to libcni's cache).
+const Version = 1
+
+// maxIDLen keeps file names under common file system limits.
+const maxIDLen = 200
+
+// State is how far an attachment got.
+type State string
+
+const (
+	// Planned attachments were never started; DEL skips them.
+	Planned State = "planned"
+	// Attempted attachments had their delegate ADD started; DEL undoes them.
+	Attempted State = "attempted"
+	// Attached attachments completed ADD.
+	Attached State = "attached"
+)
+
+// Attachment is what DEL needs to undo one attachment.
+type Attachment struct {
+	// Name is the status name ("namespace/name" or the default network's).
+	Name    string `json:"name"`
+	Default bool   `json:"default,omitempty"`
+	IfName  string `json:"ifName"`
+	// Config is the conflist exactly as it was given to libcni.
+	Config         json.RawMessage `json:"config"`
+	CNIArgs        [][2]string     `json:"cniArgs,omitempty"`
+	CapabilityArgs map[string]any  `json:"capabilityArgs,omitempty"`
+	State          State           `json:"state"`
+}
+
+// Pod identifies the pod the container belongs to.
+type Pod struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid,omitempty"`
+}
+
+// Record is one container's attachments, in ADD order.
+type Record struct {
+	Version     int          `json:"version"`
+	ContainerID string       `json:"containerID"`
+	Pod         *Pod         `json:"pod,omitempty"`
+	Attachments []Attachment `json:"attachments"`
+}
+
+// ErrCorrupt is wrapped when a record exists but cannot be used.
+var ErrCorrupt = errors.New("attachment record is corrupt")
+
+// Store keeps records as one JSON file per container in Dir.
+type Store struct {
+	Dir string
+}
+
+func (s *Store) path(containerID string) (string, error) {
+	if err := names.ContainerID(containerID); err != nil {
+		return "", err
+	}
+	if len(containerID) > maxIDLen {
+		return "", fmt.Errorf("container ID is %d characters, over the limit of %d", len(containerID), maxIDLen)
+	}
+	return filepath.Join(s.Dir, containerID+".json"), nil
+}
+
+// Load returns the container's record, (nil, nil) when there is none, or an
+// error wrapping ErrCorrupt when the file cannot be decoded.
+func (s *Store) Load(containerID string) (*Record, error) {
+	p, err := s.path(containerID)
+	if err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading attachment record: %w", err)
+	}
+	r, err := Decode(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	if r.ContainerID != containerID {
+		return nil, fmt.Errorf("%s holds container %q: %w", p, r.ContainerID, ErrCorrupt)
+	}
+	return r, nil
+}
+
+// Decode parses and checks a record.
+func Decode(b []byte) (*Record, error) {
+	var r Record
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	if r.Version != Version {
+		return nil, fmt.Errorf("%w: version %d, want %d", ErrCorrupt, r.Version, Version)
+	}
+	for i, a := range r.Attachments {
+		if err := checkAttachment(a); err != nil {
+			return nil, fmt.Errorf("%w: attachment %d: %v", ErrCorrupt, i, err)
+		}
+	}
+	return &r, nil
+}
+
+func checkAttachment(a Attachment) error {
+	if err := names.Interface(a.IfName); err != nil {
+		return err
+	}
+	switch a.State {
+	case Planned, Attempted, Attached:
+	default:
+		return fmt.Errorf("unknown state %q", a.State)
+	}
+	if len(a.Config) == 0 {
+		return fmt.Errorf("no config")
+	}
+	return nil
+}
+
+// Save writes the record atomically: a crash leaves the old or the new
+// record, never a torn one. No fsync: the record must survive plexus being
+// killed, which the page cache already ensures.
+func (s *Store) Save(r *Record) error {
+	r.Version = Version
+	p, err := s.path(r.ContainerID)
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("encoding attachment record: %w", err)
+	}
+	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
+		return fmt.Errorf("creating record directory: %w", err)
+	}
+	tmp, err := os.CreateTemp(s.Dir, ".tmp-"+r.ContainerID+"-*")
+	if err != nil {
+		return fmt.Errorf("writing attachment record: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // no-op after the rename
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return fmt.Errorf("writing attachment record: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("writing attachment record: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), p); err != nil {
+		return fmt.Errorf("writing attachment record: %w", err)
+	}
+	return nil
+}
+
+// Remove deletes the container's record; a missing record is not an error.
+func (s *Store) Remove(containerID string) error {
+	p, err := s.path(containerID)
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("removing attachment record: %w", err)
+	}
+	return nil
+}
+
+// List returns the container IDs that have a record.
+func (s *Store) List() ([]string, error) {
+	entries, err := os.ReadDir(s.Dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing attachment records: %w", err)
+	}
+	var ids []string
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".json")
+		if ok && !strings.HasPrefix(id, ".") && names.ContainerID(id) == nil {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}

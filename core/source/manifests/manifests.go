@@ -1,0 +1,210 @@
+// Package manifests is the standalone source: Pods and
+// NetworkAttachmentDefinitions from YAML files in a directory, status
+// written to files beside them. For hosts without Kubernetes and the demo.
+package manifests
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/plexus-cni/plexus/core/names"
+	"github.com/plexus-cni/plexus/core/source"
+)
+
+// StatusDir is the subdirectory of the manifests directory holding one
+// network-status document per pod.
+const StatusDir = "status"
+
+// maxFileBytes bounds one manifest file.
+const maxFileBytes = 4 << 20
+
+// Source reads every *.yaml and *.yml file of Dir (not subdirectories) once.
+type Source struct {
+	Dir  string
+	pods map[string]*source.Pod
+	nads map[string]*source.NAD
+}
+
+// Load reads the directory.
+func Load(dir string) (*Source, error) {
+	s := &Source{Dir: dir, pods: map[string]*source.Pod{}, nads: map[string]*source.NAD{}}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("manifests: %w", err)
+	}
+	var files []string
+	for _, e := range entries {
+		if ext := filepath.Ext(e.Name()); e.Type().IsRegular() && (ext == ".yaml" || ext == ".yml") {
+			files = append(files, e.Name())
+		}
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		if err := s.loadFile(filepath.Join(dir, f)); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func (s *Source) loadFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("manifests: %w", err)
+	}
+	defer f.Close()
+	dec := yaml.NewDecoder(io.LimitReader(f, maxFileBytes))
+	for i := 0; ; i++ {
+		var doc map[string]any
+		err := dec.Decode(&doc)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("manifests: %s document %d: %w", path, i, err)
+		}
+		if doc == nil {
+			continue
+		}
+		if err := s.add(doc); err != nil {
+			return fmt.Errorf("manifests: %s document %d: %w", path, i, err)
+		}
+	}
+}
+
+// add keeps Pods and NADs; other kinds are ignored so a directory of mixed
+// manifests works.
+func (s *Source) add(doc map[string]any) error {
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return err
+	}
+	kind, _ := doc["kind"].(string)
+	switch kind {
+	case "Pod":
+		return s.addPod(b)
+	case "NetworkAttachmentDefinition":
+		return s.addNAD(b)
+	}
+	return nil
+}
+
+// podManifest is the part of a Pod manifest plexus reads.
+type podManifest struct {
+	Metadata struct {
+		Namespace   string            `json:"namespace"`
+		Name        string            `json:"name"`
+		UID         string            `json:"uid"`
+		Labels      map[string]string `json:"labels"`
+		Annotations map[string]string `json:"annotations"`
+	} `json:"metadata"`
+	Spec struct {
+		ServiceAccountName string `json:"serviceAccountName"`
+		NodeName           string `json:"nodeName"`
+	} `json:"spec"`
+}
+
+func (s *Source) addPod(b []byte) error {
+	var m podManifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return fmt.Errorf("Pod: %w", err)
+	}
+	md := m.Metadata
+	if md.Namespace == "" {
+		md.Namespace = "default"
+	}
+	if err := names.Label("Pod namespace", md.Namespace); err != nil {
+		return err
+	}
+	if err := names.Subdomain("Pod name", md.Name); err != nil {
+		return err
+	}
+	s.pods[md.Namespace+"/"+md.Name] = &source.Pod{
+		Namespace: md.Namespace, Name: md.Name, UID: md.UID,
+		Labels: md.Labels, Annotations: md.Annotations,
+		ServiceAccountName: m.Spec.ServiceAccountName, NodeName: m.Spec.NodeName,
+	}
+	return nil
+}
+
+func (s *Source) addNAD(b []byte) error {
+	var n source.NAD
+	if err := json.Unmarshal(b, &n); err != nil {
+		return fmt.Errorf("NetworkAttachmentDefinition: %w", err)
+	}
+	if n.Namespace == "" {
+		n.Namespace = "default"
+	}
+	if err := names.Label("NetworkAttachmentDefinition namespace", n.Namespace); err != nil {
+		return err
+	}
+	if err := names.Label("NetworkAttachmentDefinition name", n.Name); err != nil {
+		return err
+	}
+	s.nads[n.Namespace+"/"+n.Name] = &n
+	return nil
+}
+
+// Pod implements source.Source.
+func (s *Source) Pod(_ context.Context, namespace, name string) (*source.Pod, error) {
+	if p, ok := s.pods[namespace+"/"+name]; ok {
+		return p, nil
+	}
+	return nil, fmt.Errorf("in manifests %s: %w", s.Dir, source.NotFound("Pod", namespace, name))
+}
+
+// NAD implements source.Source.
+func (s *Source) NAD(_ context.Context, namespace, name string) (*source.NAD, error) {
+	if n, ok := s.nads[namespace+"/"+name]; ok {
+		return n.DeepCopy(), nil
+	}
+	return nil, fmt.Errorf("in manifests %s: %w", s.Dir, source.NotFound("NetworkAttachmentDefinition", namespace, name))
+}
+
+// StatusPath is where a pod's network-status is written. Namespace and
+// name are validated DNS-1123 names, so they cannot form another path.
+func (s *Source) StatusPath(namespace, name string) (string, error) {
+	if err := names.Label("Pod namespace", namespace); err != nil {
+		return "", err
+	}
+	if err := names.Subdomain("Pod name", name); err != nil {
+		return "", err
+	}
+	return filepath.Join(s.Dir, StatusDir, namespace+"_"+name+".json"), nil
+}
+
+// PublishStatus writes the status document atomically.
+func (s *Source) PublishStatus(_ context.Context, pod *source.Pod, doc []byte) error {
+	p, err := s.StatusPath(pod.Namespace, pod.Name)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, append(doc, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, p)
+}
+
+// RemoveStatus deletes the pod's status file on DEL.
+func (s *Source) RemoveStatus(_ context.Context, namespace, name string) error {
+	p, err := s.StatusPath(namespace, name)
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
