@@ -25,8 +25,17 @@ func (p *Pipeline) Add(ctx context.Context, req *Request) (types.Result, error) 
 	if err != nil {
 		return nil, newError(CodeRecord, req.podRef(), "", err)
 	}
-	defer unlock(false)
+	// The lock file lives as long as the record: a failed ADD leaves neither.
+	defer func() { unlock(!p.hasRecord(req.ContainerID)) }()
+	return p.add(ctx, req)
+}
 
+func (p *Pipeline) hasRecord(containerID string) bool {
+	rec, err := p.Records.Load(containerID)
+	return rec != nil || err != nil
+}
+
+func (p *Pipeline) add(ctx context.Context, req *Request) (types.Result, error) {
 	// A repeated ADD without DEL: undo the earlier attachments first, so
 	// nothing is attached twice and no lease is held twice.
 	if err := p.undoPrevious(ctx, req); err != nil {

@@ -1,0 +1,243 @@
+// Package cniplugin turns one CNI invocation (skel's CmdArgs) into a run of
+// the core pipeline: it reads plexus's config, opens the log, builds the
+// source, the stages and libcni, and maps the command to the pipeline.
+package cniplugin
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/containernetworking/cni/libcni"
+	"github.com/containernetworking/cni/pkg/skel"
+	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/plexus-cni/plexus/core/config"
+	"github.com/plexus-cni/plexus/core/lock"
+	"github.com/plexus-cni/plexus/core/pipeline"
+	"github.com/plexus-cni/plexus/core/record"
+	"github.com/plexus-cni/plexus/core/source"
+	"github.com/plexus-cni/plexus/core/source/kube"
+	"github.com/plexus-cni/plexus/core/source/manifests"
+)
+
+// StageBuilder builds the optional stages from the config (policy,
+// extensions). Close releases what they hold.
+type StageBuilder func(ctx context.Context, conf *config.Config, log *slog.Logger) (stages pipeline.Stages, close func(), err error)
+
+// Options are what the binary plugs in.
+type Options struct {
+	Stages StageBuilder
+	// Timeout bounds one CNI call; kubelet's own runtime timeout is longer.
+	Timeout time.Duration
+}
+
+// Funcs returns the skel callbacks.
+func Funcs(o Options) skel.CNIFuncs {
+	if o.Timeout == 0 {
+		o.Timeout = 3 * time.Minute
+	}
+	return skel.CNIFuncs{
+		Add:    func(a *skel.CmdArgs) error { return o.run(a, cmdAdd) },
+		Del:    func(a *skel.CmdArgs) error { return o.run(a, cmdDel) },
+		Check:  func(a *skel.CmdArgs) error { return o.run(a, cmdCheck) },
+		GC:     func(a *skel.CmdArgs) error { return o.run(a, cmdGC) },
+		Status: func(a *skel.CmdArgs) error { return o.run(a, cmdStatus) },
+	}
+}
+
+type command int
+
+const (
+	cmdAdd command = iota
+	cmdDel
+	cmdCheck
+	cmdGC
+	cmdStatus
+)
+
+func (o Options) run(a *skel.CmdArgs, cmd command) error {
+	conf, err := config.Parse(a.StdinData)
+	if err != nil {
+		return types.NewError(types.ErrInvalidNetworkConfig, err.Error(), "")
+	}
+	log, closeLog, err := openLog(conf)
+	if err != nil {
+		return types.NewError(types.ErrInvalidNetworkConfig, err.Error(), "")
+	}
+	defer closeLog()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+
+	p, cleanup, err := o.build(ctx, conf, a, cmd, log)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	req, err := request(a, conf)
+	if err != nil {
+		return types.NewError(types.ErrInvalidEnvironmentVariables, err.Error(), "")
+	}
+	log = log.With("cmd", cmdName(cmd), "container", a.ContainerID, "ifName", a.IfName)
+	p.Log = log
+	return dispatch(ctx, p, req, cmd, a)
+}
+
+func dispatch(ctx context.Context, p *pipeline.Pipeline, req *pipeline.Request, cmd command, a *skel.CmdArgs) error {
+	switch cmd {
+	case cmdAdd:
+		res, err := p.Add(ctx, req)
+		if err != nil {
+			p.Log.Error("ADD failed", "err", err)
+			return err
+		}
+		p.Log.Info("ADD done")
+		return res.Print()
+	case cmdDel:
+		return logged(p, "DEL", p.Del(ctx, req))
+	case cmdCheck:
+		return logged(p, "CHECK", p.Check(ctx, req))
+	case cmdGC:
+		var gc types.PluginConf
+		if err := json.Unmarshal(a.StdinData, &gc); err != nil {
+			return types.NewError(types.ErrDecodingFailure, "GC: "+err.Error(), "")
+		}
+		return logged(p, "GC", p.GC(ctx, gc.ValidAttachments))
+	default:
+		return logged(p, "STATUS", p.Status(ctx))
+	}
+}
+
+func logged(p *pipeline.Pipeline, what string, err error) error {
+	if err != nil {
+		p.Log.Error(what+" failed", "err", err)
+		return err
+	}
+	p.Log.Info(what + " done")
+	return nil
+}
+
+func cmdName(c command) string {
+	return [...]string{"ADD", "DEL", "CHECK", "GC", "STATUS"}[c]
+}
+
+// build assembles the pipeline. DEL needs neither the API nor the stages.
+func (o Options) build(ctx context.Context, conf *config.Config, a *skel.CmdArgs, cmd command, log *slog.Logger) (*pipeline.Pipeline, func(), error) {
+	p := &pipeline.Pipeline{
+		Config:  conf,
+		CNI:     libcni.NewCNIConfigWithCacheDir(pluginPaths(conf, a), conf.CacheDir, nil),
+		Records: &record.Store{Dir: filepath.Join(conf.CacheDir, "records")},
+		Locks:   &lock.Locker{Dir: filepath.Join(conf.CacheDir, "locks")},
+		Log:     log,
+	}
+	src, err := buildSource(conf, cmd, log)
+	if err != nil {
+		if cmd == cmdDel {
+			log.Warn("source unavailable for DEL; continuing from the record", "err", err)
+		} else {
+			return nil, nil, types.NewError(pipeline.CodePodLookup, err.Error(), "")
+		}
+	}
+	p.Source = src
+	cleanup := func() {}
+	if cmd == cmdAdd && o.Stages != nil {
+		st, closeStages, err := o.Stages(ctx, conf, log)
+		if err != nil {
+			return nil, nil, types.NewError(types.ErrInvalidNetworkConfig, err.Error(), "")
+		}
+		p.Stages, cleanup = st, closeStages
+	}
+	return p, cleanup, nil
+}
+
+// buildSource picks the manifests source, a kubeconfig, or in-cluster
+// config when running in a pod; DEL only needs the manifests source (to
+// remove its status file) and never the API.
+func buildSource(conf *config.Config, cmd command, log *slog.Logger) (source.Source, error) {
+	switch {
+	case conf.Manifests != "":
+		return manifests.Load(conf.Manifests)
+	case cmd == cmdDel:
+		return nil, nil
+	case conf.Kubeconfig == "" && os.Getenv("KUBERNETES_SERVICE_HOST") == "":
+		return nil, nil
+	}
+	rc, err := kube.Config(conf.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	return kube.New(rc, kube.Options{Log: log})
+}
+
+// pluginPaths puts binDir before CNI_PATH.
+func pluginPaths(conf *config.Config, a *skel.CmdArgs) []string {
+	var paths []string
+	if conf.BinDir != "" {
+		paths = append(paths, conf.BinDir)
+	}
+	for _, p := range filepath.SplitList(a.Path) {
+		if p != "" {
+			paths = append(paths, p)
+		}
+	}
+	return paths
+}
+
+func request(a *skel.CmdArgs, conf *config.Config) (*pipeline.Request, error) {
+	args, err := parseArgs(a.Args)
+	if err != nil {
+		return nil, err
+	}
+	return &pipeline.Request{
+		ContainerID:   a.ContainerID,
+		NetNS:         a.Netns,
+		IfName:        a.IfName,
+		Args:          args,
+		RuntimeConfig: conf.RuntimeConfig,
+		CNIVersion:    conf.CNIVersion,
+	}, nil
+}
+
+// parseArgs splits CNI_ARGS ("K=V;K2=V2").
+func parseArgs(s string) ([][2]string, error) {
+	var out [][2]string
+	for _, pair := range strings.Split(s, ";") {
+		if pair == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(pair, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("CNI_ARGS: %q is not KEY=VALUE", pair)
+		}
+		out = append(out, [2]string{k, v})
+	}
+	return out, nil
+}
+
+// openLog writes to logFile or stderr, never stdout (the result goes there).
+func openLog(conf *config.Config) (*slog.Logger, func(), error) {
+	level, err := conf.Level()
+	if err != nil {
+		return nil, nil, err
+	}
+	var w io.Writer = os.Stderr
+	closer := func() {}
+	if conf.LogFile != "" {
+		f, err := os.OpenFile(conf.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return nil, nil, fmt.Errorf("logFile: %w", err)
+		}
+		w, closer = f, func() { f.Close() }
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})), closer, nil
+}

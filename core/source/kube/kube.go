@@ -1,0 +1,274 @@
+// Package kube is the Kubernetes source for thin mode: one GET for the pod,
+// one per distinct NAD, a PATCH of the network-status annotation and one
+// event, each with a timeout and bounded retries. It speaks JSON over a
+// plain REST client rather than the generated clientset, which would cost
+// every CNI process the registration of every API type at start.
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/plexus-cni/plexus/core/source"
+	"github.com/plexus-cni/plexus/core/status"
+)
+
+// Options tune the API calls.
+type Options struct {
+	// CallTimeout bounds one request.
+	CallTimeout time.Duration
+	// Budget bounds one call with its retries; the error after it names the call.
+	Budget time.Duration
+	// Component names plexus in events.
+	Component string
+	Log       *slog.Logger
+}
+
+func (o *Options) defaults() {
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = 10 * time.Second
+	}
+	if o.Budget <= 0 {
+		o.Budget = 30 * time.Second
+	}
+	if o.Component == "" {
+		o.Component = "plexus"
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Source reads from and writes to a kube-apiserver.
+type Source struct {
+	client *rest.RESTClient
+	opts   Options
+}
+
+// Config loads a kubeconfig file, or the in-cluster config when path is
+// empty. It is read on every call so rotated credentials take effect.
+func Config(path string) (*rest.Config, error) {
+	if path == "" {
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("in-cluster Kubernetes config: %w", err)
+		}
+		return cfg, nil
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// New builds a source from a rest config.
+func New(cfg *rest.Config, opts Options) (*Source, error) {
+	opts.defaults()
+	c := rest.CopyConfig(cfg)
+	scheme := runtime.NewScheme()
+	metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"})
+	c.APIPath = "/api"
+	c.GroupVersion = &schema.GroupVersion{Version: "v1"}
+	c.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
+	c.ContentType = "application/json"
+	c.AcceptContentTypes = "application/json"
+	if c.UserAgent == "" {
+		c.UserAgent = opts.Component
+	}
+	// A CNI call makes a handful of requests; client-side throttling would
+	// only add latency.
+	c.QPS, c.Burst = 100, 200
+	client, err := rest.RESTClientFor(c)
+	if err != nil {
+		return nil, fmt.Errorf("Kubernetes client: %w", err)
+	}
+	return &Source{client: client, opts: opts}, nil
+}
+
+// podObject is the part of a Pod plexus reads.
+type podObject struct {
+	Metadata struct {
+		Namespace   string            `json:"namespace"`
+		Name        string            `json:"name"`
+		UID         string            `json:"uid"`
+		Labels      map[string]string `json:"labels"`
+		Annotations map[string]string `json:"annotations"`
+	} `json:"metadata"`
+	Spec struct {
+		ServiceAccountName string `json:"serviceAccountName"`
+		NodeName           string `json:"nodeName"`
+	} `json:"spec"`
+}
+
+// Pod implements source.Source.
+func (s *Source) Pod(ctx context.Context, namespace, name string) (*source.Pod, error) {
+	var raw []byte
+	err := s.retry(ctx, "get pod "+namespace+"/"+name, func(ctx context.Context) (err error) {
+		raw, err = s.client.Get().AbsPath("/api/v1/namespaces", namespace, "pods", name).DoRaw(ctx)
+		return err
+	})
+	if apierrors.IsNotFound(err) {
+		return nil, source.NotFound("Pod", namespace, name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var o podObject
+	if err := json.Unmarshal(raw, &o); err != nil {
+		return nil, fmt.Errorf("decoding pod %s/%s: %w", namespace, name, err)
+	}
+	m := o.Metadata
+	return &source.Pod{
+		Namespace: m.Namespace, Name: m.Name, UID: m.UID, Labels: m.Labels, Annotations: m.Annotations,
+		ServiceAccountName: o.Spec.ServiceAccountName, NodeName: o.Spec.NodeName,
+	}, nil
+}
+
+// NAD implements source.Source with a GET of the one object.
+func (s *Source) NAD(ctx context.Context, namespace, name string) (*source.NAD, error) {
+	var raw []byte
+	err := s.retry(ctx, "get NetworkAttachmentDefinition "+namespace+"/"+name, func(ctx context.Context) (err error) {
+		raw, err = s.client.Get().AbsPath("/apis/k8s.cni.cncf.io/v1/namespaces", namespace, "network-attachment-definitions", name).DoRaw(ctx)
+		return err
+	})
+	if apierrors.IsNotFound(err) {
+		return nil, source.NotFound("NetworkAttachmentDefinition", namespace, name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var n source.NAD
+	if err := json.Unmarshal(raw, &n); err != nil {
+		return nil, fmt.Errorf("decoding NetworkAttachmentDefinition %s/%s: %w", namespace, name, err)
+	}
+	return &n, nil
+}
+
+// NamespaceLabels implements source.NamespaceLabeler.
+func (s *Source) NamespaceLabels(ctx context.Context, namespace string) (map[string]string, error) {
+	var raw []byte
+	err := s.retry(ctx, "get namespace "+namespace, func(ctx context.Context) (err error) {
+		raw, err = s.client.Get().AbsPath("/api/v1/namespaces", namespace).DoRaw(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	var o struct {
+		Metadata struct {
+			Labels map[string]string `json:"labels"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(raw, &o); err != nil {
+		return nil, fmt.Errorf("decoding namespace %s: %w", namespace, err)
+	}
+	if o.Metadata.Labels == nil {
+		o.Metadata.Labels = map[string]string{}
+	}
+	return o.Metadata.Labels, nil
+}
+
+// PublishStatus sets the one annotation with a merge patch: other
+// annotations and fields are never read or rewritten, so there is nothing
+// to conflict with. The whole list is replaced, so a retried ADD never
+// duplicates entries.
+func (s *Source) PublishStatus(ctx context.Context, pod *source.Pod, doc []byte) error {
+	patch, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"annotations": map[string]string{status.Annotation: string(doc)}},
+	})
+	if err != nil {
+		return err
+	}
+	return s.retry(ctx, "patch pod "+pod.Ref(), func(ctx context.Context) error {
+		return s.client.Patch(types.MergePatchType).AbsPath("/api/v1/namespaces", pod.Namespace, "pods", pod.Name).Body(patch).Do(ctx).Error()
+	})
+}
+
+// Event implements source.EventRecorder; events are best effort.
+func (s *Source) Event(ctx context.Context, pod *source.Pod, typ source.EventType, reason, message string) {
+	body, err := json.Marshal(s.event(pod, typ, reason, message))
+	if err != nil {
+		return
+	}
+	err = s.retry(ctx, "create event for pod "+pod.Ref(), func(ctx context.Context) error {
+		return s.client.Post().AbsPath("/api/v1/namespaces", pod.Namespace, "events").Body(body).Do(ctx).Error()
+	})
+	if err != nil {
+		s.opts.Log.Warn("recording event", "pod", pod.Ref(), "reason", reason, "err", err)
+	}
+}
+
+// maxEventMessage is what the API accepts in an event message.
+const maxEventMessage = 1024
+
+func (s *Source) event(pod *source.Pod, typ source.EventType, reason, message string) map[string]any {
+	if len(message) > maxEventMessage {
+		message = message[:maxEventMessage-3] + "..."
+	}
+	now := metav1.Now()
+	return map[string]any{
+		"apiVersion": "v1",
+		"kind":       "Event",
+		"metadata":   map[string]any{"generateName": pod.Name + ".", "namespace": pod.Namespace},
+		"involvedObject": map[string]any{
+			"apiVersion": "v1", "kind": "Pod", "namespace": pod.Namespace, "name": pod.Name, "uid": pod.UID,
+		},
+		"type": string(typ), "reason": reason, "message": message,
+		"source":         map[string]any{"component": s.opts.Component, "host": pod.NodeName},
+		"firstTimestamp": now, "lastTimestamp": now, "count": 1,
+		"reportingComponent": s.opts.Component, "reportingInstance": pod.NodeName,
+	}
+}
+
+// retry runs one API call with a per-attempt timeout and exponential
+// backoff on transient errors, within the budget.
+func (s *Source) retry(ctx context.Context, what string, call func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Budget)
+	defer cancel()
+	wait := 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		actx, acancel := context.WithTimeout(ctx, s.opts.CallTimeout)
+		err := call(actx)
+		acancel()
+		if err == nil || !transient(err) {
+			if err != nil {
+				return fmt.Errorf("%s: %w", what, err)
+			}
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: gave up after %d attempts within %s: %w", what, attempt, s.opts.Budget, err)
+		case <-time.After(wait):
+		}
+		wait = min(wait*2, 2*time.Second)
+	}
+}
+
+// transient reports errors worth retrying: conflicts, throttling, server
+// errors, timeouts and connection failures. Not found, forbidden and
+// invalid are final.
+func transient(err error) bool {
+	var se apierrors.APIStatus
+	if errors.As(err, &se) {
+		code := int(se.Status().Code)
+		return code == http.StatusConflict || code == http.StatusTooManyRequests || code >= 500 ||
+			apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err)
+	}
+	return true // transport-level: refused, reset, deadline of one attempt
+}
