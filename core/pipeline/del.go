@@ -147,7 +147,7 @@ func (p *Pipeline) delDefault(ctx context.Context, req *Request) error {
 		p.Log.Warn("no record and no default network config: nothing to detach", "err", err)
 		return nil
 	}
-	a := &record.Attachment{Name: "default", IfName: req.IfName, Config: raw, CNIArgs: req.Args, CapabilityArgs: req.RuntimeConfig}
+	a := &record.Attachment{Name: "default", IfName: req.IfName, Config: raw, CNIArgs: delegateArgs(req.Args), CapabilityArgs: req.RuntimeConfig}
 	if err := p.detachOne(ctx, req, a); err != nil {
 		return fmt.Errorf("default network (%s): %w", req.IfName, err)
 	}

@@ -88,7 +88,7 @@ func defaultAttachment(req *Request, c *clusterNetwork) *Attachment {
 		Name:           c.name,
 		IfName:         req.IfName,
 		Config:         c.config,
-		CNIArgs:        req.Args,
+		CNIArgs:        delegateArgs(req.Args),
 		CapabilityArgs: req.RuntimeConfig,
 	}
 }
@@ -200,6 +200,20 @@ type resolvedNAD struct {
 	resolved *nad.Resolved
 }
 
+// delegateArgs is the runtime's CNI_ARGS with IgnoreUnknown=1 added when
+// missing: delegates get K8S_POD_* (and extension args) they may not know,
+// and the reference plugins refuse unknown args without it.
+func delegateArgs(args [][2]string) [][2]string {
+	out := make([][2]string, 0, len(args)+1)
+	for _, kv := range args {
+		if kv[0] == "IgnoreUnknown" {
+			return append(out, args...)
+		}
+	}
+	out = append(out, [2]string{"IgnoreUnknown", "1"})
+	return append(out, args...)
+}
+
 // selectionAttachment builds a secondary attachment; requested ips and mac
 // go to args.cni and to runtimeConfig for delegates with those
 // capabilities (s4.1.2.1.3.2, s4.1.2.1.4.2).
@@ -211,7 +225,7 @@ func selectionAttachment(req *Request, el *selection.Element, ifName string, r *
 		Name:      el.Ref(),
 		IfName:    ifName,
 		Config:    r.resolved.Config,
-		CNIArgs:   append([][2]string(nil), req.Args...),
+		CNIArgs:   delegateArgs(req.Args),
 	}
 	if len(el.IPs) > 0 || el.MAC != "" {
 		a.ConfigArgs = map[string]any{}
