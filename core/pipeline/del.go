@@ -59,6 +59,11 @@ func (p *Pipeline) del(ctx context.Context, req *Request) error {
 // continuing past failures, and forgets the record only when all succeeded;
 // otherwise it keeps just the failed ones for the next DEL.
 func (p *Pipeline) teardown(ctx context.Context, req *Request, rec *record.Record) error {
+	if req.NetNS == "" {
+		r := *req
+		r.NetNS = rec.NetNS
+		req = &r
+	}
 	var failed []record.Attachment
 	var msgs []string
 	for i := len(rec.Attachments) - 1; i >= 0; i-- {

@@ -325,7 +325,7 @@ func (p *Pipeline) warnUnowned(ctx context.Context, pod *source.Pod, a *Attachme
 // buildRecord fixes each attachment's final delegate config (args injected,
 // as a conflist) in a record of Planned entries.
 func (p *Pipeline) buildRecord(req *Request, pl *plan) error {
-	rec := &record.Record{ContainerID: req.ContainerID}
+	rec := &record.Record{ContainerID: req.ContainerID, NetNS: req.NetNS}
 	if pl.pod != nil {
 		rec.Pod = &record.Pod{Namespace: pl.pod.Namespace, Name: pl.pod.Name, UID: pl.pod.UID}
 	}

@@ -54,8 +54,11 @@ type Pod struct {
 
 // Record is one container's attachments, in ADD order.
 type Record struct {
-	Version     int          `json:"version"`
-	ContainerID string       `json:"containerID"`
+	Version     int    `json:"version"`
+	ContainerID string `json:"containerID"`
+	// NetNS is the sandbox ADD used; DEL prefers the runtime's current
+	// value and falls back to this one (GC has none).
+	NetNS       string       `json:"netns,omitempty"`
 	Pod         *Pod         `json:"pod,omitempty"`
 	Attachments []Attachment `json:"attachments"`
 }

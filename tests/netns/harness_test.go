@@ -431,3 +431,43 @@ func (h *harness) plugin(c *container, command string) (string, *cniError) {
 	}
 	return out.String(), nil
 }
+
+// pluginStdin runs a command without a container (GC, STATUS); extra JSON
+// keys in stdin are merged into plexus's config.
+func (h *harness) pluginStdin(t *testing.T, command, extra string) string {
+	t.Helper()
+	out, e := h.pluginStdinErr(command, extra)
+	if e != nil {
+		t.Fatalf("plexus %s: %+v", command, e)
+	}
+	return out
+}
+
+func (h *harness) pluginStdinErr(command, extra string) (string, *cniError) {
+	conf := map[string]any{}
+	for k, v := range h.plexus {
+		conf[k] = v
+	}
+	if extra != "" {
+		var m map[string]any
+		must(h.t, json.Unmarshal([]byte(extra), &m))
+		for k, v := range m {
+			conf[k] = v
+		}
+	}
+	b, err := json.Marshal(conf)
+	must(h.t, err)
+	cmd := exec.Command(filepath.Join(binDir, "plexus"))
+	cmd.Env = append(os.Environ(), "CNI_COMMAND="+command, "CNI_PATH="+binDir)
+	cmd.Stdin = bytes.NewReader(b)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	if err := cmd.Run(); err != nil {
+		var e cniError
+		if jerr := json.Unmarshal(out.Bytes(), &e); jerr != nil {
+			h.t.Fatalf("plexus %s failed without a JSON error: %v: %s", command, err, out.String())
+		}
+		return out.String(), &e
+	}
+	return out.String(), nil
+}
