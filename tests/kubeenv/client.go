@@ -34,19 +34,23 @@ import (
 const FieldManager = "plexus-e2e"
 
 // Kubeconfig writes a kubeconfig file at path that connects with cfg
-// (typically AdminConfig or ServiceAccountConfig). Credentials are embedded,
-// so the file stands alone.
+// (typically AdminConfig or ServiceAccountConfig). Inline credentials are
+// embedded; file references are kept as paths.
 func (e *Env) Kubeconfig(path string, cfg *rest.Config) error {
 	const name = "kubeenv"
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters[name] = &clientcmdapi.Cluster{
 		Server:                   cfg.Host,
 		CertificateAuthorityData: cfg.CAData,
+		CertificateAuthority:     cfg.CAFile,
 	}
 	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{
 		ClientCertificateData: cfg.CertData,
 		ClientKeyData:         cfg.KeyData,
+		ClientCertificate:     cfg.CertFile,
+		ClientKey:             cfg.KeyFile,
 		Token:                 cfg.BearerToken,
+		TokenFile:             cfg.BearerTokenFile,
 	}
 	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
 	kc.CurrentContext = name
@@ -246,6 +250,9 @@ func established(crd *unstructured.Unstructured) bool {
 // "PATCH pods status", "APPLY network-attachment-definitions"), over all
 // groups, versions, scopes, codes and dry-run values. Verbs are as the
 // server records them: GET, LIST, WATCH, POST, PUT, PATCH, APPLY, DELETE.
+// A request is counted as it completes, which can be just after its client
+// has the response, so a test diffing counts should scrape until the
+// expected growth shows (and then check it is not more).
 func (e *Env) RequestCounts(ctx context.Context) (map[string]float64, error) {
 	cs, err := kubernetes.NewForConfig(e.AdminConfig())
 	if err != nil {

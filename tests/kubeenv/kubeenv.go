@@ -12,6 +12,9 @@
 // cluster) but no controller creates the "default" ServiceAccount,
 // CreateNamespace creates it along with the namespace, and Start creates it
 // in the "default" namespace.
+//
+// Binaries are looked up in $PLEXUS_BIN, else <module root>/bin. ForTest
+// skips when they are missing unless PLEXUS_E2E=1, which makes that a failure.
 package kubeenv
 
 import (
@@ -57,8 +60,8 @@ type Env struct {
 	apiserverPort   int
 }
 
-// startTimeout bounds Start when the caller's context has no deadline; a
-// cold kube-apiserver on a busy 2-core machine takes tens of seconds.
+// startTimeout bounds Start when the caller's context has no deadline. Ready
+// takes seconds; the margin is for loaded, shared CI machines.
 const startTimeout = 3 * time.Minute
 
 // stopGrace is how long a process gets to exit after SIGTERM before SIGKILL.
