@@ -2,6 +2,7 @@ package netns
 
 import (
 	"fmt"
+	"github.com/plexus-cni/plexus/tests/harness"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,24 +15,24 @@ import (
 // TestS7_3ParallelContainers: 20 pods ADDed and DELed at once, each with
 // two secondary networks; nothing leaks.
 func TestS7_3ParallelContainers(t *testing.T) {
-	h := newHarness(t)
-	h.bridgeNAD("demo", "net-a")
-	h.tuningNAD("demo", "net-b")
+	h := harness.New(t)
+	h.BridgeNAD("demo", "net-a")
+	tuningNAD(h, "demo", "net-b")
 	const n = 20
-	cs := make([]*container, n)
+	cs := make([]*harness.Container, n)
 	for i := range cs {
 		name := fmt.Sprintf("pod-%d", i)
-		h.pod("demo", name, "net-a,net-b")
-		cs[i] = h.container("demo", name)
+		h.Pod("demo", name, "net-a,net-b")
+		cs[i] = h.Container("demo", name)
 	}
-	before := hostVeths(t)
-	parallel(t, cs, func(c *container) error { _, err := h.cnitool(c, "add"); return err })
+	before := harness.HostVeths(t)
+	parallel(t, cs, func(c *harness.Container) error { _, err := h.CNITool(c, "add"); return err })
 	seen := map[string]bool{}
 	for _, c := range cs {
-		if got := ifNames(c.links(t)); len(got) != 3 {
-			t.Errorf("%s has %v", c.name, got)
+		if got := harness.IfNames(c.Links(t)); len(got) != 3 {
+			t.Errorf("%s has %v", c.Name, got)
 		}
-		for _, e := range h.status("demo", c.name) {
+		for _, e := range h.Status("demo", c.Name) {
 			for _, ip := range e.IPs {
 				if seen[ip] {
 					t.Errorf("address %s handed out twice", ip)
@@ -40,16 +41,16 @@ func TestS7_3ParallelContainers(t *testing.T) {
 			}
 		}
 	}
-	parallel(t, cs, func(c *container) error { _, err := h.cnitool(c, "del"); return err })
+	parallel(t, cs, func(c *harness.Container) error { _, err := h.CNITool(c, "del"); return err })
 	for _, c := range cs {
-		if got := ifNames(c.links(t)); len(got) != 0 {
-			t.Errorf("%s still has %v", c.name, got)
+		if got := harness.IfNames(c.Links(t)); len(got) != 0 {
+			t.Errorf("%s still has %v", c.Name, got)
 		}
 	}
-	h.assertNoLeaks(before)
+	h.AssertNoLeaks(before)
 }
 
-func parallel(t *testing.T, cs []*container, f func(*container) error) {
+func parallel(t *testing.T, cs []*harness.Container, f func(*harness.Container) error) {
 	t.Helper()
 	var wg sync.WaitGroup
 	errs := make(chan error, len(cs))
@@ -58,7 +59,7 @@ func parallel(t *testing.T, cs []*container, f func(*container) error) {
 		go func() {
 			defer wg.Done()
 			if err := f(c); err != nil {
-				errs <- fmt.Errorf("%s: %w", c.name, err)
+				errs <- fmt.Errorf("%s: %w", c.Name, err)
 			}
 		}()
 	}
@@ -71,44 +72,44 @@ func parallel(t *testing.T, cs []*container, f func(*container) error) {
 
 // TestDelWithCorruptRecord: DEL falls back to what libcni's own cache knows.
 func TestDelWithCorruptRecord(t *testing.T) {
-	h := newHarness(t)
-	h.bridgeNAD("demo", "net-a")
-	h.pod("demo", "web", "net-a")
-	c := h.container("demo", "web")
-	before := hostVeths(t)
-	h.plugin(c, "ADD")
-	rec := filepath.Join(h.cacheDir, "records", "direct-web.json")
+	h := harness.New(t)
+	h.BridgeNAD("demo", "net-a")
+	h.Pod("demo", "web", "net-a")
+	c := h.Container("demo", "web")
+	before := harness.HostVeths(t)
+	h.Plugin(c, "ADD")
+	rec := filepath.Join(h.CacheDir, "records", "direct-web.json")
 	b, err := os.ReadFile(rec)
-	must(t, err)
-	must(t, os.WriteFile(rec, b[:len(b)/2], 0o600))
-	if _, e := h.plugin(c, "DEL"); e != nil {
+	harness.Must(t, err)
+	harness.Must(t, os.WriteFile(rec, b[:len(b)/2], 0o600))
+	if _, e := h.Plugin(c, "DEL"); e != nil {
 		t.Fatalf("DEL with a truncated record: %+v", e)
 	}
-	if got := ifNames(c.links(t)); len(got) != 0 {
+	if got := harness.IfNames(c.Links(t)); len(got) != 0 {
 		t.Errorf("interfaces left: %v", got)
 	}
-	h.assertNoLeaks(before)
+	h.AssertNoLeaks(before)
 }
 
-// TestAddTwiceReplacesAttachments: a second ADD without DEL must not
+// TestAddTwiceReplacesAttachments: a second ADD without DEL harness.Must not
 // attach twice or hold two leases.
 func TestAddTwiceReplacesAttachments(t *testing.T) {
-	h := newHarness(t)
-	h.bridgeNAD("demo", "net-a")
-	h.pod("demo", "web", "net-a")
-	c := h.container("demo", "web")
-	before := hostVeths(t)
-	if _, e := h.plugin(c, "ADD"); e != nil {
+	h := harness.New(t)
+	h.BridgeNAD("demo", "net-a")
+	h.Pod("demo", "web", "net-a")
+	c := h.Container("demo", "web")
+	before := harness.HostVeths(t)
+	if _, e := h.Plugin(c, "ADD"); e != nil {
 		t.Fatal(e)
 	}
-	if _, e := h.plugin(c, "ADD"); e != nil {
+	if _, e := h.Plugin(c, "ADD"); e != nil {
 		t.Fatalf("second ADD: %+v", e)
 	}
-	if got := ifNames(c.links(t)); len(got) != 2 {
+	if got := harness.IfNames(c.Links(t)); len(got) != 2 {
 		t.Errorf("interfaces %v", got)
 	}
 	leases := 0
-	_ = filepath.WalkDir(h.ipamDir, func(p string, d os.DirEntry, err error) error {
+	_ = filepath.WalkDir(h.IPAMDir, func(p string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && strings.Count(d.Name(), ".") == 3 {
 			leases++
 		}
@@ -117,50 +118,50 @@ func TestAddTwiceReplacesAttachments(t *testing.T) {
 	if leases != 2 {
 		t.Errorf("%d leases held, want 2 (one per attachment)", leases)
 	}
-	if _, e := h.plugin(c, "DEL"); e != nil {
+	if _, e := h.Plugin(c, "DEL"); e != nil {
 		t.Fatal(e)
 	}
-	h.assertNoLeaks(before)
+	h.AssertNoLeaks(before)
 }
 
 func TestDelOfUnknownContainer(t *testing.T) {
-	h := newHarness(t)
-	h.pod("demo", "ghost", "")
-	c := h.container("demo", "ghost")
-	before := hostVeths(t)
-	if _, e := h.plugin(c, "DEL"); e != nil {
+	h := harness.New(t)
+	h.Pod("demo", "ghost", "")
+	c := h.Container("demo", "ghost")
+	before := harness.HostVeths(t)
+	if _, e := h.Plugin(c, "DEL"); e != nil {
 		t.Fatalf("DEL before any ADD: %+v", e)
 	}
-	h.assertNoLeaks(before)
+	h.AssertNoLeaks(before)
 }
 
 func TestMissingNADFailsNamingIt(t *testing.T) {
-	h := newHarness(t)
-	h.pod("demo", "web", "net-a,elsewhere/ghost")
-	h.bridgeNAD("demo", "net-a")
-	c := h.container("demo", "web")
-	before := hostVeths(t)
-	_, e := h.plugin(c, "ADD")
+	h := harness.New(t)
+	h.Pod("demo", "web", "net-a,elsewhere/ghost")
+	h.BridgeNAD("demo", "net-a")
+	c := h.Container("demo", "web")
+	before := harness.HostVeths(t)
+	_, e := h.Plugin(c, "ADD")
 	if e == nil || e.Code != 101 || !strings.Contains(e.Msg, "elsewhere/ghost") {
 		t.Fatalf("want code 101 naming the NAD, got %+v", e)
 	}
-	if got := ifNames(c.links(t)); len(got) != 0 {
+	if got := harness.IfNames(c.Links(t)); len(got) != 0 {
 		t.Errorf("a NAD lookup failure attached %v", got)
 	}
-	h.assertNoLeaks(before)
+	h.AssertNoLeaks(before)
 }
 
 // TestS3_4_2NameInjectedForThickConfig: a NAD config without "name".
 func TestS3_4_2NameInjectedForThickConfig(t *testing.T) {
-	h := newHarness(t)
-	h.nad("demo", "unnamed", `{"cniVersion":"1.0.0","type":"bridge","bridge":"`+h.bridge()+`","ipam":{"type":"host-local","subnet":"`+subnet()+`","dataDir":"`+h.ipamDir+`"}}`)
-	h.pod("demo", "web", "unnamed")
-	c := h.container("demo", "web")
-	before := hostVeths(t)
-	h.add(c)
+	h := harness.New(t)
+	h.NAD("demo", "unnamed", `{"cniVersion":"1.0.0","type":"bridge","bridge":"`+h.Bridge()+`","ipam":{"type":"host-local","subnet":"`+harness.Subnet()+`","dataDir":"`+h.IPAMDir+`"}}`)
+	h.Pod("demo", "web", "unnamed")
+	c := h.Container("demo", "web")
+	before := harness.HostVeths(t)
+	h.Add(c)
 	// libcni caches under the network name: the injected one.
-	cached, err := libcni.NewCNIConfigWithCacheDir(nil, h.cacheDir, nil).GetCachedAttachments("")
-	must(t, err)
+	cached, err := libcni.NewCNIConfigWithCacheDir(nil, h.CacheDir, nil).GetCachedAttachments("")
+	harness.Must(t, err)
 	found := false
 	for _, a := range cached {
 		found = found || a.Network == "unnamed"
@@ -168,42 +169,42 @@ func TestS3_4_2NameInjectedForThickConfig(t *testing.T) {
 	if !found {
 		t.Errorf("no attachment ran with the injected name; cached: %+v", cached)
 	}
-	h.del(c)
-	h.assertNoLeaks(before)
+	h.Del(c)
+	h.AssertNoLeaks(before)
 }
 
 // TestGCKeepsLiveAttachments: GC with one of two containers valid removes
 // the other's attachments and leases and keeps the live one's.
 func TestGCKeepsLiveAttachments(t *testing.T) {
-	h := newHarness(t)
-	h.bridgeNAD("demo", "net-a")
-	h.pod("demo", "live", "net-a")
-	h.pod("demo", "stale", "net-a")
-	live, stale := h.container("demo", "live"), h.container("demo", "stale")
-	before := hostVeths(t)
-	h.plugin(live, "ADD")
-	h.plugin(stale, "ADD")
+	h := harness.New(t)
+	h.BridgeNAD("demo", "net-a")
+	h.Pod("demo", "live", "net-a")
+	h.Pod("demo", "stale", "net-a")
+	live, stale := h.Container("demo", "live"), h.Container("demo", "stale")
+	before := harness.HostVeths(t)
+	h.Plugin(live, "ADD")
+	h.Plugin(stale, "ADD")
 	gc := `{"cniVersion":"1.1.0","name":"plexus","cni.dev/valid-attachments":[{"containerID":"direct-live","ifname":"eth0"}]}`
-	h.pluginStdin(t, "GC", gc)
-	if got := ifNames(live.links(t)); len(got) != 2 {
+	h.PluginStdin(t, "GC", gc)
+	if got := harness.IfNames(live.Links(t)); len(got) != 2 {
 		t.Errorf("live container lost interfaces: %v", got)
 	}
-	if got := ifNames(stale.links(t)); len(got) != 0 {
+	if got := harness.IfNames(stale.Links(t)); len(got) != 0 {
 		t.Errorf("stale container kept %v", got)
 	}
-	if _, err := os.Stat(filepath.Join(h.cacheDir, "records", "direct-stale.json")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(h.CacheDir, "records", "direct-stale.json")); !os.IsNotExist(err) {
 		t.Error("stale record kept")
 	}
-	h.plugin(live, "DEL")
-	h.assertNoLeaks(before)
+	h.Plugin(live, "DEL")
+	h.AssertNoLeaks(before)
 }
 
 func TestStatusReportsDefaultNetwork(t *testing.T) {
-	h := newHarness(t)
-	h.set("cniVersion", "1.1.0")
-	h.pluginStdin(t, "STATUS", "")
-	h.set("clusterNetwork", filepath.Join(h.dir, "missing.conflist"))
-	out, e := h.pluginStdinErr("STATUS", "")
+	h := harness.New(t)
+	h.Set("cniVersion", "1.1.0")
+	h.PluginStdin(t, "STATUS", "")
+	h.Set("clusterNetwork", filepath.Join(h.Dir, "missing.conflist"))
+	out, e := h.PluginStdinErr("STATUS", "")
 	if e == nil || e.Code != 112 || !strings.Contains(e.Msg, "missing.conflist") {
 		t.Fatalf("STATUS with a missing default network: %+v %s", e, out)
 	}

@@ -2,6 +2,7 @@ package netns
 
 import (
 	"encoding/json"
+	"github.com/plexus-cni/plexus/tests/harness"
 
 	"os"
 	"path/filepath"
@@ -15,196 +16,196 @@ import (
 
 // staticNAD is a bridge network whose IPAM is the static plugin, which
 // honors the "ips" capability.
-func (h *harness) staticNAD(namespace, name string) {
-	h.nad(namespace, name, `{"cniVersion":"1.0.0","name":"`+name+`","plugins":[
-	  {"type":"bridge","bridge":"`+h.bridge()+`","ipam":{"type":"static"},"capabilities":{"ips":true}}]}`)
+func staticNAD(h *harness.World, namespace, name string) {
+	h.NAD(namespace, name, `{"cniVersion":"1.0.0","name":"`+name+`","plugins":[
+	  {"type":"bridge","bridge":"`+h.Bridge()+`","ipam":{"type":"static"},"capabilities":{"ips":true}}]}`)
 }
 
 // tuningNAD chains tuning (which honors the "mac" capability) after bridge.
-func (h *harness) tuningNAD(namespace, name string) {
-	h.nad(namespace, name, `{"cniVersion":"1.0.0","name":"`+name+`","plugins":[
-	  {"type":"bridge","bridge":"`+h.bridge()+`","ipam":{"type":"host-local","subnet":"`+subnet()+`","dataDir":"`+h.ipamDir+`"}},
+func tuningNAD(h *harness.World, namespace, name string) {
+	h.NAD(namespace, name, `{"cniVersion":"1.0.0","name":"`+name+`","plugins":[
+	  {"type":"bridge","bridge":"`+h.Bridge()+`","ipam":{"type":"host-local","subnet":"`+harness.Subnet()+`","dataDir":"`+h.IPAMDir+`"}},
 	  {"type":"tuning","capabilities":{"mac":true}}]}`)
 }
 
 func TestS4_1_2_1_3IPsHonored(t *testing.T) {
-	h := newHarness(t)
-	h.staticNAD("demo", "static-net")
-	h.pod("demo", "web", `[{"name":"static-net","ips":["192.168.77.10/24","fd00:77::10/64"]}]`)
-	c := h.container("demo", "web")
-	before := hostVeths(t)
-	h.add(c)
-	got := c.addrs(t, "net1")
+	h := harness.New(t)
+	staticNAD(h, "demo", "static-net")
+	h.Pod("demo", "web", `[{"name":"static-net","ips":["192.168.77.10/24","fd00:77::10/64"]}]`)
+	c := h.Container("demo", "web")
+	before := harness.HostVeths(t)
+	h.Add(c)
+	got := c.Addrs(t, "net1")
 	if want := []string{"192.168.77.10/24", "fd00:77::10/64"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("net1 addresses %v, want %v", got, want)
 	}
-	st := h.status("demo", "web")
+	st := h.Status("demo", "web")
 	if !reflect.DeepEqual(st[1].IPs, []string{"192.168.77.10/24", "fd00:77::10/64"}) {
 		t.Errorf("status ips %v", st[1].IPs)
 	}
-	h.del(c)
-	h.assertNoLeaks(before)
+	h.Del(c)
+	h.AssertNoLeaks(before)
 }
 
 func TestS4_1_2_1_3IPsNotHonoredFailsAndLeavesNothing(t *testing.T) {
-	h := newHarness(t)
+	h := harness.New(t)
 	// host-local can only hand out addresses of its own range.
-	h.bridgeNAD("demo", "dyn")
-	h.pod("demo", "web", `[{"name":"dyn","ips":["10.250.0.99"]}]`)
-	c := h.container("demo", "web")
-	before := hostVeths(t)
-	_, e := h.plugin(c, "ADD")
+	h.BridgeNAD("demo", "dyn")
+	h.Pod("demo", "web", `[{"name":"dyn","ips":["10.250.0.99"]}]`)
+	c := h.Container("demo", "web")
+	before := harness.HostVeths(t)
+	_, e := h.Plugin(c, "ADD")
 	if e == nil || (e.Code != 104 && e.Code != 105) || !strings.Contains(e.Msg, "10.250.0.99") || !strings.Contains(e.Msg, "demo/dyn (net1)") {
 		t.Fatalf("want the ADD to fail naming the IP and network, got %+v", e)
 	}
-	if got := ifNames(c.links(t)); len(got) != 0 {
+	if got := harness.IfNames(c.Links(t)); len(got) != 0 {
 		t.Errorf("interfaces left after a failed ADD: %v", got)
 	}
-	h.assertNoLeaks(before)
-	// The runtime follows a failed ADD with DEL; it must succeed.
-	if _, e := h.plugin(c, "DEL"); e != nil {
+	h.AssertNoLeaks(before)
+	// The runtime follows a failed ADD with DEL; it harness.Must succeed.
+	if _, e := h.Plugin(c, "DEL"); e != nil {
 		t.Fatalf("DEL after failed ADD: %+v", e)
 	}
-	h.assertNoLeaks(before)
+	h.AssertNoLeaks(before)
 }
 
 func TestS4_1_2_1_4MACHonored(t *testing.T) {
-	h := newHarness(t)
-	h.tuningNAD("demo", "tuned")
-	h.pod("demo", "web", `[{"name":"tuned","mac":"02:42:ac:11:00:99"}]`)
-	c := h.container("demo", "web")
-	before := hostVeths(t)
-	h.add(c)
-	if mac := c.links(t)["net1"].Attrs().HardwareAddr.String(); mac != "02:42:ac:11:00:99" {
+	h := harness.New(t)
+	tuningNAD(h, "demo", "tuned")
+	h.Pod("demo", "web", `[{"name":"tuned","mac":"02:42:ac:11:00:99"}]`)
+	c := h.Container("demo", "web")
+	before := harness.HostVeths(t)
+	h.Add(c)
+	if mac := c.Links(t)["net1"].Attrs().HardwareAddr.String(); mac != "02:42:ac:11:00:99" {
 		t.Fatalf("net1 MAC %s", mac)
 	}
-	if st := h.status("demo", "web"); st[1].MAC != "02:42:ac:11:00:99" {
+	if st := h.Status("demo", "web"); st[1].MAC != "02:42:ac:11:00:99" {
 		t.Errorf("status mac %s", st[1].MAC)
 	}
-	h.del(c)
-	h.assertNoLeaks(before)
+	h.Del(c)
+	h.AssertNoLeaks(before)
 }
 
 func TestS4_1_2_1_4MACNotHonoredFails(t *testing.T) {
-	h := newHarness(t)
-	// ptp ignores the mac argument: plexus must notice (s4.1.2.1.4.2).
-	h.nad("demo", "plain", `{"cniVersion":"1.0.0","name":"plain","type":"ptp","ipam":{"type":"host-local","subnet":"`+subnet()+`","dataDir":"`+h.ipamDir+`"}}`)
-	h.pod("demo", "web", `[{"name":"plain","mac":"02:42:ac:11:00:98"}]`)
-	c := h.container("demo", "web")
-	before := hostVeths(t)
-	_, e := h.plugin(c, "ADD")
+	h := harness.New(t)
+	// ptp ignores the mac argument: plexus harness.Must notice (s4.1.2.1.4.2).
+	h.NAD("demo", "plain", `{"cniVersion":"1.0.0","name":"plain","type":"ptp","ipam":{"type":"host-local","subnet":"`+harness.Subnet()+`","dataDir":"`+h.IPAMDir+`"}}`)
+	h.Pod("demo", "web", `[{"name":"plain","mac":"02:42:ac:11:00:98"}]`)
+	c := h.Container("demo", "web")
+	before := harness.HostVeths(t)
+	_, e := h.Plugin(c, "ADD")
 	if e == nil || e.Code != 105 || !strings.Contains(e.Msg, "02:42:ac:11:00:98") || !strings.Contains(e.Msg, "demo/plain (net1)") {
 		t.Fatalf("want code 105 naming the MAC, got %+v", e)
 	}
-	if got := ifNames(c.links(t)); len(got) != 0 {
+	if got := harness.IfNames(c.Links(t)); len(got) != 0 {
 		t.Errorf("interfaces left: %v", got)
 	}
-	h.assertNoLeaks(before)
+	h.AssertNoLeaks(before)
 }
 
 // TestS7_2FailingMiddleAttachment: the second of three selections fails;
 // the first and the default are undone, the third is never invoked.
 func TestS7_2FailingMiddleAttachment(t *testing.T) {
-	h := newHarness(t)
-	h.bridgeNAD("demo", "first")
-	h.nad("demo", "broken", `{"cniVersion":"1.0.0","name":"broken","type":"macvlan","master":"no-such-dev0","ipam":{"type":"host-local","subnet":"`+subnet()+`","dataDir":"`+h.ipamDir+`"}}`)
-	thirdDir := filepath.Join(h.dir, "third-ipam")
-	h.nad("demo", "third", `{"cniVersion":"1.0.0","name":"third","type":"bridge","bridge":"`+h.bridge()+`","ipam":{"type":"host-local","subnet":"`+subnet()+`","dataDir":"`+thirdDir+`"}}`)
-	h.pod("demo", "web", "first,broken,third")
-	c := h.container("demo", "web")
-	before := hostVeths(t)
+	h := harness.New(t)
+	h.BridgeNAD("demo", "first")
+	h.NAD("demo", "broken", `{"cniVersion":"1.0.0","name":"broken","type":"macvlan","master":"no-such-dev0","ipam":{"type":"host-local","subnet":"`+harness.Subnet()+`","dataDir":"`+h.IPAMDir+`"}}`)
+	thirdDir := filepath.Join(h.Dir, "third-ipam")
+	h.NAD("demo", "third", `{"cniVersion":"1.0.0","name":"third","type":"bridge","bridge":"`+h.Bridge()+`","ipam":{"type":"host-local","subnet":"`+harness.Subnet()+`","dataDir":"`+thirdDir+`"}}`)
+	h.Pod("demo", "web", "first,broken,third")
+	c := h.Container("demo", "web")
+	before := harness.HostVeths(t)
 
-	_, e := h.plugin(c, "ADD")
+	_, e := h.Plugin(c, "ADD")
 	if e == nil || e.Code != 104 || !strings.Contains(e.Msg, "demo/broken (net2)") || !strings.Contains(e.Msg, "macvlan") {
 		t.Fatalf("want code 104 naming the failed network and the cause, got %+v", e)
 	}
-	if got := ifNames(c.links(t)); len(got) != 0 {
+	if got := harness.IfNames(c.Links(t)); len(got) != 0 {
 		t.Errorf("interfaces left after the failure: %v", got)
 	}
 	if _, err := os.Stat(thirdDir); !os.IsNotExist(err) {
 		t.Error("the attachment after the failed one was invoked (its IPAM dir exists)")
 	}
-	h.assertNoLeaks(before)
-	if _, e := h.plugin(c, "DEL"); e != nil {
+	h.AssertNoLeaks(before)
+	if _, e := h.Plugin(c, "DEL"); e != nil {
 		t.Fatalf("DEL after the failed ADD: %+v", e)
 	}
-	h.assertNoLeaks(before)
+	h.AssertNoLeaks(before)
 }
 
 func TestDelAfterPodGoneAndDoubleDel(t *testing.T) {
-	h := newHarness(t)
-	h.bridgeNAD("demo", "net-a")
-	h.pod("demo", "web", "net-a")
-	c := h.container("demo", "web")
-	before := hostVeths(t)
-	h.add(c)
+	h := harness.New(t)
+	h.BridgeNAD("demo", "net-a")
+	h.Pod("demo", "web", "net-a")
+	c := h.Container("demo", "web")
+	before := harness.HostVeths(t)
+	h.Add(c)
 	// The pod and its NAD disappear, the NAD's network would now resolve
 	// differently: DEL works from the record.
-	h.removePod("demo", "web")
-	must(t, os.Remove(filepath.Join(h.manifests, "nad-demo-net-a.yaml")))
-	h.del(c)
-	h.assertNoLeaks(before)
-	h.del(c)
-	h.assertNoLeaks(before)
+	h.RemovePod("demo", "web")
+	harness.Must(t, os.Remove(filepath.Join(h.Manifests, "nad-demo-net-a.yaml")))
+	h.Del(c)
+	h.AssertNoLeaks(before)
+	h.Del(c)
+	h.AssertNoLeaks(before)
 }
 
 func TestDelWithUnreachableKubernetesSource(t *testing.T) {
-	h := newHarness(t)
-	h.bridgeNAD("demo", "net-a")
-	h.pod("demo", "web", "net-a")
-	c := h.container("demo", "web")
-	before := hostVeths(t)
-	h.add(c)
+	h := harness.New(t)
+	h.BridgeNAD("demo", "net-a")
+	h.Pod("demo", "web", "net-a")
+	c := h.Container("demo", "web")
+	before := harness.HostVeths(t)
+	h.Add(c)
 	// Switch to a Kubernetes source that cannot be reached: DEL never needs the API.
-	kc := filepath.Join(h.dir, "kubeconfig")
-	h.writeFile(kc, "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: 'https://127.0.0.1:1'}\ncontexts:\n- name: c\n  context: {cluster: c, user: u}\ncurrent-context: c\nusers:\n- name: u\n  user: {token: x}\n")
-	h.set("manifests", nil)
-	h.set("kubeconfig", kc)
-	h.del(c)
-	if got := ifNames(c.links(t)); len(got) != 0 {
+	kc := filepath.Join(h.Dir, "kubeconfig")
+	h.WriteFile(kc, "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: 'https://127.0.0.1:1'}\ncontexts:\n- name: c\n  context: {cluster: c, user: u}\ncurrent-context: c\nusers:\n- name: u\n  user: {token: x}\n")
+	h.Set("manifests", nil)
+	h.Set("kubeconfig", kc)
+	h.Del(c)
+	if got := harness.IfNames(c.Links(t)); len(got) != 0 {
 		t.Errorf("interfaces left: %v", got)
 	}
-	h.assertNoLeaks(before)
+	h.AssertNoLeaks(before)
 }
 
 func TestCheck(t *testing.T) {
-	h := newHarness(t)
-	h.bridgeNAD("demo", "net-a")
-	h.pod("demo", "web", "net-a")
-	c := h.container("demo", "web")
-	before := hostVeths(t)
-	h.add(c)
-	if _, err := h.cnitool(c, "check"); err != nil {
+	h := harness.New(t)
+	h.BridgeNAD("demo", "net-a")
+	h.Pod("demo", "web", "net-a")
+	c := h.Container("demo", "web")
+	before := harness.HostVeths(t)
+	h.Add(c)
+	if _, err := h.CNITool(c, "check"); err != nil {
 		t.Fatalf("CHECK of a healthy pod: %v", err)
 	}
-	// Remove the secondary interface behind plexus's back: CHECK must see it.
-	must(t, c.ns.Do(func(_ ns.NetNS) error {
+	// Remove the secondary interface behind plexus's back: CHECK harness.Must see it.
+	harness.Must(t, c.NS.Do(func(_ ns.NetNS) error {
 		l, err := netlink.LinkByName("net1")
 		if err != nil {
 			return err
 		}
 		return netlink.LinkDel(l)
 	}))
-	out, err := h.cnitool(c, "check")
+	out, err := h.CNITool(c, "check")
 	if err == nil || !strings.Contains(out, "demo/net-a (net1)") {
-		t.Fatalf("CHECK must fail naming the broken attachment: %v %s", err, out)
+		t.Fatalf("CHECK harness.Must fail naming the broken attachment: %v %s", err, out)
 	}
-	h.del(c)
-	h.assertNoLeaks(before)
+	h.Del(c)
+	h.AssertNoLeaks(before)
 }
 
 func TestRuntimeCNIVersions(t *testing.T) {
 	for _, v := range []string{"0.3.1", "1.0.0"} {
 		t.Run(v, func(t *testing.T) {
-			h := newHarness(t)
-			h.bridgeNAD("demo", "net-a")
-			h.pod("demo", "web", "net-a")
-			h.set("cniVersion", v)
-			c := h.container("demo", "web")
-			before := hostVeths(t)
-			out := h.add(c)
+			h := harness.New(t)
+			h.BridgeNAD("demo", "net-a")
+			h.Pod("demo", "web", "net-a")
+			h.Set("cniVersion", v)
+			c := h.Container("demo", "web")
+			before := harness.HostVeths(t)
+			out := h.Add(c)
 			var res map[string]any
-			must(t, json.Unmarshal([]byte(out), &res))
+			harness.Must(t, json.Unmarshal([]byte(out), &res))
 			if res["cniVersion"] != v {
 				t.Errorf("result version %v, want %s: %s", res["cniVersion"], v, out)
 			}
@@ -216,11 +217,11 @@ func TestRuntimeCNIVersions(t *testing.T) {
 			if hasVersion != (v == "0.3.1") {
 				t.Errorf("ips[0] of a %s result: %v", v, ips[0])
 			}
-			if len(h.status("demo", "web")) != 2 {
+			if len(h.Status("demo", "web")) != 2 {
 				t.Error("status incomplete")
 			}
-			h.del(c)
-			h.assertNoLeaks(before)
+			h.Del(c)
+			h.AssertNoLeaks(before)
 		})
 	}
 }
@@ -229,22 +230,22 @@ func TestRuntimeCNIVersions(t *testing.T) {
 // capability plexus declares reaches the default network's delegates
 // (bandwidth shapes the host veth).
 func TestCapabilitiesReachDefaultNetwork(t *testing.T) {
-	h := newHarness(t)
-	h.set("capabilities", map[string]bool{"bandwidth": true})
-	h.pod("demo", "web", "")
-	c := h.container("demo", "web")
-	c.env = []string{`CAP_ARGS={"bandwidth":{"ingressRate":1000000,"ingressBurst":100000,"egressRate":1000000,"egressBurst":100000}}`}
-	before := hostVeths(t)
-	h.add(c)
+	h := harness.New(t)
+	h.Set("capabilities", map[string]bool{"bandwidth": true})
+	h.Pod("demo", "web", "")
+	c := h.Container("demo", "web")
+	c.Env = []string{`CAP_ARGS={"bandwidth":{"ingressRate":1000000,"ingressBurst":100000,"egressRate":1000000,"egressBurst":100000}}`}
+	before := harness.HostVeths(t)
+	h.Add(c)
 	found := false
-	for v := range hostVeths(t) {
+	for v := range harness.HostVeths(t) {
 		if before[v] {
 			continue
 		}
 		l, err := netlink.LinkByName(v)
-		must(t, err)
+		harness.Must(t, err)
 		qs, err := netlink.QdiscList(l)
-		must(t, err)
+		harness.Must(t, err)
 		for _, q := range qs {
 			if q.Type() == "tbf" {
 				found = true
@@ -254,6 +255,6 @@ func TestCapabilitiesReachDefaultNetwork(t *testing.T) {
 	if !found {
 		t.Error("no tbf qdisc on the pod's host veth: the bandwidth runtimeConfig did not reach the delegate")
 	}
-	h.del(c)
-	h.assertNoLeaks(before)
+	h.Del(c)
+	h.AssertNoLeaks(before)
 }

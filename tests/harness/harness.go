@@ -1,4 +1,7 @@
-package netns
+// Package harness drives plexus as a container runtime does: cnitool (or a
+// direct exec) in real network namespaces, with the reference plugins, a
+// default bridge network and a manifests source, plus leak checks.
+package harness
 
 import (
 	"bytes"
@@ -19,8 +22,8 @@ import (
 	"github.com/vishvananda/netlink"
 )
 
-// binDir holds plexus, the reference plugins and cnitool, built once.
-var binDir string
+// BinDir holds plexus, the reference plugins and cnitool, built once.
+var BinDir string
 
 // subnetSeq hands each network its own /24 in 10.(100+n).x.0.
 var subnetSeq atomic.Int32
@@ -38,11 +41,8 @@ var referencePlugins = []string{
 	"github.com/containernetworking/cni/cnitool",
 }
 
-func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
+// Main builds the binaries and runs the tests; call it from TestMain.
+func Main(m *testing.M) int {
 	if os.Geteuid() != 0 {
 		if os.Getenv("PLEXUS_E2E") == "1" {
 			fmt.Fprintln(os.Stderr, "netns integration tests need root (PLEXUS_E2E=1 is set)")
@@ -61,7 +61,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	binDir = dir
+	BinDir = dir
 	return m.Run()
 }
 
@@ -85,49 +85,51 @@ func build(dir string) error {
 	return nil
 }
 
-// harness is one test's world: a plexus config, manifests, a default
+// World is one test's world: a plexus config, manifests, a default
 // bridge network, a cache dir and an IPAM data dir, all under t.TempDir.
-type harness struct {
+type World struct {
 	t         *testing.T
-	dir       string
-	netconf   string // cnitool's NETCONFPATH
-	manifests string
-	confDir   string
-	cacheDir  string
-	ipamDir   string
+	Dir       string
+	NetConf   string // cnitool's NETCONFPATH
+	Manifests string
+	ConfDir   string
+	CacheDir  string
+	IPAMDir   string
 	bridges   []string
-	plexus    map[string]any
+	// Plexus is plexus's config; change it with Set.
+	Plexus map[string]any
 }
 
-func newHarness(t *testing.T) *harness {
+// New builds a World; everything it creates is removed when t ends.
+func New(t *testing.T) *World {
 	t.Helper()
 	dir := t.TempDir()
-	h := &harness{
-		t: t, dir: dir,
-		netconf:   filepath.Join(dir, "netconf"),
-		manifests: filepath.Join(dir, "manifests"),
-		confDir:   filepath.Join(dir, "confdir"),
-		cacheDir:  filepath.Join(dir, "cache"),
-		ipamDir:   filepath.Join(dir, "ipam"),
+	h := &World{
+		t: t, Dir: dir,
+		NetConf:   filepath.Join(dir, "netconf"),
+		Manifests: filepath.Join(dir, "manifests"),
+		ConfDir:   filepath.Join(dir, "confdir"),
+		CacheDir:  filepath.Join(dir, "cache"),
+		IPAMDir:   filepath.Join(dir, "ipam"),
 	}
-	for _, d := range []string{h.netconf, h.manifests, h.confDir, h.ipamDir} {
-		must(t, os.MkdirAll(d, 0o755))
+	for _, d := range []string{h.NetConf, h.Manifests, h.ConfDir, h.IPAMDir} {
+		Must(t, os.MkdirAll(d, 0o755))
 	}
-	defaultBr := h.bridge()
-	h.writeFile(filepath.Join(dir, "default.conflist"), h.bridgeConf("cluster-default", defaultBr, "1.0.0", true))
-	h.plexus = map[string]any{
+	defaultBr := h.Bridge()
+	h.WriteFile(filepath.Join(dir, "default.conflist"), h.BridgeConf("cluster-default", defaultBr, "1.0.0", true))
+	h.Plexus = map[string]any{
 		"cniVersion":     "1.0.0",
 		"name":           "plexus",
 		"type":           "plexus",
 		"clusterNetwork": filepath.Join(dir, "default.conflist"),
-		"manifests":      h.manifests,
-		"confDir":        h.confDir,
-		"cacheDir":       h.cacheDir,
-		"binDir":         binDir,
+		"manifests":      h.Manifests,
+		"confDir":        h.ConfDir,
+		"cacheDir":       h.CacheDir,
+		"binDir":         BinDir,
 		"logFile":        filepath.Join(dir, "plexus.log"),
 		"logLevel":       "debug",
 	}
-	h.writePlexus()
+	h.WritePlexus()
 	t.Cleanup(h.cleanupBridges)
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -138,36 +140,36 @@ func newHarness(t *testing.T) *harness {
 	return h
 }
 
-func must(t *testing.T, err error) {
+func Must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}
 }
 
-func (h *harness) writeFile(path, content string) {
+func (h *World) WriteFile(path, content string) {
 	h.t.Helper()
-	must(h.t, os.WriteFile(path, []byte(content), 0o644))
+	Must(h.t, os.WriteFile(path, []byte(content), 0o644))
 }
 
 // set changes a plexus config key and rewrites the config.
-func (h *harness) set(key string, v any) {
+func (h *World) Set(key string, v any) {
 	if v == nil {
-		delete(h.plexus, key)
+		delete(h.Plexus, key)
 	} else {
-		h.plexus[key] = v
+		h.Plexus[key] = v
 	}
-	h.writePlexus()
+	h.WritePlexus()
 }
 
-func (h *harness) writePlexus() {
-	b, err := json.Marshal(h.plexus)
-	must(h.t, err)
-	h.writeFile(filepath.Join(h.netconf, "00-plexus.conf"), string(b))
+func (h *World) WritePlexus() {
+	b, err := json.Marshal(h.Plexus)
+	Must(h.t, err)
+	h.WriteFile(filepath.Join(h.NetConf, "00-plexus.conf"), string(b))
 }
 
 // bridge returns a fresh bridge name, removed when the test ends.
-func (h *harness) bridge() string {
+func (h *World) Bridge() string {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	name := "pxb" + hex.EncodeToString(b)
@@ -175,7 +177,7 @@ func (h *harness) bridge() string {
 	return name
 }
 
-func (h *harness) cleanupBridges() {
+func (h *World) cleanupBridges() {
 	for _, b := range h.bridges {
 		if l, err := netlink.LinkByName(b); err == nil {
 			_ = netlink.LinkDel(l)
@@ -183,18 +185,18 @@ func (h *harness) cleanupBridges() {
 	}
 }
 
-// subnet returns a fresh /24.
-func subnet() string {
+// Subnet returns a fresh /24.
+func Subnet() string {
 	n := subnetSeq.Add(1)
 	return fmt.Sprintf("10.%d.%d.0/24", 100+n/250, n%250)
 }
 
 // bridgeConf is a bridge + host-local conflist (optionally with tuning and
 // bandwidth, so capabilities are exercised).
-func (h *harness) bridgeConf(name, br, cniVersion string, withBandwidth bool) string {
+func (h *World) BridgeConf(name, br, cniVersion string, withBandwidth bool) string {
 	plugins := []any{map[string]any{
 		"type": "bridge", "bridge": br, "isGateway": true,
-		"ipam": map[string]any{"type": "host-local", "subnet": subnet(), "dataDir": h.ipamDir},
+		"ipam": map[string]any{"type": "host-local", "subnet": Subnet(), "dataDir": h.IPAMDir},
 	}}
 	if withBandwidth {
 		plugins = append(plugins, map[string]any{"type": "bandwidth", "capabilities": map[string]any{"bandwidth": true}})
@@ -204,63 +206,79 @@ func (h *harness) bridgeConf(name, br, cniVersion string, withBandwidth bool) st
 }
 
 // nad writes a NetworkAttachmentDefinition manifest.
-func (h *harness) nad(namespace, name, config string) {
+func (h *World) NAD(namespace, name, config string) {
 	cfg, _ := json.Marshal(config)
-	h.writeFile(filepath.Join(h.manifests, "nad-"+namespace+"-"+name+".yaml"), fmt.Sprintf(
+	h.WriteFile(filepath.Join(h.Manifests, "nad-"+namespace+"-"+name+".yaml"), fmt.Sprintf(
 		"apiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\nmetadata:\n  name: %s\n  namespace: %s\nspec:\n  config: %s\n",
 		name, namespace, cfg))
 }
 
 // bridgeNAD writes a NAD for a fresh bridge network with host-local IPAM.
-func (h *harness) bridgeNAD(namespace, name string) {
+func (h *World) BridgeNAD(namespace, name string) {
 	var m map[string]any
-	_ = json.Unmarshal([]byte(h.bridgeConf(name, h.bridge(), "1.0.0", false)), &m)
+	_ = json.Unmarshal([]byte(h.BridgeConf(name, h.Bridge(), "1.0.0", false)), &m)
 	plugin := m["plugins"].([]any)[0].(map[string]any)
 	plugin["cniVersion"], plugin["name"] = "1.0.0", name
 	b, _ := json.Marshal(plugin)
-	h.nad(namespace, name, string(b))
+	h.NAD(namespace, name, string(b))
 }
 
 // pod writes a Pod manifest with the selection annotation.
-func (h *harness) pod(namespace, name, networks string) {
+func (h *World) Pod(namespace, name, networks string) {
 	ann, _ := json.Marshal(networks)
-	h.writeFile(filepath.Join(h.manifests, "pod-"+namespace+"-"+name+".yaml"), fmt.Sprintf(
+	h.WriteFile(filepath.Join(h.Manifests, "pod-"+namespace+"-"+name+".yaml"), fmt.Sprintf(
 		"apiVersion: v1\nkind: Pod\nmetadata:\n  name: %s\n  namespace: %s\n  uid: uid-%s\n  annotations:\n    k8s.v1.cni.cncf.io/networks: %s\nspec:\n  nodeName: node1\n",
 		name, namespace, name, ann))
 }
 
-func (h *harness) removePod(namespace, name string) {
-	must(h.t, os.Remove(filepath.Join(h.manifests, "pod-"+namespace+"-"+name+".yaml")))
+func (h *World) RemovePod(namespace, name string) {
+	Must(h.t, os.Remove(filepath.Join(h.Manifests, "pod-"+namespace+"-"+name+".yaml")))
+}
+
+// cniArgs is what kubelet sends; a direct exec leaves out IgnoreUnknown
+// to prove plexus adds it for its delegates.
+func (c *Container) cniArgs(ignoreUnknown bool) string {
+	s := fmt.Sprintf("K8S_POD_NAMESPACE=%s;K8S_POD_NAME=%s;K8S_POD_INFRA_CONTAINER_ID=x", c.Namespace, c.Name)
+	if c.UID != "" {
+		s += ";K8S_POD_UID=" + c.UID
+	}
+	if ignoreUnknown {
+		s = "IgnoreUnknown=1;" + s
+	}
+	return s
 }
 
 // container is a network namespace standing in for a pod sandbox.
-type container struct {
-	ns        ns.NetNS
-	namespace string
-	name      string
-	env       []string
+type Container struct {
+	NS        ns.NetNS
+	Namespace string
+	Name      string
+	// UID is sent as K8S_POD_UID; "" sends none.
+	UID string
+	// Env is added to the runtime's environment (CAP_ARGS, ...).
+	Env []string
 }
 
-func (h *harness) container(namespace, name string) *container {
+func (h *World) Container(namespace, name string) *Container {
 	h.t.Helper()
 	n, err := testutils.NewNS()
-	must(h.t, err)
+	Must(h.t, err)
 	h.t.Cleanup(func() {
 		n.Close()
 		_ = testutils.UnmountNS(n)
 	})
-	return &container{ns: n, namespace: namespace, name: name}
+	return &Container{NS: n, Namespace: namespace, Name: name, UID: "uid-" + name}
 }
 
 // cnitool runs one command as a container runtime would.
-func (h *harness) cnitool(c *container, command string) (string, error) {
-	cmd := exec.Command(filepath.Join(binDir, "cnitool"), command, "plexus", c.ns.Path())
+func (h *World) CNITool(c *Container, command string) (string, error) {
+	cmd := exec.Command(filepath.Join(BinDir, "cnitool"), command, "plexus", c.NS.Path())
 	cmd.Env = append(os.Environ(),
-		"NETCONFPATH="+h.netconf,
-		"CNI_PATH="+binDir,
-		"CNI_ARGS="+fmt.Sprintf("IgnoreUnknown=1;K8S_POD_NAMESPACE=%s;K8S_POD_NAME=%s;K8S_POD_UID=uid-%s;K8S_POD_INFRA_CONTAINER_ID=x", c.namespace, c.name, c.name),
+		"NETCONFPATH="+h.NetConf,
+		"CNI_PATH="+BinDir,
+		"CNI_ARGS="+c.cniArgs(true),
 	)
-	cmd.Env = append(cmd.Env, c.env...)
+	cmd.Env = append(cmd.Env, c.Env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -270,27 +288,27 @@ func (h *harness) cnitool(c *container, command string) (string, error) {
 	return out.String(), nil
 }
 
-func (h *harness) add(c *container) string {
+func (h *World) Add(c *Container) string {
 	h.t.Helper()
-	out, err := h.cnitool(c, "add")
+	out, err := h.CNITool(c, "add")
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	return out
 }
 
-func (h *harness) del(c *container) {
+func (h *World) Del(c *Container) {
 	h.t.Helper()
-	if _, err := h.cnitool(c, "del"); err != nil {
+	if _, err := h.CNITool(c, "del"); err != nil {
 		h.t.Fatal(err)
 	}
 }
 
 // links lists the container's interfaces by name.
-func (c *container) links(t *testing.T) map[string]netlink.Link {
+func (c *Container) Links(t *testing.T) map[string]netlink.Link {
 	t.Helper()
 	out := map[string]netlink.Link{}
-	err := c.ns.Do(func(ns.NetNS) error {
+	err := c.NS.Do(func(ns.NetNS) error {
 		ls, err := netlink.LinkList()
 		if err != nil {
 			return err
@@ -300,15 +318,15 @@ func (c *container) links(t *testing.T) map[string]netlink.Link {
 		}
 		return nil
 	})
-	must(t, err)
+	Must(t, err)
 	return out
 }
 
 // addrs lists the IPv4/IPv6 addresses (CIDR form) on one interface.
-func (c *container) addrs(t *testing.T, ifName string) []string {
+func (c *Container) Addrs(t *testing.T, ifName string) []string {
 	t.Helper()
 	var out []string
-	err := c.ns.Do(func(ns.NetNS) error {
+	err := c.NS.Do(func(ns.NetNS) error {
 		l, err := netlink.LinkByName(ifName)
 		if err != nil {
 			return err
@@ -321,12 +339,12 @@ func (c *container) addrs(t *testing.T, ifName string) []string {
 		}
 		return err
 	})
-	must(t, err)
+	Must(t, err)
 	sort.Strings(out)
 	return out
 }
 
-func ifNames(links map[string]netlink.Link) []string {
+func IfNames(links map[string]netlink.Link) []string {
 	var out []string
 	for n := range links {
 		if n != "lo" {
@@ -337,8 +355,8 @@ func ifNames(links map[string]netlink.Link) []string {
 	return out
 }
 
-// statusEntry is what tests read of network-status.
-type statusEntry struct {
+// StatusEntry is what tests read of network-status.
+type StatusEntry struct {
 	Name      string         `json:"name"`
 	Interface string         `json:"interface"`
 	IPs       []string       `json:"ips"`
@@ -347,25 +365,25 @@ type statusEntry struct {
 	DNS       map[string]any `json:"dns"`
 }
 
-func (h *harness) status(namespace, name string) []statusEntry {
+func (h *World) Status(namespace, name string) []StatusEntry {
 	h.t.Helper()
-	b, err := os.ReadFile(filepath.Join(h.manifests, "status", namespace+"_"+name+".json"))
-	must(h.t, err)
-	var out []statusEntry
-	must(h.t, json.Unmarshal(b, &out))
+	b, err := os.ReadFile(filepath.Join(h.Manifests, "status", namespace+"_"+name+".json"))
+	Must(h.t, err)
+	var out []StatusEntry
+	Must(h.t, json.Unmarshal(b, &out))
 	return out
 }
 
-func (h *harness) statusExists(namespace, name string) bool {
-	_, err := os.Stat(filepath.Join(h.manifests, "status", namespace+"_"+name+".json"))
+func (h *World) StatusExists(namespace, name string) bool {
+	_, err := os.Stat(filepath.Join(h.Manifests, "status", namespace+"_"+name+".json"))
 	return err == nil
 }
 
-// hostVeths lists host-side veth names (the bridge plugin's).
-func hostVeths(t *testing.T) map[string]bool {
+// HostVeths lists host-side veth names (the bridge plugin's).
+func HostVeths(t *testing.T) map[string]bool {
 	t.Helper()
 	ls, err := netlink.LinkList()
-	must(t, err)
+	Must(t, err)
 	out := map[string]bool{}
 	for _, l := range ls {
 		if l.Type() == "veth" {
@@ -377,14 +395,14 @@ func hostVeths(t *testing.T) map[string]bool {
 
 // assertNoLeaks checks, after DEL or a failed ADD: no host veth beyond
 // those present before, no IPAM lease, no record, no libcni cache entry.
-func (h *harness) assertNoLeaks(before map[string]bool) {
+func (h *World) AssertNoLeaks(before map[string]bool) {
 	h.t.Helper()
-	for v := range hostVeths(h.t) {
+	for v := range HostVeths(h.t) {
 		if !before[v] {
 			h.t.Errorf("leaked host interface %s", v)
 		}
 	}
-	_ = filepath.WalkDir(h.ipamDir, func(p string, d os.DirEntry, err error) error {
+	_ = filepath.WalkDir(h.IPAMDir, func(p string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && !strings.HasPrefix(d.Name(), "last_reserved_ip") && d.Name() != "lock" {
 			b, _ := os.ReadFile(p)
 			h.t.Errorf("leaked IPAM lease %s (%s)", p, strings.TrimSpace(string(b)))
@@ -392,15 +410,15 @@ func (h *harness) assertNoLeaks(before map[string]bool) {
 		return nil
 	})
 	for _, sub := range []string{"records", "results", "locks"} {
-		entries, _ := os.ReadDir(filepath.Join(h.cacheDir, sub))
+		entries, _ := os.ReadDir(filepath.Join(h.CacheDir, sub))
 		for _, e := range entries {
 			h.t.Errorf("leaked %s entry %s", sub, e.Name())
 		}
 	}
 }
 
-// cniError is the JSON error a plugin prints.
-type cniError struct {
+// CNIError is the JSON error a plugin prints.
+type CNIError struct {
 	Code    uint   `json:"code"`
 	Msg     string `json:"msg"`
 	Details string `json:"details"`
@@ -409,21 +427,21 @@ type cniError struct {
 // plugin invokes plexus directly, as a runtime does, to see the exact
 // error code (cnitool shows only the message). It uses the container ID
 // "direct-<name>".
-func (h *harness) plugin(c *container, command string) (string, *cniError) {
+func (h *World) Plugin(c *Container, command string) (string, *CNIError) {
 	h.t.Helper()
-	conf, err := json.Marshal(h.plexus)
-	must(h.t, err)
-	cmd := exec.Command(filepath.Join(binDir, "plexus"))
+	conf, err := json.Marshal(h.Plexus)
+	Must(h.t, err)
+	cmd := exec.Command(filepath.Join(BinDir, "plexus"))
 	cmd.Env = append(os.Environ(),
-		"CNI_COMMAND="+command, "CNI_CONTAINERID=direct-"+c.name, "CNI_NETNS="+c.ns.Path(),
-		"CNI_IFNAME=eth0", "CNI_PATH="+binDir,
-		fmt.Sprintf("CNI_ARGS=K8S_POD_NAMESPACE=%s;K8S_POD_NAME=%s", c.namespace, c.name),
+		"CNI_COMMAND="+command, "CNI_CONTAINERID=direct-"+c.Name, "CNI_NETNS="+c.NS.Path(),
+		"CNI_IFNAME=eth0", "CNI_PATH="+BinDir,
+		"CNI_ARGS="+c.cniArgs(false),
 	)
 	cmd.Stdin = bytes.NewReader(conf)
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	if err := cmd.Run(); err != nil {
-		var e cniError
+		var e CNIError
 		if jerr := json.Unmarshal(out.Bytes(), &e); jerr != nil {
 			h.t.Fatalf("plexus %s failed without a JSON error: %v: %s", command, err, out.String())
 		}
@@ -434,36 +452,36 @@ func (h *harness) plugin(c *container, command string) (string, *cniError) {
 
 // pluginStdin runs a command without a container (GC, STATUS); extra JSON
 // keys in stdin are merged into plexus's config.
-func (h *harness) pluginStdin(t *testing.T, command, extra string) string {
+func (h *World) PluginStdin(t *testing.T, command, extra string) string {
 	t.Helper()
-	out, e := h.pluginStdinErr(command, extra)
+	out, e := h.PluginStdinErr(command, extra)
 	if e != nil {
 		t.Fatalf("plexus %s: %+v", command, e)
 	}
 	return out
 }
 
-func (h *harness) pluginStdinErr(command, extra string) (string, *cniError) {
+func (h *World) PluginStdinErr(command, extra string) (string, *CNIError) {
 	conf := map[string]any{}
-	for k, v := range h.plexus {
+	for k, v := range h.Plexus {
 		conf[k] = v
 	}
 	if extra != "" {
 		var m map[string]any
-		must(h.t, json.Unmarshal([]byte(extra), &m))
+		Must(h.t, json.Unmarshal([]byte(extra), &m))
 		for k, v := range m {
 			conf[k] = v
 		}
 	}
 	b, err := json.Marshal(conf)
-	must(h.t, err)
-	cmd := exec.Command(filepath.Join(binDir, "plexus"))
-	cmd.Env = append(os.Environ(), "CNI_COMMAND="+command, "CNI_PATH="+binDir)
+	Must(h.t, err)
+	cmd := exec.Command(filepath.Join(BinDir, "plexus"))
+	cmd.Env = append(os.Environ(), "CNI_COMMAND="+command, "CNI_PATH="+BinDir)
 	cmd.Stdin = bytes.NewReader(b)
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	if err := cmd.Run(); err != nil {
-		var e cniError
+		var e CNIError
 		if jerr := json.Unmarshal(out.Bytes(), &e); jerr != nil {
 			h.t.Fatalf("plexus %s failed without a JSON error: %v: %s", command, err, out.String())
 		}
