@@ -1,5 +1,60 @@
-# Placeholder so mk/k8s.mk can be exercised on its own; the project Makefile
-# replaces this and must keep `include mk/k8s.mk`.
-BIN ?= $(CURDIR)/bin
+# plexus: `make demo` and `make test` are all a new machine needs (root, Go).
+BIN     ?= $(CURDIR)/bin
+GO      ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+
+# Reference CNI plugins and cnitool, pinned by go.mod's tool directives.
+REF_PLUGINS := \
+	github.com/containernetworking/plugins/plugins/main/bridge \
+	github.com/containernetworking/plugins/plugins/main/macvlan \
+	github.com/containernetworking/plugins/plugins/main/vlan \
+	github.com/containernetworking/plugins/plugins/main/ipvlan \
+	github.com/containernetworking/plugins/plugins/main/ptp \
+	github.com/containernetworking/plugins/plugins/main/loopback \
+	github.com/containernetworking/plugins/plugins/ipam/host-local \
+	github.com/containernetworking/plugins/plugins/ipam/static \
+	github.com/containernetworking/plugins/plugins/meta/tuning \
+	github.com/containernetworking/plugins/plugins/meta/portmap \
+	github.com/containernetworking/plugins/plugins/meta/bandwidth \
+	github.com/containernetworking/cni/cnitool
+
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+.PHONY: all build plugins demo test test-unit bench lint clean
+all: build
+
+## build: plexus binaries, the reference plugins and cnitool into $(BIN)
+build: plugins
+	@mkdir -p $(BIN)
+	$(GO) build -ldflags "-X main.Version=$(VERSION)" -o $(BIN)/ ./cmd/...
+
+plugins:
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/ $(REF_PLUGINS)
+
+## demo: attach a pod in a network namespace to several networks (needs root)
+demo: build
+	BIN=$(BIN) ./deploy/demo/run.sh
+
+## test: every test: unit, netns integration, Kubernetes e2e (needs root)
+test: build k8s-bins
+	PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 $(GO) test -count=1 ./...
+
+## test-unit: tests that need neither root nor a control plane
+test-unit:
+	$(GO) test -count=1 ./core/... ./cmd/...
+
+## bench: benchmarks (numbers go to the README's performance section)
+bench: build
+	PLEXUS_BIN=$(BIN) $(GO) test -run '^$$' -bench . -benchmem ./...
+
+## lint: gofmt, go vet, staticcheck
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+
+clean:
+	rm -rf $(BIN)
 
 include mk/k8s.mk
