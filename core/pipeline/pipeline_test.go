@@ -1,0 +1,286 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/plexus-cni/plexus/core/selection"
+	"github.com/plexus-cni/plexus/core/status"
+)
+
+func cniErr(t *testing.T, err error) *types.Error {
+	t.Helper()
+	var te *types.Error
+	if !errors.As(err, &te) {
+		t.Fatalf("want a CNI error, got %v", err)
+	}
+	return te
+}
+
+func TestAssignInterfacesS4_1_2_1_5(t *testing.T) {
+	el := func(iface string) *selection.Element { return &selection.Element{Name: "n", Namespace: "ns", Interface: iface} }
+	tests := []struct {
+		name    string
+		els     []*selection.Element
+		want    []string
+		wantErr string
+	}{
+		{"generated", []*selection.Element{el(""), el(""), el("")}, []string{"net1", "net2", "net3"}, ""},
+		{"skip requested", []*selection.Element{el(""), el("net1"), el(""), el("net3")}, []string{"net2", "net1", "net4", "net3"}, ""},
+		{"custom names", []*selection.Element{el("data0"), el("")}, []string{"data0", "net1"}, ""},
+		{"duplicate requested", []*selection.Element{el("data0"), el("data0")}, nil, `already used by selection element 0`},
+		{"default's name", []*selection.Element{el("eth0")}, nil, `already used by the default network`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := assignInterfaces("eth0", tt.els)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("got %v %v, want %v", got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestAddS6_2DefaultFirstThenSelectionsInOrder(t *testing.T) {
+	f := newFixture(t, "net-b,net-a,net-b")
+	res, err := f.p.Add(context.Background(), f.req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"ADD default-net eth0", "ADD net-b net1", "ADD net-a net2", "ADD net-b net3"}
+	if !reflect.DeepEqual(f.cni.calls, want) {
+		t.Errorf("calls %v, want %v", f.cni.calls, want)
+	}
+	if res.Version() != "1.0.0" {
+		t.Errorf("result version %s", res.Version())
+	}
+	if f.src.nadReads != 2 {
+		t.Errorf("%d NAD reads for 2 distinct NADs", f.src.nadReads)
+	}
+	var st []status.Entry
+	if err := json.Unmarshal(f.src.status, &st); err != nil {
+		t.Fatal(err)
+	}
+	if len(st) != 4 || !st[0].Default || st[1].Name != "demo/net-b" || st[3].Interface != "net3" {
+		t.Errorf("status %+v", st)
+	}
+	if len(f.src.events) != 1 || !strings.HasPrefix(f.src.events[0], "Normal AddedInterfaces: attached eth0 from default-net") {
+		t.Errorf("events %q", f.src.events)
+	}
+}
+
+func TestAddPassesKubeletArgsAndCapabilities(t *testing.T) {
+	f := newFixture(t, `[{"name":"net-a","ips":["10.0.0.2"],"mac":"02:00:00:00:00:01"}]`)
+	f.req.RuntimeConfig = map[string]any{"portMappings": []any{map[string]any{"hostPort": 80}}}
+	if _, err := f.p.Add(context.Background(), f.req); err != nil {
+		t.Fatal(err)
+	}
+	def := f.cni.lastRT["default-net"]
+	if def.CapabilityArgs["portMappings"] == nil || def.Args[0] != [2]string{"IgnoreUnknown", "1"} {
+		t.Errorf("default network runtime conf %+v", def)
+	}
+	sec := f.cni.lastRT["net-a"]
+	if sec.CapabilityArgs["portMappings"] != nil {
+		t.Error("kubelet's port mappings must only reach the default network")
+	}
+	if !reflect.DeepEqual(sec.CapabilityArgs["ips"], []string{"10.0.0.2"}) || sec.CapabilityArgs["mac"] != "02:00:00:00:00:01" {
+		t.Errorf("s4.1.2.1.3.2 capability args %+v", sec.CapabilityArgs)
+	}
+	if !strings.Contains(string(f.cni.lastConf["net-a"]), `"args":{"cni":{"ips":["10.0.0.2"],"mac":"02:00:00:00:00:01"}}`) {
+		t.Errorf("args.cni not injected: %s", f.cni.lastConf["net-a"])
+	}
+}
+
+func TestAddS7_2FailureStopsAndUndoesInReverse(t *testing.T) {
+	f := newFixture(t, "net-a,net-b,net-c")
+	f.cni.fail["ADD net-b"] = errors.New("boom")
+	_, err := f.p.Add(context.Background(), f.req)
+	te := cniErr(t, err)
+	if te.Code != CodeAttachFailed || !strings.Contains(te.Msg, "demo/net-b (net2)") || !strings.Contains(te.Msg, "boom") || !strings.Contains(te.Msg, "pod demo/web") {
+		t.Errorf("error %+v", te)
+	}
+	want := []string{"ADD default-net eth0", "ADD net-a net1", "ADD net-b net2", "DEL net-b net2", "DEL net-a net1", "DEL default-net eth0"}
+	if !reflect.DeepEqual(f.cni.calls, want) {
+		t.Errorf("calls %v, want %v", f.cni.calls, want)
+	}
+	if rec, _ := f.p.Records.Load("c1"); rec != nil {
+		t.Error("a failed ADD left a record")
+	}
+	if f.src.status != nil {
+		t.Error("a failed ADD published status")
+	}
+}
+
+func TestAddS4_1_2_1_3VerifiesRequestedIPs(t *testing.T) {
+	f := newFixture(t, `[{"name":"net-a","ips":["10.9.9.9"]}]`)
+	_, err := f.p.Add(context.Background(), f.req)
+	te := cniErr(t, err)
+	if te.Code != CodeNotHonored || !strings.Contains(te.Msg, "10.9.9.9") || !strings.Contains(te.Msg, "10.0.0.2") {
+		t.Errorf("error %+v", te)
+	}
+	// Honoured when the result carries the address.
+	f = newFixture(t, `[{"name":"net-a","ips":["10.9.9.9/24"]}]`)
+	f.cni.ips["net-a"] = "10.9.9.9/24"
+	if _, err := f.p.Add(context.Background(), f.req); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAddVerifyWithoutResultFails(t *testing.T) {
+	f := newFixture(t, `[{"name":"net-a","mac":"02:aa:00:00:00:01"}]`)
+	f.cni.noResult["net-a"] = true
+	_, err := f.p.Add(context.Background(), f.req)
+	if te := cniErr(t, err); te.Code != CodeNotHonored || !strings.Contains(te.Msg, "no result") {
+		t.Errorf("error %+v", te)
+	}
+}
+
+func TestAddMinimalStatusWithoutResult(t *testing.T) {
+	f := newFixture(t, "net-a")
+	f.cni.noResult["net-a"] = true
+	if _, err := f.p.Add(context.Background(), f.req); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(f.src.status), `"name": "demo/net-a",
+        "interface": "net1",
+        "default": false`) {
+		t.Errorf("minimal entry missing: %s", f.src.status)
+	}
+}
+
+func TestAddPodUIDMismatch(t *testing.T) {
+	f := newFixture(t, "net-a")
+	f.req.Args[2][1] = "other-uid"
+	_, err := f.p.Add(context.Background(), f.req)
+	if te := cniErr(t, err); te.Code != CodePodLookup || !strings.Contains(te.Msg, "other-uid") {
+		t.Errorf("error %+v", te)
+	}
+	if len(f.cni.calls) != 0 {
+		t.Errorf("delegates ran: %v", f.cni.calls)
+	}
+}
+
+func TestAddWithoutPodArgsAttachesDefaultOnly(t *testing.T) {
+	f := newFixture(t, "net-a")
+	f.req.Args = nil
+	if _, err := f.p.Add(context.Background(), f.req); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(f.cni.calls, []string{"ADD default-net eth0"}) || f.src.status != nil {
+		t.Errorf("calls %v status %s", f.cni.calls, f.src.status)
+	}
+}
+
+func TestResultConvertedToRuntimeVersion(t *testing.T) {
+	for _, v := range []string{"0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"} {
+		f := newFixture(t, "")
+		f.req.CNIVersion = v
+		res, err := f.p.Add(context.Background(), f.req)
+		if err != nil {
+			t.Fatal(v, err)
+		}
+		if res.Version() != v {
+			t.Errorf("runtime %s got a %s result", v, res.Version())
+		}
+	}
+}
+
+func TestDelS7_2ReverseContinuesPastFailuresAndNamesThem(t *testing.T) {
+	f := newFixture(t, "net-a,net-b,net-c")
+	if _, err := f.p.Add(context.Background(), f.req); err != nil {
+		t.Fatal(err)
+	}
+	f.cni.calls = nil
+	f.cni.fail["DEL net-b"] = errors.New("stuck")
+	f.cni.fail["DEL net-a"] = errors.New("also stuck")
+	err := f.p.Del(context.Background(), f.req)
+	te := cniErr(t, err)
+	if te.Code != CodeDetachFailed || !strings.Contains(te.Msg, "demo/net-b (net2): stuck") || !strings.Contains(te.Msg, "demo/net-a (net1): also stuck") {
+		t.Errorf("error %+v", te)
+	}
+	want := []string{"DEL net-c net3", "DEL net-b net2", "DEL net-a net1", "DEL default-net eth0"}
+	if !reflect.DeepEqual(f.cni.calls, want) {
+		t.Errorf("calls %v, want %v", f.cni.calls, want)
+	}
+	// The next DEL retries only what failed, then forgets the container.
+	f.cni.calls = nil
+	delete(f.cni.fail, "DEL net-b")
+	delete(f.cni.fail, "DEL net-a")
+	if err := f.p.Del(context.Background(), f.req); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"DEL net-b net2", "DEL net-a net1"}; !reflect.DeepEqual(f.cni.calls, want) {
+		t.Errorf("retry calls %v, want %v", f.cni.calls, want)
+	}
+	if rec, _ := f.p.Records.Load("c1"); rec != nil {
+		t.Error("record kept after a successful DEL")
+	}
+}
+
+func TestDelNeedsNoSource(t *testing.T) {
+	f := newFixture(t, "net-a")
+	if _, err := f.p.Add(context.Background(), f.req); err != nil {
+		t.Fatal(err)
+	}
+	f.p.Source = nil
+	f.cni.calls = nil
+	if err := f.p.Del(context.Background(), f.req); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.cni.calls) != 2 {
+		t.Errorf("calls %v", f.cni.calls)
+	}
+}
+
+func TestGCPassesPerNetworkValidAttachments(t *testing.T) {
+	f := newFixture(t, "net-a")
+	if _, err := f.p.Add(context.Background(), f.req); err != nil {
+		t.Fatal(err)
+	}
+	f.cni.calls = nil
+	if err := f.p.GC(context.Background(), []types.GCAttachment{{ContainerID: "c1", IfName: "eth0"}}); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(f.cni.calls, "|")
+	if !strings.Contains(got, "GC net-a [{c1 net1}]") || !strings.Contains(got, "GC default-net [{c1 eth0}]") {
+		t.Errorf("GC calls %v", f.cni.calls)
+	}
+	// A container the runtime no longer knows is detached from its record.
+	f.cni.calls = nil
+	if err := f.p.GC(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(f.cni.calls, "|"); !strings.Contains(got, "DEL net-a net1|DEL default-net eth0") || !strings.Contains(got, "GC default-net []") {
+		t.Errorf("GC calls %v", f.cni.calls)
+	}
+}
+
+func TestCheckRunsEveryAttachment(t *testing.T) {
+	f := newFixture(t, "net-a,net-b")
+	if _, err := f.p.Add(context.Background(), f.req); err != nil {
+		t.Fatal(err)
+	}
+	f.cni.calls = nil
+	if err := f.p.Check(context.Background(), f.req); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"CHECK default-net eth0", "CHECK net-a net1", "CHECK net-b net2"}; !reflect.DeepEqual(f.cni.calls, want) {
+		t.Errorf("calls %v", f.cni.calls)
+	}
+	f.cni.fail["CHECK net-b"] = errors.New("gone")
+	if te := cniErr(t, f.p.Check(context.Background(), f.req)); te.Code != CodeCheckFailed || !strings.Contains(te.Msg, "demo/net-b (net2)") {
+		t.Errorf("error %+v", te)
+	}
+}
