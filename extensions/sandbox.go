@@ -1,7 +1,6 @@
 package extensions
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -176,11 +175,11 @@ func (m *module) call(ctx context.Context, hook string, input []byte) ([]byte, e
 	m.stderr.Reset()
 	res, err := fn.Call(cctx, uint64(len(input)))
 	if err != nil {
-		m.discard(ctx)
-		if st.err != nil {
-			return nil, st.err
+		if st.err == nil {
+			st.err = m.explain(cctx, err)
 		}
-		return nil, m.explain(cctx, err)
+		m.discard(ctx)
+		return nil, st.err
 	}
 	if code := uint32(res[0]); code != 0 {
 		m.discard(ctx)
@@ -202,7 +201,20 @@ func (m *module) explain(ctx context.Context, err error) error {
 		return fmt.Errorf("module exited with code %d%s", exit.ExitCode(), m.stderr.suffix())
 	}
 	msg, _, _ := strings.Cut(err.Error(), "\n") // drop wazero's wasm stack trace
-	return fmt.Errorf("trap: %s%s", msg, m.stderr.suffix())
+	return fmt.Errorf("trap: %s%s%s", msg, m.memoryNote(), m.stderr.suffix())
+}
+
+// memoryNote says when a failure came with the memory at its cap, the
+// likely cause of a guest's out-of-memory crash.
+func (m *module) memoryNote() string {
+	if m.inst == nil || m.inst.Memory() == nil {
+		return ""
+	}
+	pages := m.inst.Memory().Size() / wasmPageSize
+	if pages+16 < m.lim.memoryPages { // a guest grows in steps; near is at
+		return ""
+	}
+	return fmt.Sprintf(" (memory at %d of %d pages allowed)", pages, m.lim.memoryPages)
 }
 
 // discard closes the instance after a failure: its state is unknown.
@@ -275,30 +287,35 @@ func outputWrite(ctx context.Context, mod api.Module, stack []uint64) {
 	stack[0] = 0
 }
 
-// tail keeps the last bytes a module wrote to stdout/stderr, to explain a
-// crash (a Go guest prints its fatal error there).
+// tail keeps the first bytes a module wrote to stdout/stderr, to explain a
+// crash: a Go guest prints "fatal error: ..." or "panic: ..." first, then
+// goroutine traces nobody needs in a CNI error.
 type tail struct{ b []byte }
 
 const tailMax = 1024
 
 func (t *tail) Write(p []byte) (int, error) {
-	t.b = append(t.b, p...)
-	if len(t.b) > tailMax {
-		t.b = t.b[len(t.b)-tailMax:]
+	if room := tailMax - len(t.b); room > 0 {
+		t.b = append(t.b, p[:min(room, len(p))]...)
 	}
 	return len(p), nil
 }
 
 func (t *tail) Reset() { t.b = t.b[:0] }
 
+// suffix is the first two non-empty lines the module wrote, if any.
 func (t *tail) suffix() string {
 	if t == nil {
 		return ""
 	}
-	s := string(bytes.TrimSpace(t.b))
-	if s == "" {
+	var lines []string
+	for _, l := range strings.Split(string(t.b), "\n") {
+		if l = strings.TrimSpace(l); l != "" && len(lines) < 2 {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) == 0 {
 		return ""
 	}
-	s = strings.Join(strings.Fields(s), " ")
-	return " (module output: " + s + ")"
+	return " (module output: " + strings.Join(lines, " / ") + ")"
 }
