@@ -1,0 +1,246 @@
+// Package extensions runs vendor extensions, WebAssembly modules that own
+// reverse-domain keys of the selection annotation (s4.1.2.1) and of the
+// status annotation (s5.3), in a wazero sandbox. It implements the prepare
+// and enrich stages of core/pipeline. The guest side of the ABI is the sdk
+// module; sdk/ABI.md is the contract.
+package extensions
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// ABI constants (sdk/ABI.md).
+const (
+	ABIVersion      = 1
+	ManifestSection = "plexus.manifest"
+	HostModule      = "plexus"
+	WASIModule      = "wasi_snapshot_preview1"
+
+	HookPrepare = "prepare"
+	HookEnrich  = "enrich"
+)
+
+// hostFuncs are the functions of the "plexus" host module.
+var hostFuncs = map[string]bool{"input_read": true, "output_write": true}
+
+// wasiFuncs is the WASI preview1 allow-list. It is what the Go runtime and
+// the standard library may import; with no preopens, files fail with EBADF.
+// The sock_* functions are left out: a module has no business with sockets.
+var wasiFuncs = map[string]bool{
+	"args_get": true, "args_sizes_get": true, "environ_get": true, "environ_sizes_get": true,
+	"clock_res_get": true, "clock_time_get": true, "random_get": true,
+	"poll_oneoff": true, "proc_exit": true, "sched_yield": true,
+	"fd_advise": true, "fd_allocate": true, "fd_close": true, "fd_datasync": true,
+	"fd_fdstat_get": true, "fd_fdstat_set_flags": true, "fd_filestat_get": true,
+	"fd_filestat_set_size": true, "fd_filestat_set_times": true, "fd_pread": true,
+	"fd_prestat_get": true, "fd_prestat_dir_name": true, "fd_pwrite": true, "fd_read": true,
+	"fd_readdir": true, "fd_renumber": true, "fd_seek": true, "fd_sync": true, "fd_tell": true,
+	"fd_write": true, "path_create_directory": true, "path_filestat_get": true,
+	"path_filestat_set_times": true, "path_link": true, "path_open": true,
+	"path_readlink": true, "path_remove_directory": true, "path_rename": true,
+	"path_symlink": true, "path_unlink_file": true,
+}
+
+// Manifest is a module's declaration, the JSON in its "plexus.manifest"
+// custom section. Unknown fields are ignored.
+type Manifest struct {
+	ABI     int    `json:"abi"`
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	// Prefixes are the reverse-domain key prefixes the module owns.
+	Prefixes []string `json:"prefixes"`
+	// Hooks are the hooks the module implements: "prepare", "enrich".
+	Hooks []string `json:"hooks"`
+	// EnrichAll asks for enrich on every attachment, not only those whose
+	// selection element carries the module's keys.
+	EnrichAll bool `json:"enrichAll,omitempty"`
+}
+
+// Has reports whether the module declares the hook.
+func (m *Manifest) Has(hook string) bool { return slices.Contains(m.Hooks, hook) }
+
+// ParseManifest decodes and validates a declaration.
+func ParseManifest(data []byte) (*Manifest, error) {
+	var m Manifest
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("invalid %s section: %w", ManifestSection, err)
+	}
+	if err := m.validate(); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+func (m *Manifest) validate() error {
+	if m.ABI != ABIVersion {
+		return fmt.Errorf("ABI version %d is not supported (this host speaks %d)", m.ABI, ABIVersion)
+	}
+	if !validModuleName(m.Name) {
+		return fmt.Errorf("name %q must be 1-63 characters of a-z, 0-9 and -", m.Name)
+	}
+	if len(m.Prefixes) == 0 {
+		return fmt.Errorf("module %q declares no key prefixes", m.Name)
+	}
+	for _, p := range m.Prefixes {
+		if err := ValidPrefix(p); err != nil {
+			return fmt.Errorf("module %q: %w", m.Name, err)
+		}
+	}
+	for i, a := range m.Prefixes {
+		for _, b := range m.Prefixes[i+1:] {
+			if prefixesOverlap(a, b) {
+				return fmt.Errorf("module %q: prefixes %q and %q overlap", m.Name, a, b)
+			}
+		}
+	}
+	for _, h := range m.Hooks {
+		if h != HookPrepare && h != HookEnrich {
+			return fmt.Errorf("module %q: unknown hook %q", m.Name, h)
+		}
+	}
+	return nil
+}
+
+func validModuleName(s string) bool {
+	if s == "" || len(s) > 63 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// ValidPrefix checks a declared prefix: reverse domain notation (s4.1.2.1,
+// s5.3), at least two DNS labels, the first (the top-level domain) letters
+// only, lower case, optionally ending in ".". A key without a period is
+// reserved by the specification, so no prefix can own one.
+func ValidPrefix(p string) error {
+	labels := prefixLabels(p)
+	if len(labels) < 2 {
+		return fmt.Errorf("prefix %q is not reverse domain notation (want at least two labels, like \"com.example.\")", p)
+	}
+	for i, l := range labels {
+		if !dnsLabel(l) {
+			return fmt.Errorf("prefix %q: label %q is not a lower-case DNS label", p, l)
+		}
+		if i == 0 && strings.ContainsAny(l, "0123456789-") {
+			return fmt.Errorf("prefix %q: %q is not a top-level domain", p, l)
+		}
+	}
+	return nil
+}
+
+func dnsLabel(l string) bool {
+	if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+		return false
+	}
+	for _, c := range l {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// prefixLabels splits a prefix into labels; a trailing "." is only a
+// reminder that the prefix owns the keys below it.
+func prefixLabels(p string) []string {
+	return strings.Split(strings.TrimSuffix(p, "."), ".")
+}
+
+// Owns reports whether prefix owns key. Ownership is by whole labels:
+// "com.example." owns "com.example.vlan" and "com.example.a.b", not
+// "com.examples.x"; "io.plexus.overrides" owns itself and the keys below it.
+func Owns(prefix, key string) bool {
+	base := strings.TrimSuffix(prefix, ".")
+	return key == base || strings.HasPrefix(key, base+".")
+}
+
+// prefixesOverlap reports whether some key would be owned by both.
+func prefixesOverlap(a, b string) bool {
+	a, b = strings.TrimSuffix(a, "."), strings.TrimSuffix(b, ".")
+	return Owns(a, b) || Owns(b, a)
+}
+
+// checkOverlaps refuses two modules owning a common key, naming both.
+func checkOverlaps(ms []*Manifest) error {
+	for i, a := range ms {
+		for _, b := range ms[i+1:] {
+			if a.Name == b.Name {
+				return fmt.Errorf("two modules are named %q", a.Name)
+			}
+			for _, pa := range a.Prefixes {
+				for _, pb := range b.Prefixes {
+					if prefixesOverlap(pa, pb) {
+						return fmt.Errorf("module %q prefix %q overlaps module %q prefix %q", a.Name, pa, b.Name, pb)
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// checkImports refuses anything but the ABI's host functions and the WASI
+// allow-list, naming the first offending import.
+func checkImports(imports []Import) error {
+	for _, imp := range imports {
+		if imp.Kind != kindFunc {
+			return fmt.Errorf("import %s.%s: only functions may be imported", imp.Module, imp.Name)
+		}
+		switch {
+		case imp.Module == HostModule && hostFuncs[imp.Name]:
+		case imp.Module == WASIModule && wasiFuncs[imp.Name]:
+		default:
+			return fmt.Errorf("import %s.%s is not allowed (only %s functions of ABI v%d and WASI preview1 without sockets)",
+				imp.Module, imp.Name, HostModule, ABIVersion)
+		}
+	}
+	return nil
+}
+
+// checkExports requires a reactor exporting every declared hook.
+func checkExports(b *Binary, m *Manifest) error {
+	if b.ExportedFunc("_start") {
+		return fmt.Errorf("module exports _start: build it as a reactor (-buildmode=c-shared)")
+	}
+	for _, h := range m.Hooks {
+		if !b.ExportedFunc(h) {
+			return fmt.Errorf("declares hook %q but does not export it", h)
+		}
+	}
+	return nil
+}
+
+// Declaration is a module's validated manifest and its imports and
+// exports, read without compiling it.
+type Declaration struct {
+	Manifest
+	Imports []Import `json:"imports"`
+	Exports []Export `json:"exports"`
+}
+
+// declare validates a parsed binary against the ABI.
+func declare(b *Binary) (*Declaration, error) {
+	data, err := b.CustomNamed(ManifestSection)
+	if err != nil {
+		return nil, fmt.Errorf("missing declaration: %w", err)
+	}
+	m, err := ParseManifest(data)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkImports(b.Imports); err != nil {
+		return nil, fmt.Errorf("module %q: %w", m.Name, err)
+	}
+	if err := checkExports(b, m); err != nil {
+		return nil, fmt.Errorf("module %q: %w", m.Name, err)
+	}
+	return &Declaration{Manifest: *m, Imports: b.Imports, Exports: b.Exports}, nil
+}

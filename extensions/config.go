@@ -1,0 +1,201 @@
+package extensions
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Failure policies.
+const (
+	PolicyFail   = "fail"
+	PolicyIgnore = "ignore"
+)
+
+// Defaults for a module whose config leaves them out.
+const (
+	DefaultMemoryLimitPages = 1024 // 64 MiB; a small Go guest uses a few MiB
+	DefaultTimeout          = time.Second
+	DefaultMaxOutputBytes   = 1 << 20
+	wasmPageSize            = 64 << 10
+	maxMemoryLimitPages     = 65536 // the 4 GiB of a 32-bit memory
+)
+
+// Config is the "extensions" key of plexus's plugin config.
+type Config struct {
+	Modules []ModuleConfig `json:"modules"`
+	// UnownedKeys says what a reverse-domain selection key that no module
+	// owns does: "ignore" (default: warn) or "fail".
+	UnownedKeys string `json:"unownedKeys,omitempty"`
+	// CacheDir holds wazero's compiled modules between processes; empty
+	// means compile in every process.
+	CacheDir string `json:"cacheDir,omitempty"`
+}
+
+// ModuleConfig configures one module.
+type ModuleConfig struct {
+	Path string `json:"path"`
+	// Config is handed to the module's hooks as "moduleConfig".
+	Config json.RawMessage `json:"config,omitempty"`
+	// MemoryLimitPages (64 KiB each) or MemoryLimit ("64Mi") caps the
+	// module's memory; set at most one.
+	MemoryLimitPages uint32 `json:"memoryLimitPages,omitempty"`
+	MemoryLimit      string `json:"memoryLimit,omitempty"`
+	// Timeout is the deadline of one hook call, e.g. "500ms".
+	Timeout Duration `json:"timeout,omitempty"`
+	// MaxOutputBytes caps what one hook call may return.
+	MaxOutputBytes int `json:"maxOutputBytes,omitempty"`
+	// PrepareFailure and EnrichFailure are "fail" or "ignore"; a failure is
+	// a trap, timeout, error result or ABI violation. A rejection always
+	// fails the attachment.
+	PrepareFailure string `json:"prepareFailure,omitempty"`
+	EnrichFailure  string `json:"enrichFailure,omitempty"`
+}
+
+// Duration is a time.Duration written as a Go duration string in JSON.
+type Duration time.Duration
+
+// MarshalJSON writes "1.5s".
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(time.Duration(d).String())
+}
+
+// UnmarshalJSON reads "1.5s" (or a number of nanoseconds).
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		var n int64
+		if err := json.Unmarshal(b, &n); err != nil {
+			return fmt.Errorf("duration must be a string like \"500ms\"")
+		}
+		*d = Duration(n)
+		return nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// ParseConfig reads the "extensions" key from a plugin config; absent
+// means no extensions.
+func ParseConfig(pluginConf []byte) (Config, error) {
+	var top struct {
+		Extensions *Config `json:"extensions"`
+	}
+	if err := json.Unmarshal(pluginConf, &top); err != nil {
+		return Config{}, fmt.Errorf("plugin config: %w", err)
+	}
+	if top.Extensions == nil {
+		return Config{}, nil
+	}
+	return *top.Extensions, top.Extensions.validate()
+}
+
+func (c *Config) validate() error {
+	switch c.UnownedKeys {
+	case "", PolicyIgnore, PolicyFail:
+	default:
+		return fmt.Errorf("extensions: unownedKeys %q must be %q or %q", c.UnownedKeys, PolicyIgnore, PolicyFail)
+	}
+	for i := range c.Modules {
+		if _, err := c.Modules[i].limits(); err != nil {
+			return fmt.Errorf("extensions: module %d (%s): %w", i, c.Modules[i].Path, err)
+		}
+	}
+	return nil
+}
+
+// limits is a module config with defaults applied.
+type limits struct {
+	memoryPages    uint32
+	timeout        time.Duration
+	maxOutput      int
+	prepareFailure string
+	enrichFailure  string
+}
+
+func (m *ModuleConfig) limits() (limits, error) {
+	l := limits{
+		memoryPages: DefaultMemoryLimitPages, timeout: DefaultTimeout, maxOutput: DefaultMaxOutputBytes,
+		prepareFailure: PolicyFail, enrichFailure: PolicyIgnore,
+	}
+	if m.Path == "" {
+		return l, fmt.Errorf("path is required")
+	}
+	pages, err := m.memoryPages()
+	if err != nil {
+		return l, err
+	}
+	if pages != 0 {
+		l.memoryPages = pages
+	}
+	if m.Timeout < 0 {
+		return l, fmt.Errorf("timeout must not be negative")
+	}
+	if m.Timeout > 0 {
+		l.timeout = time.Duration(m.Timeout)
+	}
+	if m.MaxOutputBytes < 0 {
+		return l, fmt.Errorf("maxOutputBytes must not be negative")
+	}
+	if m.MaxOutputBytes > 0 {
+		l.maxOutput = m.MaxOutputBytes
+	}
+	if l.prepareFailure, err = policy("prepareFailure", m.PrepareFailure, l.prepareFailure); err != nil {
+		return l, err
+	}
+	l.enrichFailure, err = policy("enrichFailure", m.EnrichFailure, l.enrichFailure)
+	return l, err
+}
+
+func policy(field, v, def string) (string, error) {
+	switch v {
+	case "":
+		return def, nil
+	case PolicyFail, PolicyIgnore:
+		return v, nil
+	}
+	return "", fmt.Errorf("%s %q must be %q or %q", field, v, PolicyFail, PolicyIgnore)
+}
+
+func (m *ModuleConfig) memoryPages() (uint32, error) {
+	if m.MemoryLimit != "" && m.MemoryLimitPages != 0 {
+		return 0, fmt.Errorf("set memoryLimit or memoryLimitPages, not both")
+	}
+	pages := m.MemoryLimitPages
+	if m.MemoryLimit != "" {
+		b, err := parseBytes(m.MemoryLimit)
+		if err != nil {
+			return 0, fmt.Errorf("memoryLimit: %w", err)
+		}
+		if b%wasmPageSize != 0 {
+			return 0, fmt.Errorf("memoryLimit %q is not a multiple of the 64Ki wasm page", m.MemoryLimit)
+		}
+		pages = uint32(min(b/wasmPageSize, maxMemoryLimitPages+1))
+	}
+	if pages > maxMemoryLimitPages {
+		return 0, fmt.Errorf("memory limit above 4Gi")
+	}
+	return pages, nil
+}
+
+// parseBytes reads "1048576", "512Ki", "64Mi" or "1Gi".
+func parseBytes(s string) (uint64, error) {
+	mult := uint64(1)
+	for suffix, m := range map[string]uint64{"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30} {
+		if strings.HasSuffix(s, suffix) {
+			s, mult = strings.TrimSuffix(s, suffix), m
+			break
+		}
+	}
+	n, err := strconv.ParseUint(s, 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a byte count like \"64Mi\"", s)
+	}
+	return n * mult, nil
+}

@@ -1,0 +1,321 @@
+package extensions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"reflect"
+	"strings"
+	"sync"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"github.com/tetratelabs/wazero/sys"
+)
+
+// module is one configured extension: its declaration, read at New, and
+// its sandbox, built on first use. One instance serves the calls one at a
+// time; a failed call discards it and the next call instantiates afresh.
+type module struct {
+	path   string
+	decl   *Declaration
+	config []byte
+	lim    limits
+	cache  wazero.CompilationCache // nil: compile in memory only
+	dir    string                  // cache dir for the compile lock
+
+	mu       sync.Mutex
+	rt       wazero.Runtime
+	compiled wazero.CompiledModule
+	inst     api.Module
+	stderr   *tail
+}
+
+func (m *module) name() string { return m.decl.Name }
+
+// load builds the module's runtime and compiles it. Each module has its own
+// runtime because the memory cap is a runtime setting.
+func (m *module) load(ctx context.Context) error {
+	if m.compiled != nil {
+		return nil
+	}
+	wasm, err := os.ReadFile(m.path)
+	if err != nil {
+		return err
+	}
+	rc := wazero.NewRuntimeConfig().
+		WithCustomSections(true).
+		WithMemoryLimitPages(m.lim.memoryPages).
+		WithCloseOnContextDone(true)
+	if m.cache != nil {
+		rc = rc.WithCompilationCache(m.cache)
+	}
+	rt := wazero.NewRuntimeWithConfig(ctx, rc)
+	compiled, err := m.compile(ctx, rt, wasm)
+	if err == nil {
+		err = m.verify(compiled)
+	}
+	if err == nil {
+		err = instantiateHost(ctx, rt)
+	}
+	if err != nil {
+		_ = rt.Close(ctx)
+		return err
+	}
+	m.rt, m.compiled = rt, compiled
+	return nil
+}
+
+// compile holds a lock on the cache entry so that concurrent first calls
+// in many CNI processes compile the module once, not once each.
+func (m *module) compile(ctx context.Context, rt wazero.Runtime, wasm []byte) (wazero.CompiledModule, error) {
+	if m.dir != "" {
+		unlock, err := lockFile(m.dir, wasm)
+		if err != nil {
+			return nil, err
+		}
+		defer unlock()
+	}
+	c, err := rt.CompileModule(ctx, wasm)
+	if err != nil {
+		return nil, fmt.Errorf("compiling: %w", err)
+	}
+	return c, nil
+}
+
+// verify re-reads the declaration from the compiled module: the file may
+// have changed since New read it.
+func (m *module) verify(c wazero.CompiledModule) error {
+	var found []byte
+	for _, s := range c.CustomSections() {
+		if s.Name() == ManifestSection {
+			found = s.Data()
+		}
+	}
+	got, err := ParseManifest(found)
+	if err != nil {
+		return err
+	}
+	if !reflect.DeepEqual(*got, m.decl.Manifest) {
+		return fmt.Errorf("declaration changed since the module was first read")
+	}
+	if len(c.ImportedMemories()) > 0 {
+		return fmt.Errorf("imports a memory")
+	}
+	var imps []Import
+	for _, f := range c.ImportedFunctions() {
+		mod, name, _ := f.Import()
+		imps = append(imps, Import{Module: mod, Name: name, Kind: kindFunc})
+	}
+	return checkImports(imps)
+}
+
+// instantiateHost provides the ABI's host functions and WASI preview1.
+// WASI gets no args, environment, filesystem or sockets; the module config
+// below sets the clocks and randomness.
+func instantiateHost(ctx context.Context, rt wazero.Runtime) error {
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+		return err
+	}
+	i32 := []api.ValueType{api.ValueTypeI32}
+	i32x2 := []api.ValueType{api.ValueTypeI32, api.ValueTypeI32}
+	_, err := rt.NewHostModuleBuilder(HostModule).
+		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(inputRead), i32x2, i32).Export("input_read").
+		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(outputWrite), i32x2, i32).Export("output_write").
+		Instantiate(ctx)
+	return err
+}
+
+// instance returns the live instance, instantiating one if needed. The
+// reactor's _initialize runs under the call deadline too.
+func (m *module) instance(ctx context.Context) (api.Module, error) {
+	if m.inst != nil {
+		return m.inst, nil
+	}
+	if err := m.load(ctx); err != nil {
+		return nil, fmt.Errorf("loading %s: %w", m.path, err)
+	}
+	m.stderr = &tail{}
+	mc := wazero.NewModuleConfig().
+		WithName("").
+		WithStartFunctions("_initialize").
+		WithStdout(m.stderr).
+		WithStderr(m.stderr).
+		// Deterministic randomness; wazero's default clocks are already fake:
+		// a fixed epoch that advances 1ms per reading.
+		WithRandSource(rand.NewChaCha8([32]byte{'p', 'l', 'e', 'x', 'u', 's'}))
+	ictx, cancel := context.WithTimeout(ctx, m.lim.timeout)
+	defer cancel()
+	inst, err := m.rt.InstantiateModule(ictx, m.compiled, mc)
+	if err != nil {
+		return nil, fmt.Errorf("instantiating: %w", m.explain(ictx, err))
+	}
+	m.inst = inst
+	return inst, nil
+}
+
+// call runs one hook with input and returns its output.
+func (m *module) call(ctx context.Context, hook string, input []byte) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	inst, err := m.instance(ctx)
+	if err != nil {
+		return nil, err
+	}
+	fn := inst.ExportedFunction(hook)
+	if fn == nil {
+		return nil, fmt.Errorf("hook %q is not exported", hook)
+	}
+	st := &callState{input: input, max: m.lim.maxOutput}
+	cctx, cancel := context.WithTimeout(context.WithValue(ctx, callKey{}, st), m.lim.timeout)
+	defer cancel()
+	m.stderr.Reset()
+	res, err := fn.Call(cctx, uint64(len(input)))
+	if err != nil {
+		if st.err == nil {
+			st.err = m.explain(cctx, err)
+		}
+		m.discard(ctx)
+		return nil, st.err
+	}
+	if code := uint32(res[0]); code != 0 {
+		m.discard(ctx)
+		return nil, fmt.Errorf("hook returned status %d, want 0%s", code, m.stderr.suffix())
+	}
+	return st.output, nil
+}
+
+// explain turns a wazero error into the reason a user can act on.
+func (m *module) explain(ctx context.Context, err error) error {
+	var exit *sys.ExitError
+	if errors.As(err, &exit) {
+		switch exit.ExitCode() {
+		case sys.ExitCodeDeadlineExceeded:
+			return fmt.Errorf("deadline of %s exceeded", m.lim.timeout)
+		case sys.ExitCodeContextCanceled:
+			return fmt.Errorf("canceled: %w", context.Cause(ctx))
+		}
+		return fmt.Errorf("module exited with code %d%s", exit.ExitCode(), m.stderr.suffix())
+	}
+	msg, _, _ := strings.Cut(err.Error(), "\n") // drop wazero's wasm stack trace
+	return fmt.Errorf("trap: %s%s%s", msg, m.memoryNote(), m.stderr.suffix())
+}
+
+// memoryNote says when a failure came with the memory at its cap, the
+// likely cause of a guest's out-of-memory crash.
+func (m *module) memoryNote() string {
+	if m.inst == nil || m.inst.Memory() == nil {
+		return ""
+	}
+	pages := m.inst.Memory().Size() / wasmPageSize
+	if pages+16 < m.lim.memoryPages { // a guest grows in steps; near is at
+		return ""
+	}
+	return fmt.Sprintf(" (memory at %d of %d pages allowed)", pages, m.lim.memoryPages)
+}
+
+// discard closes the instance after a failure: its state is unknown.
+func (m *module) discard(ctx context.Context) {
+	if m.inst != nil {
+		_ = m.inst.Close(ctx)
+		m.inst = nil
+	}
+}
+
+func (m *module) close(ctx context.Context) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.discard(ctx)
+	if m.rt == nil {
+		return nil
+	}
+	err := m.rt.Close(ctx)
+	m.rt, m.compiled = nil, nil
+	return err
+}
+
+// callState is one hook call's input and output, reached by the host
+// functions through the call's context.
+type callState struct {
+	input  []byte
+	output []byte
+	max    int
+	err    error
+}
+
+type callKey struct{}
+
+func stateOf(ctx context.Context) *callState {
+	st, _ := ctx.Value(callKey{}).(*callState)
+	if st == nil {
+		panic(errors.New("plexus host function called outside a hook"))
+	}
+	return st
+}
+
+// inputRead is plexus.input_read(ptr, len) -> copied: it copies the first
+// min(len, input length) bytes of the input to guest memory at ptr.
+func inputRead(ctx context.Context, mod api.Module, stack []uint64) {
+	st := stateOf(ctx)
+	ptr, n := api.DecodeU32(stack[0]), api.DecodeU32(stack[1])
+	n = min(n, uint32(len(st.input)))
+	if !mod.Memory().Write(ptr, st.input[:n]) {
+		st.err = fmt.Errorf("input_read: range [%d, +%d) is outside guest memory", ptr, n)
+		panic(st.err)
+	}
+	stack[0] = api.EncodeU32(n)
+}
+
+// outputWrite is plexus.output_write(ptr, len) -> 0: it appends len bytes
+// at ptr to the output. Going over the cap traps the call.
+func outputWrite(ctx context.Context, mod api.Module, stack []uint64) {
+	st := stateOf(ctx)
+	ptr, n := api.DecodeU32(stack[0]), api.DecodeU32(stack[1])
+	if uint64(len(st.output))+uint64(n) > uint64(st.max) {
+		st.err = fmt.Errorf("output of %d bytes exceeds the cap of %d bytes", uint64(len(st.output))+uint64(n), st.max)
+		panic(st.err)
+	}
+	b, ok := mod.Memory().Read(ptr, n)
+	if !ok {
+		st.err = fmt.Errorf("output_write: range [%d, +%d) is outside guest memory", ptr, n)
+		panic(st.err)
+	}
+	st.output = append(st.output, b...)
+	stack[0] = 0
+}
+
+// tail keeps the first bytes a module wrote to stdout/stderr, to explain a
+// crash: a Go guest prints "fatal error: ..." or "panic: ..." first, then
+// goroutine traces nobody needs in a CNI error.
+type tail struct{ b []byte }
+
+const tailMax = 1024
+
+func (t *tail) Write(p []byte) (int, error) {
+	if room := tailMax - len(t.b); room > 0 {
+		t.b = append(t.b, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+func (t *tail) Reset() { t.b = t.b[:0] }
+
+// suffix is the first two non-empty lines the module wrote, if any.
+func (t *tail) suffix() string {
+	if t == nil {
+		return ""
+	}
+	var lines []string
+	for _, l := range strings.Split(string(t.b), "\n") {
+		if l = strings.TrimSpace(l); l != "" && len(lines) < 2 {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	return " (module output: " + strings.Join(lines, " / ") + ")"
+}

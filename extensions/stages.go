@@ -1,0 +1,107 @@
+package extensions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/plexus-cni/plexus/core/pipeline"
+)
+
+// Prepare hands each module the keys it owns in the attachment's selection
+// element (s4.1.2.1), in config order; each sees the config as the previous
+// one left it. A rejection fails the attachment whatever the failure policy.
+func (h *Host) Prepare(ctx context.Context, req *pipeline.PrepareRequest) error {
+	a := req.Attachment
+	if a == nil || a.Selection == nil || len(a.Selection.Extensions) == 0 {
+		return nil
+	}
+	warn := warner(req.Warn)
+	groups, unowned := h.partition(a.Selection.Extensions)
+	for _, k := range unowned {
+		msg := fmt.Sprintf("selection element %d (%s): no extension owns key %q", a.Selection.Index, a.Selection.Ref(), k)
+		if h.unownedFail {
+			return errors.New(msg)
+		}
+		warn(msg + "; ignored")
+	}
+	for _, m := range h.modules {
+		keys, ok := groups[m]
+		if !ok || !m.decl.Has(HookPrepare) {
+			continue
+		}
+		if err := m.prepare(ctx, req, keys, warn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *module) prepare(ctx context.Context, req *pipeline.PrepareRequest, keys map[string]json.RawMessage, warn func(string)) error {
+	out, err := m.invoke(ctx, HookPrepare, newPrepareInput(m, req, keys))
+	if err != nil {
+		return m.failed(HookPrepare, err, warn)
+	}
+	m.relayWarnings(HookPrepare, out.Warnings, warn)
+	if out.Reject != nil {
+		return &HookError{Module: m.name(), Hook: HookPrepare, Rejected: true, Err: errors.New(out.Reject.Message)}
+	}
+	if out.Error != "" {
+		return m.failed(HookPrepare, fmt.Errorf("module error: %s", out.Error), warn)
+	}
+	plan, err := planPrepare(req.Attachment, out)
+	if err != nil {
+		return m.failed(HookPrepare, err, warn)
+	}
+	plan.apply(req.Attachment)
+	return nil
+}
+
+// Enrich runs, after a successful ADD, the enrich hook of each module that
+// owns keys of the attachment's selection element or asked to see every
+// attachment; the keys it returns go into the status entry (s5.3).
+func (h *Host) Enrich(ctx context.Context, req *pipeline.EnrichRequest) error {
+	a := req.Attachment
+	if a == nil || req.Entry == nil {
+		return nil
+	}
+	var groups map[*module]map[string]json.RawMessage
+	if a.Selection != nil {
+		// Unowned keys were reported by Prepare already.
+		groups, _ = h.partition(a.Selection.Extensions)
+	}
+	warn := warner(req.Warn)
+	for _, m := range h.modules {
+		keys, ok := groups[m]
+		if !m.decl.Has(HookEnrich) || (!ok && !m.decl.EnrichAll) {
+			continue
+		}
+		if err := m.enrich(ctx, req, keys, warn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *module) enrich(ctx context.Context, req *pipeline.EnrichRequest, keys map[string]json.RawMessage, warn func(string)) error {
+	in, err := newEnrichInput(m, req, keys)
+	if err != nil {
+		return m.failed(HookEnrich, err, warn)
+	}
+	out, err := m.invoke(ctx, HookEnrich, in)
+	if err != nil {
+		return m.failed(HookEnrich, err, warn)
+	}
+	m.relayWarnings(HookEnrich, out.Warnings, warn)
+	if out.Error != "" {
+		return m.failed(HookEnrich, fmt.Errorf("module error: %s", out.Error), warn)
+	}
+	if err := checkStatusKeys(m.decl, out.Status); err != nil {
+		return m.failed(HookEnrich, err, warn)
+	}
+	if err := applyStatus(req.Entry, out.Status); err != nil {
+		return m.failed(HookEnrich, err, warn)
+	}
+	return nil
+}

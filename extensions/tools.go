@@ -1,0 +1,335 @@
+package extensions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	types100 "github.com/containernetworking/cni/pkg/types/100"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/plexus-cni/plexus/core/pipeline"
+	"github.com/plexus-cni/plexus/core/selection"
+	"github.com/plexus-cni/plexus/core/source"
+	"github.com/plexus-cni/plexus/core/status"
+)
+
+// The logic of "plexusctl ext": inspect a module, run one hook as plexus
+// would, fill the compilation cache.
+
+// Inspect writes a module's declaration, imports and exports as JSON.
+func Inspect(w io.Writer, path string) error {
+	d, err := ReadDeclaration(path)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return writeJSON(w, d)
+}
+
+// RunOptions say how RunHook sandboxes the module.
+type RunOptions struct {
+	Hook   string
+	Input  []byte // a hook input document (sdk/ABI.md)
+	Module ModuleConfig
+}
+
+// RunHook runs one hook through the same host plexus uses, on an
+// attachment built from the input document, and writes what plexus would
+// do with the answer: the changed config and args, or the enriched status
+// entry, the warnings, and the error if any.
+func RunHook(ctx context.Context, w io.Writer, path string, opt RunOptions) error {
+	mc := opt.Module
+	mc.Path = path
+	if len(mc.Config) == 0 {
+		var probe struct {
+			ModuleConfig json.RawMessage `json:"moduleConfig"`
+		}
+		_ = json.Unmarshal(opt.Input, &probe)
+		mc.Config = probe.ModuleConfig
+	}
+	mc.PrepareFailure, mc.EnrichFailure = PolicyFail, PolicyFail
+	h, err := New(ctx, Config{Modules: []ModuleConfig{mc}})
+	if err != nil {
+		return err
+	}
+	defer h.Close(ctx)
+	switch opt.Hook {
+	case HookPrepare:
+		return runPrepare(ctx, w, h, opt.Input)
+	case HookEnrich:
+		return runEnrich(ctx, w, h, opt.Input)
+	}
+	return fmt.Errorf("unknown hook %q (want %s or %s)", opt.Hook, HookPrepare, HookEnrich)
+}
+
+type runReport struct {
+	Config     json.RawMessage `json:"config,omitempty"`
+	CNIArgs    [][2]string     `json:"cniArgs,omitempty"`
+	ConfigArgs map[string]any  `json:"configArgs,omitempty"`
+	Status     *status.Entry   `json:"status,omitempty"`
+	Warnings   []string        `json:"warnings,omitempty"`
+	Error      string          `json:"error,omitempty"`
+}
+
+func runPrepare(ctx context.Context, w io.Writer, h *Host, input []byte) error {
+	var in prepareInput
+	if err := json.Unmarshal(input, &in); err != nil {
+		return fmt.Errorf("input: %w", err)
+	}
+	a := attachmentOf(&in.wireCommon)
+	a.Config, a.ConfigArgs = in.Config, in.ConfigArgs
+	for _, k := range sortedKeys(in.CNIArgs) {
+		a.CNIArgs = append(a.CNIArgs, [2]string{k, in.CNIArgs[k]})
+	}
+	rep := &runReport{}
+	req := &pipeline.PrepareRequest{Pod: podOf(&in.wireCommon), Attachment: a, Warn: rep.warn}
+	err := h.Prepare(ctx, req)
+	rep.Config, rep.CNIArgs, rep.ConfigArgs = a.Config, a.CNIArgs, a.ConfigArgs
+	return rep.finish(w, err)
+}
+
+func runEnrich(ctx context.Context, w io.Writer, h *Host, input []byte) error {
+	var in enrichInput
+	if err := json.Unmarshal(input, &in); err != nil {
+		return fmt.Errorf("input: %w", err)
+	}
+	a := attachmentOf(&in.wireCommon)
+	if len(in.Result) > 0 {
+		r, err := types100.NewResult(in.Result)
+		if err != nil {
+			return fmt.Errorf("input result: %w", err)
+		}
+		a.Result = r
+	}
+	if in.NADAnnotations != nil {
+		a.NAD = &source.NAD{ObjectMeta: metav1.ObjectMeta{
+			Namespace: in.Network.Namespace, Name: in.Network.Name, Annotations: in.NADAnnotations,
+		}}
+	}
+	entry := &status.Entry{Name: a.Name}
+	if len(in.Status) > 0 {
+		if err := json.Unmarshal(in.Status, entry); err != nil {
+			return fmt.Errorf("input status: %w", err)
+		}
+	}
+	rep := &runReport{}
+	err := h.Enrich(ctx, &pipeline.EnrichRequest{Pod: podOf(&in.wireCommon), Attachment: a, Entry: entry, Warn: rep.warn})
+	rep.Status = entry
+	return rep.finish(w, err)
+}
+
+func (r *runReport) warn(msg string) { r.Warnings = append(r.Warnings, msg) }
+
+// finish writes the report; the hook's error is part of it and is also
+// returned so the command exits non-zero.
+func (r *runReport) finish(w io.Writer, err error) error {
+	if err != nil {
+		r.Error = err.Error()
+	}
+	if werr := writeJSON(w, r); werr != nil {
+		return werr
+	}
+	return err
+}
+
+func attachmentOf(c *wireCommon) *pipeline.Attachment {
+	a := &pipeline.Attachment{
+		Index: c.Network.Index, Default: c.Network.Default, Name: c.Network.StatusName, IfName: c.IfName,
+	}
+	if !c.Network.Default {
+		a.Selection = &selection.Element{
+			Index: c.Network.Index, Name: c.Network.Name, Namespace: c.Network.Namespace,
+			Extensions: c.Keys,
+		}
+	}
+	return a
+}
+
+func podOf(c *wireCommon) *source.Pod {
+	return &source.Pod{Namespace: c.Pod.Namespace, Name: c.Pod.Name, UID: c.Pod.UID}
+}
+
+// Warm compiles each module (a .wasm file, or a directory of them) into
+// the compilation cache in cacheDir, so that thin-mode CNI calls load
+// compiled code instead of compiling.
+func Warm(ctx context.Context, cacheDir string, paths ...string) ([]string, error) {
+	if cacheDir == "" {
+		return nil, errors.New("a cache directory is required")
+	}
+	files, err := wasmFiles(paths)
+	if err != nil {
+		return nil, err
+	}
+	var mods []ModuleConfig
+	for _, f := range files {
+		mods = append(mods, ModuleConfig{Path: f})
+	}
+	h, err := New(ctx, Config{Modules: mods, CacheDir: cacheDir})
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close(ctx)
+	for _, m := range h.modules {
+		m.mu.Lock()
+		err := m.load(ctx)
+		m.mu.Unlock()
+		if err != nil {
+			return nil, fmt.Errorf("extension %q: %w", m.name(), err)
+		}
+	}
+	return files, nil
+}
+
+func wasmFiles(paths []string) ([]string, error) {
+	var out []string
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, err
+		}
+		if !st.IsDir() {
+			out = append(out, p)
+			continue
+		}
+		found, err := filepath.Glob(filepath.Join(p, "*.wasm"))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, found...)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no .wasm modules given")
+	}
+	return out, nil
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// ExtCommand is "plexusctl ext": inspect, run and warm. It returns the exit
+// code.
+func ExtCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, extUsage)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "inspect":
+		err = cmdInspect(stdout, args[1:])
+	case "run":
+		err = cmdRun(ctx, stdout, args[1:])
+	case "warm":
+		err = cmdWarm(ctx, stdout, args[1:])
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, extUsage)
+		return 0
+	default:
+		err = usageError("unknown command %q", args[0])
+	}
+	var ue usageErr
+	switch {
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "plexusctl ext: %v\n%s", err, extUsage)
+		return 2
+	case err != nil:
+		fmt.Fprintf(stderr, "plexusctl ext: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+const extUsage = `usage:
+  plexusctl ext inspect MODULE.wasm
+  plexusctl ext run MODULE.wasm --hook prepare|enrich --input FILE [--config FILE] [--timeout 1s] [--memory 64Mi]
+  plexusctl ext warm CACHEDIR MODULE.wasm|DIR...
+`
+
+type usageErr struct{ msg string }
+
+func (e usageErr) Error() string { return e.msg }
+
+func usageError(format string, args ...any) error { return usageErr{fmt.Sprintf(format, args...)} }
+
+func cmdInspect(w io.Writer, args []string) error {
+	if len(args) != 1 {
+		return usageError("inspect takes one module")
+	}
+	return Inspect(w, args[0])
+}
+
+func cmdRun(ctx context.Context, w io.Writer, args []string) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	hook := fs.String("hook", "", "prepare or enrich")
+	input := fs.String("input", "", "hook input document (JSON); - for stdin")
+	config := fs.String("config", "", "module config (JSON file); default: the input's moduleConfig")
+	timeout := fs.Duration("timeout", 0, "per-call deadline")
+	memory := fs.String("memory", "", "memory limit, like 64Mi")
+	module, err := parseInterleaved(fs, args)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	if *hook == "" || *input == "" {
+		return usageError("run needs --hook and --input")
+	}
+	in, err := readInput(*input)
+	if err != nil {
+		return err
+	}
+	mc := ModuleConfig{Timeout: Duration(*timeout), MemoryLimit: *memory}
+	if *config != "" {
+		if mc.Config, err = os.ReadFile(*config); err != nil {
+			return err
+		}
+	}
+	return RunHook(ctx, w, module, RunOptions{Hook: *hook, Input: in, Module: mc})
+}
+
+// parseInterleaved allows flags before and after the module argument.
+func parseInterleaved(fs *flag.FlagSet, args []string) (string, error) {
+	if err := fs.Parse(args); err != nil {
+		return "", err
+	}
+	if fs.NArg() == 0 {
+		return "", errors.New("a module is required")
+	}
+	module := fs.Arg(0)
+	if err := fs.Parse(fs.Args()[1:]); err != nil {
+		return "", err
+	}
+	if fs.NArg() != 0 {
+		return "", fmt.Errorf("unexpected arguments %s", strings.Join(fs.Args(), " "))
+	}
+	return module, nil
+}
+
+func readInput(path string) ([]byte, error) {
+	if path == "-" {
+		return io.ReadAll(io.LimitReader(os.Stdin, 16<<20))
+	}
+	return os.ReadFile(path)
+}
+
+func cmdWarm(ctx context.Context, w io.Writer, args []string) error {
+	if len(args) < 2 {
+		return usageError("warm takes a cache directory and modules")
+	}
+	start := time.Now()
+	files, err := Warm(ctx, args[0], args[1:]...)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "compiled %d module(s) into %s in %s\n", len(files), args[0], time.Since(start).Round(time.Millisecond))
+	return nil
+}

@@ -1,0 +1,81 @@
+package extensions
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// fakeWasm describes a hand-assembled module: enough wasm to test what the
+// Go toolchain will not produce (traps on purpose, stray imports, bad or
+// missing declarations) without a toolchain.
+type fakeWasm struct {
+	manifest string   // "" for none
+	imports  []Import // functions of type (i32) -> i32
+	exports  []string // each a function of type (i32) -> i32
+	body     []byte   // instructions of every exported function
+}
+
+// Opcodes used by the fake bodies.
+var (
+	bodyReturn0     = []byte{0x41, 0x00}                               // i32.const 0
+	bodyUnreachable = []byte{0x00}                                     // unreachable
+	bodyLoop        = []byte{0x03, 0x40, 0x0c, 0x00, 0x0b, 0x41, 0x00} // loop br 0 end; i32.const 0
+)
+
+func (f fakeWasm) bytes() []byte {
+	b := []byte(wasmMagic + wasmVersion)
+	b = section(b, 1, vec(1, []byte{0x60, 0x01, 0x7f, 0x01, 0x7f}))
+	var imps []byte
+	for _, i := range f.imports {
+		imps = append(imps, name(i.Module)...)
+		imps = append(imps, name(i.Name)...)
+		imps = append(imps, kindFunc, 0x00)
+	}
+	if len(f.imports) > 0 {
+		b = section(b, 2, vec(len(f.imports), imps))
+	}
+	funcs := make([]byte, len(f.exports)) // all type 0
+	b = section(b, 3, vec(len(f.exports), funcs))
+	b = section(b, 5, vec(1, []byte{0x00, 0x01})) // one page
+	exps := append(name("memory"), kindMemory, 0x00)
+	for i, e := range f.exports {
+		exps = append(exps, name(e)...)
+		exps = append(exps, kindFunc, byte(len(f.imports)+i))
+	}
+	b = section(b, 7, vec(len(f.exports)+1, exps))
+	var code []byte
+	for range f.exports {
+		fn := append([]byte{0x00}, f.body...) // no locals
+		fn = append(fn, 0x0b)
+		code = append(appendU32(code, uint32(len(fn))), fn...)
+	}
+	b = section(b, 10, vec(len(f.exports), code))
+	if f.manifest != "" {
+		b = AppendCustomSection(b, ManifestSection, []byte(f.manifest))
+	}
+	return b
+}
+
+func section(b []byte, id byte, body []byte) []byte {
+	b = appendU32(append(b, id), uint32(len(body)))
+	return append(b, body...)
+}
+
+func vec(n int, items []byte) []byte { return append(appendU32(nil, uint32(n)), items...) }
+
+func name(s string) []byte { return append(appendU32(nil, uint32(len(s))), s...) }
+
+// write puts the module in a test temp dir and returns its path.
+func (f fakeWasm) write(t testing.TB, file string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), file)
+	if err := os.WriteFile(p, f.bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func manifestJSON(name, prefix, hooks string) string {
+	return `{"abi":1,"name":"` + name + `","version":"1","prefixes":["` + prefix + `"],"hooks":[` + hooks + `]}`
+}

@@ -1,0 +1,3 @@
+module github.com/plexus-cni/plexus/sdk
+
+go 1.24
