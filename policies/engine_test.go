@@ -33,7 +33,7 @@ func TestLibraryRulesThroughEngine(t *testing.T) {
 		},
 		{
 			name: "namespace not in the NAD's allow list is denied", annotation: "blue",
-			change: annotate(map[string]string{"plexus.io/allowed-namespaces": "team-b"}),
+			change:    annotate(map[string]string{"plexus.io/allowed-namespaces": "team-b"}),
 			wantCodes: "nad-allowlist", wantInMsg: []string{"team-a/web-0", "team-a/blue", "plexus.io/allowed-namespaces"},
 		},
 		{
@@ -42,7 +42,7 @@ func TestLibraryRulesThroughEngine(t *testing.T) {
 		},
 		{
 			name: "pod not matching the NAD's selector is denied", annotation: "blue",
-			change: annotate(map[string]string{"plexus.io/allowed-pod-selector": "app notin (web)"}),
+			change:    annotate(map[string]string{"plexus.io/allowed-pod-selector": "app notin (web)"}),
 			wantCodes: "nad-allowlist", wantInMsg: []string{"do not match"},
 		},
 		{
@@ -50,28 +50,28 @@ func TestLibraryRulesThroughEngine(t *testing.T) {
 			wantCodes: "max-attachments", wantInMsg: []string{"4 networks", "the 3 allowed"},
 		},
 		{
-			name: "static address in the namespace's range is allowed",
+			name:       "static address in the namespace's range is allowed",
 			annotation: `[{"name":"blue","ips":["10.10.0.7/24","fd00:a::7"]}]`,
 		},
 		{
-			name: "static address outside the namespace's range is denied",
+			name:       "static address outside the namespace's range is denied",
 			annotation: `[{"name":"blue","ips":["10.99.0.7"]}]`,
-			wantCodes: "static-ip-range", wantInMsg: []string{"10.99.0.7", "team-a/blue"},
+			wantCodes:  "static-ip-range", wantInMsg: []string{"10.99.0.7", "team-a/blue"},
 		},
 		{
-			name: "MAC request from a namespace not allowed to is denied",
+			name:       "MAC request from a namespace not allowed to is denied",
 			annotation: `[{"name":"blue","mac":"02:00:00:00:00:01"}]`,
-			wantCodes: "mac-not-allowed", wantInMsg: []string{"02:00:00:00:00:01"},
+			wantCodes:  "mac-not-allowed", wantInMsg: []string{"02:00:00:00:00:01"},
 		},
 		{
-			name: "interface request from a namespace not allowed to is denied",
+			name:       "interface request from a namespace not allowed to is denied",
 			annotation: `[{"name":"blue","interface":"data0"}]`,
-			wantCodes: "interface-not-allowed", wantInMsg: []string{"data0"},
+			wantCodes:  "interface-not-allowed", wantInMsg: []string{"data0"},
 		},
 		{
-			name: "every violated rule is reported",
+			name:       "every violated rule is reported",
 			annotation: `[{"name":"blue","namespace":"team-b","mac":"02:00:00:00:00:01","interface":"data0","ips":["10.99.0.1"]}]`,
-			wantCodes: "interface-not-allowed,mac-not-allowed,namespace-isolation,static-ip-range",
+			wantCodes:  "interface-not-allowed,mac-not-allowed,namespace-isolation,static-ip-range",
 		},
 	}
 	for _, tc := range tests {

@@ -38,9 +38,12 @@ deny contains {"code": "nad-allowlist", "message": msg} if {
 
 _namespace_listed if input.pod.namespace in allowed_namespaces
 
+# The selector is parsed once per decision and shared by the rules below.
+_requirements := selector.parse(input.nad.annotations[selector_annotation])
+
 deny contains {"code": "nad-allowlist", "message": msg} if {
 	sel := input.nad.annotations[selector_annotation]
-	not selector.valid(sel)
+	not _requirements
 	msg := sprintf(
 		"pod %s may not use network %s: the network's %s annotation (%q) is not a valid label selector",
 		[lib.pod_ref, lib.nad_ref, selector_annotation, sel],
@@ -49,8 +52,7 @@ deny contains {"code": "nad-allowlist", "message": msg} if {
 
 deny contains {"code": "nad-allowlist", "message": msg} if {
 	sel := input.nad.annotations[selector_annotation]
-	selector.valid(sel)
-	not selector.matches(sel, input.pod.labels)
+	not selector.satisfied_by(_requirements, input.pod.labels)
 	msg := sprintf(
 		"pod %s may not use network %s: the pod's labels do not match the network's %s annotation (%q)",
 		[lib.pod_ref, lib.nad_ref, selector_annotation, sel],

@@ -9,38 +9,37 @@
 # All requirements must hold; the empty selector matches every pod.
 package plexus.lib.selector
 
-# Top-level pieces: commas inside "(...)" do not split.
-_piece := `(?:[^,(]|\([^)]*\))+`
-
-# Groups: 1 "!", 2 key, 3 =|==|!=, 4 value, 5 in|notin, 6 value list.
-_requirement := `^\s*(!?)\s*([A-Za-z0-9](?:[-A-Za-z0-9_./]*[A-Za-z0-9])?)\s*(?:(==|=|!=)\s*((?:[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?)?)|\s(in|notin)\s*\(([^()]*)\))?\s*$`
+# One match per requirement; every match after the first starts with the
+# comma that separates it from the previous one (commas inside "(...)" do
+# not separate). Groups: 1 "!", 2 key, 3 =|==|!=, 4 value, 5 in|notin,
+# 6 value list. One regex call parses the whole selector.
+_requirements := `(?:^|,)\s*(!?)\s*([A-Za-z0-9](?:[-A-Za-z0-9_./]*[A-Za-z0-9])?)(?:\s*(==|=|!=)\s*((?:[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?)?)|\s+(in|notin)\s*\(([^()]*)\))?\s*`
 
 _value := `^[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?$`
 
 _eq_ops := {"=": "=", "==": "=", "!=": "!="}
 
 # parse returns the requirements of a valid selector, and is undefined for
-# an invalid one.
+# an invalid one: the matches must spell out the whole selector, so any
+# text they skip makes it invalid.
 parse(sel) := reqs if {
-	pieces := regex.find_n(_piece, sel, -1)
-	concat(",", pieces) == sel
-	reqs := [r | some p in pieces; r := _parse_requirement(p)]
-	count(reqs) == count(pieces)
+	not startswith(sel, ",")
+	ms := regex.find_all_string_submatch_n(_requirements, sel, -1)
+	concat("", [m[0] | some m in ms]) == sel
+	reqs := [r | some m in ms; r := _requirement_of(m)]
+	count(reqs) == count(ms)
 }
 
 valid(sel) if parse(sel)
 
 # matches holds when labels satisfy every requirement of a valid selector.
-matches(sel, labels) if {
-	reqs := parse(sel)
+matches(sel, labels) if satisfied_by(parse(sel), labels)
+
+# satisfied_by holds when labels satisfy every parsed requirement.
+satisfied_by(reqs, labels) if {
 	every r in reqs {
 		_satisfied(r, labels)
 	}
-}
-
-_parse_requirement(p) := r if {
-	some m in regex.find_all_string_submatch_n(_requirement, p, 1)
-	r := _requirement_of(m)
 }
 
 _requirement_of(m) := {"key": m[2], "op": "!", "values": []} if {
