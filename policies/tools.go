@@ -139,25 +139,47 @@ func sortedResults(ch chan *tester.Result, sum *TestSummary) chan *tester.Result
 	return out
 }
 
+// reportCoverage prints per-file coverage of the policy modules (tests
+// themselves are left out, they would inflate the figure), the lines not
+// covered, and returns the overall percentage.
 func reportCoverage(out io.Writer, cov *cover.Cover, modules map[string]*ast.Module) float64 {
-	policy := map[string]*ast.Module{}
-	for name, m := range modules {
-		if !strings.HasSuffix(name, "_test.rego") {
-			policy[name] = m
+	rep := cov.Report(modules)
+	var names []string
+	for n := range rep.Files {
+		if !strings.HasSuffix(n, "_test.rego") {
+			names = append(names, n)
 		}
 	}
-	rep := cov.Report(policy)
-	names := make([]string, 0, len(rep.Files))
-	for n := range rep.Files {
-		names = append(names, n)
-	}
 	sort.Strings(names)
+	var covered, total int
 	fmt.Fprintln(out, "coverage:")
 	for _, n := range names {
-		fmt.Fprintf(out, "  %6.2f%%  %s\n", rep.Files[n].Coverage, n)
+		fr := rep.Files[n]
+		covered += fr.CoveredLines
+		total += fr.CoveredLines + fr.NotCoveredLines
+		fmt.Fprintf(out, "  %6.2f%%  %s%s\n", fr.Coverage, n, notCovered(fr.NotCovered))
 	}
-	fmt.Fprintf(out, "coverage: %.2f%%\n", rep.Coverage)
-	return rep.Coverage
+	pct := 0.0
+	if total > 0 {
+		pct = 100 * float64(covered) / float64(total)
+	}
+	fmt.Fprintf(out, "coverage: %.2f%%\n", pct)
+	return pct
+}
+
+func notCovered(rs []cover.Range) string {
+	if len(rs) == 0 {
+		return ""
+	}
+	parts := make([]string, 0, len(rs))
+	for _, r := range rs {
+		if r.Start.Row == r.End.Row {
+			parts = append(parts, fmt.Sprint(r.Start.Row))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d-%d", r.Start.Row, r.End.Row))
+		}
+	}
+	return "  (not covered: lines " + strings.Join(parts, ", ") + ")"
 }
 
 func cmpDuration(d, def time.Duration) time.Duration {
