@@ -1,0 +1,100 @@
+package policies
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+)
+
+// forbiddenBuiltins are the built-ins a plexus policy may not call, and why.
+// A decision runs inside every pod's CNI ADD and must depend only on its
+// input and the admin's data: no I/O (it would stall or leak), no
+// environment, and no nondeterminism, because ADD is retried and a retry
+// must reach the same decision (s7.4 failures are visible to the pod owner).
+//
+// The table covers every built-in OPA marks nondeterministic
+// (TestForbiddenCoversNondeterministic keeps it so across OPA upgrades).
+// rego.parse_module, trace and print stay allowed: they are pure.
+var forbiddenBuiltins = map[string]string{
+	"http.send":              "performs network I/O",
+	"net.lookup_ip_addr":     "performs DNS lookups",
+	"opa.runtime":            "reads the process environment and configuration",
+	"time.now_ns":            "reads the clock, so a retried ADD could decide differently",
+	"rand.intn":              "is random, so a retried ADD could decide differently",
+	"uuid.rfc4122":           "is random, so a retried ADD could decide differently",
+	"io.jwt.decode_verify":   "reads the clock to check token expiry",
+	"io.jwt.encode_sign":     "is random for some algorithms",
+	"io.jwt.encode_sign_raw": "is random for some algorithms",
+	"json.verify_schema":     "may fetch remote schema references over the network",
+	"json.match_schema":      "may fetch remote schema references over the network",
+	"crypto.x509.parse_and_verify_certificates_with_options": "reads the clock to check certificate validity",
+	"crypto.x509.parse_and_verify_certificates":              "reads the clock to check certificate validity",
+}
+
+// ForbiddenBuiltins lists the refused built-ins, sorted, for documentation
+// and error messages.
+func ForbiddenBuiltins() []string {
+	names := make([]string, 0, len(forbiddenBuiltins))
+	for n := range forbiddenBuiltins {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Capabilities are OPA's capabilities for this version minus the forbidden
+// built-ins, so that the compiler itself rejects any call to one of them.
+func Capabilities() *ast.Capabilities {
+	caps := ast.CapabilitiesForThisVersion()
+	kept := caps.Builtins[:0]
+	for _, b := range caps.Builtins {
+		if _, bad := forbiddenBuiltins[b.Name]; !bad {
+			kept = append(kept, b)
+		}
+	}
+	caps.Builtins = kept
+	return caps
+}
+
+// checkForbidden names every call of a forbidden built-in with its file and
+// line. The compiler would refuse them anyway ("undefined function"), but
+// this message says that the built-in exists and why plexus refuses it.
+func checkForbidden(modules map[string]*ast.Module) error {
+	var found []string
+	for _, m := range modules {
+		ast.WalkRefs(m, func(r ast.Ref) bool {
+			name := builtinName(r)
+			if why, bad := forbiddenBuiltins[name]; bad {
+				found = append(found, fmt.Sprintf("%s: built-in %s is forbidden in plexus policies: it %s", r[0].Location, name, why))
+			}
+			return false
+		})
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	sort.Strings(found)
+	return fmt.Errorf("%s", strings.Join(found, "\n"))
+}
+
+// builtinName renders a ref such as http.send as the built-in name it would
+// call; refs into data or input never match the table.
+func builtinName(r ast.Ref) string {
+	parts := make([]string, 0, len(r))
+	for i, t := range r {
+		switch v := t.Value.(type) {
+		case ast.Var:
+			if i > 0 {
+				return ""
+			}
+			parts = append(parts, string(v))
+		case ast.String:
+			parts = append(parts, string(v))
+		default:
+			return ""
+		}
+	}
+	return strings.Join(parts, ".")
+}

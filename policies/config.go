@@ -1,0 +1,74 @@
+// Package policies is the s7.4 stage: it decides, in Rego, whether a pod may
+// use the NetworkAttachmentDefinition one of its selection elements names.
+//
+// The engine compiles the admin's modules and data once (New) and evaluates
+// one prepared query per secondary attachment on ADD (Authorize). Every way
+// the policy can fail to give a clear answer is a denial with a reason code
+// (fail closed), because s7.4 makes a disallowed selection fail the pod.
+package policies
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Defaults used when the "policy" config leaves a field empty.
+const (
+	DefaultQuery    = "data.plexus.authz.decision"
+	DefaultDeadline = 50 * time.Millisecond
+	// MaxDeadline bounds what an admin may configure: the decision runs
+	// inside the runtime's CNI ADD, which has its own timeout.
+	MaxDeadline = 10 * time.Second
+)
+
+// Config is the plugin config's "policy" key.
+type Config struct {
+	// Paths are .rego modules, data files (.json, .yaml, .yml) or
+	// directories of them; see LoadPaths for how data files map into data.
+	Paths []string `json:"paths"`
+	// Query names the decision document; DefaultQuery when empty.
+	Query string `json:"query,omitempty"`
+	// Deadline bounds one evaluation; DefaultDeadline when zero.
+	Deadline Duration `json:"deadline,omitempty"`
+}
+
+// Duration is a time.Duration written in JSON as a Go duration string ("50ms").
+type Duration time.Duration
+
+// MarshalJSON writes the duration as a string such as "50ms".
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(time.Duration(d).String())
+}
+
+// UnmarshalJSON reads a Go duration string; a bare number is refused because
+// its unit would be a guess.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("policy deadline must be a duration string such as \"50ms\", not %s", b)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("policy deadline %q: %w", s, err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// withDefaults fills empty fields and checks the rest.
+func (c Config) withDefaults() (Config, error) {
+	if len(c.Paths) == 0 {
+		return c, fmt.Errorf("policy config: \"paths\" is empty; name at least one .rego file or directory")
+	}
+	if c.Query == "" {
+		c.Query = DefaultQuery
+	}
+	switch d := time.Duration(c.Deadline); {
+	case d == 0:
+		c.Deadline = Duration(DefaultDeadline)
+	case d < 0 || d > MaxDeadline:
+		return c, fmt.Errorf("policy config: deadline %s is outside (0, %s]", d, MaxDeadline)
+	}
+	return c, nil
+}

@@ -1,0 +1,172 @@
+package policies
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage/inmem"
+	"github.com/open-policy-agent/opa/v1/topdown"
+
+	"github.com/plexus-cni/plexus/core/pipeline"
+)
+
+// Reason codes of the denials the engine itself makes when the policy gives
+// no usable answer (fail closed, s7.4). Library rules use codes without the
+// "policy." prefix.
+const (
+	CodeUndefined = "policy.undefined" // the query has no value
+	CodeMalformed = "policy.malformed" // the value is not a decision
+	CodeError     = "policy.error"     // evaluation failed
+	CodeTimeout   = "policy.timeout"   // the deadline expired
+	CodeCancelled = "policy.cancelled" // the caller gave up
+	CodeInput     = "policy.input"     // the request could not become an input document
+)
+
+// Engine is a compiled policy; it is safe for concurrent use.
+type Engine struct {
+	query    rego.PreparedEvalQuery
+	queryStr string
+	deadline time.Duration
+}
+
+var _ pipeline.Authorizer = (*Engine)(nil)
+
+// New loads and compiles the policy once. Rego v1 syntax, strict compile,
+// forbidden built-ins refused (capabilities.go); built-in errors abort the
+// evaluation instead of making an expression silently undefined, since an
+// undefined deny rule would let a request through.
+func New(ctx context.Context, cfg Config) (*Engine, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	loaded, err := LoadPaths(cfg.Paths, loadOptions{})
+	if err != nil {
+		return nil, err
+	}
+	pq, err := prepare(ctx, loaded, cfg.Query)
+	if err != nil {
+		return nil, fmt.Errorf("compiling policy from %s: %w", strings.Join(cfg.Paths, ", "), err)
+	}
+	return &Engine{query: pq, queryStr: cfg.Query, deadline: time.Duration(cfg.Deadline)}, nil
+}
+
+func prepare(ctx context.Context, l *Loaded, query string) (rego.PreparedEvalQuery, error) {
+	opts := []func(*rego.Rego){
+		rego.Query(query),
+		rego.Store(inmem.NewFromObject(l.Data)),
+		rego.Capabilities(Capabilities()),
+		rego.SetRegoVersion(ast.RegoV1),
+		rego.Strict(true),
+		rego.StrictBuiltinErrors(true),
+	}
+	for _, m := range l.Modules {
+		opts = append(opts, rego.ParsedModule(m))
+	}
+	return rego.New(opts...).PrepareForEval(ctx)
+}
+
+// Authorize makes the s7.4 decision for one attachment. Failures of the
+// policy are denials with a policy.* reason, not errors, so the caller can
+// always show the pod's owner a reason; the error is non-nil only when the
+// request itself is unusable, and the decision is then a denial too.
+func (e *Engine) Authorize(ctx context.Context, req *pipeline.AuthorizeRequest) (pipeline.Decision, error) {
+	input, err := BuildInput(req)
+	if err != nil {
+		return deny(CodeInput, "could not build the policy input: "+err.Error()), err
+	}
+	return e.Decide(ctx, input), nil
+}
+
+// Decide evaluates the policy over an input document built by BuildInput.
+func (e *Engine) Decide(ctx context.Context, input map[string]any) pipeline.Decision {
+	// Converting here, not through rego.EvalInput, skips a JSON round trip
+	// that OPA makes for values it does not know the Go type of.
+	value, err := ast.InterfaceToValue(input)
+	if err != nil {
+		return deny(CodeInput, "could not convert the policy input: "+err.Error())
+	}
+	ctx, cancel := context.WithTimeout(ctx, e.deadline)
+	defer cancel()
+	rs, err := e.query.Eval(ctx, rego.EvalParsedInput(value))
+	if err != nil {
+		return e.evalFailure(ctx, err)
+	}
+	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
+		return deny(CodeUndefined, fmt.Sprintf("policy query %s is undefined for this attachment", e.queryStr))
+	}
+	if len(rs) > 1 {
+		return deny(CodeMalformed, fmt.Sprintf("policy query %s has %d results; it must have one", e.queryStr, len(rs)))
+	}
+	d, err := parseDecision(rs[0].Expressions[0].Value)
+	if err != nil {
+		return deny(CodeMalformed, fmt.Sprintf("policy query %s: %v", e.queryStr, err))
+	}
+	return d
+}
+
+// evalFailure says why evaluation stopped; ctx is the deadline context.
+func (e *Engine) evalFailure(ctx context.Context, err error) pipeline.Decision {
+	if topdown.IsCancel(err) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return deny(CodeTimeout, fmt.Sprintf("policy query %s did not finish within %s", e.queryStr, e.deadline))
+		}
+		return deny(CodeCancelled, fmt.Sprintf("policy query %s was cancelled: %v", e.queryStr, err))
+	}
+	return deny(CodeError, fmt.Sprintf("policy query %s failed: %v", e.queryStr, err))
+}
+
+func deny(code, msg string) pipeline.Decision {
+	return pipeline.Decision{Allowed: false, Reasons: []pipeline.Reason{{Code: code, Message: msg}}}
+}
+
+// parseDecision checks the documented decision shape:
+// {"allowed": bool, "reasons": [{"code": string, "message": string}, ...]}.
+// A denial without a reason is malformed: the pod's owner must learn why.
+func parseDecision(v any) (pipeline.Decision, error) {
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return pipeline.Decision{}, fmt.Errorf("decision is %T, not an object", v)
+	}
+	allowed, ok := obj["allowed"].(bool)
+	if !ok {
+		return pipeline.Decision{}, fmt.Errorf("decision.allowed is missing or not a boolean")
+	}
+	reasons, err := parseReasons(obj["reasons"])
+	if err != nil {
+		return pipeline.Decision{}, err
+	}
+	if !allowed && len(reasons) == 0 {
+		return pipeline.Decision{}, fmt.Errorf("decision denies without a reason")
+	}
+	return pipeline.Decision{Allowed: allowed, Reasons: reasons}, nil
+}
+
+func parseReasons(v any) ([]pipeline.Reason, error) {
+	if v == nil {
+		return nil, nil
+	}
+	list, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("decision.reasons is %T, not an array", v)
+	}
+	out := make([]pipeline.Reason, 0, len(list))
+	for i, r := range list {
+		obj, ok := r.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("decision.reasons[%d] is %T, not an object", i, r)
+		}
+		code, _ := obj["code"].(string)
+		msg, _ := obj["message"].(string)
+		if code == "" || msg == "" {
+			return nil, fmt.Errorf("decision.reasons[%d] needs a non-empty string code and message", i)
+		}
+		out = append(out, pipeline.Reason{Code: code, Message: msg})
+	}
+	return out, nil
+}

@@ -1,0 +1,389 @@
+package policies
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/plexus-cni/plexus/core/pipeline"
+)
+
+// Every library rule, evaluated through the engine with every rule enabled
+// (testdata/config-all.yaml), so the Go path and the Rego tests agree.
+func TestLibraryRulesThroughEngine(t *testing.T) {
+	e := libraryEngine(t)
+	tests := []struct {
+		name       string
+		annotation string
+		change     func(*pipeline.AuthorizeRequest)
+		wantCodes  string
+		wantInMsg  []string
+	}{
+		{name: "plain selection of own namespace is allowed", annotation: "blue"},
+		{name: "network of a global namespace is allowed", annotation: "shared/blue"},
+		{
+			name: "network of another namespace is denied", annotation: "team-b/blue",
+			wantCodes: "namespace-isolation", wantInMsg: []string{"team-a/web-0", "team-b/blue"},
+		},
+		{
+			name: "namespace not in the NAD's allow list is denied", annotation: "blue",
+			change:    annotate(map[string]string{"plexus.io/allowed-namespaces": "team-b"}),
+			wantCodes: "nad-allowlist", wantInMsg: []string{"team-a/web-0", "team-a/blue", "plexus.io/allowed-namespaces"},
+		},
+		{
+			name: "pod matching the NAD's selector is allowed", annotation: "blue",
+			change: annotate(map[string]string{"plexus.io/allowed-pod-selector": "app=web,tier in (gold,silver)"}),
+		},
+		{
+			name: "pod not matching the NAD's selector is denied", annotation: "blue",
+			change:    annotate(map[string]string{"plexus.io/allowed-pod-selector": "app notin (web)"}),
+			wantCodes: "nad-allowlist", wantInMsg: []string{"do not match"},
+		},
+		{
+			name: "more selections than the cap are denied", annotation: "blue,blue,blue,blue",
+			wantCodes: "max-attachments", wantInMsg: []string{"4 networks", "the 3 allowed"},
+		},
+		{
+			name:       "static address in the namespace's range is allowed",
+			annotation: `[{"name":"blue","ips":["10.10.0.7/24","fd00:a::7"]}]`,
+		},
+		{
+			name:       "static address outside the namespace's range is denied",
+			annotation: `[{"name":"blue","ips":["10.99.0.7"]}]`,
+			wantCodes:  "static-ip-range", wantInMsg: []string{"10.99.0.7", "team-a/blue"},
+		},
+		{
+			name:       "MAC request from a namespace not allowed to is denied",
+			annotation: `[{"name":"blue","mac":"02:00:00:00:00:01"}]`,
+			wantCodes:  "mac-not-allowed", wantInMsg: []string{"02:00:00:00:00:01"},
+		},
+		{
+			name:       "interface request from a namespace not allowed to is denied",
+			annotation: `[{"name":"blue","interface":"data0"}]`,
+			wantCodes:  "interface-not-allowed", wantInMsg: []string{"data0"},
+		},
+		{
+			name:       "every violated rule is reported",
+			annotation: `[{"name":"blue","namespace":"team-b","mac":"02:00:00:00:00:01","interface":"data0","ips":["10.99.0.1"]}]`,
+			wantCodes:  "interface-not-allowed,mac-not-allowed,namespace-isolation,static-ip-range",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			req := newRequest(t, tc.annotation)
+			if tc.change != nil {
+				tc.change(req)
+			}
+			d, err := e.Authorize(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := codes(d); got != tc.wantCodes || d.Allowed != (tc.wantCodes == "") {
+				t.Fatalf("decision %+v: codes %q, want %q", d, got, tc.wantCodes)
+			}
+			for _, s := range tc.wantInMsg {
+				if !strings.Contains(d.Reasons[0].Message, s) {
+					t.Errorf("message %q does not mention %q", d.Reasons[0].Message, s)
+				}
+			}
+		})
+	}
+}
+
+func annotate(a map[string]string) func(*pipeline.AuthorizeRequest) {
+	return func(r *pipeline.AuthorizeRequest) { r.Attachment.NAD.Annotations = a }
+}
+
+// s7.4: whatever keeps the policy from answering clearly denies the
+// attachment, with a reason code that says what went wrong.
+func TestFailClosed(t *testing.T) {
+	tests := []struct {
+		name     string
+		policy   string
+		query    string
+		wantCode string
+		wantMsg  string
+	}{
+		{
+			name:     "undefined decision",
+			policy:   decisionPolicy(`{"allowed": true, "reasons": []} if input.pod.name == "someone-else"`),
+			wantCode: CodeUndefined, wantMsg: "undefined",
+		},
+		{
+			name: "conflicting outputs",
+			policy: decisionPolicy(`{"allowed": true, "reasons": []} if input.pod.name
+decision := {"allowed": false, "reasons": [{"code": "x", "message": "y"}]} if input.pod.namespace`),
+			wantCode: CodeError, wantMsg: "conflict",
+		},
+		{
+			name:     "built-in error",
+			policy:   decisionPolicy(`{"allowed": to_number(input.pod.name) > 0, "reasons": []}`),
+			wantCode: CodeError, wantMsg: "to_number",
+		},
+		{
+			name:     "decision is not an object",
+			policy:   decisionPolicy(`"allow"`),
+			wantCode: CodeMalformed, wantMsg: "not an object",
+		},
+		{
+			name:     "allowed is missing",
+			policy:   decisionPolicy(`{"reasons": []}`),
+			wantCode: CodeMalformed, wantMsg: "allowed",
+		},
+		{
+			name:     "allowed is not a boolean",
+			policy:   decisionPolicy(`{"allowed": "yes"}`),
+			wantCode: CodeMalformed, wantMsg: "allowed",
+		},
+		{
+			name:     "reasons is not an array",
+			policy:   decisionPolicy(`{"allowed": false, "reasons": {"code": "x", "message": "y"}}`),
+			wantCode: CodeMalformed, wantMsg: "not an array",
+		},
+		{
+			name:     "reason without message",
+			policy:   decisionPolicy(`{"allowed": false, "reasons": [{"code": "x"}]}`),
+			wantCode: CodeMalformed, wantMsg: "reasons[0]",
+		},
+		{
+			name:     "denial without a reason",
+			policy:   decisionPolicy(`{"allowed": false, "reasons": []}`),
+			wantCode: CodeMalformed, wantMsg: "without a reason",
+		},
+		{
+			name:     "query with several results",
+			policy:   "package plexus.authz\n\ndecisions := [{\"allowed\": true}, {\"allowed\": true}]\n",
+			query:    "data.plexus.authz.decisions[_]",
+			wantCode: CodeMalformed, wantMsg: "2 results",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := writeFiles(t, map[string]string{"policy.rego": tc.policy})
+			e := newEngine(t, Config{Paths: []string{dir}, Query: tc.query})
+			d, err := e.Authorize(context.Background(), newRequest(t, "blue"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			assertDenied(t, d, tc.wantCode, tc.wantMsg)
+		})
+	}
+}
+
+func assertDenied(t *testing.T, d pipeline.Decision, code, msg string) {
+	t.Helper()
+	if d.Allowed || len(d.Reasons) != 1 || d.Reasons[0].Code != code {
+		t.Fatalf("decision %+v, want a denial with code %s", d, code)
+	}
+	if !strings.Contains(d.Reasons[0].Message, msg) {
+		t.Fatalf("reason %q does not mention %q", d.Reasons[0].Message, msg)
+	}
+}
+
+// slowPolicy iterates 10^10 times without allocating, so only cancellation
+// can end it in reasonable time.
+const slowPolicy = `package plexus.authz
+
+decision := {"allowed": true, "reasons": []} if not slow
+
+slow if {
+	some i in numbers.range(1, 100000)
+	some j in numbers.range(1, 100000)
+	i * j == -1
+}
+`
+
+func TestDeadlineDenies(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"slow.rego": slowPolicy})
+	e := newEngine(t, Config{Paths: []string{dir}, Deadline: Duration(5 * time.Millisecond)})
+	d, err := e.Authorize(context.Background(), newRequest(t, "blue"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertDenied(t, d, CodeTimeout, "did not finish within 5ms")
+}
+
+func TestCallerCancellationDenies(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"slow.rego": slowPolicy})
+	e := newEngine(t, Config{Paths: []string{dir}, Deadline: Duration(MaxDeadline)})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	d, err := e.Authorize(ctx, newRequest(t, "blue"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertDenied(t, d, CodeCancelled, "cancelled")
+}
+
+func TestUnusableRequestDenies(t *testing.T) {
+	e := libraryEngine(t)
+	d, err := e.Authorize(context.Background(), &pipeline.AuthorizeRequest{})
+	if err == nil {
+		t.Fatal("no error for a request without pod")
+	}
+	assertDenied(t, d, CodeInput, "lacks a pod")
+}
+
+func TestLoadRefusesBadPolicies(t *testing.T) {
+	tests := []struct {
+		name    string
+		files   map[string]string
+		wantErr []string
+	}{
+		{
+			name:    "syntax error names file and line",
+			files:   map[string]string{"bad.rego": "package plexus.authz\n\ndecision := {\"allowed\" true}\n"},
+			wantErr: []string{"bad.rego:3", "rego_parse_error"},
+		},
+		{
+			name:    "Rego v0 syntax is refused",
+			files:   map[string]string{"v0.rego": "package plexus.authz\n\ndeny[msg] { msg := \"x\" }\n"},
+			wantErr: []string{"v0.rego:3"},
+		},
+		{
+			name:    "strict compile refuses unused variables",
+			files:   map[string]string{"strict.rego": "package plexus.authz\n\ndecision := d if {\n\tx := 1\n\td := {\"allowed\": true}\n}\n"},
+			wantErr: []string{"strict.rego:4", "x"},
+		},
+		{
+			name:    "unknown file type named directly",
+			files:   map[string]string{"policy.txt": "hello"},
+			wantErr: []string{"policy.txt", "not a .rego"},
+		},
+		{
+			name: "conflicting data files",
+			files: map[string]string{
+				"a.json": `{"plexus": {"config": {"x": 1}}}`,
+				"b.yaml": "plexus:\n  config:\n    x: 2\n",
+			},
+			wantErr: []string{"a.json", "b.yaml"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := writeFiles(t, tc.files)
+			paths := []string{dir}
+			if _, ok := tc.files["policy.txt"]; ok {
+				paths = []string{filepath.Join(dir, "policy.txt")}
+			}
+			_, err := New(context.Background(), Config{Paths: paths})
+			if err == nil {
+				t.Fatal("policy loaded")
+			}
+			for _, s := range tc.wantErr {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q does not mention %q", err, s)
+				}
+			}
+		})
+	}
+}
+
+// Every forbidden built-in is refused at load, naming the built-in, the
+// file and the line of the call.
+func TestForbiddenBuiltinsAreRefusedAtLoad(t *testing.T) {
+	for _, name := range ForbiddenBuiltins() {
+		t.Run(name, func(t *testing.T) {
+			src := fmt.Sprintf("package plexus.authz\n\ndecision := {\"allowed\": true, \"reasons\": []} if {\n\t%s(1)\n}\n", name)
+			dir := writeFiles(t, map[string]string{"uses.rego": src})
+			_, err := New(context.Background(), Config{Paths: []string{dir}})
+			if err == nil {
+				t.Fatalf("policy calling %s loaded", name)
+			}
+			for _, s := range []string{"built-in " + name + " is forbidden", "uses.rego:4"} {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q does not mention %q", err, s)
+				}
+			}
+		})
+	}
+}
+
+// The compiler refuses the forbidden built-ins too, should a module reach
+// it without passing checkForbidden.
+func TestCapabilitiesLeaveOutForbiddenBuiltins(t *testing.T) {
+	for _, b := range Capabilities().Builtins {
+		if _, bad := forbiddenBuiltins[b.Name]; bad {
+			t.Errorf("capabilities still declare %s", b.Name)
+		}
+	}
+	if len(Capabilities().Builtins) == 0 {
+		t.Fatal("capabilities declare no built-ins")
+	}
+}
+
+// A new OPA release that adds a nondeterministic built-in must make this
+// test fail until the table says whether plexus allows it.
+func TestForbiddenCoversNondeterministic(t *testing.T) {
+	for _, b := range ast.CapabilitiesForThisVersion().Builtins {
+		if _, ok := forbiddenBuiltins[b.Name]; b.Nondeterministic && !ok {
+			t.Errorf("OPA marks %s nondeterministic but it is not forbidden", b.Name)
+		}
+	}
+}
+
+func TestConfigDecoding(t *testing.T) {
+	tests := []struct {
+		name    string
+		json    string
+		want    Config
+		wantErr string
+	}{
+		{
+			name: "defaults fill query and deadline",
+			json: `{"paths": ["/etc/plexus/policy"]}`,
+			want: Config{Paths: []string{"/etc/plexus/policy"}, Query: DefaultQuery, Deadline: Duration(DefaultDeadline)},
+		},
+		{
+			name: "explicit query and deadline are kept",
+			json: `{"paths": ["p"], "query": "data.x.d", "deadline": "20ms"}`,
+			want: Config{Paths: []string{"p"}, Query: "data.x.d", Deadline: Duration(20 * time.Millisecond)},
+		},
+		{name: "deadline without unit is refused", json: `{"paths": ["p"], "deadline": 20}`, wantErr: "duration string"},
+		{name: "unparsable deadline is refused", json: `{"paths": ["p"], "deadline": "soon"}`, wantErr: `"soon"`},
+		{name: "negative deadline is refused", json: `{"paths": ["p"], "deadline": "-1s"}`, wantErr: "outside"},
+		{name: "huge deadline is refused", json: `{"paths": ["p"], "deadline": "1h"}`, wantErr: "outside"},
+		{name: "no paths is refused", json: `{}`, wantErr: "paths"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var c Config
+			err := json.Unmarshal([]byte(tc.json), &c)
+			if err == nil {
+				c, err = c.withDefaults()
+			}
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one mentioning %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(c) != fmt.Sprint(tc.want) {
+				t.Fatalf("got %+v, want %+v", c, tc.want)
+			}
+		})
+	}
+}
+
+func TestDurationRoundTrips(t *testing.T) {
+	b, err := json.Marshal(Config{Paths: []string{"p"}, Deadline: Duration(75 * time.Millisecond)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c Config
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	if time.Duration(c.Deadline) != 75*time.Millisecond {
+		t.Fatalf("%s decoded as %v", b, time.Duration(c.Deadline))
+	}
+}

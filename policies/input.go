@@ -1,0 +1,181 @@
+package policies
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/open-policy-agent/opa/v1/util"
+
+	"github.com/plexus-cni/plexus/core/pipeline"
+	"github.com/plexus-cni/plexus/core/selection"
+	"github.com/plexus-cni/plexus/core/source"
+)
+
+// InputVersion versions the input document (INPUT.md). A change that could
+// alter what an existing policy decides gets a new version.
+const InputVersion = "plexus.policy/v1"
+
+// BuildInput turns an s7.4 request into the documented input document
+// (INPUT.md). It uses only maps, slices, strings and bools so that OPA
+// converts it without a JSON round trip.
+func BuildInput(req *pipeline.AuthorizeRequest) (map[string]any, error) {
+	if req == nil || req.Pod == nil || req.Attachment == nil {
+		return nil, fmt.Errorf("authorize request lacks a pod or an attachment")
+	}
+	att := req.Attachment
+	in := map[string]any{
+		"version":   InputVersion,
+		"pod":       podInput(req.Pod),
+		"namespace": namespaceInput(req.Pod.Namespace, req.NamespaceLabels),
+		"interface": att.IfName,
+		"default":   att.Default,
+		"nad":       nil,
+		"selection": nil,
+	}
+	if att.NAD != nil {
+		nadIn, err := nadInput(att.NAD, att.Config)
+		if err != nil {
+			return nil, fmt.Errorf("pod %s, attachment %s: %w", req.Pod.Ref(), att.Name, err)
+		}
+		in["nad"] = nadIn
+	}
+	if att.Selection != nil {
+		el, err := elementInput(att.Selection)
+		if err != nil {
+			return nil, fmt.Errorf("pod %s: %w", req.Pod.Ref(), err)
+		}
+		in["selection"] = el
+	}
+	all := make([]any, 0, len(req.Selections))
+	for _, s := range req.Selections {
+		el, err := elementInput(s)
+		if err != nil {
+			return nil, fmt.Errorf("pod %s: %w", req.Pod.Ref(), err)
+		}
+		all = append(all, el)
+	}
+	in["selections"] = all
+	return in, nil
+}
+
+func podInput(p *source.Pod) map[string]any {
+	return map[string]any{
+		"namespace":          p.Namespace,
+		"name":               p.Name,
+		"uid":                p.UID,
+		"labels":             stringMap(p.Labels),
+		"annotations":        stringMap(p.Annotations),
+		"serviceAccountName": p.ServiceAccountName,
+		"nodeName":           p.NodeName,
+	}
+}
+
+// namespaceInput leaves "labels" out when the source does not know them, so
+// that a policy can tell "no labels" from "unknown" (input.namespace.labels
+// is then undefined, and rules depending on it fail closed).
+func namespaceInput(name string, labels map[string]string) map[string]any {
+	ns := map[string]any{"name": name}
+	if labels != nil {
+		ns["labels"] = stringMap(labels)
+	}
+	return ns
+}
+
+func nadInput(n *source.NAD, config json.RawMessage) (map[string]any, error) {
+	in := map[string]any{
+		"namespace":   n.Namespace,
+		"name":        n.Name,
+		"labels":      stringMap(n.Labels),
+		"annotations": stringMap(n.Annotations),
+	}
+	if len(bytes.TrimSpace(config)) == 0 {
+		return in, nil
+	}
+	sum, err := configSummary(config)
+	if err != nil {
+		return nil, fmt.Errorf("network %s/%s: %w", n.Namespace, n.Name, err)
+	}
+	in["config"] = sum
+	return in, nil
+}
+
+// cniConf is the part of a CNI config or config list the summary reads.
+type cniConf struct {
+	CNIVersion string     `json:"cniVersion"`
+	Name       string     `json:"name"`
+	Type       string     `json:"type"`
+	IPAM       *cniIPAM   `json:"ipam"`
+	Plugins    []*cniConf `json:"plugins"`
+}
+
+type cniIPAM struct {
+	Type string `json:"type"`
+}
+
+// configSummary describes the delegate configuration (s3.4) without handing
+// the whole config to the policy: the plugin types in order and the IPAM
+// types, which is what admins write rules about.
+func configSummary(config json.RawMessage) (map[string]any, error) {
+	var c cniConf
+	if err := json.Unmarshal(config, &c); err != nil {
+		return nil, fmt.Errorf("CNI config is not a JSON object: %w", err)
+	}
+	plugins := c.Plugins
+	if plugins == nil {
+		plugins = []*cniConf{&c}
+	}
+	types := make([]string, 0, len(plugins))
+	ipam := []string{}
+	for _, p := range plugins {
+		if p == nil {
+			return nil, fmt.Errorf("CNI config list has a null plugin")
+		}
+		types = append(types, p.Type)
+		if p.IPAM != nil && p.IPAM.Type != "" {
+			ipam = append(ipam, p.IPAM.Type)
+		}
+	}
+	return map[string]any{
+		"cniVersion": c.CNIVersion,
+		"name":       c.Name,
+		"plugins":    types,
+		"ipam":       ipam,
+	}, nil
+}
+
+// elementInput is one selection element: its index, what it resolved to,
+// and the object as the user wrote it (s4.1.2), unchanged under "raw".
+func elementInput(e *selection.Element) (map[string]any, error) {
+	var raw any = map[string]any{}
+	if len(e.Raw) > 0 {
+		if err := util.UnmarshalJSON(e.Raw, &raw); err != nil {
+			return nil, fmt.Errorf("selection element %d: %w", e.Index, err)
+		}
+	}
+	el := map[string]any{
+		"index":     e.Index,
+		"name":      e.Name,
+		"namespace": e.Namespace,
+		"raw":       raw,
+	}
+	if len(e.IPs) > 0 {
+		el["ips"] = e.IPs
+	}
+	if e.MAC != "" {
+		el["mac"] = e.MAC
+	}
+	if e.Interface != "" {
+		el["interface"] = e.Interface
+	}
+	return el, nil
+}
+
+// stringMap never returns nil, so a policy may index labels and annotations
+// of any pod or NAD without first checking that they exist.
+func stringMap(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}

@@ -1,0 +1,104 @@
+package policies
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/loader"
+)
+
+// Loaded is what LoadPaths read: parsed modules by file name and the merged
+// data document.
+type Loaded struct {
+	Modules map[string]*ast.Module
+	Data    map[string]any
+}
+
+// loadOptions select which files LoadPaths keeps.
+type loadOptions struct {
+	// tests keeps *_test.rego files; the engine leaves them out because
+	// tests are not policy, the test and check commands keep them.
+	tests bool
+}
+
+// LoadPaths reads .rego modules and .json/.yaml/.yml data files, following
+// OPA's loader conventions so that a directory means the same thing to
+// plexus as to OPA's own tools:
+//
+//   - a data file named directly, or lying directly in a named directory,
+//     is merged at the root of data (its top level must be an object);
+//   - a data file in a subdirectory d1/d2 of a named directory is placed at
+//     data.d1.d2;
+//   - a path written "a.b:PATH" places PATH's data under data.a.b;
+//   - two files that set the same leaf are an error naming both.
+//
+// Files and directories whose name starts with "." are skipped: a
+// Kubernetes ConfigMap volume holds every file twice, once under a hidden
+// "..<timestamp>" directory, and loading both would duplicate every module.
+// Other extensions are skipped inside directories and refused when named.
+func LoadPaths(paths []string, opts loadOptions) (*Loaded, error) {
+	if len(paths) == 0 {
+		return nil, fmt.Errorf("no policy paths given")
+	}
+	for _, p := range paths {
+		if err := checkNamedFile(p); err != nil {
+			return nil, err
+		}
+	}
+	res, err := loader.NewFileLoader().
+		WithRegoVersion(ast.RegoV1).
+		WithCapabilities(Capabilities()).
+		WithProcessAnnotation(true).
+		Filtered(paths, fileFilter(opts))
+	if err != nil {
+		return nil, fmt.Errorf("loading policy from %s: %w", strings.Join(paths, ", "), err)
+	}
+	modules := res.ParsedModules()
+	if err := checkForbidden(modules); err != nil {
+		return nil, err
+	}
+	return &Loaded{Modules: modules, Data: res.Documents}, nil
+}
+
+// fileFilter returns true for what LoadPaths skips.
+func fileFilter(opts loadOptions) loader.Filter {
+	return func(abspath string, info fs.FileInfo, depth int) bool {
+		name := info.Name()
+		if depth > 0 && strings.HasPrefix(name, ".") {
+			return true
+		}
+		if info.IsDir() {
+			return false
+		}
+		if !opts.tests && strings.HasSuffix(name, "_test.rego") {
+			return true
+		}
+		return depth > 0 && !knownExtension(name)
+	}
+}
+
+// checkNamedFile refuses a file named on the command line or in the config
+// that is neither Rego nor data, instead of letting OPA guess its type.
+func checkNamedFile(p string) error {
+	_, path := loader.SplitPrefix(p)
+	info, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("policy path %s: %w", p, err)
+	}
+	if info.IsDir() || knownExtension(path) {
+		return nil
+	}
+	return fmt.Errorf("policy path %s: not a .rego, .json, .yaml or .yml file", p)
+}
+
+func knownExtension(name string) bool {
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".rego", ".json", ".yaml", ".yml":
+		return true
+	}
+	return false
+}
