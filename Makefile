@@ -19,12 +19,14 @@ REF_PLUGINS := \
 	github.com/containernetworking/cni/cnitool
 
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+EXT_BIN := $(BIN)/extensions
 
 .PHONY: all build plugins demo test test-unit bench lint clean
 all: build
 
-## build: plexus binaries, the reference plugins and cnitool into $(BIN)
-build: plugins
+## build: plexus binaries, the reference plugins, cnitool and the example
+## extension modules into $(BIN)
+build: plugins ext-examples
 	@mkdir -p $(BIN)
 	$(GO) build -ldflags "-X main.Version=$(VERSION)" -o $(BIN)/ ./cmd/...
 
@@ -36,9 +38,12 @@ plugins:
 demo: build
 	BIN=$(BIN) ./deploy/demo/run.sh
 
-## test: every test: unit, netns integration, Kubernetes e2e (needs root)
+## test: every test: unit, netns integration, Kubernetes e2e, the SDK and
+## the example extensions (needs root)
 test: build k8s-bins
 	PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 $(GO) test -count=1 ./...
+	cd sdk && GOWORK=off $(GO) test -count=1 ./...
+	cd extensions/examples && GOWORK=off $(GO) test -count=1 ./...
 
 ## test-unit: tests that need neither root nor a control plane
 test-unit:
@@ -58,3 +63,4 @@ clean:
 	rm -rf $(BIN)
 
 include mk/k8s.mk
+include mk/ext.mk

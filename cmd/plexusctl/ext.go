@@ -7,7 +7,7 @@ import (
 	"github.com/plexus-cni/plexus/extensions"
 )
 
-// extCommand is "plexusctl ext": inspect, run and warm extension modules.
-func extCommand(args []string, stdout, stderr io.Writer) int {
-	return extensions.ExtCommand(context.Background(), args, stdout, stderr)
+// runExt is "plexusctl ext": inspect, run and warm extension modules.
+func runExt(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return extensions.ExtCommand(ctx, args, stdout, stderr)
 }

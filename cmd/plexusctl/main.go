@@ -28,6 +28,7 @@ type group struct {
 // commandGroups is the dispatch table: group name → handler.
 var commandGroups = map[string]group{
 	"policy": {summary: "test, check, format and evaluate s7.4 Rego policies", run: runPolicy},
+	"ext":    {summary: "inspect, run and warm WebAssembly extension modules", run: runExt},
 }
 
 func main() {
