@@ -24,7 +24,9 @@ func cniErr(t *testing.T, err error) *types.Error {
 }
 
 func TestAssignInterfacesS4_1_2_1_5(t *testing.T) {
-	el := func(iface string) *selection.Element { return &selection.Element{Name: "n", Namespace: "ns", Interface: iface} }
+	el := func(iface string) *selection.Element {
+		return &selection.Element{Name: "n", Namespace: "ns", Interface: iface}
+	}
 	tests := []struct {
 		name    string
 		els     []*selection.Element
