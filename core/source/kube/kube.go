@@ -95,7 +95,7 @@ func New(cfg *rest.Config, opts Options) (*Source, error) {
 	c.QPS, c.Burst = 100, 200
 	client, err := rest.RESTClientFor(c)
 	if err != nil {
-		return nil, fmt.Errorf("Kubernetes client: %w", err)
+		return nil, fmt.Errorf("building the Kubernetes client: %w", err)
 	}
 	return &Source{client: client, opts: opts}, nil
 }
