@@ -21,7 +21,7 @@ REF_PLUGINS := \
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 EXT_BIN := $(BIN)/extensions
 
-.PHONY: all build plugins demo test test-unit bench lint clean
+.PHONY: all build plugins demo test test-unit fuzz bench lint clean
 all: build
 
 ## build: plexus binaries, the reference plugins, cnitool and the example
@@ -44,6 +44,15 @@ test: build k8s-bins
 	PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 $(GO) test -count=1 ./...
 	cd sdk && GOWORK=off $(GO) test -count=1 ./...
 	cd extensions/examples && GOWORK=off $(GO) test -count=1 ./...
+	$(MAKE) fuzz
+
+## fuzz: a short run of every fuzz target (part of make test)
+FUZZTIME ?= 5s
+FUZZ_TARGETS := core/selection:FuzzParse core/status:FuzzFromResult core/record:FuzzDecode core/nad:FuzzFromSpecConfig
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		$(GO) test ./$${t%%:*} -run '^$$' -fuzz "^$${t##*:}\$$" -fuzztime $(FUZZTIME); \
+	done
 
 ## test-unit: tests that need neither root nor a control plane
 test-unit:

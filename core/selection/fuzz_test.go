@@ -1,0 +1,44 @@
+package selection
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/plexus-cni/plexus/core/names"
+)
+
+// FuzzParse: any annotation either parses into elements that satisfy every
+// s4.1 rule, or yields an *Error; it never panics.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{
+		"net-a,other/net-b", "", "[]", `[{"name":"a","ips":["1.2.3.4","fd00::1/64"],"mac":"02:00:00:00:00:01","interface":"x0","com.example.k":{}}]`,
+		`[{"name":"a","namespace":""}]`, `{"name":"a"}`, "a/b/c", `[{"name":null}]`, `[{"name":"a","ips":[]}]`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		res, err := Parse(v, "pod-ns")
+		if err != nil {
+			if _, ok := err.(*Error); !ok {
+				t.Fatalf("error of type %T: %v", err, err)
+			}
+			return
+		}
+		if len(res.Elements) > MaxSelections {
+			t.Fatalf("%d elements", len(res.Elements))
+		}
+		for _, el := range res.Elements {
+			if names.Label("ns", el.Namespace) != nil || names.Label("name", el.Name) != nil {
+				t.Fatalf("invalid reference passed: %q", el.Ref())
+			}
+			if el.Interface != "" && names.Interface(el.Interface) != nil {
+				t.Fatalf("invalid interface passed: %q", el.Interface)
+			}
+			for k := range el.Extensions {
+				if !strings.Contains(k, ".") {
+					t.Fatalf("reserved key %q reached extensions", k)
+				}
+			}
+		}
+	})
+}
