@@ -88,7 +88,7 @@ func build(dir string) error {
 // World is one test's world: a plexus config, manifests, a default
 // bridge network, a cache dir and an IPAM data dir, all under t.TempDir.
 type World struct {
-	t         *testing.T
+	t         testing.TB
 	Dir       string
 	NetConf   string // cnitool's NETCONFPATH
 	Manifests string
@@ -101,7 +101,7 @@ type World struct {
 }
 
 // New builds a World; everything it creates is removed when t ends.
-func New(t *testing.T) *World {
+func New(t testing.TB) *World {
 	t.Helper()
 	dir := t.TempDir()
 	h := &World{
@@ -140,7 +140,7 @@ func New(t *testing.T) *World {
 	return h
 }
 
-func Must(t *testing.T, err error) {
+func Must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
@@ -305,7 +305,7 @@ func (h *World) Del(c *Container) {
 }
 
 // links lists the container's interfaces by name.
-func (c *Container) Links(t *testing.T) map[string]netlink.Link {
+func (c *Container) Links(t testing.TB) map[string]netlink.Link {
 	t.Helper()
 	out := map[string]netlink.Link{}
 	err := c.NS.Do(func(ns.NetNS) error {
@@ -323,7 +323,7 @@ func (c *Container) Links(t *testing.T) map[string]netlink.Link {
 }
 
 // addrs lists the IPv4/IPv6 addresses (CIDR form) on one interface.
-func (c *Container) Addrs(t *testing.T, ifName string) []string {
+func (c *Container) Addrs(t testing.TB, ifName string) []string {
 	t.Helper()
 	var out []string
 	err := c.NS.Do(func(ns.NetNS) error {
@@ -380,7 +380,7 @@ func (h *World) StatusExists(namespace, name string) bool {
 }
 
 // HostVeths lists host-side veth names (the bridge plugin's).
-func HostVeths(t *testing.T) map[string]bool {
+func HostVeths(t testing.TB) map[string]bool {
 	t.Helper()
 	ls, err := netlink.LinkList()
 	Must(t, err)
@@ -452,7 +452,7 @@ func (h *World) Plugin(c *Container, command string) (string, *CNIError) {
 
 // pluginStdin runs a command without a container (GC, STATUS); extra JSON
 // keys in stdin are merged into plexus's config.
-func (h *World) PluginStdin(t *testing.T, command, extra string) string {
+func (h *World) PluginStdin(t testing.TB, command, extra string) string {
 	t.Helper()
 	out, e := h.PluginStdinErr(command, extra)
 	if e != nil {

@@ -1,0 +1,135 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/containernetworking/cni/libcni"
+
+	"github.com/plexus-cni/plexus/tests/harness"
+)
+
+// setup is one benchmark's world: n selections over three NADs (two
+// bridge/host-local confs and a conflist with tuning), as the issue's
+// reference pod has them.
+type setup struct {
+	w         *harness.World
+	c         *harness.Container
+	nads      [][]byte // the delegate config of each selection, in order
+	defConf   []byte
+	selection string
+}
+
+func newSetup(b *testing.B, n int) *setup {
+	w := harness.New(b)
+	names := []string{"net-a", "net-b", "net-c"}
+	w.BridgeNAD("demo", "net-a")
+	w.BridgeNAD("demo", "net-b")
+	conflist := `{"cniVersion":"1.0.0","name":"net-c","plugins":[{"type":"bridge","bridge":"` + w.Bridge() + `","ipam":{"type":"host-local","subnet":"` + harness.Subnet() + `","dataDir":"` + w.IPAMDir + `"}},{"type":"tuning","sysctl":{"net.ipv4.conf.all.log_martians":"1"}}]}`
+	w.NAD("demo", "net-c", conflist)
+	s := &setup{w: w}
+	sel := make([]string, n)
+	for i := range sel {
+		sel[i] = names[i%3]
+		s.nads = append(s.nads, nadConfig(b, w, names[i%3]))
+	}
+	s.selection = strings.Join(sel, ",")
+	w.Pod("demo", "bench", s.selection)
+	s.c = w.Container("demo", "bench")
+	var err error
+	s.defConf, err = os.ReadFile(filepath.Join(w.Dir, "default.conflist"))
+	harness.Must(b, err)
+	return s
+}
+
+// nadConfig reads back the spec.config the harness wrote.
+func nadConfig(b *testing.B, w *harness.World, name string) []byte {
+	raw, err := os.ReadFile(filepath.Join(w.Manifests, "nad-demo-"+name+".yaml"))
+	harness.Must(b, err)
+	i := strings.Index(string(raw), "config: ")
+	var cfg string
+	harness.Must(b, json.Unmarshal([]byte(strings.TrimSpace(string(raw[i+len("config: "):]))), &cfg))
+	return []byte(cfg)
+}
+
+// list turns a conf or conflist into what libcni runs.
+func list(b *testing.B, raw []byte) *libcni.NetworkConfigList {
+	l, err := libcni.NetworkConfFromBytes(raw)
+	harness.Must(b, err)
+	if len(l.Plugins) == 0 {
+		c, err := libcni.NetworkPluginConfFromBytes(raw)
+		harness.Must(b, err)
+		l, err = libcni.ConfListFromConf(c)
+		harness.Must(b, err)
+	}
+	return l
+}
+
+// BenchmarkLifecycleFloor: ADD then DEL of the default network and every
+// selection, through libcni, in this process: what any meta-plugin costs
+// at least.
+func BenchmarkLifecycleFloor(b *testing.B) {
+	for _, n := range []int{1, 4, 16} {
+		b.Run(fmt.Sprintf("selections=%d", n), func(b *testing.B) {
+			s := newSetup(b, n)
+			cni := libcni.NewCNIConfigWithCacheDir([]string{harness.BinDir}, s.w.CacheDir, nil)
+			lists := []*libcni.NetworkConfigList{list(b, s.defConf)}
+			for _, raw := range s.nads {
+				lists = append(lists, list(b, raw))
+			}
+			args := [][2]string{{"IgnoreUnknown", "1"}, {"K8S_POD_NAMESPACE", "demo"}, {"K8S_POD_NAME", "bench"}}
+			rts := make([]*libcni.RuntimeConf, len(lists))
+			for i := range lists {
+				rts[i] = &libcni.RuntimeConf{ContainerID: "floor", NetNS: s.c.NS.Path(), IfName: fmt.Sprintf("net%d", i), Args: args}
+			}
+			rts[0].IfName = "eth0"
+			ctx := context.Background()
+			for b.Loop() {
+				for i, l := range lists {
+					if _, err := cni.AddNetworkList(ctx, l, rts[i]); err != nil {
+						b.Fatal(err)
+					}
+				}
+				for i := len(lists) - 1; i >= 0; i-- {
+					if err := cni.DelNetworkList(ctx, lists[i], rts[i]); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkLifecycleThin: the runtime (libcni, as cnitool and containerd
+// use it) invokes plexus, which runs the whole pipeline per call.
+func BenchmarkLifecycleThin(b *testing.B) {
+	for _, n := range []int{1, 4, 16} {
+		b.Run(fmt.Sprintf("selections=%d", n), func(b *testing.B) {
+			s := newSetup(b, n)
+			runtimeLifecycle(b, s)
+		})
+	}
+}
+
+func runtimeLifecycle(b *testing.B, s *setup) {
+	conf, err := json.Marshal(s.w.Plexus)
+	harness.Must(b, err)
+	l := list(b, conf)
+	cni := libcni.NewCNIConfigWithCacheDir([]string{harness.BinDir}, filepath.Join(s.w.Dir, "runtime-cache"), nil)
+	rt := &libcni.RuntimeConf{ContainerID: "thin", NetNS: s.c.NS.Path(), IfName: "eth0",
+		Args: [][2]string{{"IgnoreUnknown", "1"}, {"K8S_POD_NAMESPACE", "demo"}, {"K8S_POD_NAME", "bench"}}}
+	ctx := context.Background()
+	for b.Loop() {
+		if _, err := cni.AddNetworkList(ctx, l, rt); err != nil {
+			b.Fatal(err)
+		}
+		if err := cni.DelNetworkList(ctx, l, rt); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
