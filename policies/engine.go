@@ -32,6 +32,7 @@ type Engine struct {
 	query    rego.PreparedEvalQuery
 	queryStr string
 	deadline time.Duration
+	nsLabels bool
 }
 
 var _ pipeline.Authorizer = (*Engine)(nil)
@@ -53,7 +54,10 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compiling policy from %s: %w", strings.Join(cfg.Paths, ", "), err)
 	}
-	return &Engine{query: pq, queryStr: cfg.Query, deadline: time.Duration(cfg.Deadline)}, nil
+	return &Engine{
+		query: pq, queryStr: cfg.Query, deadline: time.Duration(cfg.Deadline),
+		nsLabels: readsNamespaceLabels(loaded.Modules),
+	}, nil
 }
 
 func prepare(ctx context.Context, l *Loaded, query string) (rego.PreparedEvalQuery, error) {
@@ -169,4 +173,38 @@ func parseReasons(v any) ([]pipeline.Reason, error) {
 		out = append(out, pipeline.Reason{Code: code, Message: msg})
 	}
 	return out, nil
+}
+
+// NeedsNamespaceLabels says whether any loaded module could read
+// input.namespace.labels, so that the caller asks its source for namespace
+// labels (an API call in thin mode) only when a policy uses them. It is
+// conservative: a dynamic key under input counts as a use.
+func (e *Engine) NeedsNamespaceLabels() bool { return e.nsLabels }
+
+func readsNamespaceLabels(modules map[string]*ast.Module) bool {
+	found := false
+	for _, m := range modules {
+		ast.WalkRefs(m, func(r ast.Ref) bool {
+			if !found && r[0].Equal(ast.InputRootDocument) {
+				found = refMayReach(r[1:], "namespace", "labels")
+			}
+			return found
+		})
+	}
+	return found
+}
+
+// refMayReach reports whether the ref suffix could denote path or a value
+// containing it: it stops short of path, or matches it with variables.
+func refMayReach(suffix ast.Ref, path ...string) bool {
+	for i, p := range path {
+		if i >= len(suffix) {
+			return true
+		}
+		s, ok := suffix[i].Value.(ast.String)
+		if ok && string(s) != p {
+			return false
+		}
+	}
+	return true
 }

@@ -387,3 +387,60 @@ func TestDurationRoundTrips(t *testing.T) {
 		t.Fatalf("%s decoded as %v", b, time.Duration(c.Deadline))
 	}
 }
+
+// One engine serves every ADD of the node at once (plexusd); concurrent
+// decisions must not interfere.
+func TestConcurrentDecisionsAgree(t *testing.T) {
+	e := libraryEngine(t)
+	allowed := newRequest(t, "blue")
+	denied := newRequest(t, "team-b/blue")
+	errs := make(chan error, 16)
+	for i := range 16 {
+		go func() {
+			req, want := allowed, true
+			if i%2 == 1 {
+				req, want = denied, false
+			}
+			for range 20 {
+				d, err := e.Authorize(context.Background(), req)
+				if err != nil || d.Allowed != want {
+					errs <- fmt.Errorf("goroutine %d: %+v %v, want allowed=%v", i, d, err, want)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 16 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func TestNeedsNamespaceLabels(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		want bool
+	}{
+		{name: "pod fields only", body: `input.pod.name == "x"`, want: false},
+		{name: "namespace name only", body: `input.namespace.name == "x"`, want: false},
+		{name: "namespace labels", body: `input.namespace.labels.team == "x"`, want: true},
+		{name: "whole namespace object", body: `count(input.namespace) > 0`, want: true},
+		{name: "dynamic key under input", body: `some k; input[k].labels`, want: true},
+		{name: "whole input", body: `count(input) > 0`, want: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			src := "package plexus.authz\n\ndecision := {\"allowed\": true, \"reasons\": []} if {\n\t" + tc.body + "\n}\n"
+			e := newEngine(t, Config{Paths: []string{writeFiles(t, map[string]string{"p.rego": src})}})
+			if got := e.NeedsNamespaceLabels(); got != tc.want {
+				t.Fatalf("NeedsNamespaceLabels() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	if libraryEngine(t).NeedsNamespaceLabels() {
+		t.Error("the library does not read namespace labels, but the engine says it does")
+	}
+}

@@ -46,9 +46,10 @@ func Eval(ctx context.Context, opts EvalOptions) (*EvalResult, error) {
 		return nil, err
 	}
 	e, err := New(ctx, Config{
-		Paths:    append(append([]string{}, opts.Policies...), opts.Data...),
-		Query:    opts.Query,
-		Deadline: Duration(cmpDuration(opts.Deadline, time.Second)),
+		Paths: append(append([]string{}, opts.Policies...), opts.Data...),
+		Query: opts.Query,
+		// Offline there is no ADD waiting, so allow the longest deadline.
+		Deadline: Duration(cmpDuration(opts.Deadline, MaxDeadline)),
 	})
 	if err != nil {
 		return nil, err

@@ -77,8 +77,13 @@ func decisionPolicy(expr string) string {
 	return fmt.Sprintf("package plexus.authz\n\ndecision := %s\n", expr)
 }
 
+// newEngine compiles cfg; without a deadline it uses the longest allowed,
+// so that only the tests about deadlines depend on one.
 func newEngine(t testing.TB, cfg Config) *Engine {
 	t.Helper()
+	if cfg.Deadline == 0 {
+		cfg.Deadline = Duration(MaxDeadline)
+	}
 	e, err := New(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("New(%+v): %v", cfg, err)

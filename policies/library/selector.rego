@@ -12,16 +12,16 @@ package plexus.lib.selector
 # One match per requirement; every match after the first starts with the
 # comma that separates it from the previous one (commas inside "(...)" do
 # not separate). Groups: 1 "!", 2 key, 3 =|==|!=, 4 value, 5 in|notin,
-# 6 value list. One regex call parses the whole selector.
-_requirements := `(?:^|,)\s*(!?)\s*([A-Za-z0-9](?:[-A-Za-z0-9_./]*[A-Za-z0-9])?)(?:\s*(==|=|!=)\s*((?:[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?)?)|\s+(in|notin)\s*\(([^()]*)\))?\s*`
-
-_value := `^[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?$`
-
-_eq_ops := {"=": "=", "==": "=", "!=": "!="}
+# 6 value list (already checked value by value). One regex call parses the
+# whole selector: this runs on every decision, and OPA's evaluation cost
+# grows with every expression, so the parser does as little as it can.
+_requirements := `(?:^|,)\s*(!?)\s*([A-Za-z0-9](?:[-A-Za-z0-9_./]*[A-Za-z0-9])?)(?:\s*(==|=|!=)\s*((?:[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?)?)|\s+(in|notin)\s*\(\s*([A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?(?:\s*,\s*[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?)*)\s*\))?\s*`
 
 # parse returns the requirements of a valid selector, and is undefined for
 # an invalid one: the matches must spell out the whole selector, so any
-# text they skip makes it invalid.
+# text they skip makes it invalid. A requirement is {"key", "positive",
+# "values"}: it holds when "the label is present (with one of values,
+# unless values is null)" equals positive.
 parse(sel) := reqs if {
 	not startswith(sel, ",")
 	ms := regex.find_all_string_submatch_n(_requirements, sel, -1)
@@ -38,66 +38,31 @@ matches(sel, labels) if satisfied_by(parse(sel), labels)
 # satisfied_by holds when labels satisfy every parsed requirement.
 satisfied_by(reqs, labels) if {
 	every r in reqs {
-		_satisfied(r, labels)
+		_present(r, labels) == r.positive
 	}
 }
 
-_requirement_of(m) := {"key": m[2], "op": "!", "values": []} if {
+_positive := {"": true, "=": true, "==": true, "!=": false, "in": true, "notin": false}
+
+# "!k" takes no operator; "!k=v" is invalid and leaves this undefined.
+_requirement_of(m) := {"key": m[2], "positive": false, "values": null} if {
 	m[1] == "!"
 	m[3] == ""
 	m[5] == ""
-}
-
-_requirement_of(m) := {"key": m[2], "op": "exists", "values": []} if {
+} else := {"key": m[2], "positive": _positive[op], "values": _values(m[4], m[6], op)} if {
 	m[1] == ""
-	m[3] == ""
-	m[5] == ""
+	op := concat("", [m[3], m[5]])
 }
 
-_requirement_of(m) := {"key": m[2], "op": _eq_ops[m[3]], "values": [m[4]]} if {
-	m[1] == ""
-	m[3] != ""
-}
+_values(_, _, "") := null
 
-_requirement_of(m) := {"key": m[2], "op": m[5], "values": vs} if {
-	m[1] == ""
-	m[5] != ""
-	vs := [trim_space(v) | some v in split(m[6], ",")]
-	every v in vs {
-		regex.match(_value, v)
-	}
-}
+_values(v, _, op) := [v] if endswith(op, "=")
 
-_satisfied(r, labels) if {
-	r.op == "exists"
+_values(_, list, op) := [trim_space(x) | some x in split(list, ",")] if endswith(op, "in")
+
+_present(r, labels) if {
 	labels[r.key]
-}
-
-_satisfied(r, labels) if {
-	r.op == "!"
-	not labels[r.key]
-}
-
-_satisfied(r, labels) if {
-	r.op == "="
-	labels[r.key] == r.values[0]
-}
-
-_satisfied(r, labels) if {
-	r.op == "!="
-	not labels[r.key] == r.values[0]
-}
-
-_satisfied(r, labels) if {
-	r.op == "in"
+	r.values == null
+} else if {
 	labels[r.key] in r.values
-}
-
-_satisfied(r, labels) if {
-	r.op == "notin"
-	not _value_in(labels, r.key, r.values)
-}
-
-# A helper, because "not labels[k] in vs" would be false, not true, for a
-# missing label: OPA evaluates the operands of "in" before the negation.
-_value_in(labels, key, values) if labels[key] in values
+} else := false

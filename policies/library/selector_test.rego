@@ -64,13 +64,14 @@ test_invalid_selectors_are_refused if {
 }
 
 test_parse_reads_every_operator if {
-	selector.parse("a,!b,c=1,d!=2,e in (3,4),f notin (5)") == [
-		{"key": "a", "op": "exists", "values": []},
-		{"key": "b", "op": "!", "values": []},
-		{"key": "c", "op": "=", "values": ["1"]},
-		{"key": "d", "op": "!=", "values": ["2"]},
-		{"key": "e", "op": "in", "values": ["3", "4"]},
-		{"key": "f", "op": "notin", "values": ["5"]},
+	selector.parse("a,!b,c=1,c==1,d!=2,e in (3, 4),f notin (5)") == [
+		{"key": "a", "positive": true, "values": null},
+		{"key": "b", "positive": false, "values": null},
+		{"key": "c", "positive": true, "values": ["1"]},
+		{"key": "c", "positive": true, "values": ["1"]},
+		{"key": "d", "positive": false, "values": ["2"]},
+		{"key": "e", "positive": true, "values": ["3", "4"]},
+		{"key": "f", "positive": false, "values": ["5"]},
 	]
 }
 
