@@ -286,3 +286,71 @@ func TestCheckRunsEveryAttachment(t *testing.T) {
 		t.Errorf("error %+v", te)
 	}
 }
+
+type fakeAuthorizer struct {
+	deny      map[string]Decision
+	needsNS   bool
+	err       error
+	sawLabels map[string]string
+}
+
+func (a *fakeAuthorizer) Authorize(_ context.Context, req *AuthorizeRequest) (Decision, error) {
+	a.sawLabels = req.NamespaceLabels
+	if d, ok := a.deny[req.Attachment.Name]; ok {
+		return d, a.err
+	}
+	return Decision{Allowed: true}, a.err
+}
+
+func (a *fakeAuthorizer) NeedsNamespaceLabels() bool { return a.needsNS }
+
+func TestS7_4DenialBeforeAnyDelegate(t *testing.T) {
+	f := newFixture(t, "net-a,net-b")
+	f.p.Stages.Authorizer = &fakeAuthorizer{deny: map[string]Decision{"demo/net-b": {Reasons: []Reason{{Code: "nad-allowlist", Message: "not for you"}}}}}
+	_, err := f.p.Add(context.Background(), f.req)
+	te := cniErr(t, err)
+	if te.Code != CodePolicyDenied || !strings.Contains(te.Msg, "pod demo/web") || !strings.Contains(te.Msg, "network demo/net-b") || !strings.Contains(te.Msg, "[nad-allowlist]: not for you") {
+		t.Errorf("error %+v", te)
+	}
+	if len(f.cni.calls) != 0 {
+		t.Errorf("delegates ran before the decision: %v", f.cni.calls)
+	}
+	if len(f.src.events) != 1 || !strings.HasPrefix(f.src.events[0], "Warning NetworkAttachmentDenied") {
+		t.Errorf("events %q", f.src.events)
+	}
+}
+
+func TestS7_4AuthorizerErrorFailsClosed(t *testing.T) {
+	f := newFixture(t, "net-a")
+	f.p.Stages.Authorizer = &fakeAuthorizer{err: errors.New("engine exploded")}
+	_, err := f.p.Add(context.Background(), f.req)
+	if te := cniErr(t, err); te.Code != CodePolicyDenied || !strings.Contains(te.Msg, "policy.error") {
+		t.Errorf("error %+v", te)
+	}
+}
+
+type labelSource struct {
+	*fakeSource
+	calls int
+}
+
+func (s *labelSource) NamespaceLabels(context.Context, string) (map[string]string, error) {
+	s.calls++
+	return map[string]string{"team": "a"}, nil
+}
+
+func TestNamespaceLabelsOnlyWhenThePolicyReadsThem(t *testing.T) {
+	for _, needs := range []bool{false, true} {
+		f := newFixture(t, "net-a")
+		src := &labelSource{fakeSource: f.src}
+		f.p.Source = src
+		a := &fakeAuthorizer{needsNS: needs}
+		f.p.Stages.Authorizer = a
+		if _, err := f.p.Add(context.Background(), f.req); err != nil {
+			t.Fatal(err)
+		}
+		if (src.calls == 1) != needs || (a.sawLabels != nil) != needs {
+			t.Errorf("needs=%v: %d lookups, labels %v", needs, src.calls, a.sawLabels)
+		}
+	}
+}

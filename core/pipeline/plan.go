@@ -248,11 +248,15 @@ func (p *Pipeline) authorize(ctx context.Context, pl *plan) error {
 	if p.Stages.Authorizer == nil {
 		return nil
 	}
-	nsLabels := p.namespaceLabels(ctx, pl.pod)
+	var nsLabels map[string]string
+	if u, ok := p.Stages.Authorizer.(NamespaceLabelsUser); !ok || u.NeedsNamespaceLabels() {
+		nsLabels = p.namespaceLabels(ctx, pl.pod)
+	}
 	for _, a := range pl.attachments[1:] {
 		d, err := p.Stages.Authorizer.Authorize(ctx, &AuthorizeRequest{Pod: pl.pod, NamespaceLabels: nsLabels, Attachment: a, Selections: pl.selections})
 		if err != nil {
-			d = Decision{Reasons: []Reason{{Code: "policy.error", Message: err.Error()}}}
+			d.Allowed = false
+			d.Reasons = append(d.Reasons, Reason{Code: "policy.error", Message: err.Error()})
 		}
 		if d.Allowed {
 			continue

@@ -65,10 +65,18 @@ type AuthorizeRequest struct {
 	Selections []*selection.Element
 }
 
-// Authorizer makes the s7.4 decision for one attachment on ADD. An error is
-// treated as a denial (fail closed).
+// Authorizer makes the s7.4 decision for one attachment on ADD. The
+// Decision is always meaningful: a denial carries reasons even when err is
+// nil. An error with an allowing decision is still a denial (fail closed).
 type Authorizer interface {
 	Authorize(ctx context.Context, req *AuthorizeRequest) (Decision, error)
+}
+
+// NamespaceLabelsUser is implemented by Authorizers that know whether their
+// policies read the namespace's labels; when they do not, the pipeline
+// skips the lookup (one API request per ADD).
+type NamespaceLabelsUser interface {
+	NeedsNamespaceLabels() bool
 }
 
 // PrepareRequest is one attachment about to be made.
