@@ -253,10 +253,7 @@ func (s *Source) retry(ctx context.Context, what string, call func(context.Conte
 		err := call(actx)
 		acancel()
 		if err == nil || !transient(err) {
-			if err != nil {
-				return fmt.Errorf("%s: %w", what, err)
-			}
-			return nil
+			return final(what, err)
 		}
 		select {
 		case <-ctx.Done():
@@ -265,6 +262,18 @@ func (s *Source) retry(ctx context.Context, what string, call func(context.Conte
 		}
 		wait = min(wait*2, 2*time.Second)
 	}
+}
+
+// final names the call in an error that is not worth retrying.
+func final(what string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case apierrors.IsUnauthorized(err):
+		// client-go's text for 401 does not say which side is wrong.
+		return fmt.Errorf("%s: unauthorized, the credentials were refused (expired or rotated token?): %w", what, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }
 
 // transient reports errors worth retrying: conflicts, throttling, server

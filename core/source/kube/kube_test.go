@@ -198,3 +198,14 @@ func TestEventIsBestEffortAndNamesThePod(t *testing.T) {
 		t.Errorf("event message of %d bytes, want at most %d", len(ev.Message), maxEventMessage)
 	}
 }
+
+func TestUnauthorizedIsFinalAndSaysSo(t *testing.T) {
+	s, f := newFake(t, Options{Budget: 10 * time.Second}, "", http.StatusUnauthorized)
+	_, err := s.Pod(t.Context(), "ns", "p")
+	if err == nil || !strings.Contains(err.Error(), "get pod ns/p: unauthorized") {
+		t.Fatalf("err = %v, want it to name the call and say unauthorized", err)
+	}
+	if f.count() != 1 {
+		t.Errorf("requests = %d, want 1 (no retry)", f.count())
+	}
+}
