@@ -133,4 +133,3 @@ func formatCounts(m map[string]float64) string {
 	}
 	return strings.Join(parts, ", ")
 }
-
