@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/containernetworking/cni/pkg/version"
 )
@@ -46,8 +47,13 @@ type Config struct {
 	// Manifests selects the standalone source: a directory of Pod and
 	// NetworkAttachmentDefinition YAML documents.
 	Manifests string `json:"manifests,omitempty"`
-	LogLevel  string `json:"logLevel,omitempty"`
-	LogFile   string `json:"logFile,omitempty"`
+	// APITimeout bounds one Kubernetes API request and APIBudget one call
+	// with its retries (Go durations, "10s"); empty means the source's
+	// defaults. Parsed values are in APITimeoutDuration/APIBudgetDuration.
+	APITimeout string `json:"apiTimeout,omitempty"`
+	APIBudget  string `json:"apiBudget,omitempty"`
+	LogLevel   string `json:"logLevel,omitempty"`
+	LogFile    string `json:"logFile,omitempty"`
 	// StrictSelection fails ADD on an invalid selection annotation instead
 	// of attaching the default network only.
 	StrictSelection bool `json:"strictSelection,omitempty"`
@@ -55,12 +61,17 @@ type Config struct {
 	// carries them to whoever builds the stages.
 	Policy     json.RawMessage `json:"policy,omitempty"`
 	Extensions json.RawMessage `json:"extensions,omitempty"`
+
+	// APITimeoutDuration and APIBudgetDuration are apiTimeout and
+	// apiBudget parsed; zero when unset.
+	APITimeoutDuration time.Duration `json:"-"`
+	APIBudgetDuration  time.Duration `json:"-"`
 }
 
 // plexusKeys are the keys Config defines; cniKeys are those the CNI spec
 // lets a runtime or libcni put in any plugin's config.
 var (
-	plexusKeys = []string{"clusterNetwork", "systemNamespace", "confDir", "cacheDir", "binDir", "kubeconfig", "manifests", "logLevel", "logFile", "strictSelection", "policy", "extensions"}
+	plexusKeys = []string{"clusterNetwork", "systemNamespace", "confDir", "cacheDir", "binDir", "kubeconfig", "manifests", "apiTimeout", "apiBudget", "logLevel", "logFile", "strictSelection", "policy", "extensions"}
 	cniKeys    = []string{"cniVersion", "cniVersions", "name", "type", "capabilities", "runtimeConfig", "args", "prevResult", "ipMasq", "ipam", "dns", "disableCheck", "disableGC", "loadOnlyInlinedPlugins", "cni.dev/valid-attachments", "cni.dev/attachments"}
 )
 
@@ -129,7 +140,29 @@ func (c *Config) validate() error {
 	if _, err := c.Level(); err != nil {
 		return err
 	}
+	var err error
+	if c.APITimeoutDuration, err = positiveDuration("apiTimeout", c.APITimeout); err != nil {
+		return err
+	}
+	if c.APIBudgetDuration, err = positiveDuration("apiBudget", c.APIBudget); err != nil {
+		return err
+	}
 	return nil
+}
+
+// positiveDuration parses an optional duration key; "" is zero (default).
+func positiveDuration(key, v string) (time.Duration, error) {
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("%q: %q is not a duration such as \"10s\" or \"1m30s\"", key, v)
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("%q: %q must be positive", key, v)
+	}
+	return d, nil
 }
 
 // Level maps logLevel to a slog level; the default is info.

@@ -3,6 +3,7 @@ package config
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseDefaults(t *testing.T) {
@@ -37,11 +38,33 @@ func TestParseErrors(t *testing.T) {
 		{`{"type":"plexus","clusterNetwork":"x","kubeconfig":"a","manifests":"b"}`, "exclusive"},
 		{`{"type":"plexus","clusterNetwork":"x","logLevel":"loud"}`, "logLevel"},
 		{`{"type":"plexus","clusterNetwork":5}`, "plexus config"},
+		{`{"type":"plexus","clusterNetwork":"x","apiTimeout":"10"}`, `"apiTimeout": "10" is not a duration`},
+		{`{"type":"plexus","clusterNetwork":"x","apiTimeout":"-1s"}`, `"apiTimeout": "-1s" must be positive`},
+		{`{"type":"plexus","clusterNetwork":"x","apiBudget":"soon"}`, `"apiBudget": "soon" is not a duration`},
+		{`{"type":"plexus","clusterNetwork":"x","apiBudget":"0s"}`, `"apiBudget": "0s" must be positive`},
+		{`{"type":"plexus","clusterNetwork":"x","apiBudget":30}`, "plexus config"},
 	}
 	for _, tt := range tests {
 		_, err := Parse([]byte(tt.in))
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Parse(%s) = %v, want %q", tt.in, err, tt.want)
 		}
+	}
+}
+
+func TestParseAPIDurations(t *testing.T) {
+	c, err := Parse([]byte(`{"type":"plexus","clusterNetwork":"x","apiTimeout":"2s","apiBudget":"1m30s"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.APITimeoutDuration != 2*time.Second || c.APIBudgetDuration != 90*time.Second {
+		t.Errorf("apiTimeout/apiBudget = %v/%v, want 2s/1m30s", c.APITimeoutDuration, c.APIBudgetDuration)
+	}
+	c, err = Parse([]byte(`{"type":"plexus","clusterNetwork":"x"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.APITimeoutDuration != 0 || c.APIBudgetDuration != 0 {
+		t.Errorf("unset apiTimeout/apiBudget = %v/%v, want 0 (source defaults)", c.APITimeoutDuration, c.APIBudgetDuration)
 	}
 }

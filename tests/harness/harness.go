@@ -215,12 +215,18 @@ func (h *World) NAD(namespace, name, config string) {
 
 // bridgeNAD writes a NAD for a fresh bridge network with host-local IPAM.
 func (h *World) BridgeNAD(namespace, name string) {
+	h.NAD(namespace, name, h.BridgeNADConfig(name))
+}
+
+// BridgeNADConfig is the spec.config of a NAD for a fresh bridge network
+// with host-local IPAM, for tests that create NADs through the API.
+func (h *World) BridgeNADConfig(name string) string {
 	var m map[string]any
 	_ = json.Unmarshal([]byte(h.BridgeConf(name, h.Bridge(), "1.0.0", false)), &m)
 	plugin := m["plugins"].([]any)[0].(map[string]any)
 	plugin["cniVersion"], plugin["name"] = "1.0.0", name
 	b, _ := json.Marshal(plugin)
-	h.NAD(namespace, name, string(b))
+	return string(b)
 }
 
 // pod writes a Pod manifest with the selection annotation.

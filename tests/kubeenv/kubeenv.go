@@ -27,6 +27,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -350,15 +351,27 @@ func startProcess(bin, logPath string, args ...string) (*process, error) {
 		// which the Go runtime keeps alive for an unlocked goroutine.
 		Pdeathsig: syscall.SIGKILL,
 	}
-	if err := cmd.Start(); err != nil {
-		log.Close()
-		return nil, fmt.Errorf("start %s: %w", bin, err)
-	}
 	p := &process{name: filepath.Base(bin), cmd: cmd, logPath: logPath, log: log, exited: make(chan struct{})}
+	started := make(chan error)
 	go func() {
+		// Pdeathsig fires when the forking thread exits, and a goroutine
+		// that locks its thread and returns without unlocking ends it (the
+		// netns tests' testutils.NewNS does). Holding the thread until the
+		// process exits keeps anyone else off it.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		err := cmd.Start()
+		started <- err
+		if err != nil {
+			return
+		}
 		p.waitErr = cmd.Wait()
 		close(p.exited)
 	}()
+	if err := <-started; err != nil {
+		log.Close()
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
 	return p, nil
 }
 

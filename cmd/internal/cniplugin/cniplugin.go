@@ -160,23 +160,48 @@ func (o Options) build(ctx context.Context, conf *config.Config, a *skel.CmdArgs
 	return p, cleanup, nil
 }
 
-// buildSource picks the manifests source, a kubeconfig, or in-cluster
-// config when running in a pod; DEL only needs the manifests source (to
+// sourceKind is which source a call uses.
+type sourceKind int
+
+const (
+	noSource sourceKind = iota
+	manifestsSource
+	kubeconfigSource
+	inClusterSource
+)
+
+// chooseSource picks the manifests source, a kubeconfig, or in-cluster
+// config when running in a pod (KUBERNETES_SERVICE_HOST set, as kubelet
+// does for every container); DEL only needs the manifests source (to
 // remove its status file) and never the API.
-func buildSource(conf *config.Config, cmd command, log *slog.Logger) (source.Source, error) {
+func chooseSource(conf *config.Config, cmd command, getenv func(string) string) sourceKind {
 	switch {
 	case conf.Manifests != "":
-		return manifests.Load(conf.Manifests)
+		return manifestsSource
 	case cmd == cmdDel:
-		return nil, nil
-	case conf.Kubeconfig == "" && os.Getenv("KUBERNETES_SERVICE_HOST") == "":
+		return noSource
+	case conf.Kubeconfig != "":
+		return kubeconfigSource
+	case getenv("KUBERNETES_SERVICE_HOST") != "":
+		return inClusterSource
+	}
+	return noSource
+}
+
+// buildSource builds the chosen source. The kubeconfig is read on every
+// invocation, so rotated credentials take effect on the next call.
+func buildSource(conf *config.Config, cmd command, log *slog.Logger) (source.Source, error) {
+	switch chooseSource(conf, cmd, os.Getenv) {
+	case manifestsSource:
+		return manifests.Load(conf.Manifests)
+	case noSource:
 		return nil, nil
 	}
 	rc, err := kube.Config(conf.Kubeconfig)
 	if err != nil {
 		return nil, err
 	}
-	return kube.New(rc, kube.Options{Log: log})
+	return kube.New(rc, kube.Options{CallTimeout: conf.APITimeoutDuration, Budget: conf.APIBudgetDuration, Log: log})
 }
 
 // pluginPaths puts binDir before CNI_PATH.

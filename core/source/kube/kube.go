@@ -119,7 +119,7 @@ type podObject struct {
 func (s *Source) Pod(ctx context.Context, namespace, name string) (*source.Pod, error) {
 	var raw []byte
 	err := s.retry(ctx, "get pod "+namespace+"/"+name, func(ctx context.Context) (err error) {
-		raw, err = s.client.Get().AbsPath("/api/v1/namespaces", namespace, "pods", name).DoRaw(ctx)
+		raw, err = s.verb(http.MethodGet).AbsPath("/api/v1/namespaces", namespace, "pods", name).DoRaw(ctx)
 		return err
 	})
 	if apierrors.IsNotFound(err) {
@@ -143,7 +143,7 @@ func (s *Source) Pod(ctx context.Context, namespace, name string) (*source.Pod, 
 func (s *Source) NAD(ctx context.Context, namespace, name string) (*source.NAD, error) {
 	var raw []byte
 	err := s.retry(ctx, "get NetworkAttachmentDefinition "+namespace+"/"+name, func(ctx context.Context) (err error) {
-		raw, err = s.client.Get().AbsPath("/apis/k8s.cni.cncf.io/v1/namespaces", namespace, "network-attachment-definitions", name).DoRaw(ctx)
+		raw, err = s.verb(http.MethodGet).AbsPath("/apis/k8s.cni.cncf.io/v1/namespaces", namespace, "network-attachment-definitions", name).DoRaw(ctx)
 		return err
 	})
 	if apierrors.IsNotFound(err) {
@@ -163,7 +163,7 @@ func (s *Source) NAD(ctx context.Context, namespace, name string) (*source.NAD, 
 func (s *Source) NamespaceLabels(ctx context.Context, namespace string) (map[string]string, error) {
 	var raw []byte
 	err := s.retry(ctx, "get namespace "+namespace, func(ctx context.Context) (err error) {
-		raw, err = s.client.Get().AbsPath("/api/v1/namespaces", namespace).DoRaw(ctx)
+		raw, err = s.verb(http.MethodGet).AbsPath("/api/v1/namespaces", namespace).DoRaw(ctx)
 		return err
 	})
 	if err != nil {
@@ -195,7 +195,7 @@ func (s *Source) PublishStatus(ctx context.Context, pod *source.Pod, doc []byte)
 		return err
 	}
 	return s.retry(ctx, "patch pod "+pod.Ref(), func(ctx context.Context) error {
-		return s.client.Patch(types.MergePatchType).AbsPath("/api/v1/namespaces", pod.Namespace, "pods", pod.Name).Body(patch).Do(ctx).Error()
+		return s.client.Patch(types.MergePatchType).MaxRetries(0).AbsPath("/api/v1/namespaces", pod.Namespace, "pods", pod.Name).Body(patch).Do(ctx).Error()
 	})
 }
 
@@ -206,7 +206,7 @@ func (s *Source) Event(ctx context.Context, pod *source.Pod, typ source.EventTyp
 		return
 	}
 	err = s.retry(ctx, "create event for pod "+pod.Ref(), func(ctx context.Context) error {
-		return s.client.Post().AbsPath("/api/v1/namespaces", pod.Namespace, "events").Body(body).Do(ctx).Error()
+		return s.verb(http.MethodPost).AbsPath("/api/v1/namespaces", pod.Namespace, "events").Body(body).Do(ctx).Error()
 	})
 	if err != nil {
 		s.opts.Log.Warn("recording event", "pod", pod.Ref(), "reason", reason, "err", err)
@@ -235,6 +235,13 @@ func (s *Source) event(pod *source.Pod, typ source.EventType, reason, message st
 	}
 }
 
+// verb starts a request without client-go's own retries (it would repeat
+// requests answered with Retry-After): retry below is the one retry loop,
+// so attempts and the budget mean what they say.
+func (s *Source) verb(v string) *rest.Request {
+	return s.client.Verb(v).MaxRetries(0)
+}
+
 // retry runs one API call with a per-attempt timeout and exponential
 // backoff on transient errors, within the budget.
 func (s *Source) retry(ctx context.Context, what string, call func(context.Context) error) error {
@@ -246,10 +253,7 @@ func (s *Source) retry(ctx context.Context, what string, call func(context.Conte
 		err := call(actx)
 		acancel()
 		if err == nil || !transient(err) {
-			if err != nil {
-				return fmt.Errorf("%s: %w", what, err)
-			}
-			return nil
+			return final(what, err)
 		}
 		select {
 		case <-ctx.Done():
@@ -258,6 +262,18 @@ func (s *Source) retry(ctx context.Context, what string, call func(context.Conte
 		}
 		wait = min(wait*2, 2*time.Second)
 	}
+}
+
+// final names the call in an error that is not worth retrying.
+func final(what string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case apierrors.IsUnauthorized(err):
+		// client-go's text for 401 does not say which side is wrong.
+		return fmt.Errorf("%s: unauthorized, the credentials were refused (expired or rotated token?): %w", what, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }
 
 // transient reports errors worth retrying: conflicts, throttling, server

@@ -1,0 +1,38 @@
+package cniplugin
+
+import (
+	"testing"
+
+	"github.com/plexus-cni/plexus/core/config"
+)
+
+func TestChooseSource(t *testing.T) {
+	inPod := func(k string) string {
+		if k == "KUBERNETES_SERVICE_HOST" {
+			return "10.96.0.1"
+		}
+		return ""
+	}
+	onHost := func(string) string { return "" }
+	tests := []struct {
+		name   string
+		conf   config.Config
+		cmd    command
+		getenv func(string) string
+		want   sourceKind
+	}{
+		{"manifests win, even in a pod", config.Config{Manifests: "/m"}, cmdAdd, inPod, manifestsSource},
+		{"manifests on DEL (status file)", config.Config{Manifests: "/m"}, cmdDel, onHost, manifestsSource},
+		{"kubeconfig", config.Config{Kubeconfig: "/k"}, cmdAdd, onHost, kubeconfigSource},
+		{"kubeconfig wins over in-cluster", config.Config{Kubeconfig: "/k"}, cmdCheck, inPod, kubeconfigSource},
+		{"in-cluster in a pod", config.Config{}, cmdAdd, inPod, inClusterSource},
+		{"nothing on a host", config.Config{}, cmdAdd, onHost, noSource},
+		{"DEL never needs the API", config.Config{Kubeconfig: "/k"}, cmdDel, inPod, noSource},
+		{"DEL in a pod", config.Config{}, cmdDel, inPod, noSource},
+	}
+	for _, tt := range tests {
+		if got := chooseSource(&tt.conf, tt.cmd, tt.getenv); got != tt.want {
+			t.Errorf("%s: chooseSource = %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}

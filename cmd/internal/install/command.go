@@ -1,0 +1,95 @@
+package install
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+)
+
+// Exit codes of `plexusctl install`.
+const (
+	exitOK    = 0
+	exitFail  = 1
+	exitUsage = 64
+)
+
+// ParseArgs reads `plexusctl install` flags; PLEXUS_UNINSTALL=true in the
+// environment sets --uninstall, so the DaemonSet can switch it without
+// changing the command.
+func ParseArgs(args []string, getenv func(string) string, stderr io.Writer) (Options, error) {
+	fs := flag.NewFlagSet("plexusctl install", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	o := Options{}
+	var binaries, extra, server string
+	fs.StringVar(&o.SrcBinDir, "src-bin-dir", DefaultSrcBinDir, "directory holding the binaries to install")
+	fs.StringVar(&binaries, "binaries", "plexus", "comma-separated binaries to copy from --src-bin-dir")
+	fs.StringVar(&o.BinDir, "cni-bin-dir", DefaultBinDir, "the host's CNI bin directory")
+	fs.StringVar(&o.DefaultConfDir, "default-conf-dir", DefaultConfDir, "where the cluster-wide default network writes its CNI config")
+	fs.StringVar(&o.ConfDir, "cni-conf-dir", "", "kubelet's CNI config directory (default: --default-conf-dir; s6.1.1 recommends a directory of its own)")
+	fs.StringVar(&o.ConfName, "conf-name", DefaultConfName, "plexus's config file name; must sort before the default network's")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", DefaultKubeconfig, "where to write the plugin's kubeconfig")
+	fs.StringVar(&o.TokenFile, "token-file", DefaultTokenFile, "the ServiceAccount token (projected, rotated by kubelet)")
+	fs.StringVar(&o.CAFile, "ca-file", DefaultCAFile, "the API server's CA bundle")
+	fs.StringVar(&server, "server", "", "API server URL (default: https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT)")
+	fs.StringVar(&extra, "config", "", `JSON object of plexus config keys to add, e.g. '{"logLevel":"debug"}'`)
+	fs.DurationVar(&o.Poll, "poll", DefaultPoll, "how often to check the token and the default network")
+	fs.BoolVar(&o.Uninstall, "uninstall", false, "on SIGTERM, remove what was installed (env PLEXUS_UNINSTALL=true)")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if v := getenv("PLEXUS_UNINSTALL"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return o, fmt.Errorf("PLEXUS_UNINSTALL=%q: want true or false", v)
+		}
+		o.Uninstall = o.Uninstall || b
+	}
+	if o.ConfDir == "" {
+		o.ConfDir = o.DefaultConfDir
+	}
+	for _, b := range strings.Split(binaries, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			o.Binaries = append(o.Binaries, b)
+		}
+	}
+	if extra != "" {
+		if err := json.Unmarshal([]byte(extra), &o.Extra); err != nil {
+			return o, fmt.Errorf("--config: want a JSON object: %w", err)
+		}
+	}
+	if o.Server = server; o.Server == "" {
+		var err error
+		if o.Server, err = ServerFromEnv(getenv); err != nil {
+			return o, err
+		}
+	}
+	return o, nil
+}
+
+// Command is `plexusctl install`: it runs until ctx ends (SIGTERM).
+func Command(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) int {
+	o, err := ParseArgs(args, getenv, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "plexusctl install: %v\n", err)
+		return exitUsage
+	}
+	o.Log = slog.New(slog.NewTextHandler(stderr, nil))
+	in, err := New(o)
+	if err != nil {
+		fmt.Fprintf(stderr, "plexusctl install: %v\n", err)
+		return exitUsage
+	}
+	if err := in.Run(ctx); err != nil {
+		fmt.Fprintf(stderr, "plexusctl install: %v\n", err)
+		return exitFail
+	}
+	return exitOK
+}

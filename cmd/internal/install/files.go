@@ -1,0 +1,267 @@
+package install
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// InstallBinaries copies each binary to BinDir through a temporary file
+// and a rename, so the runtime never executes a half-written plugin. An
+// identical file is left alone.
+func (in *Installer) InstallBinaries() error {
+	for _, b := range in.o.Binaries {
+		if filepath.Base(b) != b || b == "" {
+			return fmt.Errorf("binary name %q: want a plain file name", b)
+		}
+		src, dst := filepath.Join(in.o.SrcBinDir, b), filepath.Join(in.o.BinDir, b)
+		data, err := os.ReadFile(src)
+		if err != nil {
+			return fmt.Errorf("binary %s: %w", b, err)
+		}
+		if old, err := os.ReadFile(dst); err == nil && bytes.Equal(old, data) {
+			continue
+		}
+		if err := writeAtomic(dst, data, 0o755); err != nil {
+			return fmt.Errorf("installing %s: %w", dst, err)
+		}
+		in.o.Log.Info("installed binary", "path", dst)
+	}
+	return nil
+}
+
+// writeKubeconfig writes the plugin's kubeconfig from the current token and
+// CA; kubelet rotates the projected token, and the next pass rewrites it.
+// The plugin reads the file on every invocation.
+func (in *Installer) writeKubeconfig() error {
+	token, err := os.ReadFile(in.o.TokenFile)
+	if err != nil {
+		return fmt.Errorf("ServiceAccount token: %w", err)
+	}
+	ca, err := os.ReadFile(in.o.CAFile)
+	if err != nil {
+		return fmt.Errorf("ServiceAccount CA: %w", err)
+	}
+	token = bytes.TrimSpace(token)
+	if len(token) == 0 {
+		return fmt.Errorf("ServiceAccount token %s is empty", in.o.TokenFile)
+	}
+	const name = "plexus"
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters[name] = &clientcmdapi.Cluster{Server: in.o.Server, CertificateAuthorityData: ca}
+	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: string(token)}
+	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+	kc.CurrentContext = name
+	data, err := clientcmd.Write(*kc)
+	if err != nil {
+		return fmt.Errorf("kubeconfig: %w", err)
+	}
+	// Holds a credential: readable by root only.
+	changed, err := writeIfChanged(in.o.Kubeconfig, data, 0o600)
+	if changed {
+		in.o.Log.Info("wrote kubeconfig", "path", in.o.Kubeconfig)
+	}
+	return err
+}
+
+// reconcileConfig writes plexus's config while the default network's
+// config exists and removes it while it does not (s6.1: kubelet must not
+// see plexus ready before the default network is).
+func (in *Installer) reconcileConfig() error {
+	ours := filepath.Join(in.o.ConfDir, in.o.ConfName)
+	def, raw, err := in.findDefault()
+	if err != nil {
+		return err
+	}
+	if def == "" {
+		if err := os.Remove(ours); err == nil {
+			in.o.Log.Warn("the default network's config is gone: removed plexus's (s6.1)", "path", ours)
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		in.o.Log.Info("waiting for the cluster-wide default network's CNI config (s6.1)", "dir", in.o.DefaultConfDir)
+		return nil
+	}
+	if in.o.ConfDir == in.o.DefaultConfDir && filepath.Base(def) < in.o.ConfName {
+		return fmt.Errorf("the default network's config %s sorts before %s, so kubelet would not use plexus: choose a config name that sorts first", def, in.o.ConfName)
+	}
+	data, err := in.plexusConfig(def, raw)
+	if err != nil {
+		return err
+	}
+	changed, err := writeIfChanged(ours, data, 0o644)
+	if changed {
+		in.o.Log.Info("wrote plexus's CNI config", "path", ours, "clusterNetwork", def)
+	}
+	return err
+}
+
+// findDefault is the default network's config: the first CNI config by
+// name in DefaultConfDir that is not plexus's, as kubelet would choose it
+// without plexus. "" when there is none yet.
+func (in *Installer) findDefault() (string, []byte, error) {
+	entries, err := os.ReadDir(in.o.DefaultConfDir)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil, nil
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		switch filepath.Ext(e.Name()) {
+		case ".conf", ".conflist", ".json":
+			if e.Type().IsRegular() && e.Name() != in.o.ConfName {
+				names = append(names, e.Name())
+			}
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		p := filepath.Join(in.o.DefaultConfDir, n)
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		c, err := parseConf(raw)
+		if err != nil {
+			// Possibly half-written by the default network's installer:
+			// the next pass looks again.
+			in.o.Log.Info("skipping unreadable CNI config", "path", p, "err", err)
+			continue
+		}
+		if !c.isPlexus() {
+			return p, raw, nil
+		}
+	}
+	return "", nil, nil
+}
+
+// conf is what the installer reads of a CNI config.
+type conf struct {
+	CNIVersion string            `json:"cniVersion"`
+	Name       string            `json:"name"`
+	Type       string            `json:"type"`
+	Caps       map[string]bool   `json:"capabilities"`
+	Plugins    []json.RawMessage `json:"plugins"`
+	plugins    []conf
+}
+
+func parseConf(raw []byte) (*conf, error) {
+	var c conf
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return nil, err
+	}
+	if c.Plugins == nil {
+		c.plugins = []conf{c}
+		return &c, nil
+	}
+	for i, p := range c.Plugins {
+		var pc conf
+		if err := json.Unmarshal(p, &pc); err != nil {
+			return nil, fmt.Errorf("plugin %d: %w", i, err)
+		}
+		c.plugins = append(c.plugins, pc)
+	}
+	if len(c.plugins) == 0 {
+		return nil, errors.New("no plugins")
+	}
+	return &c, nil
+}
+
+func (c *conf) isPlexus() bool { return c.plugins[0].Type == "plexus" }
+
+// capabilities are the default network's: the runtime passes runtimeConfig
+// only for capabilities the config it calls declares, and plexus hands
+// them on to the default network's delegates.
+func (c *conf) capabilities() map[string]bool {
+	out := map[string]bool{}
+	for _, p := range c.plugins {
+		for k, v := range p.Caps {
+			if v {
+				out[k] = true
+			}
+		}
+	}
+	return out
+}
+
+// plexusConfig is plexus's conflist, in the default network's cniVersion
+// so the runtime gets results in the version it already uses.
+func (in *Installer) plexusConfig(def string, raw []byte) ([]byte, error) {
+	c, err := parseConf(raw)
+	if err != nil {
+		return nil, fmt.Errorf("default network config %s: %w", def, err)
+	}
+	version := c.CNIVersion
+	if version == "" {
+		version = "1.0.0"
+	}
+	plugin := map[string]any{}
+	for k, v := range in.o.Extra {
+		plugin[k] = v
+	}
+	plugin["type"] = "plexus"
+	plugin["clusterNetwork"] = def
+	plugin["kubeconfig"] = in.o.Kubeconfig
+	if caps := c.capabilities(); len(caps) > 0 {
+		plugin["capabilities"] = caps
+	}
+	list := map[string]any{"cniVersion": version, "name": "plexus", "plugins": []any{plugin}}
+	data, err := json.MarshalIndent(list, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(data, '\n'), nil
+}
+
+// writeIfChanged writes atomically unless the file already has data.
+func writeIfChanged(path string, data []byte, mode os.FileMode) (bool, error) {
+	if cur, err := os.ReadFile(path); err == nil && bytes.Equal(cur, data) {
+		return false, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return false, err
+	}
+	if err := writeAtomic(path, data, mode); err != nil {
+		return false, fmt.Errorf("writing %s: %w", path, err)
+	}
+	return true, nil
+}
+
+// writeAtomic writes a temporary file beside path and renames it over
+// path: readers (kubelet, the runtime, plexus) see the old file or the new
+// one, never a part. The temporary name has no CNI config extension, so
+// kubelet never loads it.
+func writeAtomic(path string, data []byte, mode os.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // after a successful rename there is nothing left
+	if _, err := io.Copy(f, bytes.NewReader(data)); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(mode); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

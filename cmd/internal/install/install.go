@@ -1,0 +1,170 @@
+// Package install is what the plexus DaemonSet runs on every node: it
+// copies the plexus binaries to the host's CNI bin directory, keeps a
+// kubeconfig for the node-local plugin in step with the pod's projected
+// ServiceAccount token, and writes plexus's CNI config into kubelet's CNI
+// config directory only once the cluster-wide default network's config is
+// there (s6.1, s6.1.1). On shutdown it can remove what it installed.
+package install
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Options say where things are. Paths are the same inside the installer's
+// container and on the host: the DaemonSet mounts each host directory at its
+// own path, so the configs it writes name files as plexus will see them.
+type Options struct {
+	// SrcBinDir holds the binaries in the image; Binaries are the ones
+	// copied from it to BinDir, the host's CNI bin directory.
+	SrcBinDir string
+	Binaries  []string
+	BinDir    string
+	// DefaultConfDir is where the cluster-wide default network writes its
+	// CNI config; ConfDir is kubelet's CNI config directory, where plexus's
+	// goes (the same directory unless kubelet has its own, s6.1.1).
+	DefaultConfDir string
+	ConfDir        string
+	// ConfName is plexus's config file; it must sort before the default
+	// network's, since kubelet uses the first config by name.
+	ConfName string
+	// Kubeconfig is written for the plugin from TokenFile, CAFile and
+	// Server (https://KUBERNETES_SERVICE_HOST:KUBERNETES_SERVICE_PORT).
+	Kubeconfig string
+	TokenFile  string
+	CAFile     string
+	Server     string
+	// Extra are plexus config keys added to the generated config
+	// (logLevel, cacheDir, policy, ...).
+	Extra map[string]any
+	// Poll is how often the token and the default network are checked.
+	Poll time.Duration
+	// Uninstall removes the config, the kubeconfig and the binaries when
+	// Run's context ends (the DaemonSet is deleted).
+	Uninstall bool
+	Log       *slog.Logger
+}
+
+// Defaults for a node laid out as kubeadm and most distributions do.
+const (
+	DefaultSrcBinDir  = "/opt/plexus/bin"
+	DefaultBinDir     = "/opt/cni/bin"
+	DefaultConfDir    = "/etc/cni/net.d"
+	DefaultConfName   = "00-plexus.conflist"
+	DefaultKubeconfig = "/etc/cni/net.d/plexus.d/plexus.kubeconfig"
+	DefaultTokenFile  = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+	DefaultCAFile     = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
+	DefaultPoll       = 2 * time.Second
+)
+
+// ServerFromEnv is the API server URL kubelet gives every pod.
+func ServerFromEnv(getenv func(string) string) (string, error) {
+	host, port := getenv("KUBERNETES_SERVICE_HOST"), getenv("KUBERNETES_SERVICE_PORT")
+	if host == "" || port == "" {
+		return "", errors.New("KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set: not running in a pod? (use --server)")
+	}
+	return "https://" + net.JoinHostPort(host, port), nil
+}
+
+func (o *Options) check() error {
+	if o.ConfName == "" || filepath.Base(o.ConfName) != o.ConfName || !strings.HasSuffix(o.ConfName, ".conflist") {
+		return fmt.Errorf("config name %q: want a file name ending in .conflist", o.ConfName)
+	}
+	for name, v := range map[string]string{"bin dir": o.BinDir, "conf dir": o.ConfDir, "default conf dir": o.DefaultConfDir, "kubeconfig": o.Kubeconfig, "token file": o.TokenFile, "CA file": o.CAFile} {
+		if !filepath.IsAbs(v) {
+			return fmt.Errorf("%s %q: want an absolute path", name, v)
+		}
+	}
+	if !strings.HasPrefix(o.Server, "https://") {
+		return fmt.Errorf("API server %q: want an https:// URL", o.Server)
+	}
+	for _, k := range []string{"type", "clusterNetwork", "kubeconfig", "manifests"} {
+		if _, ok := o.Extra[k]; ok {
+			return fmt.Errorf("extra config key %q is set by the installer", k)
+		}
+	}
+	if o.Poll <= 0 {
+		o.Poll = DefaultPoll
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// Installer keeps one node's installation in step.
+type Installer struct {
+	o Options
+}
+
+// New checks the options.
+func New(o Options) (*Installer, error) {
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	return &Installer{o: o}, nil
+}
+
+// Run installs the binaries, then reconciles the kubeconfig and the config
+// every Poll until ctx ends; with Uninstall it then removes what it
+// installed. Transient problems (no default network yet, a token being
+// rotated) are logged and retried; only what cannot get better is returned.
+func (in *Installer) Run(ctx context.Context) error {
+	if err := in.InstallBinaries(); err != nil {
+		return err
+	}
+	for {
+		if err := in.Reconcile(); err != nil {
+			in.o.Log.Warn("install pass incomplete; retrying", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			if in.o.Uninstall {
+				return in.Uninstall()
+			}
+			in.o.Log.Info("stopping; leaving plexus installed (uninstall not set)")
+			return nil
+		case <-time.After(in.o.Poll):
+		}
+	}
+}
+
+// Reconcile is one pass: the kubeconfig first (the plugin needs it as soon
+// as its config is there), then plexus's config, present exactly while the
+// default network's is (s6.1).
+func (in *Installer) Reconcile() error {
+	if err := in.writeKubeconfig(); err != nil {
+		return err
+	}
+	return in.reconcileConfig()
+}
+
+// Uninstall removes plexus's config first, so kubelet stops calling plexus
+// (falling back to the default network's config), then the kubeconfig and
+// the binaries. The default network's files are never touched.
+func (in *Installer) Uninstall() error {
+	var errs []error
+	paths := []string{filepath.Join(in.o.ConfDir, in.o.ConfName), in.o.Kubeconfig}
+	for _, b := range in.o.Binaries {
+		paths = append(paths, filepath.Join(in.o.BinDir, b))
+	}
+	for _, p := range paths {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	// The kubeconfig's own directory, if the installer made it and it is
+	// now empty.
+	if dir := filepath.Dir(in.o.Kubeconfig); dir != in.o.ConfDir && dir != in.o.DefaultConfDir {
+		_ = os.Remove(dir)
+	}
+	in.o.Log.Info("uninstalled", "removed", paths)
+	return errors.Join(errs...)
+}

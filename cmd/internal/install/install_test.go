@@ -1,0 +1,376 @@
+package install
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/plexus-cni/plexus/core/config"
+)
+
+// node is a fake node's filesystem in temp dirs (the installer's whole
+// world is files), with the ServiceAccount files a pod would have.
+type node struct {
+	t                                     *testing.T
+	src, bin, conf, kubeconfig, token, ca string
+}
+
+func newNode(t *testing.T) *node {
+	t.Helper()
+	root := t.TempDir()
+	n := &node{
+		t: t, src: filepath.Join(root, "image/bin"), bin: filepath.Join(root, "opt/cni/bin"),
+		conf: filepath.Join(root, "etc/cni/net.d"), token: filepath.Join(root, "sa/token"), ca: filepath.Join(root, "sa/ca.crt"),
+	}
+	n.kubeconfig = filepath.Join(n.conf, "plexus.d/plexus.kubeconfig")
+	for _, d := range []string{n.src, n.bin, n.conf, filepath.Dir(n.token)} {
+		must(t, os.MkdirAll(d, 0o755))
+	}
+	n.write(filepath.Join(n.src, "plexus"), "#!plexus v2")
+	n.write(n.token, "token-1\n")
+	n.write(n.ca, "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
+	return n
+}
+
+func (n *node) options() Options {
+	return Options{
+		SrcBinDir: n.src, Binaries: []string{"plexus"}, BinDir: n.bin,
+		DefaultConfDir: n.conf, ConfDir: n.conf, ConfName: DefaultConfName,
+		Kubeconfig: n.kubeconfig, TokenFile: n.token, CAFile: n.ca,
+		Server: "https://10.96.0.1:443", Extra: map[string]any{"logLevel": "debug"},
+		Poll: 5 * time.Millisecond, Log: slog.New(slog.DiscardHandler),
+	}
+}
+
+func (n *node) installer() *Installer {
+	n.t.Helper()
+	in, err := New(n.options())
+	must(n.t, err)
+	return in
+}
+
+func (n *node) write(path, content string) {
+	n.t.Helper()
+	must(n.t, os.WriteFile(path, []byte(content), 0o644))
+}
+
+func (n *node) ours() string { return filepath.Join(n.conf, DefaultConfName) }
+
+func (n *node) writeDefault(name string) string {
+	p := filepath.Join(n.conf, name)
+	n.write(p, `{"cniVersion":"0.4.0","name":"k8s-pod-network","plugins":[{"type":"bridge","bridge":"cni0"},{"type":"portmap","capabilities":{"portMappings":true}}]}`)
+	return p
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// pluginConfig reads plexus's generated config and checks that plexus
+// itself accepts its plugin entry.
+func (n *node) pluginConfig() (list map[string]any, plugin *config.Config) {
+	n.t.Helper()
+	raw, err := os.ReadFile(n.ours())
+	must(n.t, err)
+	var l struct {
+		CNIVersion string            `json:"cniVersion"`
+		Name       string            `json:"name"`
+		Plugins    []json.RawMessage `json:"plugins"`
+	}
+	must(n.t, json.Unmarshal(raw, &l))
+	must(n.t, json.Unmarshal(raw, &list))
+	if len(l.Plugins) != 1 {
+		n.t.Fatalf("plugins: %s", raw)
+	}
+	c, err := config.Parse(l.Plugins[0])
+	if err != nil {
+		n.t.Fatalf("plexus rejects the generated config: %v\n%s", err, raw)
+	}
+	return list, c
+}
+
+func TestNoConfigBeforeTheDefaultNetwork(t *testing.T) {
+	n := newNode(t)
+	in := n.installer()
+	must(t, in.InstallBinaries())
+	must(t, in.Reconcile())
+	if exists(n.ours()) {
+		t.Fatal("plexus's config written before the default network's exists (s6.1)")
+	}
+	if !exists(n.kubeconfig) || !exists(filepath.Join(n.bin, "plexus")) {
+		t.Error("the kubeconfig and the binary are installed right away")
+	}
+	// A config that is plexus's own (type plexus, any name) is not the
+	// default network, nor is a file kubelet would not load.
+	n.write(filepath.Join(n.conf, "05-old-plexus.conf"), `{"cniVersion":"1.0.0","name":"x","type":"plexus","clusterNetwork":"y"}`)
+	n.write(filepath.Join(n.conf, "README"), "not a config")
+	n.write(filepath.Join(n.conf, "10-half.conflist"), `{"cniVersion":`)
+	must(t, in.Reconcile())
+	if exists(n.ours()) {
+		t.Fatal("plexus's config written with only plexus configs and junk in the directory")
+	}
+
+	def := n.writeDefault("10-calico.conflist")
+	must(t, in.Reconcile())
+	list, c := n.pluginConfig()
+	if c.ClusterNetwork != def || c.Kubeconfig != n.kubeconfig || c.LogLevel != "debug" || c.Type != "plexus" {
+		t.Errorf("plexus config clusterNetwork=%q kubeconfig=%q logLevel=%q type=%q", c.ClusterNetwork, c.Kubeconfig, c.LogLevel, c.Type)
+	}
+	if list["cniVersion"] != "0.4.0" || list["name"] != "plexus" {
+		t.Errorf("conflist cniVersion %v name %v, want the default network's version and plexus", list["cniVersion"], list["name"])
+	}
+	if !c.Capabilities["portMappings"] {
+		t.Errorf("capabilities %v, want the default network's portMappings", c.Capabilities)
+	}
+}
+
+func TestConfigFollowsTheDefaultNetwork(t *testing.T) {
+	n := newNode(t)
+	in := n.installer()
+	def := n.writeDefault("10-flannel.conflist")
+	must(t, in.Reconcile())
+	if _, c := n.pluginConfig(); c.ClusterNetwork != def {
+		t.Fatalf("clusterNetwork %q, want %q", c.ClusterNetwork, def)
+	}
+	// The default network replaced its config with another name.
+	must(t, os.Remove(def))
+	def2 := n.writeDefault("20-flannel.conflist")
+	must(t, in.Reconcile())
+	if _, c := n.pluginConfig(); c.ClusterNetwork != def2 {
+		t.Errorf("clusterNetwork %q after the default network's config moved, want %q", c.ClusterNetwork, def2)
+	}
+	// Gone altogether: plexus must not look ready any more (s6.1).
+	must(t, os.Remove(def2))
+	must(t, in.Reconcile())
+	if exists(n.ours()) {
+		t.Error("plexus's config kept after the default network's config disappeared")
+	}
+}
+
+func TestConfigMustSortFirst(t *testing.T) {
+	n := newNode(t)
+	n.writeDefault("00-aaa.conf")
+	err := n.installer().Reconcile()
+	if err == nil || !strings.Contains(err.Error(), "00-aaa.conf sorts before 00-plexus.conflist") {
+		t.Fatalf("err = %v, want a refusal naming both files", err)
+	}
+	if exists(n.ours()) {
+		t.Error("wrote a config kubelet would not use")
+	}
+}
+
+func TestSeparateKubeletConfDir(t *testing.T) {
+	n := newNode(t)
+	o := n.options()
+	o.ConfDir = filepath.Join(t.TempDir(), "plexus-net.d") // s6.1.1
+	in, err := New(o)
+	must(t, err)
+	must(t, in.Reconcile())
+	ours := filepath.Join(o.ConfDir, DefaultConfName)
+	if exists(ours) {
+		t.Fatal("config written before the default network's")
+	}
+	def := n.writeDefault("00-aaa.conf") // sorting is irrelevant in a directory of its own
+	must(t, in.Reconcile())
+	raw, err := os.ReadFile(ours)
+	must(t, err)
+	if !strings.Contains(string(raw), def) {
+		t.Errorf("config %s does not point at %s", raw, def)
+	}
+}
+
+func TestKubeconfigFollowsTheToken(t *testing.T) {
+	n := newNode(t)
+	in := n.installer()
+	must(t, in.Reconcile())
+	check := func(want string) {
+		t.Helper()
+		kc, err := clientcmd.LoadFromFile(n.kubeconfig)
+		must(t, err)
+		ai, cl := kc.AuthInfos[kc.Contexts[kc.CurrentContext].AuthInfo], kc.Clusters[kc.Contexts[kc.CurrentContext].Cluster]
+		if ai.Token != want || cl.Server != "https://10.96.0.1:443" || !bytes.Contains(cl.CertificateAuthorityData, []byte("MIIB")) {
+			t.Errorf("kubeconfig token %q server %q, want %q and the CA", ai.Token, cl.Server, want)
+		}
+		fi, err := os.Stat(n.kubeconfig)
+		must(t, err)
+		if fi.Mode().Perm() != 0o600 {
+			t.Errorf("kubeconfig mode %v, want 0600 (it holds a credential)", fi.Mode().Perm())
+		}
+	}
+	check("token-1")
+	// kubelet rotates projected tokens by swapping a symlinked directory;
+	// for the installer it is a new content at the same path.
+	n.write(n.token, "token-2\n")
+	must(t, in.Reconcile())
+	check("token-2")
+}
+
+func TestBinariesReplacedAtomically(t *testing.T) {
+	n := newNode(t)
+	n.write(filepath.Join(n.bin, "plexus"), "#!plexus v1")
+	in := n.installer()
+	must(t, in.InstallBinaries())
+	got, err := os.ReadFile(filepath.Join(n.bin, "plexus"))
+	must(t, err)
+	fi, err := os.Stat(filepath.Join(n.bin, "plexus"))
+	must(t, err)
+	if string(got) != "#!plexus v2" || fi.Mode().Perm() != 0o755 {
+		t.Errorf("installed binary %q mode %v, want the image's, executable", got, fi.Mode().Perm())
+	}
+	entries, err := os.ReadDir(n.bin)
+	must(t, err)
+	if len(entries) != 1 {
+		t.Errorf("bin dir has %d entries, want 1 (no temporary files left)", len(entries))
+	}
+	o := n.options()
+	o.Binaries = []string{"../evil"}
+	in, err = New(o)
+	must(t, err)
+	if err := in.InstallBinaries(); err == nil {
+		t.Error("a binary name with a path was accepted")
+	}
+}
+
+// TestRunInstallsThenUninstalls drives Run as the DaemonSet does: it waits
+// for the default network, installs, follows a token rotation, and on
+// shutdown with uninstall removes exactly what it installed.
+func TestRunInstallsThenUninstalls(t *testing.T) {
+	n := newNode(t)
+	o := n.options()
+	o.Uninstall = true
+	in, err := New(o)
+	must(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- in.Run(ctx) }()
+
+	waitFor(t, "the kubeconfig", func() bool { return exists(n.kubeconfig) })
+	// A token change seen means at least one whole pass came before it.
+	n.write(n.token, "token-2")
+	waitFor(t, "token-2 in the kubeconfig", func() bool {
+		b, _ := os.ReadFile(n.kubeconfig)
+		return strings.Contains(string(b), "token-2")
+	})
+	if exists(n.ours()) {
+		t.Fatal("Run wrote plexus's config before the default network's exists (s6.1)")
+	}
+	def := n.writeDefault("10-bridge.conflist")
+	waitFor(t, "plexus's config", func() bool { return exists(n.ours()) })
+	n.write(n.token, "token-rotated")
+	waitFor(t, "the rotated token in the kubeconfig", func() bool {
+		b, _ := os.ReadFile(n.kubeconfig)
+		return strings.Contains(string(b), "token-rotated")
+	})
+	cancel() // SIGTERM
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	for _, p := range []string{n.ours(), n.kubeconfig, filepath.Dir(n.kubeconfig), filepath.Join(n.bin, "plexus")} {
+		if exists(p) {
+			t.Errorf("%s left after uninstall", p)
+		}
+	}
+	if !exists(def) {
+		t.Error("uninstall removed the default network's config")
+	}
+}
+
+func TestRunWithoutUninstallKeepsEverything(t *testing.T) {
+	n := newNode(t)
+	n.writeDefault("10-bridge.conflist")
+	in := n.installer()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- in.Run(ctx) }()
+	waitFor(t, "plexus's config", func() bool { return exists(n.ours()) })
+	cancel() // an upgrade's SIGTERM: the next pod takes over
+	must(t, <-done)
+	for _, p := range []string{n.ours(), n.kubeconfig, filepath.Join(n.bin, "plexus")} {
+		if !exists(p) {
+			t.Errorf("%s removed without uninstall", p)
+		}
+	}
+}
+
+// waitFor polls cond; the bound is for something that must happen, not a
+// measurement.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("never saw %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestParseArgs(t *testing.T) {
+	env := map[string]string{"KUBERNETES_SERVICE_HOST": "fd00::1", "KUBERNETES_SERVICE_PORT": "443", "PLEXUS_UNINSTALL": "true"}
+	o, err := ParseArgs([]string{"--binaries", "plexus, plexusd", "--config", `{"logLevel":"info"}`}, func(k string) string { return env[k] }, &bytes.Buffer{})
+	must(t, err)
+	if o.Server != "https://[fd00::1]:443" || !o.Uninstall || o.ConfDir != DefaultConfDir || len(o.Binaries) != 2 || o.Extra["logLevel"] != "info" {
+		t.Errorf("options %+v", o)
+	}
+	for _, tt := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{nil, map[string]string{}, "KUBERNETES_SERVICE_HOST"},
+		{[]string{"--server", "https://x", "--config", "[]"}, nil, "--config"},
+		{[]string{"--server", "https://x", "stray"}, nil, `unexpected argument "stray"`},
+		{[]string{"--server", "https://x"}, map[string]string{"PLEXUS_UNINSTALL": "maybe"}, "PLEXUS_UNINSTALL"},
+	} {
+		_, err := ParseArgs(tt.args, func(k string) string { return tt.env[k] }, &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("ParseArgs(%v) = %v, want %q", tt.args, err, tt.want)
+		}
+	}
+}
+
+func TestNewRejectsBadOptions(t *testing.T) {
+	n := newNode(t)
+	for _, tt := range []struct {
+		edit func(*Options)
+		want string
+	}{
+		{func(o *Options) { o.ConfName = "plexus.conf" }, "config name"},
+		{func(o *Options) { o.ConfName = "../00-plexus.conflist" }, "config name"},
+		{func(o *Options) { o.BinDir = "opt/cni/bin" }, "absolute"},
+		{func(o *Options) { o.Server = "http://10.96.0.1" }, "https://"},
+		{func(o *Options) { o.Extra = map[string]any{"clusterNetwork": "x"} }, `"clusterNetwork" is set by the installer`},
+	} {
+		o := n.options()
+		tt.edit(&o)
+		if _, err := New(o); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("New = %v, want %q", err, tt.want)
+		}
+	}
+}
+
+func TestCommandExitsOnBadFlags(t *testing.T) {
+	var stderr bytes.Buffer
+	if code := Command(context.Background(), []string{"--nope"}, func(string) string { return "" }, &stderr); code != exitUsage {
+		t.Errorf("exit %d, want %d", code, exitUsage)
+	}
+	if !strings.Contains(stderr.String(), "--nope") && !strings.Contains(stderr.String(), "nope") {
+		t.Errorf("stderr %q does not name the flag", stderr.String())
+	}
+}

@@ -1,0 +1,135 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/plexus-cni/plexus/tests/harness"
+)
+
+// background are what kube-apiserver's own controllers and aggregators
+// request on their own schedule (leases, the OpenAPI documents); plexus
+// asks for neither.
+var background = map[string]bool{"leases": true, "openapi/v2": true, "openapi/v3": true}
+
+// testRequestCounts measures, with kube-apiserver's own metrics, what one
+// pod costs the API: 4 selections of 3 distinct NADs. Thin mode needs one
+// pod GET, one GET per distinct NAD (never a LIST), one status PATCH and one
+// event: 6 for ADD (the reference implementation makes 12), 0 for DEL.
+func (s *suite) testRequestCounts(t *testing.T) {
+	w, ns := s.world(t)
+	for _, n := range []string{"a", "b", "c"} {
+		s.nad(t, ns, n, w.BridgeNADConfig(n))
+	}
+	pod := s.pod(t, ns, "web", `[{"name":"a"},{"name":"b"},{"name":"c"},{"name":"a"}]`)
+	c := container(w, pod)
+	before := harness.HostVeths(t)
+
+	add := s.measure(t, "ADD", map[string]float64{
+		"GET pods": 1, "GET network-attachment-definitions": 3, "PATCH pods": 1, "POST events": 1,
+	}, func() { w.Add(c) })
+	if got := len(s.status(t, ns, "web")); got != 5 {
+		t.Errorf("network-status has %d entries, want 5", got)
+	}
+	del := s.measure(t, "DEL", map[string]float64{}, func() { w.Del(c) })
+	w.AssertNoLeaks(before)
+	t.Logf("API requests per pod (4 selections, 3 distinct NADs): ADD %v [%s]; DEL %v [%s]", sum(add), formatCounts(add), sum(del), formatCounts(del))
+}
+
+// measure runs f and returns the API requests it caused, by "VERB
+// resource". It fails t when they differ from want: anything beyond want is
+// a request plexus should not make. The server counts a request as it
+// completes, so it scrapes until want shows, then once more after a pause
+// for any straggler.
+func (s *suite) measure(t *testing.T, what string, want map[string]float64, f func()) map[string]float64 {
+	t.Helper()
+	ctx := t.Context()
+	base := s.counts(t, ctx)
+	f()
+	// Bounds a wait for counts that should show at once; not a measurement.
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var got map[string]float64
+	for {
+		got = diff(base, s.counts(t, wctx))
+		if covers(got, want) {
+			break
+		}
+		select {
+		case <-wctx.Done():
+			t.Fatalf("%s: API requests %v never reached %v", what, got, want)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	time.Sleep(500 * time.Millisecond)
+	got = diff(base, s.counts(t, ctx))
+	for k, n := range got {
+		if n > want[k] {
+			t.Errorf("%s made %v %s requests, at most %v allowed", what, n, k, want[k])
+		}
+	}
+	if sum(got) > sum(want) {
+		t.Errorf("%s made %v API requests, at most %v allowed: %v", what, sum(got), sum(want), got)
+	}
+	return got
+}
+
+func (s *suite) counts(t *testing.T, ctx context.Context) map[string]float64 {
+	t.Helper()
+	c, err := s.env.RequestCounts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// diff is after-before for resource requests, leaving out non-resource
+// requests (the /metrics scrapes themselves) and background resources.
+func diff(before, after map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, n := range after {
+		f := strings.Fields(k)
+		if len(f) < 2 || background[f[1]] {
+			continue
+		}
+		if d := n - before[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+func covers(got, want map[string]float64) bool {
+	for k, n := range want {
+		if got[k] < n {
+			return false
+		}
+	}
+	return true
+}
+
+func sum(m map[string]float64) float64 {
+	var n float64
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// formatCounts is a stable rendering for logs.
+func formatCounts(m map[string]float64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%v", k, m[k])
+	}
+	return strings.Join(parts, ", ")
+}
