@@ -10,10 +10,10 @@ import (
 	"github.com/plexus-cni/plexus/cmd/internal/install"
 )
 
-// installCommand is "plexusctl install": the DaemonSet's installer. It
-// runs until SIGTERM (the pod stops), then uninstalls if told to.
-func installCommand(args []string, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+// runInstall is "plexusctl install": the DaemonSet's installer. It runs
+// until SIGTERM (the pod stops), then uninstalls if told to.
+func runInstall(ctx context.Context, args []string, _, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM)
 	defer stop()
 	return install.Command(ctx, args, os.Getenv, stderr)
 }

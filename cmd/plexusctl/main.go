@@ -27,8 +27,9 @@ type group struct {
 
 // commandGroups is the dispatch table: group name → handler.
 var commandGroups = map[string]group{
-	"policy": {summary: "test, check, format and evaluate s7.4 Rego policies", run: runPolicy},
-	"ext":    {summary: "inspect, run and warm WebAssembly extension modules", run: runExt},
+	"policy":  {summary: "test, check, format and evaluate s7.4 Rego policies", run: runPolicy},
+	"ext":     {summary: "inspect, run and warm WebAssembly extension modules", run: runExt},
+	"install": {summary: "install plexus on a node (the DaemonSet's entrypoint, s6.1)", run: runInstall},
 }
 
 func main() {

@@ -11,7 +11,8 @@ import (
 	"time"
 )
 
-func start(t *testing.T, s *Server) (*Client, context.CancelFunc, chan error) {
+// start serves s on a temporary socket; done is closed when Serve returns.
+func start(t *testing.T, s *Server) (*Client, context.CancelFunc, chan struct{}) {
 	t.Helper()
 	sock := filepath.Join(t.TempDir(), "run", "plexusd.sock")
 	ln, err := Listen(sock)
@@ -19,8 +20,13 @@ func start(t *testing.T, s *Server) (*Client, context.CancelFunc, chan error) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, ln) }()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := s.Serve(ctx, ln); err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	}()
 	t.Cleanup(func() { cancel(); <-done })
 	return NewClient(sock), cancel, done
 }

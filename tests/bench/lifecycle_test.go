@@ -11,6 +11,7 @@ import (
 
 	"github.com/containernetworking/cni/libcni"
 
+	"github.com/plexus-cni/plexus/core/netconf"
 	"github.com/plexus-cni/plexus/tests/harness"
 )
 
@@ -59,14 +60,8 @@ func nadConfig(b *testing.B, w *harness.World, name string) []byte {
 
 // list turns a conf or conflist into what libcni runs.
 func list(b *testing.B, raw []byte) *libcni.NetworkConfigList {
-	l, err := libcni.NetworkConfFromBytes(raw)
+	l, err := netconf.ConfList(raw)
 	harness.Must(b, err)
-	if len(l.Plugins) == 0 {
-		c, err := libcni.NetworkPluginConfFromBytes(raw)
-		harness.Must(b, err)
-		l, err = libcni.ConfListFromConf(c)
-		harness.Must(b, err)
-	}
 	return l
 }
 
