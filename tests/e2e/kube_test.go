@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -247,10 +248,32 @@ func (s *suite) testFailedAttachment(t *testing.T) {
 	}
 }
 
-// testPolicyDenial: s7.4 denials must fail the ADD with a Warning event.
+// testPolicyDenial: s7.4 - a Rego denial fails the ADD before any
+// delegate runs, with CNI error 102 and one Warning event naming the rule.
 func (s *suite) testPolicyDenial(t *testing.T) {
-	// TODO(kube2): enable once the policy stage (branch "policies") is
-	// merged: configure a Rego policy denying one network, expect CNI error
-	// 102 and one Warning NetworkAttachmentDenied event naming the rule.
-	t.Skip("the s7.4 policy stage is not merged yet: this build refuses a \"policy\" config, so a denial cannot be produced")
+	w, ns := s.world(t)
+	other := ns + "-other"
+	harness.Must(t, s.env.CreateNamespace(t.Context(), other, nil))
+	s.nad(t, other, "foreign", w.BridgeNADConfig("foreign"))
+	lib, err := filepath.Abs("../../policies/library")
+	harness.Must(t, err)
+	data := filepath.Join(w.Dir, "admin.yaml")
+	w.WriteFile(data, "plexus:\n  config:\n    namespace_isolation: {enabled: true}\n")
+	w.Set("policy", map[string]any{"paths": []string{lib, data}})
+	pod := s.pod(t, ns, "web", other+"/foreign")
+	c := container(w, pod)
+	before := harness.HostVeths(t)
+	_, e := w.Plugin(c, "ADD")
+	if e == nil || e.Code != 102 || !strings.Contains(e.Msg, other+"/foreign") || !strings.Contains(e.Msg, "[namespace-isolation]") {
+		t.Fatalf("ADD of a cross-namespace selection: %+v, want CNI error 102 naming the network and rule", e)
+	}
+	evs := s.events(t, pod)
+	warn := eventsWith(evs, corev1.EventTypeWarning, "NetworkAttachmentDenied")
+	if len(warn) != 1 || !strings.Contains(warn[0].Message, "namespace-isolation") {
+		t.Errorf("want one Warning NetworkAttachmentDenied naming the rule; events:\n%s", describeEvents(evs))
+	}
+	if got := harness.IfNames(c.Links(t)); len(got) != 0 {
+		t.Errorf("interfaces after a denial: %v", got)
+	}
+	w.AssertNoLeaks(before)
 }
