@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -62,16 +63,27 @@ type Config struct {
 	Policy     json.RawMessage `json:"policy,omitempty"`
 	Extensions json.RawMessage `json:"extensions,omitempty"`
 
+	// DaemonSocket switches the plugin to a shim that forwards every call
+	// to plexusd at this unix socket (thick mode). DaemonWait bounds how
+	// long an ADD waits for an unreachable or unready plexusd.
+	DaemonSocket string `json:"daemonSocket,omitempty"`
+	DaemonWait   string `json:"daemonWait,omitempty"`
+
 	// APITimeoutDuration and APIBudgetDuration are apiTimeout and
-	// apiBudget parsed; zero when unset.
+	// apiBudget parsed; zero when unset. DaemonWaitDuration is daemonWait,
+	// DefaultDaemonWait when unset.
 	APITimeoutDuration time.Duration `json:"-"`
 	APIBudgetDuration  time.Duration `json:"-"`
+	DaemonWaitDuration time.Duration `json:"-"`
 }
+
+// DefaultDaemonWait is how long the shim's ADD waits for plexusd.
+const DefaultDaemonWait = 10 * time.Second
 
 // plexusKeys are the keys Config defines; cniKeys are those the CNI spec
 // lets a runtime or libcni put in any plugin's config.
 var (
-	plexusKeys = []string{"clusterNetwork", "systemNamespace", "confDir", "cacheDir", "binDir", "kubeconfig", "manifests", "apiTimeout", "apiBudget", "logLevel", "logFile", "strictSelection", "policy", "extensions"}
+	plexusKeys = []string{"clusterNetwork", "systemNamespace", "confDir", "cacheDir", "binDir", "kubeconfig", "manifests", "apiTimeout", "apiBudget", "logLevel", "logFile", "strictSelection", "policy", "extensions", "daemonSocket", "daemonWait"}
 	cniKeys    = []string{"cniVersion", "cniVersions", "name", "type", "capabilities", "runtimeConfig", "args", "prevResult", "ipMasq", "ipam", "dns", "disableCheck", "disableGC", "loadOnlyInlinedPlugins", "cni.dev/valid-attachments", "cni.dev/attachments"}
 )
 
@@ -143,6 +155,15 @@ func (c *Config) validate() error {
 	var err error
 	if c.APITimeoutDuration, err = positiveDuration("apiTimeout", c.APITimeout); err != nil {
 		return err
+	}
+	if c.DaemonWaitDuration, err = positiveDuration("daemonWait", c.DaemonWait); err != nil {
+		return err
+	}
+	if c.DaemonWaitDuration == 0 {
+		c.DaemonWaitDuration = DefaultDaemonWait
+	}
+	if c.DaemonSocket != "" && !filepath.IsAbs(c.DaemonSocket) {
+		return fmt.Errorf(`"daemonSocket" %q must be an absolute path`, c.DaemonSocket)
 	}
 	if c.APIBudgetDuration, err = positiveDuration("apiBudget", c.APIBudget); err != nil {
 		return err

@@ -33,49 +33,83 @@ import (
 // extensions). Close releases what they hold.
 type StageBuilder func(ctx context.Context, conf *config.Config, log *slog.Logger) (stages pipeline.Stages, close func(), err error)
 
-// Options are what the binary plugs in.
+// SourceBuilder replaces the per-call source (plexusd's informer caches).
+type SourceBuilder func(conf *config.Config, cmd Command, log *slog.Logger) (source.Source, error)
+
+// Options are what differs between the thin plugin and plexusd.
 type Options struct {
 	Stages StageBuilder
+	// Source, when set, provides the source instead of building one per call.
+	Source SourceBuilder
 	// Timeout bounds one CNI call; kubelet's own runtime timeout is longer.
 	Timeout time.Duration
+	// Log, when set, is used instead of the config's logFile (plexusd).
+	Log *slog.Logger
 }
 
-// Funcs returns the skel callbacks.
+// Funcs returns the skel callbacks of the plexus binary: a shim when the
+// config names a daemon socket, the whole pipeline in this process otherwise.
 func Funcs(o Options) skel.CNIFuncs {
-	if o.Timeout == 0 {
-		o.Timeout = 3 * time.Minute
+	call := func(cmd Command) func(*skel.CmdArgs) error {
+		return func(a *skel.CmdArgs) error { return o.plugin(a, cmd) }
 	}
-	return skel.CNIFuncs{
-		Add:    func(a *skel.CmdArgs) error { return o.run(a, cmdAdd) },
-		Del:    func(a *skel.CmdArgs) error { return o.run(a, cmdDel) },
-		Check:  func(a *skel.CmdArgs) error { return o.run(a, cmdCheck) },
-		GC:     func(a *skel.CmdArgs) error { return o.run(a, cmdGC) },
-		Status: func(a *skel.CmdArgs) error { return o.run(a, cmdStatus) },
-	}
+	return skel.CNIFuncs{Add: call(CmdAdd), Del: call(CmdDel), Check: call(CmdCheck), GC: call(CmdGC), Status: call(CmdStatus)}
 }
 
-type command int
+// Command is a CNI command plexus runs.
+type Command int
 
+// The commands; VERSION is answered by skel itself.
 const (
-	cmdAdd command = iota
-	cmdDel
-	cmdCheck
-	cmdGC
-	cmdStatus
+	CmdAdd Command = iota
+	CmdDel
+	CmdCheck
+	CmdGC
+	CmdStatus
 )
 
-func (o Options) run(a *skel.CmdArgs, cmd command) error {
+var commandNames = [...]string{"ADD", "DEL", "CHECK", "GC", "STATUS"}
+
+func (c Command) String() string { return commandNames[c] }
+
+// ParseCommand maps CNI_COMMAND to a Command.
+func ParseCommand(s string) (Command, error) {
+	for i, n := range commandNames {
+		if n == s {
+			return Command(i), nil
+		}
+	}
+	return 0, fmt.Errorf("CNI_COMMAND %q is not one of ADD, DEL, CHECK, GC, STATUS", s)
+}
+
+func (o Options) plugin(a *skel.CmdArgs, cmd Command) error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
 	conf, err := config.Parse(a.StdinData)
 	if err != nil {
 		return types.NewError(types.ErrInvalidNetworkConfig, err.Error(), "")
 	}
-	log, closeLog, err := openLog(conf)
+	if conf.DaemonSocket != "" {
+		return o.forward(ctx, conf, a, cmd)
+	}
+	return o.Run(ctx, cmd, a, os.Stdout)
+}
+
+// Run runs one CNI command through the pipeline; ADD's result is written to
+// stdout in the runtime's cniVersion.
+func (o Options) Run(ctx context.Context, cmd Command, a *skel.CmdArgs, stdout io.Writer) error {
+	conf, err := config.Parse(a.StdinData)
+	if err != nil {
+		return types.NewError(types.ErrInvalidNetworkConfig, err.Error(), "")
+	}
+	log, closeLog, err := o.logger(conf)
 	if err != nil {
 		return types.NewError(types.ErrInvalidNetworkConfig, err.Error(), "")
 	}
 	defer closeLog()
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
+	if o.Timeout == 0 {
+		o.Timeout = 3 * time.Minute
+	}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 
@@ -88,26 +122,32 @@ func (o Options) run(a *skel.CmdArgs, cmd command) error {
 	if err != nil {
 		return types.NewError(types.ErrInvalidEnvironmentVariables, err.Error(), "")
 	}
-	log = log.With("cmd", cmdName(cmd), "container", a.ContainerID, "ifName", a.IfName)
-	p.Log = log
-	return dispatch(ctx, p, req, cmd, a)
+	p.Log = log.With("cmd", cmd.String(), "container", a.ContainerID, "ifName", a.IfName)
+	return dispatch(ctx, p, req, cmd, a, stdout)
 }
 
-func dispatch(ctx context.Context, p *pipeline.Pipeline, req *pipeline.Request, cmd command, a *skel.CmdArgs) error {
+func (o Options) logger(conf *config.Config) (*slog.Logger, func(), error) {
+	if o.Log != nil {
+		return o.Log, func() {}, nil
+	}
+	return openLog(conf)
+}
+
+func dispatch(ctx context.Context, p *pipeline.Pipeline, req *pipeline.Request, cmd Command, a *skel.CmdArgs, stdout io.Writer) error {
 	switch cmd {
-	case cmdAdd:
+	case CmdAdd:
 		res, err := p.Add(ctx, req)
 		if err != nil {
 			p.Log.Error("ADD failed", "err", err)
 			return err
 		}
 		p.Log.Info("ADD done")
-		return res.Print()
-	case cmdDel:
+		return res.PrintTo(stdout)
+	case CmdDel:
 		return logged(p, "DEL", p.Del(ctx, req))
-	case cmdCheck:
+	case CmdCheck:
 		return logged(p, "CHECK", p.Check(ctx, req))
-	case cmdGC:
+	case CmdGC:
 		var gc types.PluginConf
 		if err := json.Unmarshal(a.StdinData, &gc); err != nil {
 			return types.NewError(types.ErrDecodingFailure, "GC: "+err.Error(), "")
@@ -127,12 +167,8 @@ func logged(p *pipeline.Pipeline, what string, err error) error {
 	return nil
 }
 
-func cmdName(c command) string {
-	return [...]string{"ADD", "DEL", "CHECK", "GC", "STATUS"}[c]
-}
-
 // build assembles the pipeline. DEL needs neither the API nor the stages.
-func (o Options) build(ctx context.Context, conf *config.Config, a *skel.CmdArgs, cmd command, log *slog.Logger) (*pipeline.Pipeline, func(), error) {
+func (o Options) build(ctx context.Context, conf *config.Config, a *skel.CmdArgs, cmd Command, log *slog.Logger) (*pipeline.Pipeline, func(), error) {
 	p := &pipeline.Pipeline{
 		Config:  conf,
 		CNI:     libcni.NewCNIConfigWithCacheDir(pluginPaths(conf, a), conf.CacheDir, nil),
@@ -140,17 +176,20 @@ func (o Options) build(ctx context.Context, conf *config.Config, a *skel.CmdArgs
 		Locks:   &lock.Locker{Dir: filepath.Join(conf.CacheDir, "locks")},
 		Log:     log,
 	}
-	src, err := buildSource(conf, cmd, log)
+	sources := o.Source
+	if sources == nil {
+		sources = buildSource
+	}
+	src, err := sources(conf, cmd, log)
 	if err != nil {
-		if cmd == cmdDel {
-			log.Warn("source unavailable for DEL; continuing from the record", "err", err)
-		} else {
+		if cmd != CmdDel {
 			return nil, nil, types.NewError(pipeline.CodePodLookup, err.Error(), "")
 		}
+		log.Warn("source unavailable for DEL; continuing from the record", "err", err)
 	}
 	p.Source = src
 	cleanup := func() {}
-	if cmd == cmdAdd && o.Stages != nil {
+	if cmd == CmdAdd && o.Stages != nil {
 		st, closeStages, err := o.Stages(ctx, conf, log)
 		if err != nil {
 			return nil, nil, types.NewError(types.ErrInvalidNetworkConfig, err.Error(), "")
@@ -174,11 +213,11 @@ const (
 // config when running in a pod (KUBERNETES_SERVICE_HOST set, as kubelet
 // does for every container); DEL only needs the manifests source (to
 // remove its status file) and never the API.
-func chooseSource(conf *config.Config, cmd command, getenv func(string) string) sourceKind {
+func chooseSource(conf *config.Config, cmd Command, getenv func(string) string) sourceKind {
 	switch {
 	case conf.Manifests != "":
 		return manifestsSource
-	case cmd == cmdDel:
+	case cmd == CmdDel:
 		return noSource
 	case conf.Kubeconfig != "":
 		return kubeconfigSource
@@ -190,7 +229,7 @@ func chooseSource(conf *config.Config, cmd command, getenv func(string) string) 
 
 // buildSource builds the chosen source. The kubeconfig is read on every
 // invocation, so rotated credentials take effect on the next call.
-func buildSource(conf *config.Config, cmd command, log *slog.Logger) (source.Source, error) {
+func buildSource(conf *config.Config, cmd Command, log *slog.Logger) (source.Source, error) {
 	switch chooseSource(conf, cmd, os.Getenv) {
 	case manifestsSource:
 		return manifests.Load(conf.Manifests)

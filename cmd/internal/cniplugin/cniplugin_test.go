@@ -17,18 +17,18 @@ func TestChooseSource(t *testing.T) {
 	tests := []struct {
 		name   string
 		conf   config.Config
-		cmd    command
+		cmd    Command
 		getenv func(string) string
 		want   sourceKind
 	}{
-		{"manifests win, even in a pod", config.Config{Manifests: "/m"}, cmdAdd, inPod, manifestsSource},
-		{"manifests on DEL (status file)", config.Config{Manifests: "/m"}, cmdDel, onHost, manifestsSource},
-		{"kubeconfig", config.Config{Kubeconfig: "/k"}, cmdAdd, onHost, kubeconfigSource},
-		{"kubeconfig wins over in-cluster", config.Config{Kubeconfig: "/k"}, cmdCheck, inPod, kubeconfigSource},
-		{"in-cluster in a pod", config.Config{}, cmdAdd, inPod, inClusterSource},
-		{"nothing on a host", config.Config{}, cmdAdd, onHost, noSource},
-		{"DEL never needs the API", config.Config{Kubeconfig: "/k"}, cmdDel, inPod, noSource},
-		{"DEL in a pod", config.Config{}, cmdDel, inPod, noSource},
+		{"manifests win, even in a pod", config.Config{Manifests: "/m"}, CmdAdd, inPod, manifestsSource},
+		{"manifests on DEL (status file)", config.Config{Manifests: "/m"}, CmdDel, onHost, manifestsSource},
+		{"kubeconfig", config.Config{Kubeconfig: "/k"}, CmdAdd, onHost, kubeconfigSource},
+		{"kubeconfig wins over in-cluster", config.Config{Kubeconfig: "/k"}, CmdCheck, inPod, kubeconfigSource},
+		{"in-cluster in a pod", config.Config{}, CmdAdd, inPod, inClusterSource},
+		{"nothing on a host", config.Config{}, CmdAdd, onHost, noSource},
+		{"DEL never needs the API", config.Config{Kubeconfig: "/k"}, CmdDel, inPod, noSource},
+		{"DEL in a pod", config.Config{}, CmdDel, inPod, noSource},
 	}
 	for _, tt := range tests {
 		if got := chooseSource(&tt.conf, tt.cmd, tt.getenv); got != tt.want {
