@@ -7,6 +7,7 @@ import (
 	"github.com/containernetworking/cni/pkg/version"
 
 	"github.com/plexus-cni/plexus/cmd/internal/cniplugin"
+	"github.com/plexus-cni/plexus/cmd/internal/stages"
 )
 
 // Version is set at build time.
@@ -14,7 +15,7 @@ var Version = "dev"
 
 func main() {
 	skel.PluginMainFuncs(
-		cniplugin.Funcs(cniplugin.Options{Stages: buildStages}),
+		cniplugin.Funcs(cniplugin.Options{Stages: stages.Build}),
 		version.PluginSupports("0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"),
 		"plexus "+Version+": NPWG multi-network CNI meta-plugin",
 	)

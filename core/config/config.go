@@ -89,6 +89,19 @@ var (
 
 // Parse decodes and checks the config from stdin.
 func Parse(stdin []byte) (*Config, error) {
+	c, err := ParseBase(stdin)
+	if err != nil {
+		return nil, err
+	}
+	if c.ClusterNetwork == "" {
+		return nil, fmt.Errorf(`plexus config: "clusterNetwork" is required: a CNI config file, a directory, or a NAD name`)
+	}
+	return c, nil
+}
+
+// ParseBase is Parse without requiring clusterNetwork: plexusd's own
+// config, whose default network is found on the node (s6.1).
+func ParseBase(stdin []byte) (*Config, error) {
 	var keys map[string]json.RawMessage
 	if err := json.Unmarshal(stdin, &keys); err != nil {
 		return nil, fmt.Errorf("plexus config is not a JSON object: %w", err)
@@ -138,9 +151,6 @@ func (c *Config) applyDefaults() {
 }
 
 func (c *Config) validate() error {
-	if c.ClusterNetwork == "" {
-		return fmt.Errorf(`"clusterNetwork" is required: a CNI config file, a directory, or a NAD name`)
-	}
 	if c.CNIVersion != "" {
 		if _, _, _, err := version.ParseVersion(c.CNIVersion); err != nil {
 			return fmt.Errorf(`"cniVersion": %w`, err)

@@ -74,7 +74,13 @@ func (p *Pipeline) lookupPod(ctx context.Context, req *Request) (*source.Pod, er
 	if err != nil {
 		return nil, newError(CodePodLookup, ref, "", err)
 	}
-	if uid := req.Arg(ArgPodUID); uid != "" && pod.UID != "" && uid != pod.UID {
+	uid := req.Arg(ArgPodUID)
+	if fresh, ok := p.Source.(source.FreshPodGetter); ok && uid != "" && pod.UID != uid {
+		if pod, err = fresh.FreshPod(ctx, ns, name); err != nil {
+			return nil, newError(CodePodLookup, ref, "", err)
+		}
+	}
+	if uid != "" && pod.UID != "" && uid != pod.UID {
 		return nil, newError(CodePodLookup, ref, "", fmt.Errorf("the runtime asked for pod UID %s but the pod now has UID %s (re-created under the same name)", uid, pod.UID))
 	}
 	return pod, nil

@@ -69,3 +69,10 @@ type EventRecorder interface {
 type NamespaceLabeler interface {
 	NamespaceLabels(ctx context.Context, namespace string) (map[string]string, error)
 }
+
+// FreshPodGetter is implemented by caching sources: FreshPod bypasses the
+// cache, for when the cached pod may be stale (its UID is not the one the
+// runtime names).
+type FreshPodGetter interface {
+	FreshPod(ctx context.Context, namespace, name string) (*Pod, error)
+}

@@ -45,6 +45,8 @@ type Options struct {
 	Timeout time.Duration
 	// Log, when set, is used instead of the config's logFile (plexusd).
 	Log *slog.Logger
+	// WrapCNI, when set, wraps libcni (plexusd counts attachments).
+	WrapCNI func(libcni.CNI) libcni.CNI
 }
 
 // Funcs returns the skel callbacks of the plexus binary: a shim when the
@@ -175,6 +177,9 @@ func (o Options) build(ctx context.Context, conf *config.Config, a *skel.CmdArgs
 		Records: &record.Store{Dir: filepath.Join(conf.CacheDir, "records")},
 		Locks:   &lock.Locker{Dir: filepath.Join(conf.CacheDir, "locks")},
 		Log:     log,
+	}
+	if o.WrapCNI != nil {
+		p.CNI = o.WrapCNI(p.CNI)
 	}
 	sources := o.Source
 	if sources == nil {

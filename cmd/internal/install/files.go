@@ -81,6 +81,9 @@ func (in *Installer) reconcileConfig() error {
 	if err != nil {
 		return err
 	}
+	if in.o.Immediate {
+		return in.writeImmediate(ours, raw)
+	}
 	if def == "" {
 		if err := os.Remove(ours); err == nil {
 			in.o.Log.Warn("the default network's config is gone: removed plexus's (s6.1)", "path", ours)
@@ -211,7 +214,9 @@ func (in *Installer) plexusConfig(def string, raw []byte) ([]byte, error) {
 	}
 	plugin["type"] = "plexus"
 	plugin["clusterNetwork"] = def
-	plugin["kubeconfig"] = in.o.Kubeconfig
+	if !in.o.ConfigOnly {
+		plugin["kubeconfig"] = in.o.Kubeconfig
+	}
 	if caps := c.capabilities(); len(caps) > 0 {
 		plugin["capabilities"] = caps
 	}
@@ -264,4 +269,23 @@ func writeAtomic(path string, data []byte, mode os.FileMode) error {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+// writeImmediate is s6.1.2: plexus's config exists from the start and names
+// the default network's directory, resolved on each call; until a default
+// config appears it carries version 1.0.0 and no capabilities, and it is
+// rewritten when one does.
+func (in *Installer) writeImmediate(ours string, raw []byte) error {
+	if raw == nil {
+		raw = []byte(`{"cniVersion":"1.0.0","name":"pending","type":"pending"}`)
+	}
+	data, err := in.plexusConfig(in.o.DefaultConfDir, raw)
+	if err != nil {
+		return err
+	}
+	changed, err := writeIfChanged(ours, data, 0o644)
+	if changed {
+		in.o.Log.Info("wrote plexus's CNI config (s6.1.2: attachments wait for the default network)", "path", ours)
+	}
+	return err
 }

@@ -49,6 +49,14 @@ type Options struct {
 	// Uninstall removes the config, the kubeconfig and the binaries when
 	// Run's context ends (the DaemonSet is deleted).
 	Uninstall bool
+	// ConfigOnly manages plexus's CNI config alone: no binaries, no
+	// kubeconfig (plexusd, whose shim never talks to the API).
+	ConfigOnly bool
+	// Immediate writes the config at once, its clusterNetwork naming
+	// DefaultConfDir, instead of waiting for the default network's config:
+	// the s6.1.2 alternative, where plexusd blocks attachments until the
+	// default network is ready.
+	Immediate bool
 	Log       *slog.Logger
 }
 
@@ -77,13 +85,19 @@ func (o *Options) check() error {
 	if o.ConfName == "" || filepath.Base(o.ConfName) != o.ConfName || !strings.HasSuffix(o.ConfName, ".conflist") {
 		return fmt.Errorf("config name %q: want a file name ending in .conflist", o.ConfName)
 	}
-	for name, v := range map[string]string{"bin dir": o.BinDir, "conf dir": o.ConfDir, "default conf dir": o.DefaultConfDir, "kubeconfig": o.Kubeconfig, "token file": o.TokenFile, "CA file": o.CAFile} {
+	paths := map[string]string{"conf dir": o.ConfDir, "default conf dir": o.DefaultConfDir}
+	if !o.ConfigOnly {
+		for k, v := range map[string]string{"bin dir": o.BinDir, "kubeconfig": o.Kubeconfig, "token file": o.TokenFile, "CA file": o.CAFile} {
+			paths[k] = v
+		}
+		if !strings.HasPrefix(o.Server, "https://") {
+			return fmt.Errorf("API server %q: want an https:// URL", o.Server)
+		}
+	}
+	for name, v := range paths {
 		if !filepath.IsAbs(v) {
 			return fmt.Errorf("%s %q: want an absolute path", name, v)
 		}
-	}
-	if !strings.HasPrefix(o.Server, "https://") {
-		return fmt.Errorf("API server %q: want an https:// URL", o.Server)
 	}
 	for _, k := range []string{"type", "clusterNetwork", "kubeconfig", "manifests"} {
 		if _, ok := o.Extra[k]; ok {
@@ -117,8 +131,10 @@ func New(o Options) (*Installer, error) {
 // installed. Transient problems (no default network yet, a token being
 // rotated) are logged and retried; only what cannot get better is returned.
 func (in *Installer) Run(ctx context.Context) error {
-	if err := in.InstallBinaries(); err != nil {
-		return err
+	if !in.o.ConfigOnly {
+		if err := in.InstallBinaries(); err != nil {
+			return err
+		}
 	}
 	for {
 		if err := in.Reconcile(); err != nil {
@@ -140,8 +156,10 @@ func (in *Installer) Run(ctx context.Context) error {
 // as its config is there), then plexus's config, present exactly while the
 // default network's is (s6.1).
 func (in *Installer) Reconcile() error {
-	if err := in.writeKubeconfig(); err != nil {
-		return err
+	if !in.o.ConfigOnly {
+		if err := in.writeKubeconfig(); err != nil {
+			return err
+		}
 	}
 	return in.reconcileConfig()
 }
@@ -151,9 +169,12 @@ func (in *Installer) Reconcile() error {
 // the binaries. The default network's files are never touched.
 func (in *Installer) Uninstall() error {
 	var errs []error
-	paths := []string{filepath.Join(in.o.ConfDir, in.o.ConfName), in.o.Kubeconfig}
-	for _, b := range in.o.Binaries {
-		paths = append(paths, filepath.Join(in.o.BinDir, b))
+	paths := []string{filepath.Join(in.o.ConfDir, in.o.ConfName)}
+	if !in.o.ConfigOnly {
+		paths = append(paths, in.o.Kubeconfig)
+		for _, b := range in.o.Binaries {
+			paths = append(paths, filepath.Join(in.o.BinDir, b))
+		}
 	}
 	for _, p := range paths {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -162,7 +183,7 @@ func (in *Installer) Uninstall() error {
 	}
 	// The kubeconfig's own directory, if the installer made it and it is
 	// now empty.
-	if dir := filepath.Dir(in.o.Kubeconfig); dir != in.o.ConfDir && dir != in.o.DefaultConfDir {
+	if dir := filepath.Dir(in.o.Kubeconfig); !in.o.ConfigOnly && dir != in.o.ConfDir && dir != in.o.DefaultConfDir {
 		_ = os.Remove(dir)
 	}
 	in.o.Log.Info("uninstalled", "removed", paths)

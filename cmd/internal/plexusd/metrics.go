@@ -1,0 +1,232 @@
+package plexusd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/containernetworking/cni/libcni"
+	"github.com/containernetworking/cni/pkg/types"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/plexus-cni/plexus/core/daemon"
+	"github.com/plexus-cni/plexus/core/pipeline"
+	"github.com/plexus-cni/plexus/core/source"
+	"github.com/plexus-cni/plexus/extensions"
+)
+
+// metrics are plexusd's Prometheus metrics, in a registry of its own.
+type metrics struct {
+	reg           *prometheus.Registry
+	requests      *prometheus.CounterVec
+	latency       *prometheus.HistogramVec
+	inflight      prometheus.Gauge
+	attachments   *prometheus.CounterVec
+	denials       *prometheus.CounterVec
+	extErrors     *prometheus.CounterVec
+	apiErrors     *prometheus.CounterVec
+	cacheMisses   *prometheus.CounterVec
+	policyReloads *prometheus.CounterVec
+	policyLoaded  prometheus.Gauge
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "plexus_requests_total", Help: "CNI calls served, by command and result (ok or the CNI error code).",
+		}, []string{"command", "result"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "plexus_request_duration_seconds", Help: "Time to serve a CNI call, by command.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 12),
+		}, []string{"command"}),
+		inflight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "plexus_inflight_requests", Help: "CNI calls being served.",
+		}),
+		attachments: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "plexus_attachments_total", Help: "Delegate ADDs (one per network attachment), by result.",
+		}, []string{"result"}),
+		denials: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "plexus_policy_denials_total", Help: "s7.4 policy denials, by reason code.",
+		}, []string{"code"}),
+		extErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "plexus_extension_errors_total", Help: "Extension hook failures, rejections and timeouts, by module and kind.",
+		}, []string{"module", "kind"}),
+		apiErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "plexus_api_errors_total", Help: "Failed Kubernetes API calls, by call.",
+		}, []string{"call"}),
+		cacheMisses: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "plexus_cache_misses_total", Help: "Reads the informer caches could not answer (a direct GET followed), by kind.",
+		}, []string{"kind"}),
+		policyReloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "plexus_policy_reloads_total", Help: "Policy reloads after a change, by result.",
+		}, []string{"result"}),
+		policyLoaded: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "plexus_policy_last_reload_ok", Help: "1 when the policy files in place are the ones in use, 0 when the last change failed to compile and the previous policy is kept.",
+		}),
+	}
+	m.reg.MustRegister(m.requests, m.latency, m.inflight, m.attachments, m.denials, m.extErrors,
+		m.apiErrors, m.cacheMisses, m.policyReloads, m.policyLoaded)
+	return m
+}
+
+// handler counts and times every call.
+func (m *metrics) handler(next daemon.Handler) daemon.Handler {
+	return func(ctx context.Context, c *daemon.Call) *daemon.Reply {
+		cmd := c.Env["CNI_COMMAND"]
+		m.inflight.Inc()
+		start := time.Now()
+		r := next(ctx, c)
+		m.inflight.Dec()
+		m.latency.WithLabelValues(cmd).Observe(time.Since(start).Seconds())
+		m.requests.WithLabelValues(cmd, result(r)).Inc()
+		return r
+	}
+}
+
+func result(r *daemon.Reply) string {
+	if !r.Failed {
+		return "ok"
+	}
+	var e struct {
+		Code uint `json:"code"`
+	}
+	_ = json.Unmarshal(r.Stdout, &e)
+	return strconv.FormatUint(uint64(e.Code), 10)
+}
+
+// countingCNI counts delegate ADDs.
+type countingCNI struct {
+	libcni.CNI
+	m *metrics
+}
+
+func (c countingCNI) AddNetworkList(ctx context.Context, l *libcni.NetworkConfigList, rt *libcni.RuntimeConf) (types.Result, error) {
+	res, err := c.CNI.AddNetworkList(ctx, l, rt)
+	if err != nil {
+		c.m.attachments.WithLabelValues("failed").Inc()
+	} else {
+		c.m.attachments.WithLabelValues("ok").Inc()
+	}
+	return res, err
+}
+
+// countingAuthorizer counts denials by reason code.
+type countingAuthorizer struct {
+	pipeline.Authorizer
+	m *metrics
+}
+
+func (a countingAuthorizer) Authorize(ctx context.Context, req *pipeline.AuthorizeRequest) (pipeline.Decision, error) {
+	d, err := a.Authorizer.Authorize(ctx, req)
+	if !d.Allowed || err != nil {
+		code := "policy.error"
+		if len(d.Reasons) > 0 {
+			code = d.Reasons[0].Code
+		}
+		a.m.denials.WithLabelValues(code).Inc()
+	}
+	return d, err
+}
+
+// NeedsNamespaceLabels passes the engine's answer through.
+func (a countingAuthorizer) NeedsNamespaceLabels() bool {
+	u, ok := a.Authorizer.(pipeline.NamespaceLabelsUser)
+	return !ok || u.NeedsNamespaceLabels()
+}
+
+// countingExtensions counts hook failures by module.
+type countingExtensions struct {
+	host interface {
+		pipeline.Preparer
+		pipeline.Enricher
+	}
+	m *metrics
+}
+
+func (e countingExtensions) Prepare(ctx context.Context, req *pipeline.PrepareRequest) error {
+	err := e.host.Prepare(ctx, req)
+	e.count(err)
+	return err
+}
+
+func (e countingExtensions) Enrich(ctx context.Context, req *pipeline.EnrichRequest) error {
+	err := e.host.Enrich(ctx, req)
+	e.count(err)
+	return err
+}
+
+func (e countingExtensions) count(err error) {
+	var he *extensions.HookError
+	if err == nil || !errors.As(err, &he) {
+		return
+	}
+	kind := "failed"
+	switch {
+	case he.Rejected:
+		kind = "rejected"
+	case errors.Is(err, context.DeadlineExceeded):
+		kind = "timeout"
+	}
+	e.m.extErrors.WithLabelValues(he.Module, kind).Inc()
+}
+
+// countingSource counts failed API calls; not-found is an answer, not an error.
+type countingSource struct {
+	source.Source
+	m *metrics
+}
+
+func (s countingSource) Pod(ctx context.Context, ns, name string) (*source.Pod, error) {
+	p, err := s.Source.Pod(ctx, ns, name)
+	s.count("get pod", err)
+	return p, err
+}
+
+func (s countingSource) NAD(ctx context.Context, ns, name string) (*source.NAD, error) {
+	n, err := s.Source.NAD(ctx, ns, name)
+	s.count("get network-attachment-definition", err)
+	return n, err
+}
+
+func (s countingSource) PublishStatus(ctx context.Context, pod *source.Pod, doc []byte) error {
+	err := s.Source.PublishStatus(ctx, pod, doc)
+	s.count("patch pod", err)
+	return err
+}
+
+// Event, FreshPod and NamespaceLabels reach the wrapped source's optional
+// interfaces.
+func (s countingSource) Event(ctx context.Context, pod *source.Pod, typ source.EventType, reason, msg string) {
+	if r, ok := s.Source.(source.EventRecorder); ok {
+		r.Event(ctx, pod, typ, reason, msg)
+	}
+}
+
+func (s countingSource) FreshPod(ctx context.Context, ns, name string) (*source.Pod, error) {
+	f, ok := s.Source.(source.FreshPodGetter)
+	if !ok {
+		return s.Pod(ctx, ns, name)
+	}
+	p, err := f.FreshPod(ctx, ns, name)
+	s.count("get pod", err)
+	return p, err
+}
+
+func (s countingSource) NamespaceLabels(ctx context.Context, ns string) (map[string]string, error) {
+	l, ok := s.Source.(source.NamespaceLabeler)
+	if !ok {
+		return nil, nil
+	}
+	labels, err := l.NamespaceLabels(ctx, ns)
+	s.count("get namespace", err)
+	return labels, err
+}
+
+func (s countingSource) count(call string, err error) {
+	if err != nil && !errors.Is(err, source.ErrNotFound) {
+		s.m.apiErrors.WithLabelValues(call).Inc()
+	}
+}

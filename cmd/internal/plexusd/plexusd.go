@@ -1,0 +1,288 @@
+// Package plexusd is the node daemon of thick mode: it serves the shim's
+// calls with the same pipeline as the thin plugin, but with informer
+// caches, policies compiled once (and recompiled when their files change),
+// extension modules compiled once, and metrics. It also keeps plexus's CNI
+// config in kubelet's directory in step with the default network (s6.1).
+package plexusd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/containernetworking/cni/libcni"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/plexus-cni/plexus/cmd/internal/cniplugin"
+	"github.com/plexus-cni/plexus/cmd/internal/install"
+	"github.com/plexus-cni/plexus/cmd/internal/stages"
+	"github.com/plexus-cni/plexus/core/config"
+	"github.com/plexus-cni/plexus/core/daemon"
+	"github.com/plexus-cni/plexus/core/pipeline"
+	"github.com/plexus-cni/plexus/core/source"
+	"github.com/plexus-cni/plexus/core/source/kube"
+	"github.com/plexus-cni/plexus/core/source/kube/cached"
+)
+
+// Readiness modes (s6.1).
+const (
+	// ReadinessWait writes plexus's config only once the default network's
+	// exists (s6.1, s6.1.1).
+	ReadinessWait = "wait"
+	// ReadinessBlock writes it at once and holds ADDs until the default
+	// network's config exists, up to BlockDeadline (s6.1.2).
+	ReadinessBlock = "block"
+)
+
+// Options configure plexusd.
+type Options struct {
+	// ConfigFile is plexus's config without clusterNetwork: the source,
+	// policy, extensions, cacheDir, binDir and logging plexusd uses.
+	ConfigFile string
+	Socket     string
+	// MetricsAddr serves /metrics, /healthz and /readyz; "" disables it.
+	MetricsAddr string
+	NodeName    string
+	MaxParallel int
+	PolicyPoll  time.Duration
+	// InstallConfig makes plexusd maintain plexus's CNI config in ConfDir
+	// (kubelet's) from the default network's in DefaultConfDir.
+	InstallConfig  bool
+	ConfDir        string
+	DefaultConfDir string
+	ConfName       string
+	Readiness      string
+	BlockDeadline  time.Duration
+	// Uninstall removes plexus's CNI config when plexusd stops.
+	Uninstall bool
+	Log       *slog.Logger
+}
+
+// Daemon is a running plexusd.
+type Daemon struct {
+	o       Options
+	conf    *config.Config
+	m       *metrics
+	src     source.Source
+	synced  func() bool
+	stages  pipeline.Stages
+	closers []func()
+}
+
+// Run starts plexusd and serves until ctx ends, then shuts down gracefully.
+func Run(ctx context.Context, o Options) error {
+	d, err := start(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer d.close()
+	return d.serve(ctx)
+}
+
+func start(ctx context.Context, o Options) (*Daemon, error) {
+	raw, err := os.ReadFile(o.ConfigFile)
+	if err != nil {
+		return nil, fmt.Errorf("plexusd config: %w", err)
+	}
+	conf, err := config.ParseBase(raw)
+	if err != nil {
+		return nil, fmt.Errorf("plexusd config %s: %w", o.ConfigFile, err)
+	}
+	d := &Daemon{o: o, conf: conf, m: newMetrics(), synced: func() bool { return true }}
+	if err := d.buildSource(ctx); err != nil {
+		return nil, err
+	}
+	if err := d.buildStages(ctx); err != nil {
+		d.close()
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *Daemon) close() {
+	for _, c := range d.closers {
+		c()
+	}
+}
+
+// buildSource: informer caches for Kubernetes; the manifests source is
+// read per call (it is a local directory).
+func (d *Daemon) buildSource(ctx context.Context) error {
+	if d.conf.Manifests != "" {
+		return nil
+	}
+	rc, err := kube.Config(d.conf.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	if d.o.NodeName == "" {
+		return errors.New("plexusd needs the node name (--node-name or NODE_NAME) to cache this node's pods")
+	}
+	c, err := cached.New(ctx, rc, d.o.NodeName, kube.Options{CallTimeout: d.conf.APITimeoutDuration, Budget: d.conf.APIBudgetDuration, Component: "plexusd", Log: d.o.Log})
+	if err != nil {
+		return err
+	}
+	c.Misses = func(kind string) { d.m.cacheMisses.WithLabelValues(kind).Inc() }
+	d.src, d.synced = countingSource{Source: c, m: d.m}, c.HasSynced
+	return nil
+}
+
+// buildStages compiles policies and extension modules once.
+func (d *Daemon) buildStages(ctx context.Context) error {
+	if len(d.conf.Policy) > 0 {
+		pc, err := stages.PolicyConfig(d.conf)
+		if err != nil {
+			return err
+		}
+		rp, err := newReloadingPolicy(ctx, pc, d.m, d.o.Log)
+		if err != nil {
+			return fmt.Errorf(`plexusd config "policy": %w`, err)
+		}
+		go rp.watch(ctx, d.o.PolicyPoll)
+		d.stages.Authorizer = countingAuthorizer{Authorizer: rp, m: d.m}
+	}
+	if len(d.conf.Extensions) > 0 {
+		host, err := stages.Extensions(ctx, d.conf)
+		if err != nil {
+			return err
+		}
+		if err := host.LoadAll(ctx); err != nil {
+			return fmt.Errorf("loading extension modules: %w", err)
+		}
+		d.closers = append(d.closers, func() { _ = host.Close(context.Background()) })
+		ce := countingExtensions{host: host, m: d.m}
+		d.stages.Preparer, d.stages.Enricher = ce, ce
+	}
+	return nil
+}
+
+// options is the pipeline runner with plexusd's long-lived parts. Calls
+// carry the shim's config (the default network, cniVersion, runtimeConfig);
+// the source, stages and logging are plexusd's.
+func (d *Daemon) options() cniplugin.Options {
+	o := cniplugin.Options{
+		Stages: func(context.Context, *config.Config, *slog.Logger) (pipeline.Stages, func(), error) {
+			return d.stages, func() {}, nil
+		},
+		Log:     d.o.Log,
+		WrapCNI: func(c libcni.CNI) libcni.CNI { return countingCNI{CNI: c, m: d.m} },
+	}
+	if d.src != nil {
+		o.Source = func(*config.Config, cniplugin.Command, *slog.Logger) (source.Source, error) { return d.src, nil }
+	}
+	return o
+}
+
+func (d *Daemon) serve(ctx context.Context) error {
+	ln, err := daemon.Listen(d.o.Socket)
+	if err != nil {
+		return err
+	}
+	if d.o.MetricsAddr != "" {
+		go d.serveHTTP(ctx)
+	}
+	if d.o.InstallConfig {
+		if err := d.startInstaller(ctx); err != nil {
+			ln.Close()
+			return err
+		}
+	}
+	srv := &daemon.Server{Handler: d.m.handler(d.block(d.options().Handle)), MaxParallel: d.o.MaxParallel, Ready: d.ready, Log: d.o.Log}
+	d.o.Log.Info("plexusd serving", "socket", d.o.Socket, "node", d.o.NodeName)
+	err = srv.Serve(ctx, ln)
+	_ = os.Remove(d.o.Socket)
+	return err
+}
+
+// ready: the caches are synced.
+func (d *Daemon) ready() bool { return d.synced() }
+
+// block holds ADDs until the default network's config exists (s6.1.2).
+func (d *Daemon) block(next daemon.Handler) daemon.Handler {
+	if !d.o.InstallConfig || d.o.Readiness != ReadinessBlock {
+		return next
+	}
+	return func(ctx context.Context, c *daemon.Call) *daemon.Reply {
+		if c.Env["CNI_COMMAND"] == "ADD" {
+			if err := d.waitDefault(ctx); err != nil {
+				return &daemon.Reply{Failed: true, Stdout: []byte(fmt.Sprintf(`{"code":%d,"msg":%q}`, pipeline.CodeDefaultNotReady, err.Error()))}
+			}
+		}
+		return next(ctx, c)
+	}
+}
+
+func (d *Daemon) waitDefault(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, d.o.BlockDeadline)
+	defer cancel()
+	for {
+		if defaultPresent(d.o.DefaultConfDir, d.o.ConfName) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the cluster-wide default network's CNI config did not appear in %s within %s (s6.1.2)", d.o.DefaultConfDir, d.o.BlockDeadline)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// defaultPresent reports a CNI config in dir other than plexus's own.
+func defaultPresent(dir, ours string) bool {
+	for _, pat := range []string{"*.conf", "*.conflist", "*.json"} {
+		m, _ := filepath.Glob(filepath.Join(dir, pat))
+		for _, f := range m {
+			if filepath.Base(f) != ours {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (d *Daemon) startInstaller(ctx context.Context) error {
+	extra := map[string]any{"daemonSocket": d.o.Socket, "cacheDir": d.conf.CacheDir, "confDir": d.conf.ConfDir}
+	for k, v := range map[string]string{"binDir": d.conf.BinDir, "logFile": d.conf.LogFile, "logLevel": d.conf.LogLevel} {
+		if v != "" {
+			extra[k] = v
+		}
+	}
+	in, err := install.New(install.Options{
+		ConfigOnly: true, Immediate: d.o.Readiness == ReadinessBlock,
+		ConfDir: d.o.ConfDir, DefaultConfDir: d.o.DefaultConfDir, ConfName: d.o.ConfName,
+		Extra: extra, Uninstall: d.o.Uninstall, Poll: time.Second, Log: d.o.Log,
+	})
+	if err != nil {
+		return fmt.Errorf("CNI config installer: %w", err)
+	}
+	go func() {
+		if err := in.Run(ctx); err != nil {
+			d.o.Log.Error("CNI config installer stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+func (d *Daemon) serveHTTP(ctx context.Context) {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(d.m.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(http.ResponseWriter, *http.Request) {})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !d.ready() {
+			http.Error(w, "caches not synced", http.StatusServiceUnavailable)
+		}
+	})
+	srv := &http.Server{Addr: d.o.MetricsAddr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		d.o.Log.Error("metrics server", "err", err)
+	}
+}

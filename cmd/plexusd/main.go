@@ -1,0 +1,63 @@
+// Command plexusd is plexus's node daemon (thick mode): the plexus shim
+// forwards every CNI call to it over a unix socket.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/plexus-cni/plexus/cmd/internal/install"
+	"github.com/plexus-cni/plexus/cmd/internal/plexusd"
+	"github.com/plexus-cni/plexus/core/daemon"
+)
+
+func main() {
+	o, err := parseFlags(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "plexusd:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := plexusd.Run(ctx, o); err != nil {
+		o.Log.Error("plexusd failed", "err", err)
+		os.Exit(1)
+	}
+}
+
+func parseFlags(args []string) (plexusd.Options, error) {
+	o := plexusd.Options{}
+	fs := flag.NewFlagSet("plexusd", flag.ContinueOnError)
+	fs.StringVar(&o.ConfigFile, "config", "/etc/plexus/plexusd.json", "plexus config (source, policy, extensions, cacheDir, ...) without clusterNetwork")
+	fs.StringVar(&o.Socket, "socket", daemon.DefaultSocket, "unix socket the shim calls (root only)")
+	fs.StringVar(&o.MetricsAddr, "metrics-addr", "127.0.0.1:9191", "address of /metrics, /healthz, /readyz (empty: off)")
+	fs.StringVar(&o.NodeName, "node-name", os.Getenv("NODE_NAME"), "this node's name (pods of this node are cached)")
+	fs.IntVar(&o.MaxParallel, "max-parallel", 32, "CNI calls served at once (one container's calls are always serialized)")
+	fs.DurationVar(&o.PolicyPoll, "policy-poll", 2*time.Second, "how often policy files are checked for changes")
+	fs.BoolVar(&o.InstallConfig, "install-config", true, "maintain plexus's CNI config in --cni-conf-dir (s6.1)")
+	fs.StringVar(&o.ConfDir, "cni-conf-dir", install.DefaultConfDir, "kubelet's CNI config directory")
+	fs.StringVar(&o.DefaultConfDir, "default-conf-dir", install.DefaultConfDir, "where the cluster-wide default network writes its CNI config (s6.1.1)")
+	fs.StringVar(&o.ConfName, "conf-name", install.DefaultConfName, "plexus's CNI config file name; must sort first")
+	fs.StringVar(&o.Readiness, "readiness", plexusd.ReadinessWait, "wait: install plexus's config only once the default network's exists (s6.1.1); block: install at once and hold ADDs until it does (s6.1.2)")
+	fs.DurationVar(&o.BlockDeadline, "block-deadline", 2*time.Minute, "with --readiness=block, how long an ADD waits for the default network")
+	fs.BoolVar(&o.Uninstall, "uninstall", false, "remove plexus's CNI config when stopping")
+	level := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(*level)); err != nil {
+		return o, fmt.Errorf("--log-level: %w", err)
+	}
+	if o.Readiness != plexusd.ReadinessWait && o.Readiness != plexusd.ReadinessBlock {
+		return o, fmt.Errorf("--readiness %q: want wait or block", o.Readiness)
+	}
+	o.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+	return o, nil
+}

@@ -1,0 +1,155 @@
+// Package cached is the Kubernetes source for plexusd: informer caches of
+// the node's pods (trimmed to what plexus reads) and of every NAD, so an
+// ADD reads nothing from the API once the caches are synced. A cache miss
+// (a pod created a moment ago) falls back to a direct GET; writes (status,
+// events) go through the thin source.
+package cached
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/plexus-cni/plexus/core/nad"
+	"github.com/plexus-cni/plexus/core/source"
+	"github.com/plexus-cni/plexus/core/source/kube"
+)
+
+var nadResource = schema.GroupVersionResource{Group: nad.Group, Version: nad.Version, Resource: nad.Resource}
+
+// Source serves reads from caches and writes through kube.Source.
+type Source struct {
+	*kube.Source
+	pods   cache.SharedIndexInformer
+	nads   cache.SharedIndexInformer
+	synced []cache.InformerSynced
+	// Misses counts reads that had to go to the API.
+	Misses func(kind string)
+}
+
+// New starts the informers; they run until ctx ends. nodeName limits the
+// pod cache to the node plexusd serves.
+func New(ctx context.Context, cfg *rest.Config, nodeName string, opts kube.Options) (*Source, error) {
+	direct, err := kube.New(cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building the Kubernetes client: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building the Kubernetes client: %w", err)
+	}
+	s := &Source{Source: direct, Misses: func(string) {}}
+	podFactory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", nodeName).String()
+	}))
+	s.pods = podFactory.Core().V1().Pods().Informer()
+	if err := s.pods.SetTransform(trimPod); err != nil {
+		return nil, err
+	}
+	nadFactory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
+	s.nads = nadFactory.ForResource(nadResource).Informer()
+	if err := s.nads.SetTransform(toNAD); err != nil {
+		return nil, err
+	}
+	s.synced = []cache.InformerSynced{s.pods.HasSynced, s.nads.HasSynced}
+	podFactory.Start(ctx.Done())
+	nadFactory.Start(ctx.Done())
+	return s, nil
+}
+
+// HasSynced reports whether both caches are filled.
+func (s *Source) HasSynced() bool {
+	for _, f := range s.synced {
+		if !f() {
+			return false
+		}
+	}
+	return true
+}
+
+// WaitForSync blocks until the caches are filled or ctx ends.
+func (s *Source) WaitForSync(ctx context.Context) bool {
+	return cache.WaitForCacheSync(ctx.Done(), s.synced...)
+}
+
+// Pod implements source.Source from the cache, falling back to a GET.
+func (s *Source) Pod(ctx context.Context, namespace, name string) (*source.Pod, error) {
+	obj, ok, err := s.pods.GetStore().GetByKey(namespace + "/" + name)
+	if err == nil && ok {
+		return podOf(obj.(*corev1.Pod)), nil
+	}
+	s.Misses("pod")
+	return s.Source.Pod(ctx, namespace, name)
+}
+
+// FreshPod reads the pod from the API, bypassing the cache: the pipeline
+// asks when the cached pod's UID is not the runtime's (a re-created pod the
+// cache has not seen yet).
+func (s *Source) FreshPod(ctx context.Context, namespace, name string) (*source.Pod, error) {
+	s.Misses("pod")
+	return s.Source.Pod(ctx, namespace, name)
+}
+
+// NAD implements source.Source from the cache, falling back to a GET.
+func (s *Source) NAD(ctx context.Context, namespace, name string) (*source.NAD, error) {
+	obj, ok, err := s.nads.GetStore().GetByKey(namespace + "/" + name)
+	if err == nil && ok {
+		return obj.(*nad.NetworkAttachmentDefinition).DeepCopy(), nil
+	}
+	s.Misses("networkattachmentdefinition")
+	return s.Source.NAD(ctx, namespace, name)
+}
+
+// trimPod keeps what plexus reads of a pod; the cache of a node with 110
+// pods then costs little memory.
+func trimPod(obj any) (any, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil // a tombstone
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: p.Namespace, Name: p.Name, UID: p.UID, ResourceVersion: p.ResourceVersion,
+			Labels: p.Labels, Annotations: p.Annotations,
+		},
+		Spec: corev1.PodSpec{NodeName: p.Spec.NodeName, ServiceAccountName: p.Spec.ServiceAccountName},
+	}, nil
+}
+
+// toNAD turns the dynamic client's object into plexus's NAD type.
+func toNAD(obj any) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	var n nad.NetworkAttachmentDefinition
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &n); err != nil {
+		return nil, fmt.Errorf("NetworkAttachmentDefinition %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+	}
+	n.ManagedFields = nil
+	return &n, nil
+}
+
+func podOf(p *corev1.Pod) *source.Pod {
+	return &source.Pod{
+		Namespace: p.Namespace, Name: p.Name, UID: string(p.UID), Labels: p.Labels, Annotations: p.Annotations,
+		ServiceAccountName: p.Spec.ServiceAccountName, NodeName: p.Spec.NodeName,
+	}
+}
+
