@@ -9,11 +9,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -68,7 +71,7 @@ func Main(m *testing.M) int {
 func build(dir string) error {
 	if pre := os.Getenv("PLEXUS_BIN"); pre != "" {
 		// make test builds once into bin/ and points the tests at it.
-		for _, f := range append([]string{"github.com/plexus-cni/plexus/cmd/plexus"}, referencePlugins...) {
+		for _, f := range append([]string{"github.com/plexus-cni/plexus/cmd/plexus", "github.com/plexus-cni/plexus/cmd/plexusd"}, referencePlugins...) {
 			src := filepath.Join(pre, filepath.Base(f))
 			if err := os.Symlink(src, filepath.Join(dir, filepath.Base(f))); err != nil {
 				return err
@@ -76,7 +79,7 @@ func build(dir string) error {
 		}
 		return nil
 	}
-	args := append([]string{"build", "-o", dir + "/", "github.com/plexus-cni/plexus/cmd/plexus"}, referencePlugins...)
+	args := append([]string{"build", "-o", dir + "/", "github.com/plexus-cni/plexus/cmd/plexus", "github.com/plexus-cni/plexus/cmd/plexusd"}, referencePlugins...)
 	cmd := exec.Command("go", args...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Run(); err != nil {
@@ -494,4 +497,35 @@ func (h *World) PluginStdinErr(command, extra string) (string, *CNIError) {
 		return out.String(), &e
 	}
 	return out.String(), nil
+}
+
+func httpGet(t testing.TB, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	Must(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	Must(t, err)
+	return string(b)
+}
+
+// Parallel runs f for every container at once and reports each failure.
+func Parallel(t testing.TB, cs []*Container, f func(*Container) error) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(cs))
+	for _, c := range cs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(c); err != nil {
+				errs <- fmt.Errorf("%s: %w", c.Name, err)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
 }

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/containernetworking/cni/libcni"
@@ -26,7 +25,7 @@ func TestS7_3ParallelContainers(t *testing.T) {
 		cs[i] = h.Container("demo", name)
 	}
 	before := harness.HostVeths(t)
-	parallel(t, cs, func(c *harness.Container) error { _, err := h.CNITool(c, "add"); return err })
+	harness.Parallel(t, cs, func(c *harness.Container) error { _, err := h.CNITool(c, "add"); return err })
 	seen := map[string]bool{}
 	for _, c := range cs {
 		if got := harness.IfNames(c.Links(t)); len(got) != 3 {
@@ -41,33 +40,13 @@ func TestS7_3ParallelContainers(t *testing.T) {
 			}
 		}
 	}
-	parallel(t, cs, func(c *harness.Container) error { _, err := h.CNITool(c, "del"); return err })
+	harness.Parallel(t, cs, func(c *harness.Container) error { _, err := h.CNITool(c, "del"); return err })
 	for _, c := range cs {
 		if got := harness.IfNames(c.Links(t)); len(got) != 0 {
 			t.Errorf("%s still has %v", c.Name, got)
 		}
 	}
 	h.AssertNoLeaks(before)
-}
-
-func parallel(t *testing.T, cs []*harness.Container, f func(*harness.Container) error) {
-	t.Helper()
-	var wg sync.WaitGroup
-	errs := make(chan error, len(cs))
-	for _, c := range cs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := f(c); err != nil {
-				errs <- fmt.Errorf("%s: %w", c.Name, err)
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
 }
 
 // TestDelWithCorruptRecord: DEL falls back to what libcni's own cache knows.

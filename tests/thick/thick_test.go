@@ -1,0 +1,181 @@
+package thick
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/plexus-cni/plexus/tests/harness"
+)
+
+func TestThickAddDelThroughShim(t *testing.T) {
+	w := harness.New(t)
+	d := w.StartDaemon()
+	w.BridgeNAD("demo", "net-a")
+	w.BridgeNAD("other", "net-b")
+	w.Pod("demo", "web", "net-a,other/net-b,net-a")
+	c := w.Container("demo", "web")
+	before := harness.HostVeths(t)
+	out := w.Add(c)
+	if !strings.Contains(out, `"cniVersion": "1.0.0"`) || !strings.Contains(out, `"eth0"`) {
+		t.Errorf("the runtime's result must be the default network's: %s", out)
+	}
+	if got := harness.IfNames(c.Links(t)); !reflect.DeepEqual(got, []string{"eth0", "net1", "net2", "net3"}) {
+		t.Fatalf("interfaces %v", got)
+	}
+	if st := w.Status("demo", "web"); len(st) != 4 || !st[0].Default {
+		t.Errorf("status %+v", st)
+	}
+	w.Del(c)
+	w.AssertNoLeaks(before)
+	if n := d.Metric("plexus_requests_total", `command="ADD"`, `result="ok"`); n != 1 {
+		t.Errorf("plexus_requests_total ADD ok = %v", n)
+	}
+	if n := d.Metric("plexus_attachments_total", `result="ok"`); n != 4 {
+		t.Errorf("plexus_attachments_total = %v, want 4", n)
+	}
+}
+
+// TestThickErrorsRelayedExactly: plexusd's CNI error reaches the runtime
+// with its code and message.
+func TestThickErrorsRelayedExactly(t *testing.T) {
+	w := harness.New(t)
+	w.StartDaemon()
+	w.Pod("demo", "web", "missing-nad")
+	c := w.Container("demo", "web")
+	before := harness.HostVeths(t)
+	_, e := w.Plugin(c, "ADD")
+	if e == nil || e.Code != 101 || !strings.Contains(e.Msg, "demo/missing-nad") {
+		t.Fatalf("want code 101 naming the NAD, got %+v", e)
+	}
+	w.AssertNoLeaks(before)
+}
+
+// TestThickDaemonKilledThenDel: a dead plexusd never leaks: the shim tears
+// down from the attachment record itself.
+func TestThickDaemonKilledThenDel(t *testing.T) {
+	w := harness.New(t)
+	d := w.StartDaemon()
+	w.BridgeNAD("demo", "net-a")
+	w.Pod("demo", "web", "net-a,net-a")
+	c := w.Container("demo", "web")
+	before := harness.HostVeths(t)
+	w.Add(c)
+	d.Kill()
+	w.Del(c)
+	if got := harness.IfNames(c.Links(t)); len(got) != 0 {
+		t.Errorf("interfaces left: %v", got)
+	}
+	w.AssertNoLeaks(before)
+}
+
+// TestThickAddWithoutDaemonFailsClearly: ADD waits daemonWait, then fails
+// naming plexusd and the socket; nothing is attached.
+func TestThickAddWithoutDaemonFailsClearly(t *testing.T) {
+	w := harness.New(t)
+	d := w.StartDaemon()
+	w.Set("daemonWait", "500ms")
+	d.Stop()
+	w.Pod("demo", "web", "")
+	c := w.Container("demo", "web")
+	before := harness.HostVeths(t)
+	_, e := w.Plugin(c, "ADD")
+	if e == nil || e.Code != 115 || !strings.Contains(e.Msg, "plexusd") || !strings.Contains(e.Msg, d.Socket) {
+		t.Fatalf("want code 115 naming plexusd and its socket, got %+v", e)
+	}
+	if got := harness.IfNames(c.Links(t)); len(got) != 0 {
+		t.Errorf("interfaces %v", got)
+	}
+	w.AssertNoLeaks(before)
+}
+
+// TestThickDaemonRestartMidRun: attachments made before a restart are
+// removed by DELs served after it.
+func TestThickDaemonRestartMidRun(t *testing.T) {
+	w := harness.New(t)
+	d := w.StartDaemon()
+	w.BridgeNAD("demo", "net-a")
+	w.Pod("demo", "one", "net-a")
+	w.Pod("demo", "two", "net-a")
+	one, two := w.Container("demo", "one"), w.Container("demo", "two")
+	before := harness.HostVeths(t)
+	w.Add(one)
+	d.Stop()
+	d.Start()
+	w.Add(two)
+	w.Del(one)
+	w.Del(two)
+	w.AssertNoLeaks(before)
+}
+
+// TestThickPolicyReload: a policy change applies without a restart; a
+// broken change keeps the previous policy and says so.
+func TestThickPolicyReload(t *testing.T) {
+	w := harness.New(t)
+	lib, err := filepath.Abs("../../policies/library")
+	harness.Must(t, err)
+	data := filepath.Join(w.Dir, "policy", "admin.yaml")
+	harness.Must(t, os.MkdirAll(filepath.Dir(data), 0o755))
+	w.WriteFile(data, "plexus:\n  config:\n    max_attachments: {enabled: true, max: 0}\n")
+	w.Set("policy", map[string]any{"paths": []string{lib, filepath.Dir(data)}})
+	d := w.StartDaemon("--policy-poll", "50ms")
+	w.BridgeNAD("demo", "net-a")
+	w.Pod("demo", "web", "net-a")
+	c := w.Container("demo", "web")
+	before := harness.HostVeths(t)
+	if _, e := w.Plugin(c, "ADD"); e == nil || e.Code != 102 || !strings.Contains(e.Msg, "max-attachments") {
+		t.Fatalf("want a max-attachments denial, got %+v", e)
+	}
+	reloads := d.Metric("plexus_policy_reloads_total", `result="ok"`)
+	w.WriteFile(data, "plexus:\n  config:\n    max_attachments: {enabled: true, max: 4}\n")
+	waitFor(t, func() bool { return d.Metric("plexus_policy_reloads_total", `result="ok"`) > reloads })
+	if _, e := w.Plugin(c, "ADD"); e != nil {
+		t.Fatalf("after raising the cap: %+v", e)
+	}
+	w.Plugin(c, "DEL")
+
+	// A policy that does not compile is refused; the last good one stays.
+	broken := filepath.Join(filepath.Dir(data), "broken.rego")
+	w.WriteFile(broken, "package plexus.rules.broken\n\ndeny contains x if {\n")
+	waitFor(t, func() bool { return d.Metric("plexus_policy_reloads_total", `result="failed"`) >= 1 })
+	if d.Metric("plexus_policy_last_reload_ok") != 0 {
+		t.Error("plexus_policy_last_reload_ok must report the rejected change")
+	}
+	if !strings.Contains(d.Log(), "previous policy stays in force") {
+		t.Errorf("the log must say the change was rejected:\n%s", d.Log())
+	}
+	if _, e := w.Plugin(c, "ADD"); e != nil {
+		t.Fatalf("the last good policy must stay in force: %+v", e)
+	}
+	w.Plugin(c, "DEL")
+	w.AssertNoLeaks(before)
+	if n := d.Metric("plexus_policy_denials_total", `code="max-attachments"`); n != 1 {
+		t.Errorf("denials by code = %v", n)
+	}
+}
+
+// TestThickFiftyPodsConcurrently: 50 pods ADDed and DELed at once through
+// the shim; nothing leaks.
+func TestThickFiftyPodsConcurrently(t *testing.T) {
+	w := harness.New(t)
+	w.StartDaemon("--max-parallel", "8")
+	w.BridgeNAD("demo", "net-a")
+	cs := make([]*harness.Container, 50)
+	for i := range cs {
+		name := fmt.Sprintf("pod-%d", i)
+		w.Pod("demo", name, "net-a")
+		cs[i] = w.Container("demo", name)
+	}
+	before := harness.HostVeths(t)
+	harness.Parallel(t, cs, func(c *harness.Container) error { _, err := w.CNITool(c, "add"); return err })
+	for _, c := range cs {
+		if got := harness.IfNames(c.Links(t)); len(got) != 2 {
+			t.Errorf("%s has %v", c.Name, got)
+		}
+	}
+	harness.Parallel(t, cs, func(c *harness.Container) error { _, err := w.CNITool(c, "del"); return err })
+	w.AssertNoLeaks(before)
+}
