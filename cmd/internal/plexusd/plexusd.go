@@ -27,6 +27,7 @@ import (
 	"github.com/plexus-cni/plexus/core/source"
 	"github.com/plexus-cni/plexus/core/source/kube"
 	"github.com/plexus-cni/plexus/core/source/kube/cached"
+	"github.com/plexus-cni/plexus/core/source/manifests"
 )
 
 // Readiness modes (s6.1).
@@ -110,8 +111,8 @@ func (d *Daemon) close() {
 	}
 }
 
-// buildSource: informer caches for Kubernetes; the manifests source is
-// read per call (it is a local directory).
+// buildSource: informer caches for Kubernetes; plexusd's manifests
+// directory is read per call (it is local and may change).
 func (d *Daemon) buildSource(ctx context.Context) error {
 	if d.conf.Manifests != "" {
 		return nil
@@ -172,8 +173,13 @@ func (d *Daemon) options() cniplugin.Options {
 		Log:     d.o.Log,
 		WrapCNI: func(c libcni.CNI) libcni.CNI { return countingCNI{CNI: c, m: d.m} },
 	}
-	if d.src != nil {
+	switch {
+	case d.src != nil:
 		o.Source = func(*config.Config, cniplugin.Command, *slog.Logger) (source.Source, error) { return d.src, nil }
+	case d.conf.Manifests != "":
+		o.Source = func(*config.Config, cniplugin.Command, *slog.Logger) (source.Source, error) {
+			return manifests.Load(d.conf.Manifests)
+		}
 	}
 	return o
 }
