@@ -19,6 +19,7 @@ func TestKubernetes(t *testing.T) {
 	s := newSuite(t)
 	t.Run("AttachStatusAndEvent", s.testAttachStatusAndEvent)
 	t.Run("RequestCounts", s.testRequestCounts)
+	t.Run("ThickRequestCounts", s.testThickRequestCounts)
 	t.Run("AddTwiceKeepsStatusExact", s.testAddTwice)
 	t.Run("PodRecreatedUnderSameName", s.testPodRecreated)
 	t.Run("MissingNAD", s.testMissingNAD)

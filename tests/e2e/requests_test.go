@@ -40,6 +40,32 @@ func (s *suite) testRequestCounts(t *testing.T) {
 	t.Logf("API requests per pod (4 selections, 3 distinct NADs): ADD %v [%s]; DEL %v [%s]", sum(add), formatCounts(add), sum(del), formatCounts(del))
 }
 
+// testThickRequestCounts: plexusd serves reads from its informer caches,
+// so once they are synced an ADD makes only the two writes (status PATCH,
+// event) and DEL none; the same pod as testRequestCounts.
+func (s *suite) testThickRequestCounts(t *testing.T) {
+	w, ns := s.world(t)
+	for _, n := range []string{"a", "b", "c"} {
+		s.nad(t, ns, n, w.BridgeNADConfig(n))
+	}
+	pod := s.pod(t, ns, "web", `[{"name":"a"},{"name":"b"},{"name":"c"},{"name":"a"}]`)
+	c := container(w, pod)
+	// StartDaemon waits for readiness, which is synced caches: their first
+	// LIST holds the pod and NADs created above.
+	d := w.StartDaemon("--node-name", "node-a")
+	before := harness.HostVeths(t)
+	add := s.measure(t, "thick ADD", map[string]float64{"PATCH pods": 1, "POST events": 1}, func() { w.Add(c) })
+	if got := len(s.status(t, ns, "web")); got != 5 {
+		t.Errorf("network-status has %d entries, want 5", got)
+	}
+	del := s.measure(t, "thick DEL", map[string]float64{}, func() { w.Del(c) })
+	w.AssertNoLeaks(before)
+	if n := d.Metric("plexus_cache_misses_total"); n != 0 {
+		t.Errorf("%v cache misses with synced caches", n)
+	}
+	t.Logf("thick mode API requests per pod: ADD %v [%s]; DEL %v [%s]", sum(add), formatCounts(add), sum(del), formatCounts(del))
+}
+
 // measure runs f and returns the API requests it caused, by "VERB
 // resource". It fails t when they differ from want: anything beyond want is
 // a request plexus should not make. The server counts a request as it
