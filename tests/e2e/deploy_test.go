@@ -15,18 +15,26 @@ import (
 	"github.com/plexus-cni/plexus/tests/harness"
 )
 
-// manifestFiles are deploy/'s manifests: every YAML file except the
-// kustomization itself (deploy/demo is a standalone demo, not a manifest).
+// manifestFiles are deploy/'s manifests, relative to deploy/: every YAML
+// file except kustomizations (deploy/demo is a standalone demo).
 func manifestFiles(t *testing.T) []string {
 	t.Helper()
-	paths, err := filepath.Glob(deployFile(t, "*.yaml"))
-	harness.Must(t, err)
+	root := deployFile(t, "")
 	var out []string
-	for _, p := range paths {
-		if filepath.Base(p) != "kustomization.yaml" {
-			out = append(out, filepath.Base(p))
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
 		}
-	}
+		if d.IsDir() && d.Name() == "demo" {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(p, ".yaml") && d.Name() != "kustomization.yaml" {
+			rel, _ := filepath.Rel(root, p)
+			out = append(out, rel)
+		}
+		return nil
+	})
+	harness.Must(t, err)
 	sort.Strings(out)
 	return out
 }
@@ -36,7 +44,7 @@ func manifestFiles(t *testing.T) []string {
 // run its pods here, but admission and validation are the real ones.
 func (s *suite) testDeployManifests(t *testing.T) {
 	files := manifestFiles(t)
-	for _, f := range []string{"crd.yaml", "rbac.yaml", "daemonset.yaml"} {
+	for _, f := range []string{"base/crd.yaml", "base/rbac.yaml", "daemonset.yaml", "thick/daemonset.yaml"} {
 		if !contains(files, f) {
 			t.Errorf("deploy/%s is missing", f)
 		}
@@ -47,10 +55,10 @@ func (s *suite) testDeployManifests(t *testing.T) {
 		}
 	}
 	// What can be stored is stored: applying deploy/ again is a no-op for
-	// crd.yaml and rbac.yaml (the suite applied them), and the rest must
-	// apply for real too, except the DaemonSet, whose pods nothing runs.
+	// the CRD and RBAC (the suite applied them), and the rest must apply
+	// for real too, except the DaemonSets, whose pods nothing runs.
 	for _, f := range files {
-		if f == "daemonset.yaml" {
+		if filepath.Base(f) == "daemonset.yaml" {
 			continue
 		}
 		if err := s.env.Apply(t.Context(), false, deployFile(t, f)); err != nil {
@@ -59,26 +67,46 @@ func (s *suite) testDeployManifests(t *testing.T) {
 	}
 }
 
-// TestKustomizationListsEveryManifest: `kubectl apply -k deploy/` must
-// install everything deploy/ holds.
+// TestKustomizationListsEveryManifest: `kubectl apply -k` of deploy/ (thin)
+// or deploy/thick must install everything: each kustomization lists every
+// manifest of its directory, and the two modes share deploy/base.
 func TestKustomizationListsEveryManifest(t *testing.T) {
-	raw, err := os.ReadFile(deployFile(t, "kustomization.yaml"))
-	harness.Must(t, err)
-	var k struct {
-		APIVersion string   `json:"apiVersion"`
-		Kind       string   `json:"kind"`
-		Resources  []string `json:"resources"`
+	want := map[string][]string{
+		"":      {"base", "daemonset.yaml"},
+		"base":  {"crd.yaml", "rbac.yaml"},
+		"thick": {"../base", "configmap.yaml", "daemonset.yaml"},
 	}
-	if err := yaml.UnmarshalStrict(raw, &k); err != nil {
-		t.Fatalf("deploy/kustomization.yaml: %v", err)
+	for dir, resources := range want {
+		raw, err := os.ReadFile(deployFile(t, filepath.Join(dir, "kustomization.yaml")))
+		harness.Must(t, err)
+		var k struct {
+			APIVersion string   `json:"apiVersion"`
+			Kind       string   `json:"kind"`
+			Resources  []string `json:"resources"`
+		}
+		if err := yaml.UnmarshalStrict(raw, &k); err != nil {
+			t.Fatalf("deploy/%s/kustomization.yaml: %v", dir, err)
+		}
+		if k.Kind != "Kustomization" || !strings.HasPrefix(k.APIVersion, "kustomize.config.k8s.io/") {
+			t.Errorf("deploy/%s/kustomization.yaml is %s %s", dir, k.APIVersion, k.Kind)
+		}
+		listed := append([]string(nil), k.Resources...)
+		sort.Strings(listed)
+		if !reflect.DeepEqual(listed, resources) {
+			t.Errorf("deploy/%s/kustomization.yaml resources %v, want %v", dir, listed, resources)
+		}
 	}
-	if k.Kind != "Kustomization" || !strings.HasPrefix(k.APIVersion, "kustomize.config.k8s.io/") {
-		t.Errorf("deploy/kustomization.yaml is %s %s, want a kustomize.config.k8s.io Kustomization", k.APIVersion, k.Kind)
+	var covered []string
+	for dir, resources := range want {
+		for _, r := range resources {
+			if strings.HasSuffix(r, ".yaml") {
+				covered = append(covered, filepath.Join(dir, r))
+			}
+		}
 	}
-	listed := append([]string(nil), k.Resources...)
-	sort.Strings(listed)
-	if want := manifestFiles(t); !reflect.DeepEqual(listed, want) {
-		t.Errorf("deploy/kustomization.yaml resources %v, want every manifest of deploy/: %v", listed, want)
+	sort.Strings(covered)
+	if got := manifestFiles(t); !reflect.DeepEqual(got, covered) {
+		t.Errorf("manifests %v, but kustomizations cover %v", got, covered)
 	}
 }
 

@@ -28,6 +28,7 @@ func TestKubernetes(t *testing.T) {
 	t.Run("PolicyDenial", s.testPolicyDenial)
 	t.Run("RotatedCredentials", s.testRotatedCredentials)
 	t.Run("DeployManifests", s.testDeployManifests)
+	t.Run("Kustomizations", s.testKustomizations)
 }
 
 // testAttachStatusAndEvent: the default network plus three selections, the

@@ -23,7 +23,7 @@ import (
 const (
 	networksAnnotation = "k8s.v1.cni.cncf.io/networks"
 	statusAnnotation   = "k8s.v1.cni.cncf.io/network-status"
-	// plexusNamespace and plexusSA are the identity deploy/rbac.yaml grants.
+	// plexusNamespace and plexusSA are the identity deploy/base/rbac.yaml grants.
 	plexusNamespace = "kube-system"
 	plexusSA        = "plexus"
 )
@@ -53,8 +53,8 @@ func newSuite(t *testing.T) *suite {
 	harness.Must(t, err)
 	s.dyn, err = dynamic.NewForConfig(env.AdminConfig())
 	harness.Must(t, err)
-	if err := env.Apply(t.Context(), false, deployFile(t, "crd.yaml"), deployFile(t, "rbac.yaml")); err != nil {
-		t.Fatalf("apply deploy/crd.yaml and deploy/rbac.yaml: %v", err)
+	if err := env.Apply(t.Context(), false, deployFile(t, "base/crd.yaml"), deployFile(t, "base/rbac.yaml")); err != nil {
+		t.Fatalf("apply deploy/base/crd.yaml and deploy/base/rbac.yaml: %v", err)
 	}
 	s.kubeconfig = filepath.Join(t.TempDir(), "plexus.kubeconfig")
 	s.writeKubeconfig(t, s.kubeconfig, plexusNamespace, plexusSA)

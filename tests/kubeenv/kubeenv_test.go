@@ -80,7 +80,7 @@ func TestControlPlane(t *testing.T) {
 	}
 
 	t.Run("dry-run stores nothing", func(t *testing.T) {
-		if err := e.Apply(ctx, true, deployFile(t, "crd.yaml"), deployFile(t, "rbac.yaml")); err != nil {
+		if err := e.Apply(ctx, true, deployFile(t, "base/crd.yaml"), deployFile(t, "base/rbac.yaml")); err != nil {
 			t.Fatalf("dry-run apply: %v", err)
 		}
 		_, err := admin.RbacV1().ClusterRoles().Get(ctx, "plexus", metav1.GetOptions{})
@@ -89,7 +89,7 @@ func TestControlPlane(t *testing.T) {
 		}
 	})
 
-	if err := e.Apply(ctx, false, deployFile(t, "crd.yaml"), deployFile(t, "rbac.yaml")); err != nil {
+	if err := e.Apply(ctx, false, deployFile(t, "base/crd.yaml"), deployFile(t, "base/rbac.yaml")); err != nil {
 		t.Fatalf("apply deploy manifests: %v", err)
 	}
 
@@ -256,7 +256,7 @@ spec:
 	})
 
 	// Every verb on every resource plexus could plausibly touch: a grant
-	// missing from deploy/rbac.yaml or one too many fails here.
+	// missing from deploy/base/rbac.yaml or one too many fails here.
 	t.Run("exact permissions", func(t *testing.T) {
 		// Many reviews in a row: lift client-side throttling.
 		fast := rest.CopyConfig(saCfg)

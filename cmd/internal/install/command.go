@@ -38,6 +38,7 @@ func ParseArgs(args []string, getenv func(string) string, stderr io.Writer) (Opt
 	fs.StringVar(&server, "server", "", "API server URL (default: https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT)")
 	fs.StringVar(&extra, "config", "", `JSON object of plexus config keys to add, e.g. '{"logLevel":"debug"}'`)
 	fs.DurationVar(&o.Poll, "poll", DefaultPoll, "how often to check the token and the default network")
+	fs.BoolVar(&o.BinariesOnly, "binaries-only", false, "copy the binaries and exit (thick mode: plexusd maintains the config)")
 	fs.BoolVar(&o.Uninstall, "uninstall", false, "on SIGTERM, remove what was installed (env PLEXUS_UNINSTALL=true)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -65,7 +66,7 @@ func ParseArgs(args []string, getenv func(string) string, stderr io.Writer) (Opt
 			return o, fmt.Errorf("--config: want a JSON object: %w", err)
 		}
 	}
-	if o.Server = server; o.Server == "" {
+	if o.Server = server; o.Server == "" && !o.BinariesOnly {
 		var err error
 		if o.Server, err = ServerFromEnv(getenv); err != nil {
 			return o, err

@@ -49,6 +49,9 @@ type Options struct {
 	// Uninstall removes the config, the kubeconfig and the binaries when
 	// Run's context ends (the DaemonSet is deleted).
 	Uninstall bool
+	// BinariesOnly copies the binaries and returns (thick mode's init
+	// container: plexusd maintains the config).
+	BinariesOnly bool
 	// ConfigOnly manages plexus's CNI config alone: no binaries, no
 	// kubeconfig (plexusd, whose shim never talks to the API).
 	ConfigOnly bool
@@ -87,7 +90,10 @@ func (o *Options) check() error {
 	}
 	paths := map[string]string{"conf dir": o.ConfDir, "default conf dir": o.DefaultConfDir}
 	if !o.ConfigOnly {
-		for k, v := range map[string]string{"bin dir": o.BinDir, "kubeconfig": o.Kubeconfig, "token file": o.TokenFile, "CA file": o.CAFile} {
+		paths["bin dir"] = o.BinDir
+	}
+	if !o.ConfigOnly && !o.BinariesOnly {
+		for k, v := range map[string]string{"kubeconfig": o.Kubeconfig, "token file": o.TokenFile, "CA file": o.CAFile} {
 			paths[k] = v
 		}
 		if !strings.HasPrefix(o.Server, "https://") {
@@ -135,6 +141,10 @@ func (in *Installer) Run(ctx context.Context) error {
 		if err := in.InstallBinaries(); err != nil {
 			return err
 		}
+	}
+	if in.o.BinariesOnly {
+		in.o.Log.Info("binaries installed", "dir", in.o.BinDir, "binaries", in.o.Binaries)
+		return nil
 	}
 	for {
 		if err := in.Reconcile(); err != nil {

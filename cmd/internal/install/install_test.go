@@ -374,3 +374,48 @@ func TestCommandExitsOnBadFlags(t *testing.T) {
 		t.Errorf("stderr %q does not name the flag", stderr.String())
 	}
 }
+
+func TestBinariesOnlyCopiesAndReturns(t *testing.T) {
+	src, dst, conf := t.TempDir(), t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, "plexus"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	in, err := New(Options{BinariesOnly: true, SrcBinDir: src, Binaries: []string{"plexus"}, BinDir: dst,
+		ConfDir: conf, DefaultConfDir: conf, ConfName: DefaultConfName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dst, "plexus")); err != nil {
+		t.Fatalf("binary not installed: %v", err)
+	}
+	if entries, _ := os.ReadDir(conf); len(entries) != 0 {
+		t.Errorf("--binaries-only wrote %v into the CNI config dir", entries)
+	}
+}
+
+func TestConfigOnlyImmediateWritesBeforeTheDefaultNetwork(t *testing.T) {
+	conf := t.TempDir()
+	in, err := New(Options{ConfigOnly: true, Immediate: true, ConfDir: conf, DefaultConfDir: conf, ConfName: DefaultConfName,
+		Extra: map[string]any{"daemonSocket": "/run/plexus/plexusd.sock"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Reconcile(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(conf, DefaultConfName))
+	if err != nil {
+		t.Fatalf("s6.1.2 writes the config at once: %v", err)
+	}
+	for _, want := range []string{`"clusterNetwork": "` + conf + `"`, `"daemonSocket": "/run/plexus/plexusd.sock"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("config lacks %s:\n%s", want, b)
+		}
+	}
+	if strings.Contains(string(b), "kubeconfig") {
+		t.Errorf("a config-only install must not name a kubeconfig:\n%s", b)
+	}
+}
