@@ -152,4 +152,3 @@ func podOf(p *corev1.Pod) *source.Pod {
 		ServiceAccountName: p.Spec.ServiceAccountName, NodeName: p.Spec.NodeName,
 	}
 }
-
