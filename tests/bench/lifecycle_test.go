@@ -192,3 +192,26 @@ func runtimeLifecycle(b *testing.B, s *setup) {
 		}
 	}
 }
+
+// BenchmarkLifecycleThick: the runtime invokes the plexus shim, which
+// forwards to plexusd (caches, compiled policy and modules).
+func BenchmarkLifecycleThick(b *testing.B) {
+	for _, n := range []int{1, 4, 16} {
+		b.Run(fmt.Sprintf("selections=%d", n), func(b *testing.B) {
+			s := newSetup(b, n)
+			s.w.StartDaemon()
+			runtimeLifecycle(b, s)
+		})
+	}
+}
+
+// BenchmarkLifecycleThickStages: the reference pod (4 selections
+// of 3 NADs, one policy, one extension key) through the shim; compare with
+// BenchmarkLifecycleFloor/selections=4.
+func BenchmarkLifecycleThickStages(b *testing.B) {
+	s := newSetup(b, 4)
+	usePolicy(b, s)
+	useExtension(b, s)
+	s.w.StartDaemon()
+	runtimeLifecycle(b, s)
+}

@@ -141,3 +141,6 @@ func (d *Daemon) Metric(name string, filters ...string) float64 {
 	}
 	return sum
 }
+
+// Pid is plexusd's process id.
+func (d *Daemon) Pid() int { return d.cmd.Process.Pid }

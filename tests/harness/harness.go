@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/containernetworking/plugins/pkg/ns"
@@ -433,11 +434,9 @@ type CNIError struct {
 	Details string `json:"details"`
 }
 
-// plugin invokes plexus directly, as a runtime does, to see the exact
-// error code (cnitool shows only the message). It uses the container ID
+// pluginCmd is plexus invoked as a runtime does, with the container ID
 // "direct-<name>".
-func (h *World) Plugin(c *Container, command string) (string, *CNIError) {
-	h.t.Helper()
+func (h *World) pluginCmd(c *Container, command string) *exec.Cmd {
 	conf, err := json.Marshal(h.Plexus)
 	Must(h.t, err)
 	cmd := exec.Command(filepath.Join(BinDir, "plexus"))
@@ -447,6 +446,28 @@ func (h *World) Plugin(c *Container, command string) (string, *CNIError) {
 		"CNI_ARGS="+c.cniArgs(false),
 	)
 	cmd.Stdin = bytes.NewReader(conf)
+	return cmd
+}
+
+// PluginRusage is Plugin returning the plexus process's resource usage;
+// nil usage means the command failed.
+func (h *World) PluginRusage(c *Container, command string) (string, *syscall.Rusage) {
+	h.t.Helper()
+	cmd := h.pluginCmd(c, command)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	if err := cmd.Run(); err != nil {
+		return out.String(), nil
+	}
+	return out.String(), cmd.ProcessState.SysUsage().(*syscall.Rusage)
+}
+
+// plugin invokes plexus directly, as a runtime does, to see the exact
+// error code (cnitool shows only the message). It uses the container ID
+// "direct-<name>".
+func (h *World) Plugin(c *Container, command string) (string, *CNIError) {
+	h.t.Helper()
+	cmd := h.pluginCmd(c, command)
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	if err := cmd.Run(); err != nil {
