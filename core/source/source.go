@@ -25,6 +25,31 @@ type Pod struct {
 // Ref is "namespace/name".
 func (p *Pod) Ref() string { return p.Namespace + "/" + p.Name }
 
+// PodObject is the part of a Kubernetes Pod object (API JSON or manifest)
+// plexus reads; decoding only this keeps foreign fields out.
+type PodObject struct {
+	Metadata struct {
+		Namespace   string            `json:"namespace"`
+		Name        string            `json:"name"`
+		UID         string            `json:"uid"`
+		Labels      map[string]string `json:"labels"`
+		Annotations map[string]string `json:"annotations"`
+	} `json:"metadata"`
+	Spec struct {
+		ServiceAccountName string `json:"serviceAccountName"`
+		NodeName           string `json:"nodeName"`
+	} `json:"spec"`
+}
+
+// Pod converts the object.
+func (o *PodObject) Pod() *Pod {
+	m := o.Metadata
+	return &Pod{
+		Namespace: m.Namespace, Name: m.Name, UID: m.UID, Labels: m.Labels, Annotations: m.Annotations,
+		ServiceAccountName: o.Spec.ServiceAccountName, NodeName: o.Spec.NodeName,
+	}
+}
+
 // NAD is a NetworkAttachmentDefinition as the source delivers it.
 type NAD = nad.NetworkAttachmentDefinition
 

@@ -467,7 +467,12 @@ func (h *World) PluginRusage(c *Container, command string) (string, *syscall.Rus
 // "direct-<name>".
 func (h *World) Plugin(c *Container, command string) (string, *CNIError) {
 	h.t.Helper()
-	cmd := h.pluginCmd(c, command)
+	return h.runCNI(h.pluginCmd(c, command), command)
+}
+
+// runCNI runs a plugin and decodes its error document on failure.
+func (h *World) runCNI(cmd *exec.Cmd, command string) (string, *CNIError) {
+	h.t.Helper()
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	if err := cmd.Run(); err != nil {
@@ -508,16 +513,7 @@ func (h *World) PluginStdinErr(command, extra string) (string, *CNIError) {
 	cmd := exec.Command(filepath.Join(BinDir, "plexus"))
 	cmd.Env = append(os.Environ(), "CNI_COMMAND="+command, "CNI_PATH="+BinDir)
 	cmd.Stdin = bytes.NewReader(b)
-	var out bytes.Buffer
-	cmd.Stdout = &out
-	if err := cmd.Run(); err != nil {
-		var e CNIError
-		if jerr := json.Unmarshal(out.Bytes(), &e); jerr != nil {
-			h.t.Fatalf("plexus %s failed without a JSON error: %v: %s", command, err, out.String())
-		}
-		return out.String(), &e
-	}
-	return out.String(), nil
+	return h.runCNI(cmd, command)
 }
 
 func httpGet(t testing.TB, url string) string {

@@ -100,21 +100,6 @@ func New(cfg *rest.Config, opts Options) (*Source, error) {
 	return &Source{client: client, opts: opts}, nil
 }
 
-// podObject is the part of a Pod plexus reads.
-type podObject struct {
-	Metadata struct {
-		Namespace   string            `json:"namespace"`
-		Name        string            `json:"name"`
-		UID         string            `json:"uid"`
-		Labels      map[string]string `json:"labels"`
-		Annotations map[string]string `json:"annotations"`
-	} `json:"metadata"`
-	Spec struct {
-		ServiceAccountName string `json:"serviceAccountName"`
-		NodeName           string `json:"nodeName"`
-	} `json:"spec"`
-}
-
 // Pod implements source.Source.
 func (s *Source) Pod(ctx context.Context, namespace, name string) (*source.Pod, error) {
 	var raw []byte
@@ -128,15 +113,11 @@ func (s *Source) Pod(ctx context.Context, namespace, name string) (*source.Pod, 
 	if err != nil {
 		return nil, err
 	}
-	var o podObject
+	var o source.PodObject
 	if err := json.Unmarshal(raw, &o); err != nil {
 		return nil, fmt.Errorf("decoding pod %s/%s: %w", namespace, name, err)
 	}
-	m := o.Metadata
-	return &source.Pod{
-		Namespace: m.Namespace, Name: m.Name, UID: m.UID, Labels: m.Labels, Annotations: m.Annotations,
-		ServiceAccountName: o.Spec.ServiceAccountName, NodeName: o.Spec.NodeName,
-	}, nil
+	return o.Pod(), nil
 }
 
 // NAD implements source.Source with a GET of the one object.

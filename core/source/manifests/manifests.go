@@ -97,41 +97,22 @@ func (s *Source) add(doc map[string]any) error {
 	return nil
 }
 
-// podManifest is the part of a Pod manifest plexus reads.
-type podManifest struct {
-	Metadata struct {
-		Namespace   string            `json:"namespace"`
-		Name        string            `json:"name"`
-		UID         string            `json:"uid"`
-		Labels      map[string]string `json:"labels"`
-		Annotations map[string]string `json:"annotations"`
-	} `json:"metadata"`
-	Spec struct {
-		ServiceAccountName string `json:"serviceAccountName"`
-		NodeName           string `json:"nodeName"`
-	} `json:"spec"`
-}
-
 func (s *Source) addPod(b []byte) error {
-	var m podManifest
+	var m source.PodObject
 	if err := json.Unmarshal(b, &m); err != nil {
 		return fmt.Errorf("Pod: %w", err)
 	}
-	md := m.Metadata
-	if md.Namespace == "" {
-		md.Namespace = "default"
+	pod := m.Pod()
+	if pod.Namespace == "" {
+		pod.Namespace = "default"
 	}
-	if err := names.Label("Pod namespace", md.Namespace); err != nil {
+	if err := names.Label("Pod namespace", pod.Namespace); err != nil {
 		return err
 	}
-	if err := names.Subdomain("Pod name", md.Name); err != nil {
+	if err := names.Subdomain("Pod name", pod.Name); err != nil {
 		return err
 	}
-	s.pods[md.Namespace+"/"+md.Name] = &source.Pod{
-		Namespace: md.Namespace, Name: md.Name, UID: md.UID,
-		Labels: md.Labels, Annotations: md.Annotations,
-		ServiceAccountName: m.Spec.ServiceAccountName, NodeName: m.Spec.NodeName,
-	}
+	s.pods[pod.Namespace+"/"+pod.Name] = pod
 	return nil
 }
 
