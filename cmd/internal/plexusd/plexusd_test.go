@@ -1,0 +1,104 @@
+package plexusd
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/plexus-cni/plexus/core/daemon"
+	"github.com/plexus-cni/plexus/core/pipeline"
+)
+
+func TestDigestChangesWithContentNotWithHiddenFiles(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, s string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a.rego", "package a")
+	d1, err := digestPaths([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(".hidden", "ignored like the loader ignores it")
+	if d2, _ := digestPaths([]string{dir}); d2 != d1 {
+		t.Error("a hidden file changed the digest")
+	}
+	write("a.rego", "package a\n")
+	if d3, _ := digestPaths([]string{"data.x:" + dir}); d3 == d1 {
+		t.Error("a content change (through a data prefix) did not change the digest")
+	}
+	if _, err := digestPaths([]string{filepath.Join(dir, "missing")}); err == nil {
+		t.Error("a missing path must be an error")
+	}
+}
+
+func TestMetricsCountResultsByCode(t *testing.T) {
+	m := newMetrics()
+	h := m.handler(func(_ context.Context, c *daemon.Call) *daemon.Reply {
+		if c.Env["CNI_COMMAND"] == "DEL" {
+			return &daemon.Reply{Failed: true, Stdout: []byte(`{"code":109,"msg":"x"}`)}
+		}
+		return &daemon.Reply{}
+	})
+	h(context.Background(), &daemon.Call{Env: map[string]string{"CNI_COMMAND": "ADD"}})
+	h(context.Background(), &daemon.Call{Env: map[string]string{"CNI_COMMAND": "DEL"}})
+	if n := testutil.ToFloat64(m.requests.WithLabelValues("ADD", "ok")); n != 1 {
+		t.Errorf("ADD ok = %v", n)
+	}
+	if n := testutil.ToFloat64(m.requests.WithLabelValues("DEL", "109")); n != 1 {
+		t.Errorf("DEL 109 = %v", n)
+	}
+}
+
+type denyAll struct{}
+
+func (denyAll) Authorize(context.Context, *pipeline.AuthorizeRequest) (pipeline.Decision, error) {
+	return pipeline.Decision{Reasons: []pipeline.Reason{{Code: "nad-allowlist", Message: "no"}}}, nil
+}
+
+func TestDenialsCountedByReasonCode(t *testing.T) {
+	m := newMetrics()
+	a := countingAuthorizer{Authorizer: denyAll{}, m: m}
+	if d, _ := a.Authorize(context.Background(), &pipeline.AuthorizeRequest{}); d.Allowed {
+		t.Fatal("the decorator changed the decision")
+	}
+	if n := testutil.ToFloat64(m.denials.WithLabelValues("nad-allowlist")); n != 1 {
+		t.Errorf("denials = %v", n)
+	}
+	if !a.NeedsNamespaceLabels() {
+		t.Error("an authorizer that cannot say must get namespace labels")
+	}
+}
+
+func TestDefaultPresentIgnoresPlexusOwnConfig(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "00-plexus.conflist"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if defaultPresent(dir, "00-plexus.conflist") {
+		t.Error("plexus's own config is not the default network")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "10-calico.conflist"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !defaultPresent(dir, "00-plexus.conflist") {
+		t.Error("the default network's config was not seen")
+	}
+}
+
+func TestStartRefusesBadConfig(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "plexusd.json")
+	if err := os.WriteFile(cfg, []byte(`{"cacheDir":"/x","surprise":1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := start(context.Background(), Options{ConfigFile: cfg})
+	if err == nil || !strings.Contains(err.Error(), `"surprise"`) || !strings.Contains(err.Error(), cfg) {
+		t.Fatalf("err = %v", err)
+	}
+}
