@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/containernetworking/plugins/pkg/ns"
@@ -42,28 +43,7 @@ var referencePlugins = []string{
 }
 
 // Main builds the binaries and runs the tests; call it from TestMain.
-func Main(m *testing.M) int {
-	if os.Geteuid() != 0 {
-		if os.Getenv("PLEXUS_E2E") == "1" {
-			fmt.Fprintln(os.Stderr, "netns integration tests need root (PLEXUS_E2E=1 is set)")
-			return 1
-		}
-		fmt.Fprintln(os.Stderr, "skipping netns integration tests: not root")
-		return 0
-	}
-	dir, err := os.MkdirTemp("", "plexus-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	if err := build(dir); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	BinDir = dir
-	return m.Run()
-}
+func Main(m *testing.M) int { return MainBuilding(m) }
 
 func build(dir string) error {
 	if pre := os.Getenv("PLEXUS_BIN"); pre != "" {
@@ -494,4 +474,125 @@ func (h *World) PluginStdinErr(command, extra string) (string, *CNIError) {
 		return out.String(), &e
 	}
 	return out.String(), nil
+}
+
+// MainBuilding is Main that also builds extra main packages (test tools
+// such as a misbehaving delegate) into BinDir, where plexus finds them by
+// type through its binDir.
+func MainBuilding(m *testing.M, pkgs ...string) int {
+	if os.Geteuid() != 0 {
+		if os.Getenv("PLEXUS_E2E") == "1" {
+			fmt.Fprintln(os.Stderr, "netns integration tests need root (PLEXUS_E2E=1 is set)")
+			return 1
+		}
+		fmt.Fprintln(os.Stderr, "skipping netns integration tests: not root")
+		return 0
+	}
+	dir, err := os.MkdirTemp("", "plexus-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if err := build(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := buildTools(dir, pkgs); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	BinDir = dir
+	return m.Run()
+}
+
+func buildTools(dir string, pkgs []string) error {
+	if len(pkgs) == 0 {
+		return nil
+	}
+	cmd := exec.Command("go", append([]string{"build", "-o", dir + "/"}, pkgs...)...)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("building %v: %w", pkgs, err)
+	}
+	return nil
+}
+
+// ProcessesOf lists the live processes whose executable is exe (zombies
+// have no executable and are not listed: they hold nothing).
+func ProcessesOf(exe string) []int {
+	want, err := filepath.EvalSymlinks(exe)
+	if err != nil {
+		want = exe
+	}
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		var pid int
+		if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err != nil || fmt.Sprint(pid) != e.Name() {
+			continue
+		}
+		got, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
+		if err == nil && strings.TrimSuffix(got, " (deleted)") == want {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// AssertNoStrayProcesses fails the test for every live process running one
+// of the named executables of BinDir: a delegate that outlived its call.
+func AssertNoStrayProcesses(t testing.TB, binaries ...string) {
+	t.Helper()
+	for _, b := range binaries {
+		if pids := ProcessesOf(filepath.Join(BinDir, b)); len(pids) > 0 {
+			t.Errorf("stray %s processes left running: %v", b, pids)
+		}
+	}
+}
+
+// Running is a plexus invocation started by StartPlugin.
+type Running struct {
+	Cmd *exec.Cmd
+	out bytes.Buffer
+}
+
+// StartPlugin starts plexus as Plugin does, without waiting, in a process
+// group of its own, so a test can signal it mid-call as a runtime might.
+func (h *World) StartPlugin(c *Container, command string) *Running {
+	h.t.Helper()
+	conf, err := json.Marshal(h.Plexus)
+	Must(h.t, err)
+	r := &Running{Cmd: exec.Command(filepath.Join(BinDir, "plexus"))}
+	r.Cmd.Env = append(os.Environ(),
+		"CNI_COMMAND="+command, "CNI_CONTAINERID=direct-"+c.Name, "CNI_NETNS="+c.NS.Path(),
+		"CNI_IFNAME=eth0", "CNI_PATH="+BinDir,
+		"CNI_ARGS="+c.cniArgs(false),
+	)
+	r.Cmd.Stdin = bytes.NewReader(conf)
+	r.Cmd.Stdout = &r.out
+	r.Cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	Must(h.t, r.Cmd.Start())
+	h.t.Cleanup(func() {
+		// A test that failed half way must not leave plexus behind.
+		if r.Cmd.ProcessState == nil {
+			_ = syscall.Kill(-r.Cmd.Process.Pid, syscall.SIGKILL)
+			_ = r.Cmd.Wait()
+		}
+	})
+	return r
+}
+
+// Wait waits for the call to end and returns its output and CNI error;
+// err is set when plexus ended without printing a CNI error (killed).
+func (r *Running) Wait() (out string, cniErr *CNIError, err error) {
+	werr := r.Cmd.Wait()
+	if werr == nil {
+		return r.out.String(), nil, nil
+	}
+	var e CNIError
+	if jerr := json.Unmarshal(r.out.Bytes(), &e); jerr != nil {
+		return r.out.String(), nil, fmt.Errorf("plexus ended without a CNI error: %w: %q", werr, r.out.String())
+	}
+	return r.out.String(), &e, nil
 }
