@@ -15,6 +15,9 @@ import (
 // never a measured result.
 const waitBound = 30 * time.Second
 
+// exitBound bounds the wait for a released or killed delegate to end.
+const exitBound = 10 * time.Second
+
 // fault is one badplugin configuration with the files it talks through.
 type fault struct {
 	Mode, DelMode string
@@ -81,7 +84,7 @@ func (f *fault) waitFor(t *testing.T, cmd string, n int) {
 // orphan finishes on its own), then asserts none is left.
 func waitNoProcess(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(waitBound)
+	deadline := time.Now().Add(exitBound)
 	for time.Now().Before(deadline) && len(harness.ProcessesOf(filepath.Join(harness.BinDir, "badplugin"))) > 0 {
 		time.Sleep(20 * time.Millisecond)
 	}
