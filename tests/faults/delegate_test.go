@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"strings"
 	"syscall"
 	"testing"
 
@@ -115,6 +116,32 @@ func TestDelegateHangCancelledBySIGTERM(t *testing.T) {
 			assertClean(t, h, c, before)
 			if _, e := h.Plugin(c, "DEL"); e != nil {
 				t.Fatalf("DEL after the cancelled ADD: %+v", e)
+			}
+			assertClean(t, h, c, before)
+		})
+	}
+}
+
+// TestDelegateHangBoundedByDelegateTimeout: with a per-delegate bound
+// (proposed "delegateTimeout", patches/0001-delegate-timeout.patch), a hung
+// delegate is killed by plexus itself, before the runtime's own deadline
+// kills plexus (which would leave no rollback, see kill_test.go), and the
+// error names the network, the plugin and the bound.
+func TestDelegateHangBoundedByDelegateTimeout(t *testing.T) {
+	for _, pos := range positions() {
+		t.Run(pos.name, func(t *testing.T) {
+			f := newFault(t, "hang", "ok")
+			h, c := faultWorld(t, pos, f)
+			h.Set("delegateTimeout", "1s")
+			before := harness.HostVeths(t)
+			_, e := h.Plugin(c, "ADD")
+			if e != nil && strings.Contains(e.Msg, `unknown key "delegateTimeout"`) {
+				t.Skip("plexus has no delegateTimeout yet: see patches/0001-delegate-timeout.patch")
+			}
+			assertCNIError(t, e, 104, "pod demo/web", pos.label, `plugin type="badplugin"`, "delegateTimeout 1s")
+			assertClean(t, h, c, before)
+			if _, e := h.Plugin(c, "DEL"); e != nil {
+				t.Fatalf("DEL after the timed-out ADD: %+v", e)
 			}
 			assertClean(t, h, c, before)
 		})
