@@ -106,15 +106,5 @@ func assertClean(t *testing.T, h *harness.World, c *harness.Container, before ma
 // assertCNIError checks the code and that the message names every want.
 func assertCNIError(t *testing.T, e *harness.CNIError, code uint, want ...string) {
 	t.Helper()
-	if e == nil {
-		t.Fatalf("want CNI error %d naming %q, got success", code, want)
-	}
-	if e.Code != code {
-		t.Errorf("CNI error code %d, want %d: %s", e.Code, code, e.Msg)
-	}
-	for _, w := range want {
-		if !strings.Contains(e.Msg, w) {
-			t.Errorf("CNI error %q does not name %q", e.Msg, w)
-		}
-	}
+	harness.AssertCNIError(t, e, code, want...)
 }

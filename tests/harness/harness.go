@@ -415,11 +415,17 @@ type CNIError struct {
 // "direct-<name>".
 func (h *World) Plugin(c *Container, command string) (string, *CNIError) {
 	h.t.Helper()
+	return h.PluginAs(c, command, "direct-"+c.Name)
+}
+
+// PluginAs is Plugin with the runtime's container ID chosen by the test.
+func (h *World) PluginAs(c *Container, command, containerID string) (string, *CNIError) {
+	h.t.Helper()
 	conf, err := json.Marshal(h.Plexus)
 	Must(h.t, err)
 	cmd := exec.Command(filepath.Join(BinDir, "plexus"))
 	cmd.Env = append(os.Environ(),
-		"CNI_COMMAND="+command, "CNI_CONTAINERID=direct-"+c.Name, "CNI_NETNS="+c.NS.Path(),
+		"CNI_COMMAND="+command, "CNI_CONTAINERID="+containerID, "CNI_NETNS="+c.NS.Path(),
 		"CNI_IFNAME=eth0", "CNI_PATH="+BinDir,
 		"CNI_ARGS="+c.cniArgs(false),
 	)
@@ -595,4 +601,21 @@ func (r *Running) Wait() (out string, cniErr *CNIError, err error) {
 		return r.out.String(), nil, fmt.Errorf("plexus ended without a CNI error: %w: %q", werr, r.out.String())
 	}
 	return r.out.String(), &e, nil
+}
+
+// AssertCNIError checks a failed call's code and that its message names
+// every want (errors must say what failed).
+func AssertCNIError(t testing.TB, e *CNIError, code uint, want ...string) {
+	t.Helper()
+	if e == nil {
+		t.Fatalf("want CNI error %d naming %q, got success", code, want)
+	}
+	if e.Code != code {
+		t.Errorf("CNI error code %d, want %d: %s", e.Code, code, e.Msg)
+	}
+	for _, w := range want {
+		if !strings.Contains(e.Msg, w) {
+			t.Errorf("CNI error %q does not name %q", e.Msg, w)
+		}
+	}
 }
