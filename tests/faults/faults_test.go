@@ -80,15 +80,15 @@ func (f *fault) waitFor(t *testing.T, cmd string, n int) {
 	t.Fatalf("badplugin did not start %s within %s", cmd, waitBound)
 }
 
-// waitNoProcess waits for the fault tool's processes to end (a released
+// waitNoProcess waits for the World's processes to end (a released
 // orphan finishes on its own), then asserts none is left.
-func waitNoProcess(t *testing.T) {
+func waitNoProcess(t *testing.T, h *harness.World) {
 	t.Helper()
 	deadline := time.Now().Add(exitBound)
-	for time.Now().Before(deadline) && len(harness.ProcessesOf(filepath.Join(harness.BinDir, "badplugin"))) > 0 {
+	for time.Now().Before(deadline) && len(h.StrayProcesses()) > 0 {
 		time.Sleep(20 * time.Millisecond)
 	}
-	harness.AssertNoStrayProcesses(t, "badplugin", "bridge", "host-local", "plexus")
+	h.AssertNoStrayProcesses()
 }
 
 // assertClean is the leak check after every scenario: no interface in the
@@ -100,7 +100,7 @@ func assertClean(t *testing.T, h *harness.World, c *harness.Container, before ma
 		t.Errorf("interfaces left in the sandbox: %v", got)
 	}
 	h.AssertNoLeaks(before)
-	waitNoProcess(t)
+	waitNoProcess(t, h)
 }
 
 // assertCNIError checks the code and that the message names every want.

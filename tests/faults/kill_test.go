@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -33,7 +34,7 @@ func TestPlexusKilledBetweenAttachments(t *testing.T) {
 	}
 	// The orphaned delegate finishes its ADD after plexus is gone.
 	f.release(t)
-	waitNoProcess(t)
+	waitNoProcess(t, h)
 	if got := harness.IfNames(c.Links(t)); len(got) != 3 {
 		t.Errorf("before DEL the sandbox has %v, want eth0, net1 and net2 (the killed call's attachments)", got)
 	}
@@ -57,19 +58,22 @@ func TestPlexusKilledWhileDelegateHangs(t *testing.T) {
 	before := harness.HostVeths(t)
 	run := h.StartPlugin(c, "ADD")
 	f.waitFor(t, "ADD", 1)
-	t.Cleanup(func() { killAll(filepath.Join(harness.BinDir, "badplugin")) })
+	t.Cleanup(func() { killAll(h) })
 	harness.Must(t, run.Cmd.Process.Kill())
 	_, _, _ = run.Wait()
-	waitNoProcess(t)
+	waitNoProcess(t, h)
 	if _, e := h.Plugin(c, "DEL"); e != nil {
 		t.Fatalf("DEL after plexus was killed: %+v", e)
 	}
 	assertClean(t, h, c, before)
 }
 
-// killAll ends what a failed test left running of the fault tool.
-func killAll(exe string) {
-	for _, pid := range harness.ProcessesOf(exe) {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
+// killAll ends what a failed test left running.
+func killAll(h *harness.World) {
+	for _, p := range h.StrayProcesses() {
+		var pid int
+		if _, err := fmt.Sscanf(p, "%d ", &pid); err == nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
 	}
 }

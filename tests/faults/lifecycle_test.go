@@ -143,5 +143,5 @@ func TestDelAfterSandboxGone(t *testing.T) {
 		t.Fatalf("DEL after the netns was destroyed: %+v", e)
 	}
 	h.AssertNoLeaks(before)
-	waitNoProcess(t)
+	waitNoProcess(t, h)
 }

@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -76,6 +77,8 @@ type World struct {
 	CacheDir  string
 	IPAMDir   string
 	bridges   []string
+	// containers are the sandboxes made by Container, for leak checks.
+	containers []*Container
 	// Plexus is plexus's config; change it with Set.
 	Plexus map[string]any
 }
@@ -253,13 +256,15 @@ func (h *World) Container(namespace, name string) *Container {
 		n.Close()
 		_ = testutils.UnmountNS(n)
 	})
-	return &Container{NS: n, Namespace: namespace, Name: name, UID: "uid-" + name}
+	c := &Container{NS: n, Namespace: namespace, Name: name, UID: "uid-" + name}
+	h.containers = append(h.containers, c)
+	return c
 }
 
 // cnitool runs one command as a container runtime would.
 func (h *World) CNITool(c *Container, command string) (string, error) {
 	cmd := exec.Command(filepath.Join(BinDir, "cnitool"), command, "plexus", c.NS.Path())
-	cmd.Env = append(os.Environ(),
+	cmd.Env = append(os.Environ(), h.tag(),
 		"NETCONFPATH="+h.NetConf,
 		"CNI_PATH="+BinDir,
 		"CNI_ARGS="+c.cniArgs(true),
@@ -295,7 +300,7 @@ func (c *Container) Links(t testing.TB) map[string]netlink.Link {
 	t.Helper()
 	out := map[string]netlink.Link{}
 	err := c.NS.Do(func(ns.NetNS) error {
-		ls, err := netlink.LinkList()
+		ls, err := linkList()
 		if err != nil {
 			return err
 		}
@@ -368,7 +373,7 @@ func (h *World) StatusExists(namespace, name string) bool {
 // HostVeths lists host-side veth names (the bridge plugin's).
 func HostVeths(t testing.TB) map[string]bool {
 	t.Helper()
-	ls, err := netlink.LinkList()
+	ls, err := linkList()
 	Must(t, err)
 	out := map[string]bool{}
 	for _, l := range ls {
@@ -384,7 +389,7 @@ func HostVeths(t testing.TB) map[string]bool {
 func (h *World) AssertNoLeaks(before map[string]bool) {
 	h.t.Helper()
 	for v := range HostVeths(h.t) {
-		if !before[v] {
+		if !before[v] && h.ownVeth(v) {
 			h.t.Errorf("leaked host interface %s", v)
 		}
 	}
@@ -424,7 +429,7 @@ func (h *World) PluginAs(c *Container, command, containerID string) (string, *CN
 	conf, err := json.Marshal(h.Plexus)
 	Must(h.t, err)
 	cmd := exec.Command(filepath.Join(BinDir, "plexus"))
-	cmd.Env = append(os.Environ(),
+	cmd.Env = append(os.Environ(), h.tag(),
 		"CNI_COMMAND="+command, "CNI_CONTAINERID="+containerID, "CNI_NETNS="+c.NS.Path(),
 		"CNI_IFNAME=eth0", "CNI_PATH="+BinDir,
 		"CNI_ARGS="+c.cniArgs(false),
@@ -468,7 +473,7 @@ func (h *World) PluginStdinErr(command, extra string) (string, *CNIError) {
 	b, err := json.Marshal(conf)
 	Must(h.t, err)
 	cmd := exec.Command(filepath.Join(BinDir, "plexus"))
-	cmd.Env = append(os.Environ(), "CNI_COMMAND="+command, "CNI_PATH="+BinDir)
+	cmd.Env = append(os.Environ(), h.tag(), "CNI_COMMAND="+command, "CNI_PATH="+BinDir)
 	cmd.Stdin = bytes.NewReader(b)
 	var out bytes.Buffer
 	cmd.Stdout = &out
@@ -546,15 +551,63 @@ func ProcessesOf(exe string) []int {
 	return out
 }
 
-// AssertNoStrayProcesses fails the test for every live process running one
-// of the named executables of BinDir: a delegate that outlived its call.
-func AssertNoStrayProcesses(t testing.TB, binaries ...string) {
-	t.Helper()
-	for _, b := range binaries {
-		if pids := ProcessesOf(filepath.Join(BinDir, b)); len(pids) > 0 {
-			t.Errorf("stray %s processes left running: %v", b, pids)
+// worldEnv tags every process a World starts, and through inherited
+// environments every delegate those start, so that tests of other packages
+// running at the same time are told apart.
+const worldEnv = "PLEXUS_TEST_WORLD"
+
+func (h *World) tag() string { return worldEnv + "=" + h.Dir }
+
+// StrayProcesses lists the live processes started for this World (plexus
+// and every delegate it ran) as "pid exe".
+func (h *World) StrayProcesses() []string {
+	tag := []byte(h.tag())
+	entries, _ := os.ReadDir("/proc")
+	var out []string
+	for _, e := range entries {
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil || !bytes.Contains(append([]byte{0}, env...), append(append([]byte{0}, tag...), 0)) {
+			continue
+		}
+		exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
+		if err == nil { // zombies have no exe and hold nothing
+			out = append(out, e.Name()+" "+exe)
 		}
 	}
+	return out
+}
+
+// AssertNoStrayProcesses fails the test for every process of this World
+// still running: plexus or a delegate that outlived its call.
+func (h *World) AssertNoStrayProcesses() {
+	h.t.Helper()
+	if ps := h.StrayProcesses(); len(ps) > 0 {
+		h.t.Errorf("stray processes left running: %s", strings.Join(ps, ", "))
+	}
+}
+
+// ownVeth tells whether a host veth is this World's: enslaved to one of
+// its bridges, or with its peer in one of its sandboxes (ptp). Other
+// packages' tests run alongside and make veths of their own.
+func (h *World) ownVeth(name string) bool {
+	l, err := netlink.LinkByName(name)
+	if err != nil {
+		return false
+	}
+	if m, err := netlink.LinkByIndex(l.Attrs().MasterIndex); err == nil {
+		for _, b := range h.bridges {
+			if m.Attrs().Name == b {
+				return true
+			}
+		}
+	}
+	for _, c := range h.containers {
+		id, err := netlink.GetNetNsIdByFd(int(c.NS.Fd()))
+		if err == nil && id >= 0 && l.Attrs().NetNsID == id {
+			return true
+		}
+	}
+	return false
 }
 
 // Running is a plexus invocation started by StartPlugin.
@@ -570,7 +623,7 @@ func (h *World) StartPlugin(c *Container, command string) *Running {
 	conf, err := json.Marshal(h.Plexus)
 	Must(h.t, err)
 	r := &Running{Cmd: exec.Command(filepath.Join(BinDir, "plexus"))}
-	r.Cmd.Env = append(os.Environ(),
+	r.Cmd.Env = append(os.Environ(), h.tag(),
 		"CNI_COMMAND="+command, "CNI_CONTAINERID=direct-"+c.Name, "CNI_NETNS="+c.NS.Path(),
 		"CNI_IFNAME=eth0", "CNI_PATH="+BinDir,
 		"CNI_ARGS="+c.cniArgs(false),
@@ -616,6 +669,21 @@ func AssertCNIError(t testing.TB, e *CNIError, code uint, want ...string) {
 	for _, w := range want {
 		if !strings.Contains(e.Msg, w) {
 			t.Errorf("CNI error %q does not name %q", e.Msg, w)
+		}
+	}
+}
+
+// dumpRetries bounds retries of a link dump that concurrent link changes
+// (other tests creating veths) interrupted.
+const dumpRetries = 10
+
+// linkList is netlink.LinkList, retried while the kernel reports the dump
+// as interrupted; an interrupted dump may miss links.
+func linkList() ([]netlink.Link, error) {
+	for i := 0; ; i++ {
+		ls, err := netlink.LinkList()
+		if !errors.Is(err, netlink.ErrDumpInterrupted) || i == dumpRetries {
+			return ls, err
 		}
 	}
 }
