@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/containernetworking/plugins/pkg/testutils"
 
@@ -141,6 +142,11 @@ func TestDelAfterSandboxGone(t *testing.T) {
 	harness.Must(t, testutils.UnmountNS(c.NS))
 	if _, e := h.Plugin(c, "DEL"); e != nil {
 		t.Fatalf("DEL after the netns was destroyed: %+v", e)
+	}
+	// The kernel removes a dead namespace's veths asynchronously.
+	deadline := time.Now().Add(exitBound)
+	for time.Now().Before(deadline) && len(h.NewVeths(before)) > 0 {
+		time.Sleep(20 * time.Millisecond)
 	}
 	h.AssertNoLeaks(before)
 	waitNoProcess(t, h)

@@ -388,10 +388,8 @@ func HostVeths(t testing.TB) map[string]bool {
 // those present before, no IPAM lease, no record, no libcni cache entry.
 func (h *World) AssertNoLeaks(before map[string]bool) {
 	h.t.Helper()
-	for v := range HostVeths(h.t) {
-		if !before[v] && h.ownVeth(v) {
-			h.t.Errorf("leaked host interface %s", v)
-		}
+	for _, v := range h.NewVeths(before) {
+		h.t.Errorf("leaked host interface %s", v)
 	}
 	_ = filepath.WalkDir(h.IPAMDir, func(p string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && !strings.HasPrefix(d.Name(), "last_reserved_ip") && d.Name() != "lock" {
@@ -584,6 +582,18 @@ func (h *World) AssertNoStrayProcesses() {
 	if ps := h.StrayProcesses(); len(ps) > 0 {
 		h.t.Errorf("stray processes left running: %s", strings.Join(ps, ", "))
 	}
+}
+
+// NewVeths lists this World's host veths that were not there before.
+func (h *World) NewVeths(before map[string]bool) []string {
+	var out []string
+	for v := range HostVeths(h.t) {
+		if !before[v] && h.ownVeth(v) {
+			out = append(out, v)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // ownVeth tells whether a host veth is this World's: enslaved to one of
