@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -46,28 +47,7 @@ var referencePlugins = []string{
 }
 
 // Main builds the binaries and runs the tests; call it from TestMain.
-func Main(m *testing.M) int {
-	if os.Geteuid() != 0 {
-		if os.Getenv("PLEXUS_E2E") == "1" {
-			fmt.Fprintln(os.Stderr, "netns integration tests need root (PLEXUS_E2E=1 is set)")
-			return 1
-		}
-		fmt.Fprintln(os.Stderr, "skipping netns integration tests: not root")
-		return 0
-	}
-	dir, err := os.MkdirTemp("", "plexus-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	if err := build(dir); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	BinDir = dir
-	return m.Run()
-}
+func Main(m *testing.M) int { return MainBuilding(m) }
 
 func build(dir string) error {
 	if pre := os.Getenv("PLEXUS_BIN"); pre != "" {
@@ -100,6 +80,8 @@ type World struct {
 	CacheDir  string
 	IPAMDir   string
 	bridges   []string
+	// containers are the sandboxes made by Container, for leak checks.
+	containers []*Container
 	// Plexus is plexus's config; change it with Set.
 	Plexus map[string]any
 }
@@ -277,13 +259,15 @@ func (h *World) Container(namespace, name string) *Container {
 		n.Close()
 		_ = testutils.UnmountNS(n)
 	})
-	return &Container{NS: n, Namespace: namespace, Name: name, UID: "uid-" + name}
+	c := &Container{NS: n, Namespace: namespace, Name: name, UID: "uid-" + name}
+	h.containers = append(h.containers, c)
+	return c
 }
 
 // cnitool runs one command as a container runtime would.
 func (h *World) CNITool(c *Container, command string) (string, error) {
 	cmd := exec.Command(filepath.Join(BinDir, "cnitool"), command, "plexus", c.NS.Path())
-	cmd.Env = append(os.Environ(),
+	cmd.Env = append(os.Environ(), h.tag(),
 		"NETCONFPATH="+h.NetConf,
 		"CNI_PATH="+BinDir,
 		"CNI_ARGS="+c.cniArgs(true),
@@ -319,7 +303,7 @@ func (c *Container) Links(t testing.TB) map[string]netlink.Link {
 	t.Helper()
 	out := map[string]netlink.Link{}
 	err := c.NS.Do(func(ns.NetNS) error {
-		ls, err := netlink.LinkList()
+		ls, err := linkList()
 		if err != nil {
 			return err
 		}
@@ -392,7 +376,7 @@ func (h *World) StatusExists(namespace, name string) bool {
 // HostVeths lists host-side veth names (the bridge plugin's).
 func HostVeths(t testing.TB) map[string]bool {
 	t.Helper()
-	ls, err := netlink.LinkList()
+	ls, err := linkList()
 	Must(t, err)
 	out := map[string]bool{}
 	for _, l := range ls {
@@ -407,10 +391,8 @@ func HostVeths(t testing.TB) map[string]bool {
 // those present before, no IPAM lease, no record, no libcni cache entry.
 func (h *World) AssertNoLeaks(before map[string]bool) {
 	h.t.Helper()
-	for v := range HostVeths(h.t) {
-		if !before[v] {
-			h.t.Errorf("leaked host interface %s", v)
-		}
+	for _, v := range h.NewVeths(before) {
+		h.t.Errorf("leaked host interface %s", v)
 	}
 	_ = filepath.WalkDir(h.IPAMDir, func(p string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && !strings.HasPrefix(d.Name(), "last_reserved_ip") && d.Name() != "lock" {
@@ -434,14 +416,13 @@ type CNIError struct {
 	Details string `json:"details"`
 }
 
-// pluginCmd is plexus invoked as a runtime does, with the container ID
-// "direct-<name>".
-func (h *World) pluginCmd(c *Container, command string) *exec.Cmd {
+// pluginCmd is plexus invoked as a runtime does.
+func (h *World) pluginCmd(c *Container, command, containerID string) *exec.Cmd {
 	conf, err := json.Marshal(h.Plexus)
 	Must(h.t, err)
 	cmd := exec.Command(filepath.Join(BinDir, "plexus"))
-	cmd.Env = append(os.Environ(),
-		"CNI_COMMAND="+command, "CNI_CONTAINERID=direct-"+c.Name, "CNI_NETNS="+c.NS.Path(),
+	cmd.Env = append(os.Environ(), h.tag(),
+		"CNI_COMMAND="+command, "CNI_CONTAINERID="+containerID, "CNI_NETNS="+c.NS.Path(),
 		"CNI_IFNAME=eth0", "CNI_PATH="+BinDir,
 		"CNI_ARGS="+c.cniArgs(false),
 	)
@@ -453,7 +434,7 @@ func (h *World) pluginCmd(c *Container, command string) *exec.Cmd {
 // nil usage means the command failed.
 func (h *World) PluginRusage(c *Container, command string) (string, *syscall.Rusage) {
 	h.t.Helper()
-	cmd := h.pluginCmd(c, command)
+	cmd := h.pluginCmd(c, command, "direct-"+c.Name)
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	if err := cmd.Run(); err != nil {
@@ -467,7 +448,13 @@ func (h *World) PluginRusage(c *Container, command string) (string, *syscall.Rus
 // "direct-<name>".
 func (h *World) Plugin(c *Container, command string) (string, *CNIError) {
 	h.t.Helper()
-	return h.runCNI(h.pluginCmd(c, command), command)
+	return h.PluginAs(c, command, "direct-"+c.Name)
+}
+
+// PluginAs is Plugin with the runtime's container ID chosen by the test.
+func (h *World) PluginAs(c *Container, command, containerID string) (string, *CNIError) {
+	h.t.Helper()
+	return h.runCNI(h.pluginCmd(c, command, containerID), command)
 }
 
 // runCNI runs a plugin and decodes its error document on failure.
@@ -511,7 +498,7 @@ func (h *World) PluginStdinErr(command, extra string) (string, *CNIError) {
 	b, err := json.Marshal(conf)
 	Must(h.t, err)
 	cmd := exec.Command(filepath.Join(BinDir, "plexus"))
-	cmd.Env = append(os.Environ(), "CNI_COMMAND="+command, "CNI_PATH="+BinDir)
+	cmd.Env = append(os.Environ(), h.tag(), "CNI_COMMAND="+command, "CNI_PATH="+BinDir)
 	cmd.Stdin = bytes.NewReader(b)
 	return h.runCNI(cmd, command)
 }
@@ -544,5 +531,218 @@ func Parallel(t testing.TB, cs []*Container, f func(*Container) error) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// MainBuilding is Main that also builds extra main packages (test tools
+// such as a misbehaving delegate) into BinDir, where plexus finds them by
+// type through its binDir.
+func MainBuilding(m *testing.M, pkgs ...string) int {
+	if os.Geteuid() != 0 {
+		if os.Getenv("PLEXUS_E2E") == "1" {
+			fmt.Fprintln(os.Stderr, "netns integration tests need root (PLEXUS_E2E=1 is set)")
+			return 1
+		}
+		fmt.Fprintln(os.Stderr, "skipping netns integration tests: not root")
+		return 0
+	}
+	dir, err := os.MkdirTemp("", "plexus-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if err := build(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := buildTools(dir, pkgs); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	BinDir = dir
+	return m.Run()
+}
+
+func buildTools(dir string, pkgs []string) error {
+	if len(pkgs) == 0 {
+		return nil
+	}
+	cmd := exec.Command("go", append([]string{"build", "-o", dir + "/"}, pkgs...)...)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("building %v: %w", pkgs, err)
+	}
+	return nil
+}
+
+// ProcessesOf lists the live processes whose executable is exe (zombies
+// have no executable and are not listed: they hold nothing).
+func ProcessesOf(exe string) []int {
+	want, err := filepath.EvalSymlinks(exe)
+	if err != nil {
+		want = exe
+	}
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		var pid int
+		if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err != nil || fmt.Sprint(pid) != e.Name() {
+			continue
+		}
+		got, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
+		if err == nil && strings.TrimSuffix(got, " (deleted)") == want {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// worldEnv tags every process a World starts, and through inherited
+// environments every delegate those start, so that tests of other packages
+// running at the same time are told apart.
+const worldEnv = "PLEXUS_TEST_WORLD"
+
+func (h *World) tag() string { return worldEnv + "=" + h.Dir }
+
+// StrayProcesses lists the live processes started for this World (plexus
+// and every delegate it ran) as "pid exe".
+func (h *World) StrayProcesses() []string {
+	tag := []byte(h.tag())
+	entries, _ := os.ReadDir("/proc")
+	var out []string
+	for _, e := range entries {
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil || !bytes.Contains(append([]byte{0}, env...), append(append([]byte{0}, tag...), 0)) {
+			continue
+		}
+		exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
+		if err == nil { // zombies have no exe and hold nothing
+			out = append(out, e.Name()+" "+exe)
+		}
+	}
+	return out
+}
+
+// AssertNoStrayProcesses fails the test for every process of this World
+// still running: plexus or a delegate that outlived its call.
+func (h *World) AssertNoStrayProcesses() {
+	h.t.Helper()
+	if ps := h.StrayProcesses(); len(ps) > 0 {
+		h.t.Errorf("stray processes left running: %s", strings.Join(ps, ", "))
+	}
+}
+
+// NewVeths lists this World's host veths that were not there before.
+func (h *World) NewVeths(before map[string]bool) []string {
+	var out []string
+	for v := range HostVeths(h.t) {
+		if !before[v] && h.ownVeth(v) {
+			out = append(out, v)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ownVeth tells whether a host veth is this World's: enslaved to one of
+// its bridges, or with its peer in one of its sandboxes (ptp). Other
+// packages' tests run alongside and make veths of their own.
+func (h *World) ownVeth(name string) bool {
+	l, err := netlink.LinkByName(name)
+	if err != nil {
+		return false
+	}
+	if m, err := netlink.LinkByIndex(l.Attrs().MasterIndex); err == nil {
+		for _, b := range h.bridges {
+			if m.Attrs().Name == b {
+				return true
+			}
+		}
+	}
+	for _, c := range h.containers {
+		id, err := netlink.GetNetNsIdByFd(int(c.NS.Fd()))
+		if err == nil && id >= 0 && l.Attrs().NetNsID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// Running is a plexus invocation started by StartPlugin.
+type Running struct {
+	Cmd *exec.Cmd
+	out bytes.Buffer
+}
+
+// StartPlugin starts plexus as Plugin does, without waiting, in a process
+// group of its own, so a test can signal it mid-call as a runtime might.
+func (h *World) StartPlugin(c *Container, command string) *Running {
+	h.t.Helper()
+	conf, err := json.Marshal(h.Plexus)
+	Must(h.t, err)
+	r := &Running{Cmd: exec.Command(filepath.Join(BinDir, "plexus"))}
+	r.Cmd.Env = append(os.Environ(), h.tag(),
+		"CNI_COMMAND="+command, "CNI_CONTAINERID=direct-"+c.Name, "CNI_NETNS="+c.NS.Path(),
+		"CNI_IFNAME=eth0", "CNI_PATH="+BinDir,
+		"CNI_ARGS="+c.cniArgs(false),
+	)
+	r.Cmd.Stdin = bytes.NewReader(conf)
+	r.Cmd.Stdout = &r.out
+	r.Cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	Must(h.t, r.Cmd.Start())
+	h.t.Cleanup(func() {
+		// A test that failed half way must not leave plexus behind.
+		if r.Cmd.ProcessState == nil {
+			_ = syscall.Kill(-r.Cmd.Process.Pid, syscall.SIGKILL)
+			_ = r.Cmd.Wait()
+		}
+	})
+	return r
+}
+
+// Wait waits for the call to end and returns its output and CNI error;
+// err is set when plexus ended without printing a CNI error (killed).
+func (r *Running) Wait() (out string, cniErr *CNIError, err error) {
+	werr := r.Cmd.Wait()
+	if werr == nil {
+		return r.out.String(), nil, nil
+	}
+	var e CNIError
+	if jerr := json.Unmarshal(r.out.Bytes(), &e); jerr != nil {
+		return r.out.String(), nil, fmt.Errorf("plexus ended without a CNI error: %w: %q", werr, r.out.String())
+	}
+	return r.out.String(), &e, nil
+}
+
+// AssertCNIError checks a failed call's code and that its message names
+// every want (errors must say what failed).
+func AssertCNIError(t testing.TB, e *CNIError, code uint, want ...string) {
+	t.Helper()
+	if e == nil {
+		t.Fatalf("want CNI error %d naming %q, got success", code, want)
+	}
+	if e.Code != code {
+		t.Errorf("CNI error code %d, want %d: %s", e.Code, code, e.Msg)
+	}
+	for _, w := range want {
+		if !strings.Contains(e.Msg, w) {
+			t.Errorf("CNI error %q does not name %q", e.Msg, w)
+		}
+	}
+}
+
+// dumpRetries bounds retries of a link dump that concurrent link changes
+// (other tests creating veths) interrupted.
+const dumpRetries = 10
+
+// linkList is netlink.LinkList, retried while the kernel reports the dump
+// as interrupted; an interrupted dump may miss links.
+func linkList() ([]netlink.Link, error) {
+	for i := 0; ; i++ {
+		ls, err := netlink.LinkList()
+		if !errors.Is(err, netlink.ErrDumpInterrupted) || i == dumpRetries {
+			return ls, err
+		}
 	}
 }

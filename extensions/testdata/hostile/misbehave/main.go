@@ -5,6 +5,8 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
 	"strings"
 	"unsafe"
 
@@ -48,6 +50,8 @@ func prepare(req *sdk.PrepareRequest) (*sdk.PrepareResponse, error) {
 		return &sdk.PrepareResponse{AddCNIArgs: map[string]string{"K8S_POD_NAME": "other"}}, nil
 	case "addcniargs":
 		return &sdk.PrepareResponse{AddCNIArgs: map[string]string{"HOSTILE": "1"}, Warnings: []string{"added HOSTILE"}}, nil
+	case "fs":
+		return nil, escape()
 	case "echo":
 		return &sdk.PrepareResponse{Warnings: []string{string(mustJSON(req))}}, nil
 	}
@@ -83,4 +87,30 @@ func withKey(conf json.RawMessage, key string, v any) (*sdk.PrepareResponse, err
 func mustJSON(v any) []byte {
 	b, _ := json.Marshal(v)
 	return b
+}
+
+// escapeFile is where a module that could write to the host would leave a
+// trace for the tests to find.
+const escapeFile = "/tmp/plexus-sandbox-escape"
+
+// escape tries the host's file system, which the sandbox does not have:
+// the rejection reports each attempt, and any success says ESCAPED.
+func escape() error {
+	var got []string
+	if b, err := os.ReadFile("/etc/hostname"); err == nil {
+		got = append(got, fmt.Sprintf("ESCAPED: read /etc/hostname (%d bytes)", len(b)))
+	} else {
+		got = append(got, "read: "+err.Error())
+	}
+	if err := os.WriteFile(escapeFile, []byte("x"), 0o644); err == nil {
+		got = append(got, "ESCAPED: wrote "+escapeFile)
+	} else {
+		got = append(got, "write: "+err.Error())
+	}
+	if es, err := os.ReadDir("/"); err == nil {
+		got = append(got, fmt.Sprintf("ESCAPED: listed / (%d entries)", len(es)))
+	} else {
+		got = append(got, "list: "+err.Error())
+	}
+	return sdk.Reject("file system: %s", strings.Join(got, "; "))
 }
