@@ -53,8 +53,12 @@ type Config struct {
 	// defaults. Parsed values are in APITimeoutDuration/APIBudgetDuration.
 	APITimeout string `json:"apiTimeout,omitempty"`
 	APIBudget  string `json:"apiBudget,omitempty"`
-	LogLevel   string `json:"logLevel,omitempty"`
-	LogFile    string `json:"logFile,omitempty"`
+	// DelegateTimeout bounds each delegate ADD, DEL and CHECK (a Go
+	// duration); a delegate still running then is killed and the ADD
+	// fails and is undone (s7.2). Empty: only the whole call is bounded.
+	DelegateTimeout string `json:"delegateTimeout,omitempty"`
+	LogLevel        string `json:"logLevel,omitempty"`
+	LogFile         string `json:"logFile,omitempty"`
 	// StrictSelection fails ADD on an invalid selection annotation instead
 	// of attaching the default network only.
 	StrictSelection bool `json:"strictSelection,omitempty"`
@@ -71,10 +75,12 @@ type Config struct {
 
 	// APITimeoutDuration and APIBudgetDuration are apiTimeout and
 	// apiBudget parsed; zero when unset. DaemonWaitDuration is daemonWait,
-	// DefaultDaemonWait when unset.
-	APITimeoutDuration time.Duration `json:"-"`
-	APIBudgetDuration  time.Duration `json:"-"`
-	DaemonWaitDuration time.Duration `json:"-"`
+	// DefaultDaemonWait when unset; DelegateTimeoutDuration is
+	// delegateTimeout, zero when unset.
+	APITimeoutDuration      time.Duration `json:"-"`
+	APIBudgetDuration       time.Duration `json:"-"`
+	DaemonWaitDuration      time.Duration `json:"-"`
+	DelegateTimeoutDuration time.Duration `json:"-"`
 }
 
 // DefaultDaemonWait is how long the shim's ADD waits for plexusd.
@@ -83,7 +89,7 @@ const DefaultDaemonWait = 10 * time.Second
 // plexusKeys are the keys Config defines; cniKeys are those the CNI spec
 // lets a runtime or libcni put in any plugin's config.
 var (
-	plexusKeys = []string{"clusterNetwork", "systemNamespace", "confDir", "cacheDir", "binDir", "kubeconfig", "manifests", "apiTimeout", "apiBudget", "logLevel", "logFile", "strictSelection", "policy", "extensions", "daemonSocket", "daemonWait"}
+	plexusKeys = []string{"clusterNetwork", "systemNamespace", "confDir", "cacheDir", "binDir", "kubeconfig", "manifests", "apiTimeout", "apiBudget", "delegateTimeout", "logLevel", "logFile", "strictSelection", "policy", "extensions", "daemonSocket", "daemonWait"}
 	cniKeys    = []string{"cniVersion", "cniVersions", "name", "type", "capabilities", "runtimeConfig", "args", "prevResult", "ipMasq", "ipam", "dns", "disableCheck", "disableGC", "loadOnlyInlinedPlugins", "cni.dev/valid-attachments", "cni.dev/attachments"}
 )
 
@@ -176,6 +182,9 @@ func (c *Config) validate() error {
 		return fmt.Errorf(`"daemonSocket" %q must be an absolute path`, c.DaemonSocket)
 	}
 	if c.APIBudgetDuration, err = positiveDuration("apiBudget", c.APIBudget); err != nil {
+		return err
+	}
+	if c.DelegateTimeoutDuration, err = positiveDuration("delegateTimeout", c.DelegateTimeout); err != nil {
 		return err
 	}
 	return nil

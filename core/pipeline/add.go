@@ -112,7 +112,12 @@ func (p *Pipeline) attachOne(ctx context.Context, req *Request, ra *record.Attac
 		return nil, err
 	}
 	p.Log.Debug("delegate ADD", "network", ra.Name, "ifName", ra.IfName, "plugins", len(list.Plugins))
-	return p.CNI.AddNetworkList(ctx, list, p.runtimeConf(req, ra))
+	var res types.Result
+	err = p.delegateCall(ctx, func(ctx context.Context) error {
+		res, err = p.CNI.AddNetworkList(ctx, list, p.runtimeConf(req, ra))
+		return err
+	})
+	return res, err
 }
 
 // rollback undoes every attempted attachment after a failed ADD (s7.2) and

@@ -46,5 +46,7 @@ func (p *Pipeline) checkOne(ctx context.Context, req *Request, a *record.Attachm
 		p.Log.Debug("CHECK skipped: delegate config predates 0.4.0", "network", a.Name)
 		return nil
 	}
-	return p.CNI.CheckNetworkList(ctx, list, p.runtimeConf(req, a))
+	return p.delegateCall(ctx, func(ctx context.Context) error {
+		return p.CNI.CheckNetworkList(ctx, list, p.runtimeConf(req, a))
+	})
 }

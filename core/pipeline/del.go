@@ -99,7 +99,9 @@ func (p *Pipeline) detachOne(ctx context.Context, req *Request, a *record.Attach
 		return err
 	}
 	p.Log.Debug("delegate DEL", "network", a.Name, "ifName", a.IfName)
-	return p.CNI.DelNetworkList(ctx, list, p.runtimeConf(req, a))
+	return p.delegateCall(ctx, func(ctx context.Context) error {
+		return p.CNI.DelNetworkList(ctx, list, p.runtimeConf(req, a))
+	})
 }
 
 // delFromCache is DEL without a usable record: every attachment libcni
@@ -135,9 +137,12 @@ func (p *Pipeline) delCached(ctx context.Context, req *Request, c *libcni.Networ
 	if err != nil {
 		return err
 	}
-	return p.CNI.DelNetworkList(ctx, list, &libcni.RuntimeConf{
+	rt := &libcni.RuntimeConf{
 		ContainerID: req.ContainerID, NetNS: req.NetNS, IfName: c.IfName,
 		Args: c.CniArgs, CapabilityArgs: c.CapabilityArgs,
+	}
+	return p.delegateCall(ctx, func(ctx context.Context) error {
+		return p.CNI.DelNetworkList(ctx, list, rt)
 	})
 }
 

@@ -4,6 +4,7 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 
 	"github.com/containernetworking/cni/libcni"
@@ -84,4 +85,21 @@ func (p *Pipeline) event(ctx context.Context, pod *source.Pod, typ source.EventT
 	if rec, ok := p.Source.(source.EventRecorder); ok {
 		rec.Event(ctx, pod, typ, reason, msg)
 	}
+}
+
+// delegateCall runs one delegate operation bounded by delegateTimeout, and
+// says so when that bound is what stopped it: libcni only reports the
+// killed plugin's exit status.
+func (p *Pipeline) delegateCall(ctx context.Context, call func(context.Context) error) error {
+	d := p.Config.DelegateTimeoutDuration
+	if d <= 0 {
+		return call(ctx)
+	}
+	dctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	err := call(dctx)
+	if err != nil && dctx.Err() != nil && ctx.Err() == nil {
+		return fmt.Errorf("the delegate did not finish within delegateTimeout %s and was killed: %w", d, err)
+	}
+	return err
 }

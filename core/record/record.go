@@ -88,6 +88,14 @@ func (s *Store) Load(containerID string) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
+	fi, err := os.Lstat(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err == nil && !fi.Mode().IsRegular() {
+		// Not plexus's doing, but DEL must still get past it (s7.2).
+		return nil, fmt.Errorf("%s is a %s, not a file: %w", p, fi.Mode().Type(), ErrCorrupt)
+	}
 	b, err := os.ReadFile(p)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -177,7 +185,9 @@ func (s *Store) Remove(containerID string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+	// RemoveAll: whatever sits where the record belongs goes, even a
+	// directory; p is inside Dir (the container ID was validated).
+	if err := os.RemoveAll(p); err != nil {
 		return fmt.Errorf("removing attachment record: %w", err)
 	}
 	return nil

@@ -80,3 +80,21 @@ func TestLoadCorruptRecords(t *testing.T) {
 		}
 	}
 }
+
+// A directory where a record belongs is unusable, not an I/O error, so DEL
+// falls back to libcni's cache; Remove clears it.
+func TestDirectoryRecordIsCorrupt(t *testing.T) {
+	s := &Store{Dir: t.TempDir()}
+	if err := os.MkdirAll(filepath.Join(s.Dir, "c1.json", "x"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Load("c1"); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Load of a directory record: %v, want ErrCorrupt", err)
+	}
+	if err := s.Remove("c1"); err != nil {
+		t.Fatalf("Remove of a directory record: %v", err)
+	}
+	if r, err := s.Load("c1"); r != nil || err != nil {
+		t.Fatalf("after Remove: %v, %v", r, err)
+	}
+}

@@ -1,7 +1,6 @@
 package faults
 
 import (
-	"strings"
 	"syscall"
 	"testing"
 
@@ -123,7 +122,7 @@ func TestDelegateHangCancelledBySIGTERM(t *testing.T) {
 }
 
 // TestDelegateHangBoundedByDelegateTimeout: with a per-delegate bound
-// (proposed "delegateTimeout", patches/0001-delegate-timeout.patch), a hung
+// ("delegateTimeout"), a hung
 // delegate is killed by plexus itself, before the runtime's own deadline
 // kills plexus (which would leave no rollback, see kill_test.go), and the
 // error names the network, the plugin and the bound.
@@ -135,9 +134,6 @@ func TestDelegateHangBoundedByDelegateTimeout(t *testing.T) {
 			h.Set("delegateTimeout", "1s")
 			before := harness.HostVeths(t)
 			_, e := h.Plugin(c, "ADD")
-			if e != nil && strings.Contains(e.Msg, `unknown key "delegateTimeout"`) {
-				t.Skip("plexus has no delegateTimeout yet: see patches/0001-delegate-timeout.patch")
-			}
 			assertCNIError(t, e, 104, "pod demo/web", pos.label, `plugin type="badplugin"`, "delegateTimeout 1s")
 			assertClean(t, h, c, before)
 			if _, e := h.Plugin(c, "DEL"); e != nil {

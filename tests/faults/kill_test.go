@@ -10,10 +10,6 @@ import (
 	"github.com/plexus-cni/plexus/tests/harness"
 )
 
-// knownBugs runs the tests of faults that are not fixed yet (see the
-// patches/ they name); without it they skip, so the suite stays green.
-const knownBugs = "PLEXUS_KNOWN_BUGS"
-
 // TestPlexusKilledBetweenAttachments: the runtime SIGKILLs plexus (as
 // libcni's exec does when its context ends) while the third of four
 // attachments is in its delegate. The record written before each delegate
@@ -46,13 +42,9 @@ func TestPlexusKilledBetweenAttachments(t *testing.T) {
 
 // TestPlexusKilledWhileDelegateHangs: a runtime whose deadline passes
 // SIGKILLs plexus, not its children. A hung delegate must not outlive
-// plexus: it would hold its lease and netns forever. Known bug: plexus
-// execs delegates without a parent-death signal (patches/
-// 0002-delegates-die-with-plexus.patch).
+// plexus: it would hold its lease and netns forever. plexus execs its
+// delegates with a parent-death signal (cmd/internal/cniplugin/exec.go).
 func TestPlexusKilledWhileDelegateHangs(t *testing.T) {
-	if os.Getenv(knownBugs) != "1" {
-		t.Skip("known bug, see patches/0002-delegates-die-with-plexus.patch; set " + knownBugs + "=1 to run")
-	}
 	f := newFault(t, "hang", "ok")
 	h, c := faultWorld(t, positions()[1], f)
 	before := harness.HostVeths(t)

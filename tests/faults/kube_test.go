@@ -35,7 +35,7 @@ func newKube(t *testing.T) *kube {
 	harness.Must(t, err)
 	deploy, err := filepath.Abs("../../deploy")
 	harness.Must(t, err)
-	harness.Must(t, k.env.Apply(t.Context(), false, filepath.Join(deploy, "crd.yaml"), filepath.Join(deploy, "rbac.yaml")))
+	harness.Must(t, k.env.Apply(t.Context(), false, filepath.Join(deploy, "base/crd.yaml"), filepath.Join(deploy, "base/rbac.yaml")))
 	cfg, err := k.env.ServiceAccountConfig(t.Context(), "kube-system", "plexus")
 	harness.Must(t, err)
 	kc := filepath.Join(t.TempDir(), "plexus.kubeconfig")

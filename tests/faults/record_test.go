@@ -14,9 +14,6 @@ import (
 type recordDamage struct {
 	name   string
 	damage func(t *testing.T, path string, good []byte)
-	// bug names the patch that fixes a known failure; the case skips
-	// unless PLEXUS_KNOWN_BUGS=1.
-	bug string
 }
 
 func write(content string) func(*testing.T, string, []byte) {
@@ -42,7 +39,7 @@ func recordDamages() []recordDamage {
 		{name: "path-like interface", damage: func(t *testing.T, path string, good []byte) {
 			harness.Must(t, os.WriteFile(path, []byte(strings.Replace(string(good), `"ifName":"net1"`, `"ifName":"../../x"`, 1)), 0o600))
 		}},
-		{name: "directory", bug: "patches/0003-record-not-a-file.patch", damage: func(t *testing.T, path string, _ []byte) {
+		{name: "directory", damage: func(t *testing.T, path string, _ []byte) {
 			harness.Must(t, os.Remove(path))
 			harness.Must(t, os.MkdirAll(filepath.Join(path, "junk"), 0o700))
 		}},
@@ -55,9 +52,6 @@ func recordDamages() []recordDamage {
 func TestDelWithUnusableRecord(t *testing.T) {
 	for _, d := range recordDamages() {
 		t.Run(d.name, func(t *testing.T) {
-			if d.bug != "" && os.Getenv(knownBugs) != "1" {
-				t.Skipf("known bug, see %s; set %s=1 to run", d.bug, knownBugs)
-			}
 			h := harness.New(t)
 			h.BridgeNAD("demo", "n1")
 			h.BridgeNAD("demo", "n2")

@@ -173,7 +173,7 @@ func logged(p *pipeline.Pipeline, what string, err error) error {
 func (o Options) build(ctx context.Context, conf *config.Config, a *skel.CmdArgs, cmd Command, log *slog.Logger) (*pipeline.Pipeline, func(), error) {
 	p := &pipeline.Pipeline{
 		Config:  conf,
-		CNI:     libcni.NewCNIConfigWithCacheDir(pluginPaths(conf, a), conf.CacheDir, nil),
+		CNI:     libcni.NewCNIConfigWithCacheDir(pluginPaths(conf, a), conf.CacheDir, &delegateExec{}),
 		Records: &record.Store{Dir: filepath.Join(conf.CacheDir, "records")},
 		Locks:   &lock.Locker{Dir: filepath.Join(conf.CacheDir, "locks")},
 		Log:     log,

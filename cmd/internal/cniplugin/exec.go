@@ -1,0 +1,79 @@
+package cniplugin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os/exec"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/containernetworking/cni/pkg/invoke"
+	"github.com/containernetworking/cni/pkg/types"
+	"github.com/containernetworking/cni/pkg/version"
+)
+
+// delegateExec runs delegate plugins for libcni like its default does,
+// except that every delegate dies with plexus. A runtime whose deadline
+// passes SIGKILLs plexus alone (exec.CommandContext); a delegate stuck in
+// ADD would otherwise run on forever, holding its netns and its lease.
+type delegateExec struct {
+	invoke.RawExec        // FindInPath
+	version.PluginDecoder // Decode
+}
+
+// busyRetries covers a plugin binary being replaced while we exec it
+// (ETXTBSY), as happens while an installer updates the plugin directory.
+const busyRetries = 5
+
+func (e *delegateExec) ExecPlugin(ctx context.Context, path string, stdin []byte, environ []string) ([]byte, error) {
+	for i := 0; ; i++ {
+		out, err := runDelegate(ctx, path, stdin, environ)
+		if i < busyRetries && errors.Is(err, syscall.ETXTBSY) {
+			time.Sleep(time.Second)
+			continue
+		}
+		return out, err
+	}
+}
+
+func runDelegate(ctx context.Context, path string, stdin []byte, environ []string) ([]byte, error) {
+	var stdout, stderr bytes.Buffer
+	c := exec.CommandContext(ctx, path)
+	c.Env = environ
+	c.Stdin = bytes.NewReader(stdin)
+	c.Stdout, c.Stderr = &stdout, &stderr
+	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// The parent-death signal follows the thread that forked, not the
+	// process: keep this goroutine on its thread until the child is gone.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := c.Run(); err != nil {
+		return nil, delegateError(ctx, err, stdout.Bytes(), stderr.Bytes())
+	}
+	return stdout.Bytes(), nil
+}
+
+// delegateError prefers the plugin's own CNI error, then says why it was
+// killed, then quotes (the end of) what it wrote to stderr.
+func delegateError(ctx context.Context, err error, stdout, stderr []byte) error {
+	var te types.Error
+	if len(stdout) > 0 && json.Unmarshal(stdout, &te) == nil && te.Msg != "" {
+		return &te
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("killed after %w (%v)", context.Cause(ctx), err)
+	}
+	msg := strings.TrimSpace(string(stderr))
+	if len(msg) > 2048 {
+		msg = "..." + msg[len(msg)-2048:]
+	}
+	if msg == "" {
+		return fmt.Errorf("plugin failed without an error message: %w", err)
+	}
+	return fmt.Errorf("plugin failed: %w: %s", err, msg)
+}
