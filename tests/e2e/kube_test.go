@@ -20,6 +20,8 @@ func TestKubernetes(t *testing.T) {
 	t.Run("AttachStatusAndEvent", s.testAttachStatusAndEvent)
 	t.Run("RequestCounts", s.testRequestCounts)
 	t.Run("ThickRequestCounts", s.testThickRequestCounts)
+	t.Run("ThickLifecycle", s.testThickLifecycle)
+	t.Run("ThickFiftyPods", s.testThickFiftyPods)
 	t.Run("AddTwiceKeepsStatusExact", s.testAddTwice)
 	t.Run("PodRecreatedUnderSameName", s.testPodRecreated)
 	t.Run("MissingNAD", s.testMissingNAD)
