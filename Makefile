@@ -61,8 +61,11 @@ test-unit:
 	$(GO) test -count=1 ./core/... ./cmd/...
 
 ## bench: benchmarks (numbers go to the README's performance section)
-bench: build
-	PLEXUS_BIN=$(BIN) $(GO) test -run '^$$' -bench . -benchmem ./...
+bench: build k8s-bins
+	PLEXUS_BIN=$(BIN) $(GO) test -p 1 -run '^$$' -bench . -benchmem ./core/... ./policies/...
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 20x ./extensions/
+	PLEXUS_BIN=$(BIN) $(GO) test -run '^$$' -bench Lifecycle -benchtime 25x ./tests/bench/
+	PLEXUS_BIN=$(BIN) $(GO) test -run '^$$' -bench 'Concurrent|Memory' -benchtime 2x ./tests/bench/
 
 ## lint: gofmt, go vet, staticcheck
 lint:
