@@ -63,6 +63,10 @@ func clusterFromConfig(raw []byte, where string, n *source.NAD) (*clusterNetwork
 	if c.Name() == "" {
 		return nil, fmt.Errorf("clusterNetwork %s: the CNI config has no \"name\"", where)
 	}
+	if isPlexus(c) {
+		// plexus delegating to itself would recurse until the runtime gives up.
+		return nil, fmt.Errorf("clusterNetwork %s is plexus's own config, not the cluster-wide default network's", where)
+	}
 	return &clusterNetwork{name: c.Name(), config: raw, nad: n}, nil
 }
 
@@ -110,7 +114,14 @@ func readClusterFile(path string) ([]byte, string, error) {
 	return nil, "", fmt.Errorf("clusterNetwork: no CNI config in directory %s", path)
 }
 
+// pluginTypes are the plugin binaries that are plexus itself.
+var pluginTypes = map[string]bool{"plexus": true, "plexus-shim": true}
+
 func isPlexus(c *netconf.Conf) bool {
-	t := c.PluginTypes()
-	return len(t) > 0 && t[0] == "plexus"
+	for _, t := range c.PluginTypes() {
+		if pluginTypes[t] {
+			return true
+		}
+	}
+	return false
 }

@@ -354,3 +354,17 @@ func TestNamespaceLabelsOnlyWhenThePolicyReadsThem(t *testing.T) {
 		}
 	}
 }
+
+func TestClusterNetworkIsNeverPlexusItself(t *testing.T) {
+	for _, typ := range []string{"plexus", "plexus-shim"} {
+		f := newFixture(t, "")
+		writeFile(t, f.p.Config.ClusterNetwork, `{"cniVersion":"1.0.0","name":"plexus","type":"`+typ+`","daemonSocket":"/run/x.sock"}`)
+		_, err := f.p.Add(context.Background(), f.req)
+		if te := cniErr(t, err); te.Code != CodeClusterNetwork || !strings.Contains(te.Msg, "plexus's own config") {
+			t.Errorf("%s: error %+v", typ, te)
+		}
+		if len(f.cni.calls) != 0 {
+			t.Errorf("%s: delegated to itself: %v", typ, f.cni.calls)
+		}
+	}
+}

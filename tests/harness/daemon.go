@@ -38,7 +38,7 @@ func (w *World) StartDaemon(args ...string) *Daemon {
 	conf := map[string]any{}
 	for k, v := range w.Plexus {
 		switch k {
-		case "clusterNetwork", "daemonSocket", "daemonWait":
+		case "clusterNetwork", "daemonSocket", "daemonWait", "type":
 		default:
 			conf[k] = v
 		}
@@ -49,6 +49,7 @@ func (w *World) StartDaemon(args ...string) *Daemon {
 	w.WriteFile(cfgPath, string(b))
 	d.args = append([]string{"--config", cfgPath, "--socket", d.Socket, "--metrics-addr", d.Metrics, "--install-config=false", "--log-level", "debug"}, args...)
 	w.Set("daemonSocket", d.Socket)
+	w.Set("type", "plexus-shim")
 	d.Start()
 	w.t.Cleanup(d.Stop)
 	return d

@@ -52,7 +52,7 @@ func Main(m *testing.M) int { return MainBuilding(m) }
 func build(dir string) error {
 	if pre := os.Getenv("PLEXUS_BIN"); pre != "" {
 		// make test builds once into bin/ and points the tests at it.
-		for _, f := range append([]string{"github.com/plexus-cni/plexus/cmd/plexus", "github.com/plexus-cni/plexus/cmd/plexusd"}, referencePlugins...) {
+		for _, f := range append([]string{"github.com/plexus-cni/plexus/cmd/plexus", "github.com/plexus-cni/plexus/cmd/plexusd", "github.com/plexus-cni/plexus/cmd/plexus-shim"}, referencePlugins...) {
 			src := filepath.Join(pre, filepath.Base(f))
 			if err := os.Symlink(src, filepath.Join(dir, filepath.Base(f))); err != nil {
 				return err
@@ -60,7 +60,7 @@ func build(dir string) error {
 		}
 		return nil
 	}
-	args := append([]string{"build", "-o", dir + "/", "github.com/plexus-cni/plexus/cmd/plexus", "github.com/plexus-cni/plexus/cmd/plexusd"}, referencePlugins...)
+	args := append([]string{"build", "-o", dir + "/", "github.com/plexus-cni/plexus/cmd/plexus", "github.com/plexus-cni/plexus/cmd/plexusd", "github.com/plexus-cni/plexus/cmd/plexus-shim"}, referencePlugins...)
 	cmd := exec.Command("go", args...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Run(); err != nil {

@@ -42,7 +42,7 @@ func TestS6_1NoConfigUntilDefaultNetwork(t *testing.T) {
 	harness.Must(t, err)
 	harness.Must(t, json.Unmarshal(b, &conf))
 	p := conf.Plugins[0]
-	if p["type"] != "plexus" || p["clusterNetwork"] != def || p["daemonSocket"] != d.Socket || conf.CNIVersion != "1.0.0" {
+	if p["type"] != "plexus-shim" || p["clusterNetwork"] != def || p["daemonSocket"] != d.Socket || conf.CNIVersion != "1.0.0" {
 		t.Fatalf("installed config %s", b)
 	}
 	// The installed config works end to end: cnitool reads kubelet's dir.

@@ -3,11 +3,13 @@ package cniplugin
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"strings"
 	"testing"
 
 	"github.com/containernetworking/cni/pkg/types"
 
+	"github.com/plexus-cni/plexus/cmd/internal/shim"
 	"github.com/plexus-cni/plexus/core/daemon"
 )
 
@@ -41,7 +43,7 @@ func TestHandleBadConfigIsACNIError(t *testing.T) {
 }
 
 func TestRelayKeepsPlexusdsError(t *testing.T) {
-	err := relay(&daemon.Reply{Failed: true, Stdout: []byte(`{"code":102,"msg":"pod a/b: denied"}`)})
+	err := shim.Relay(&daemon.Reply{Failed: true, Stdout: []byte(`{"code":102,"msg":"pod a/b: denied"}`)}, io.Discard)
 	var te *types.Error
 	if e, ok := err.(*types.Error); ok {
 		te = e
@@ -49,7 +51,7 @@ func TestRelayKeepsPlexusdsError(t *testing.T) {
 	if te == nil || te.Code != 102 || te.Msg != "pod a/b: denied" {
 		t.Errorf("relay = %v", err)
 	}
-	if err := relay(&daemon.Reply{Failed: true, Stdout: []byte("garbage")}); err == nil || !strings.Contains(err.Error(), "unreadable") {
+	if err := shim.Relay(&daemon.Reply{Failed: true, Stdout: []byte("garbage")}, io.Discard); err == nil || !strings.Contains(err.Error(), "unreadable") {
 		t.Errorf("garbage = %v", err)
 	}
 }

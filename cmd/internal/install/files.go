@@ -180,7 +180,10 @@ func parseConf(raw []byte) (*conf, error) {
 	return &c, nil
 }
 
-func (c *conf) isPlexus() bool { return c.plugins[0].Type == "plexus" }
+func (c *conf) isPlexus() bool {
+	t := c.plugins[0].Type
+	return t == "plexus" || t == "plexus-shim"
+}
 
 // capabilities are the default network's: the runtime passes runtimeConfig
 // only for capabilities the config it calls declares, and plexus hands
@@ -213,6 +216,9 @@ func (in *Installer) plexusConfig(def string, raw []byte) ([]byte, error) {
 		plugin[k] = v
 	}
 	plugin["type"] = "plexus"
+	if in.o.PluginType != "" {
+		plugin["type"] = in.o.PluginType
+	}
 	plugin["clusterNetwork"] = def
 	if !in.o.ConfigOnly {
 		plugin["kubeconfig"] = in.o.Kubeconfig

@@ -52,6 +52,9 @@ type Options struct {
 	// BinariesOnly copies the binaries and returns (thick mode's init
 	// container: plexusd maintains the config).
 	BinariesOnly bool
+	// PluginType is the "type" of the config written: the plugin binary the
+	// runtime runs ("plexus" unless set; plexusd uses "plexus-shim").
+	PluginType string
 	// ConfigOnly manages plexus's CNI config alone: no binaries, no
 	// kubeconfig (plexusd, whose shim never talks to the API).
 	ConfigOnly bool

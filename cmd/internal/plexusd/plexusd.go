@@ -259,7 +259,7 @@ func (d *Daemon) startInstaller(ctx context.Context) error {
 		}
 	}
 	in, err := install.New(install.Options{
-		ConfigOnly: true, Immediate: d.o.Readiness == ReadinessBlock,
+		ConfigOnly: true, Immediate: d.o.Readiness == ReadinessBlock, PluginType: "plexus-shim",
 		ConfDir: d.o.ConfDir, DefaultConfDir: d.o.DefaultConfDir, ConfName: d.o.ConfName,
 		Extra: extra, Uninstall: d.o.Uninstall, Poll: time.Second, Log: d.o.Log,
 	})
