@@ -66,13 +66,14 @@ type Options struct {
 
 // Daemon is a running plexusd.
 type Daemon struct {
-	o       Options
-	conf    *config.Config
-	m       *metrics
-	src     source.Source
-	synced  func() bool
-	stages  pipeline.Stages
-	closers []func()
+	o        Options
+	conf     *config.Config
+	m        *metrics
+	src      source.Source
+	noSource bool
+	synced   func() bool
+	stages   pipeline.Stages
+	closers  []func()
 }
 
 // Run starts plexusd and serves until ctx ends, then shuts down gracefully.
@@ -115,6 +116,12 @@ func (d *Daemon) close() {
 // directory is read per call (it is local and may change).
 func (d *Daemon) buildSource(ctx context.Context) error {
 	if d.conf.Manifests != "" {
+		return nil
+	}
+	if d.conf.Kubeconfig == "" && os.Getenv("KUBERNETES_SERVICE_HOST") == "" {
+		// As the thin plugin does: no source, the default network only.
+		d.o.Log.Warn("no kubeconfig, no manifests and not in a pod: pods get the default network only")
+		d.noSource = true
 		return nil
 	}
 	rc, err := kube.Config(d.conf.Kubeconfig)
@@ -180,6 +187,8 @@ func (d *Daemon) options() cniplugin.Options {
 		o.Source = func(*config.Config, cniplugin.Command, *slog.Logger) (source.Source, error) {
 			return manifests.Load(d.conf.Manifests)
 		}
+	case d.noSource:
+		o.Source = func(*config.Config, cniplugin.Command, *slog.Logger) (source.Source, error) { return nil, nil }
 	}
 	return o
 }
