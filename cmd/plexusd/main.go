@@ -47,6 +47,7 @@ func parseFlags(args []string) (plexusd.Options, error) {
 	fs.StringVar(&o.Readiness, "readiness", plexusd.ReadinessWait, "wait: install plexus's config only once the default network's exists (s6.1.1); block: install at once and hold ADDs until it does (s6.1.2)")
 	fs.DurationVar(&o.BlockDeadline, "block-deadline", 2*time.Minute, "with --readiness=block, how long an ADD waits for the default network")
 	fs.BoolVar(&o.Uninstall, "uninstall", os.Getenv("PLEXUS_UNINSTALL") == "true", "remove plexus's CNI config when stopping (env PLEXUS_UNINSTALL=true)")
+	fs.BoolVar(&o.Profiling, "profiling", false, "serve Go's pprof under /debug/pprof/ on --metrics-addr")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		return o, err

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"time"
@@ -61,6 +62,8 @@ type Options struct {
 	BlockDeadline  time.Duration
 	// Uninstall removes plexus's CNI config when plexusd stops.
 	Uninstall bool
+	// Profiling serves Go's pprof under /debug/pprof/ on MetricsAddr.
+	Profiling bool
 	Log       *slog.Logger
 }
 
@@ -286,6 +289,11 @@ func (d *Daemon) startInstaller(ctx context.Context) error {
 func (d *Daemon) serveHTTP(ctx context.Context) {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(d.m.reg, promhttp.HandlerOpts{}))
+	if d.o.Profiling {
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	}
 	mux.HandleFunc("GET /healthz", func(http.ResponseWriter, *http.Request) {})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !d.ready() {
