@@ -70,12 +70,11 @@ func (p *Pipeline) undoPrevious(ctx context.Context, req *Request) error {
 }
 
 // attachAll runs each delegate in order, recording each attempt before it
-// starts so a crash at any point leaves a record DEL can work from.
+// starts so a crash at any point leaves a record DEL can work from. Each
+// save also records the previous attachment as done: one write per
+// attachment, plus the last.
 func (p *Pipeline) attachAll(ctx context.Context, req *Request, pl *plan) error {
 	podRef := pl.podRef(req)
-	if err := p.Records.Save(pl.record); err != nil {
-		return newError(CodeRecord, podRef, "", err)
-	}
 	for i, a := range pl.attachments {
 		ra := &pl.record.Attachments[i]
 		ra.State = record.Attempted

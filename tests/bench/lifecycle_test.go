@@ -111,24 +111,36 @@ func BenchmarkLifecycleThin(b *testing.B) {
 	}
 }
 
-// BenchmarkLifecycleThinStages: the 4-selection pod with the policy
+// stageVariants are the optional stages a lifecycle runs with.
+var stageVariants = []struct {
+	name              string
+	policy, extension bool
+}{{"policy", true, false}, {"extension", false, true}, {"policy+extension", true, true}}
+
+// BenchmarkLifecycleThinStages: 1, 4 and 16 selections with the policy
 // library (every rule on), with one extension key, and with both; compare
-// with BenchmarkLifecycleThin/selections=4.
+// with BenchmarkLifecycleThin and the floor.
 func BenchmarkLifecycleThinStages(b *testing.B) {
-	for _, v := range []struct {
-		name              string
-		policy, extension bool
-	}{{"policy", true, false}, {"extension", false, true}, {"policy+extension", true, true}} {
-		b.Run(v.name, func(b *testing.B) {
-			s := newSetup(b, 4)
-			if v.policy {
-				usePolicy(b, s)
-			}
-			if v.extension {
-				useExtension(b, s)
-			}
-			runtimeLifecycle(b, s)
-		})
+	benchStages(b, false)
+}
+
+func benchStages(b *testing.B, thick bool) {
+	for _, v := range stageVariants {
+		for _, n := range []int{1, 4, 16} {
+			b.Run(fmt.Sprintf("%s/selections=%d", v.name, n), func(b *testing.B) {
+				s := newSetup(b, n)
+				if v.policy {
+					usePolicy(b, s)
+				}
+				if v.extension {
+					useExtension(b, s)
+				}
+				if thick {
+					s.w.StartDaemon()
+				}
+				runtimeLifecycle(b, s)
+			})
+		}
 	}
 }
 
@@ -205,13 +217,10 @@ func BenchmarkLifecycleThick(b *testing.B) {
 	}
 }
 
-// BenchmarkLifecycleThickStages: the reference pod (4 selections
-// of 3 NADs, one policy, one extension key) through the shim; compare with
-// BenchmarkLifecycleFloor/selections=4.
+// BenchmarkLifecycleThickStages: the thick counterpart of
+// BenchmarkLifecycleThinStages; policy+extension with 4 selections is the
+// issue's reference pod (4 selections of 3 NADs, one policy, one
+// extension key).
 func BenchmarkLifecycleThickStages(b *testing.B) {
-	s := newSetup(b, 4)
-	usePolicy(b, s)
-	useExtension(b, s)
-	s.w.StartDaemon()
-	runtimeLifecycle(b, s)
+	benchStages(b, true)
 }
