@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/containernetworking/cni/libcni"
 
@@ -223,4 +224,90 @@ func BenchmarkLifecycleThick(b *testing.B) {
 // extension key).
 func BenchmarkLifecycleThickStages(b *testing.B) {
 	benchStages(b, true)
+}
+
+// BenchmarkRatioReferencePod interleaves, in every iteration, the floor
+// and plexus (thin, then thick) for the reference pod: 4
+// selections of 3 NADs, the policy library, one extension key. Alternating
+// cancels the drift of a shared machine that separate benchmarks suffer;
+// it reports each mean and the ratios to the floor.
+func BenchmarkRatioReferencePod(b *testing.B) {
+	s := newSetup(b, 4)
+	usePolicy(b, s)
+	useExtension(b, s)
+	floor := floorRunner(b, s)
+	thin := plexusRunner(b, s, "thin")
+	s.w.StartDaemon()
+	thick := plexusRunner(b, s, "thick")
+	var tf, tt, tk time.Duration
+	for b.Loop() {
+		tf += timed(floor)
+		tt += timed(thin)
+		tk += timed(thick)
+	}
+	n := float64(b.N)
+	b.ReportMetric(tf.Seconds()*1e3/n, "floor-ms")
+	b.ReportMetric(tt.Seconds()*1e3/n, "thin-ms")
+	b.ReportMetric(tk.Seconds()*1e3/n, "thick-ms")
+	b.ReportMetric(float64(tt)/float64(tf), "thin/floor")
+	b.ReportMetric(float64(tk)/float64(tf), "thick/floor")
+}
+
+func timed(f func()) time.Duration {
+	start := time.Now()
+	f()
+	return time.Since(start)
+}
+
+// floorRunner is one floor lifecycle of s's networks.
+func floorRunner(b *testing.B, s *setup) func() {
+	cni := libcni.NewCNIConfigWithCacheDir([]string{harness.BinDir}, s.w.CacheDir, nil)
+	lists := []*libcni.NetworkConfigList{list(b, s.defConf)}
+	for _, raw := range s.nads {
+		lists = append(lists, list(b, raw))
+	}
+	args := [][2]string{{"IgnoreUnknown", "1"}, {"K8S_POD_NAMESPACE", "demo"}, {"K8S_POD_NAME", "bench"}}
+	ctx := context.Background()
+	return func() {
+		for i, l := range lists {
+			rt := &libcni.RuntimeConf{ContainerID: "floor", NetNS: s.c.NS.Path(), IfName: fmt.Sprintf("net%d", i), Args: args}
+			if i == 0 {
+				rt.IfName = "eth0"
+			}
+			if _, err := cni.AddNetworkList(ctx, l, rt); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for i := len(lists) - 1; i >= 0; i-- {
+			rt := &libcni.RuntimeConf{ContainerID: "floor", NetNS: s.c.NS.Path(), IfName: fmt.Sprintf("net%d", i), Args: args}
+			if i == 0 {
+				rt.IfName = "eth0"
+			}
+			if err := cni.DelNetworkList(ctx, lists[i], rt); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// plexusRunner is one lifecycle through plexus with the World's config as
+// it is now (thin, or thick after StartDaemon).
+func plexusRunner(b *testing.B, s *setup, id string) func() {
+	conf, err := json.Marshal(s.w.Plexus)
+	harness.Must(b, err)
+	l := list(b, conf)
+	cni := libcni.NewCNIConfigWithCacheDir([]string{harness.BinDir}, filepath.Join(s.w.Dir, "runtime-"+id), nil)
+	rt := &libcni.RuntimeConf{ContainerID: id, NetNS: s.c.NS.Path(), IfName: "eth0",
+		Args: [][2]string{{"IgnoreUnknown", "1"}, {"K8S_POD_NAMESPACE", "demo"}, {"K8S_POD_NAME", "bench"}}}
+	ctx := context.Background()
+	run := func() {
+		if _, err := cni.AddNetworkList(ctx, l, rt); err != nil {
+			b.Fatal(err)
+		}
+		if err := cni.DelNetworkList(ctx, l, rt); err != nil {
+			b.Fatal(err)
+		}
+	}
+	run() // warm the extension compilation cache
+	return run
 }
