@@ -1,10 +1,12 @@
 package netns
 
 import (
+	"encoding/json"
 	"fmt"
 	"github.com/plexus-cni/plexus/tests/harness"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -186,5 +188,21 @@ func TestStatusReportsDefaultNetwork(t *testing.T) {
 	out, e := h.PluginStdinErr("STATUS", "")
 	if e == nil || e.Code != 112 || !strings.Contains(e.Msg, "missing.conflist") {
 		t.Fatalf("STATUS with a missing default network: %+v %s", e, out)
+	}
+}
+
+// TestVersionReportsSupportedVersions: VERSION lists 0.3.0 to 1.1.0, for
+// the full plugin and the thick-mode shim alike.
+func TestVersionReportsSupportedVersions(t *testing.T) {
+	h := harness.New(t)
+	out := h.PluginStdin(t, "VERSION", `{"cniVersion":"1.1.0"}`)
+	var v struct {
+		CNIVersion        string   `json:"cniVersion"`
+		SupportedVersions []string `json:"supportedVersions"`
+	}
+	harness.Must(t, json.Unmarshal([]byte(out), &v))
+	want := []string{"0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"}
+	if !reflect.DeepEqual(v.SupportedVersions, want) {
+		t.Errorf("supportedVersions %v, want %v", v.SupportedVersions, want)
 	}
 }
