@@ -45,7 +45,54 @@ func appendManifest(manifestPath, wasmPath string) error {
 	if len(wasm) < 8 || string(wasm[:4]) != "\x00asm" {
 		return fmt.Errorf("%s: not a wasm binary", wasmPath)
 	}
+	// A rebuild that go build found up to date leaves the file as it was,
+	// manifest included: replace it rather than add a second one.
+	wasm, err = withoutSection(wasm, section)
+	if err != nil {
+		return fmt.Errorf("%s: %w", wasmPath, err)
+	}
 	return os.WriteFile(wasmPath, appendSection(wasm, section, payload), 0o644)
+}
+
+// withoutSection copies a module without its custom sections named name.
+func withoutSection(wasm []byte, name string) ([]byte, error) {
+	out := append([]byte(nil), wasm[:8]...)
+	for i := 8; i < len(wasm); {
+		id := wasm[i]
+		size, n, err := readULEB(wasm[i+1:])
+		if err != nil {
+			return nil, fmt.Errorf("section at offset %d: %w", i, err)
+		}
+		end := i + 1 + n + int(size)
+		if end > len(wasm) {
+			return nil, fmt.Errorf("section at offset %d runs past the end", i)
+		}
+		if id != 0 || customName(wasm[i+1+n:end]) != name {
+			out = append(out, wasm[i:end]...)
+		}
+		i = end
+	}
+	return out, nil
+}
+
+// customName is the name at the start of a custom section's content.
+func customName(content []byte) string {
+	l, n, err := readULEB(content)
+	if err != nil || n+int(l) > len(content) {
+		return ""
+	}
+	return string(content[n : n+int(l)])
+}
+
+func readULEB(b []byte) (uint32, int, error) {
+	var v uint32
+	for i := 0; i < 5 && i < len(b); i++ {
+		v |= uint32(b[i]&0x7f) << (7 * i)
+		if b[i]&0x80 == 0 {
+			return v, i + 1, nil
+		}
+	}
+	return 0, 0, fmt.Errorf("bad LEB128 size")
 }
 
 // appendSection adds a custom section: id 0, LEB128 size, LEB128 name
