@@ -66,6 +66,7 @@ bench: build k8s-bins
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 20x ./extensions/
 	PLEXUS_BIN=$(BIN) $(GO) test -run '^$$' -bench Lifecycle -benchtime 15x ./tests/bench/
 	PLEXUS_BIN=$(BIN) $(GO) test -run '^$$' -bench RatioReferencePod -benchtime 30x ./tests/bench/
+	PLEXUS_BIN=$(BIN) $(GO) test -run '^$$' -bench ThinPolicyCost -benchtime 40x ./tests/bench/
 	PLEXUS_BIN=$(BIN) $(GO) test -run '^$$' -bench 'Concurrent|Memory' -benchtime 2x ./tests/bench/
 	PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 $(GO) test -count=1 -v -run 'TestKubernetes/(Thick)?RequestCounts' ./tests/e2e/ | grep 'API requests'
 

@@ -50,6 +50,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	pruneDisabledRules(loaded)
 	pq, err := prepare(ctx, loaded, cfg.Query)
 	if err != nil {
 		return nil, fmt.Errorf("compiling policy from %s: %w", strings.Join(cfg.Paths, ", "), err)
@@ -58,6 +59,34 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		query: pq, queryStr: cfg.Query, deadline: time.Duration(cfg.Deadline),
 		nsLabels: readsNamespaceLabels(loaded.Modules),
 	}, nil
+}
+
+// pruneDisabledRules drops the modules of rules the data does not enable
+// (packages plexus.rules.N without data.plexus.config.N.enabled == true):
+// the decision never reads them, and a thin plugin compiles the policy in
+// every ADD, so what is not compiled is time saved.
+func pruneDisabledRules(l *Loaded) {
+	enabled := map[string]bool{}
+	if plexus, ok := l.Data["plexus"].(map[string]any); ok {
+		if cfg, ok := plexus["config"].(map[string]any); ok {
+			for name, v := range cfg {
+				if m, ok := v.(map[string]any); ok && m["enabled"] == true {
+					enabled[name] = true
+				}
+			}
+		}
+	}
+	for file, m := range l.Modules {
+		path := m.Package.Path
+		// data.plexus.rules.N: four terms, the last the rule's name.
+		if len(path) != 4 || path[1].String() != `"plexus"` || path[2].String() != `"rules"` {
+			continue
+		}
+		name, ok := path[3].Value.(ast.String)
+		if ok && !enabled[string(name)] {
+			delete(l.Modules, file)
+		}
+	}
 }
 
 func prepare(ctx context.Context, l *Loaded, query string) (rego.PreparedEvalQuery, error) {
