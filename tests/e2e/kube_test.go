@@ -81,10 +81,7 @@ func (s *suite) testAttachStatusAndEvent(t *testing.T) {
 		t.Errorf("event source %+v involvedObject %+v", normal[0].Source, normal[0].InvolvedObject)
 	}
 	w.Del(c)
-	if got := harness.IfNames(c.Links(t)); len(got) != 0 {
-		t.Errorf("interfaces left after DEL: %v", got)
-	}
-	w.AssertNoLeaks(before)
+	w.AssertDetached(c, before)
 }
 
 // testAddTwice: a repeated ADD detaches the earlier attachments first, and
@@ -155,10 +152,7 @@ func (s *suite) testPodRecreated(t *testing.T) {
 			t.Errorf("error %q does not mention %q", e.Msg, want)
 		}
 	}
-	if got := harness.IfNames(stale.Links(t)); len(got) != 0 {
-		t.Errorf("interfaces after a refused ADD: %v", got)
-	}
-	w.AssertNoLeaks(before)
+	w.AssertDetached(stale, before)
 	if _, e := w.Plugin(stale, "DEL"); e != nil {
 		t.Fatalf("DEL after the refused ADD: %+v", e)
 	}
@@ -183,10 +177,7 @@ func (s *suite) testMissingNAD(t *testing.T) {
 	if len(warn) != 1 || !strings.Contains(warn[0].Message, ns+"/nope") {
 		t.Errorf("want one Warning NetworkNotFound naming %s/nope; events:\n%s", ns, describeEvents(s.events(t, pod)))
 	}
-	if got := harness.IfNames(c.Links(t)); len(got) != 0 {
-		t.Errorf("interfaces after a failed ADD: %v", got)
-	}
-	w.AssertNoLeaks(before)
+	w.AssertDetached(c, before)
 	if _, e := w.Plugin(c, "DEL"); e != nil {
 		t.Fatalf("DEL after the failed ADD: %+v", e)
 	}
@@ -243,10 +234,7 @@ func (s *suite) testFailedAttachment(t *testing.T) {
 	if _, ok := s.getPod(t, ns, "web").Annotations[statusAnnotation]; ok {
 		t.Error("a failed ADD published network-status")
 	}
-	if got := harness.IfNames(c.Links(t)); len(got) != 0 {
-		t.Errorf("interfaces after a failed ADD: %v", got)
-	}
-	w.AssertNoLeaks(before)
+	w.AssertDetached(c, before)
 	if _, e := w.Plugin(c, "DEL"); e != nil {
 		t.Fatalf("DEL after the failed ADD: %+v", e)
 	}
@@ -276,8 +264,5 @@ func (s *suite) testPolicyDenial(t *testing.T) {
 	if len(warn) != 1 || !strings.Contains(warn[0].Message, "namespace-isolation") {
 		t.Errorf("want one Warning NetworkAttachmentDenied naming the rule; events:\n%s", describeEvents(evs))
 	}
-	if got := harness.IfNames(c.Links(t)); len(got) != 0 {
-		t.Errorf("interfaces after a denial: %v", got)
-	}
-	w.AssertNoLeaks(before)
+	w.AssertDetached(c, before)
 }

@@ -25,10 +25,7 @@ func TestWithoutAPIServer(t *testing.T) {
 		t.Fatalf("stop the control plane: %v", err)
 	}
 	w.Del(c)
-	if got := harness.IfNames(c.Links(t)); len(got) != 0 {
-		t.Errorf("interfaces after DEL: %v", got)
-	}
-	w.AssertNoLeaks(before)
+	w.AssertDetached(c, before)
 
 	other := w.Container(ns, "other")
 	_, e := w.Plugin(other, "ADD")

@@ -96,10 +96,7 @@ func waitNoProcess(t *testing.T, h *harness.World) {
 // libcni cache), and no process left.
 func assertClean(t *testing.T, h *harness.World, c *harness.Container, before map[string]bool) {
 	t.Helper()
-	if got := harness.IfNames(c.Links(t)); len(got) != 0 {
-		t.Errorf("interfaces left in the sandbox: %v", got)
-	}
-	h.AssertNoLeaks(before)
+	h.AssertDetached(c, before)
 	waitNoProcess(t, h)
 }
 

@@ -746,3 +746,13 @@ func linkList() ([]netlink.Link, error) {
 		}
 	}
 }
+
+// AssertDetached checks a container has no interface left besides lo and
+// that nothing leaked (AssertNoLeaks).
+func (h *World) AssertDetached(c *Container, before map[string]bool) {
+	h.t.Helper()
+	if got := IfNames(c.Links(h.t)); len(got) != 0 {
+		h.t.Errorf("%s still has interfaces %v", c.Name, got)
+	}
+	h.AssertNoLeaks(before)
+}

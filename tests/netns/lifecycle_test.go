@@ -66,13 +66,10 @@ func TestDelWithCorruptRecord(t *testing.T) {
 	if _, e := h.Plugin(c, "DEL"); e != nil {
 		t.Fatalf("DEL with a truncated record: %+v", e)
 	}
-	if got := harness.IfNames(c.Links(t)); len(got) != 0 {
-		t.Errorf("interfaces left: %v", got)
-	}
-	h.AssertNoLeaks(before)
+	h.AssertDetached(c, before)
 }
 
-// TestAddTwiceReplacesAttachments: a second ADD without DEL harness.Must not
+// TestAddTwiceReplacesAttachments: a second ADD without DEL must not
 // attach twice or hold two leases.
 func TestAddTwiceReplacesAttachments(t *testing.T) {
 	h := harness.New(t)
@@ -126,10 +123,7 @@ func TestMissingNADFailsNamingIt(t *testing.T) {
 	if e == nil || e.Code != 101 || !strings.Contains(e.Msg, "elsewhere/ghost") {
 		t.Fatalf("want code 101 naming the NAD, got %+v", e)
 	}
-	if got := harness.IfNames(c.Links(t)); len(got) != 0 {
-		t.Errorf("a NAD lookup failure attached %v", got)
-	}
-	h.AssertNoLeaks(before)
+	h.AssertDetached(c, before)
 }
 
 // TestS3_4_2NameInjectedForThickConfig: a NAD config without "name".

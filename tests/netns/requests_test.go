@@ -58,11 +58,8 @@ func TestS4_1_2_1_3IPsNotHonoredFailsAndLeavesNothing(t *testing.T) {
 	if e == nil || (e.Code != 104 && e.Code != 105) || !strings.Contains(e.Msg, "10.250.0.99") || !strings.Contains(e.Msg, "demo/dyn (net1)") {
 		t.Fatalf("want the ADD to fail naming the IP and network, got %+v", e)
 	}
-	if got := harness.IfNames(c.Links(t)); len(got) != 0 {
-		t.Errorf("interfaces left after a failed ADD: %v", got)
-	}
-	h.AssertNoLeaks(before)
-	// The runtime follows a failed ADD with DEL; it harness.Must succeed.
+	h.AssertDetached(c, before)
+	// The runtime follows a failed ADD with DEL; it must succeed.
 	if _, e := h.Plugin(c, "DEL"); e != nil {
 		t.Fatalf("DEL after failed ADD: %+v", e)
 	}
@@ -88,7 +85,7 @@ func TestS4_1_2_1_4MACHonored(t *testing.T) {
 
 func TestS4_1_2_1_4MACNotHonoredFails(t *testing.T) {
 	h := harness.New(t)
-	// ptp ignores the mac argument: plexus harness.Must notice (s4.1.2.1.4.2).
+	// ptp ignores the mac argument: plexus must notice (s4.1.2.1.4.2).
 	h.NAD("demo", "plain", `{"cniVersion":"1.0.0","name":"plain","type":"ptp","ipam":{"type":"host-local","subnet":"`+harness.Subnet()+`","dataDir":"`+h.IPAMDir+`"}}`)
 	h.Pod("demo", "web", `[{"name":"plain","mac":"02:42:ac:11:00:98"}]`)
 	c := h.Container("demo", "web")
@@ -97,10 +94,7 @@ func TestS4_1_2_1_4MACNotHonoredFails(t *testing.T) {
 	if e == nil || e.Code != 105 || !strings.Contains(e.Msg, "02:42:ac:11:00:98") || !strings.Contains(e.Msg, "demo/plain (net1)") {
 		t.Fatalf("want code 105 naming the MAC, got %+v", e)
 	}
-	if got := harness.IfNames(c.Links(t)); len(got) != 0 {
-		t.Errorf("interfaces left: %v", got)
-	}
-	h.AssertNoLeaks(before)
+	h.AssertDetached(c, before)
 }
 
 // TestS7_2FailingMiddleAttachment: the second of three selections fails;
@@ -162,10 +156,7 @@ func TestDelWithUnreachableKubernetesSource(t *testing.T) {
 	h.Set("manifests", nil)
 	h.Set("kubeconfig", kc)
 	h.Del(c)
-	if got := harness.IfNames(c.Links(t)); len(got) != 0 {
-		t.Errorf("interfaces left: %v", got)
-	}
-	h.AssertNoLeaks(before)
+	h.AssertDetached(c, before)
 }
 
 func TestCheck(t *testing.T) {
@@ -178,7 +169,7 @@ func TestCheck(t *testing.T) {
 	if _, err := h.CNITool(c, "check"); err != nil {
 		t.Fatalf("CHECK of a healthy pod: %v", err)
 	}
-	// Remove the secondary interface behind plexus's back: CHECK harness.Must see it.
+	// Remove the secondary interface behind plexus's back: CHECK must see it.
 	harness.Must(t, c.NS.Do(func(_ ns.NetNS) error {
 		l, err := netlink.LinkByName("net1")
 		if err != nil {

@@ -35,10 +35,7 @@ func TestS7_4PolicyDenialLeavesNothing(t *testing.T) {
 	if e == nil || e.Code != 102 || !strings.Contains(e.Msg, "pod demo/denied") || !strings.Contains(e.Msg, "other/net-b") || !strings.Contains(e.Msg, "[namespace-isolation]") {
 		t.Fatalf("want a policy denial (102) naming pod, network and rule, got %+v", e)
 	}
-	if got := harness.IfNames(c.Links(t)); len(got) != 0 {
-		t.Errorf("a denied pod got interfaces %v", got)
-	}
-	h.AssertNoLeaks(before)
+	h.AssertDetached(c, before)
 
 	h.Pod("demo", "allowed", "net-a,shared/net-s")
 	ok := h.Container("demo", "allowed")
@@ -98,10 +95,7 @@ func TestExtensionOverridesAppliedAndStatusEnriched(t *testing.T) {
 	if e == nil || e.Code != 103 || !strings.Contains(e.Msg, "bridge") || !strings.Contains(e.Msg, "demo/jumbo") {
 		t.Fatalf("want an extension rejection (103) naming the key and network, got %+v", e)
 	}
-	if got := harness.IfNames(bad.Links(t)); len(got) != 0 {
-		t.Errorf("rejected pod has %v", got)
-	}
-	h.AssertNoLeaks(before)
+	h.AssertDetached(bad, before)
 }
 
 // TestExtensionVLANAppliedInKernel: com.example.vlan becomes the vlan
@@ -138,10 +132,7 @@ func TestExtensionVLANRejectsOutOfRange(t *testing.T) {
 	if e == nil || e.Code != 103 || !strings.Contains(e.Msg, "5000") {
 		t.Fatalf("want an extension rejection (103) naming the value, got %+v", e)
 	}
-	if got := harness.IfNames(bad.Links(t)); len(got) != 0 {
-		t.Errorf("rejected pod has %v", got)
-	}
-	h.AssertNoLeaks(before)
+	h.AssertDetached(bad, before)
 }
 
 // vlanCapableMaster creates a veth to carry VLANs, skipping the test when

@@ -16,10 +16,7 @@ func TestMain(m *testing.M) { os.Exit(harness.Main(m)) }
 // no interface and the host kept nothing (veths, leases, records, locks).
 func assertNothingAttached(t *testing.T, h *harness.World, c *harness.Container, before map[string]bool) {
 	t.Helper()
-	if got := harness.IfNames(c.Links(t)); len(got) != 0 {
-		t.Errorf("interfaces attached: %v", got)
-	}
-	h.AssertNoLeaks(before)
+	h.AssertDetached(c, before)
 }
 
 // assertDefaultOnly: an invalid annotation is "invalid and ignored" (s4.1)

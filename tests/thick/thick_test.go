@@ -66,10 +66,7 @@ func TestThickDaemonKilledThenDel(t *testing.T) {
 	w.Add(c)
 	d.Kill()
 	w.Del(c)
-	if got := harness.IfNames(c.Links(t)); len(got) != 0 {
-		t.Errorf("interfaces left: %v", got)
-	}
-	w.AssertNoLeaks(before)
+	w.AssertDetached(c, before)
 }
 
 // TestThickAddWithoutDaemonFailsClearly: ADD waits daemonWait, then fails
@@ -86,10 +83,7 @@ func TestThickAddWithoutDaemonFailsClearly(t *testing.T) {
 	if e == nil || e.Code != 115 || !strings.Contains(e.Msg, "plexusd") || !strings.Contains(e.Msg, d.Socket) {
 		t.Fatalf("want code 115 naming plexusd and its socket, got %+v", e)
 	}
-	if got := harness.IfNames(c.Links(t)); len(got) != 0 {
-		t.Errorf("interfaces %v", got)
-	}
-	w.AssertNoLeaks(before)
+	w.AssertDetached(c, before)
 }
 
 // TestThickDaemonRestartMidRun: attachments made before a restart are
