@@ -219,3 +219,8 @@ func (c *Config) Level() (slog.Level, error) {
 	}
 	return 0, fmt.Errorf(`"logLevel" %q is not one of debug, info, warn, error`, c.LogLevel)
 }
+
+// IsPlexusPlugin reports whether a CNI plugin type is plexus itself: the
+// full plugin or the thick-mode shim. The cluster-wide default network must
+// never be one of them, or plexus would delegate to itself.
+func IsPlexusPlugin(typ string) bool { return typ == "plexus" || typ == "plexus-shim" }

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/plexus-cni/plexus/core/config"
 	"github.com/plexus-cni/plexus/core/nad"
 	"github.com/plexus-cni/plexus/core/names"
 	"github.com/plexus-cni/plexus/core/netconf"
@@ -114,12 +115,9 @@ func readClusterFile(path string) ([]byte, string, error) {
 	return nil, "", fmt.Errorf("clusterNetwork: no CNI config in directory %s", path)
 }
 
-// pluginTypes are the plugin binaries that are plexus itself.
-var pluginTypes = map[string]bool{"plexus": true, "plexus-shim": true}
-
 func isPlexus(c *netconf.Conf) bool {
 	for _, t := range c.PluginTypes() {
-		if pluginTypes[t] {
+		if config.IsPlexusPlugin(t) {
 			return true
 		}
 	}

@@ -73,10 +73,7 @@ func TestAddTwiceWithNewSelectionViaCNITool(t *testing.T) {
 // ADD in between is unaffected.
 func TestDelBeforeAddThenTwiceViaCNITool(t *testing.T) {
 	h := harness.New(t)
-	h.BridgeNAD("demo", "n1")
-	h.Pod("demo", "web", "n1,n1")
-	c := h.Container("demo", "web")
-	before := harness.HostVeths(t)
+	c, before := h.BridgePod("demo", "web", "n1", "n1")
 	h.Del(c)
 	assertClean(t, h, c, before)
 	h.Add(c)
@@ -130,11 +127,7 @@ func TestRetryAfterFailedAdd(t *testing.T) {
 // lease and succeed; the kernel removed the veths with the namespace.
 func TestDelAfterSandboxGone(t *testing.T) {
 	h := harness.New(t)
-	h.BridgeNAD("demo", "n1")
-	h.BridgeNAD("demo", "n2")
-	h.Pod("demo", "web", "n1,n2")
-	c := h.Container("demo", "web")
-	before := harness.HostVeths(t)
+	c, before := h.BridgePod("demo", "web", "n1", "n2")
 	if _, e := h.Plugin(c, "ADD"); e != nil {
 		t.Fatalf("ADD: %+v", e)
 	}

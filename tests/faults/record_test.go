@@ -78,10 +78,7 @@ func TestDelWithUnusableRecord(t *testing.T) {
 // so nothing is attached twice.
 func TestAddOverUnusableRecord(t *testing.T) {
 	h := harness.New(t)
-	h.BridgeNAD("demo", "n1")
-	h.Pod("demo", "web", "n1")
-	c := h.Container("demo", "web")
-	before := harness.HostVeths(t)
+	c, before := h.BridgePod("demo", "web", "n1")
 	if _, e := h.Plugin(c, "ADD"); e != nil {
 		t.Fatalf("ADD: %+v", e)
 	}

@@ -756,3 +756,19 @@ func (h *World) AssertDetached(c *Container, before map[string]bool) {
 	}
 	h.AssertNoLeaks(before)
 }
+
+// BridgePod is the usual fixture: a bridge NAD for each name in namespace,
+// a pod selecting them in order (comma format), its sandbox, and the host's
+// veths before anything is attached (for AssertNoLeaks).
+func (h *World) BridgePod(namespace, name string, nads ...string) (*Container, map[string]bool) {
+	h.t.Helper()
+	seen := map[string]bool{}
+	for _, n := range nads {
+		if !seen[n] {
+			h.BridgeNAD(namespace, n)
+			seen[n] = true
+		}
+	}
+	h.Pod(namespace, name, strings.Join(nads, ","))
+	return h.Container(namespace, name), HostVeths(h.t)
+}

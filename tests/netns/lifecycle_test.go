@@ -54,10 +54,7 @@ func TestS7_3ParallelContainers(t *testing.T) {
 // TestDelWithCorruptRecord: DEL falls back to what libcni's own cache knows.
 func TestDelWithCorruptRecord(t *testing.T) {
 	h := harness.New(t)
-	h.BridgeNAD("demo", "net-a")
-	h.Pod("demo", "web", "net-a")
-	c := h.Container("demo", "web")
-	before := harness.HostVeths(t)
+	c, before := h.BridgePod("demo", "web", "net-a")
 	h.Plugin(c, "ADD")
 	rec := filepath.Join(h.CacheDir, "records", "direct-web.json")
 	b, err := os.ReadFile(rec)
@@ -73,10 +70,7 @@ func TestDelWithCorruptRecord(t *testing.T) {
 // attach twice or hold two leases.
 func TestAddTwiceReplacesAttachments(t *testing.T) {
 	h := harness.New(t)
-	h.BridgeNAD("demo", "net-a")
-	h.Pod("demo", "web", "net-a")
-	c := h.Container("demo", "web")
-	before := harness.HostVeths(t)
+	c, before := h.BridgePod("demo", "web", "net-a")
 	if _, e := h.Plugin(c, "ADD"); e != nil {
 		t.Fatal(e)
 	}

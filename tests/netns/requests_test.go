@@ -128,10 +128,7 @@ func TestS7_2FailingMiddleAttachment(t *testing.T) {
 
 func TestDelAfterPodGoneAndDoubleDel(t *testing.T) {
 	h := harness.New(t)
-	h.BridgeNAD("demo", "net-a")
-	h.Pod("demo", "web", "net-a")
-	c := h.Container("demo", "web")
-	before := harness.HostVeths(t)
+	c, before := h.BridgePod("demo", "web", "net-a")
 	h.Add(c)
 	// The pod and its NAD disappear, the NAD's network would now resolve
 	// differently: DEL works from the record.
@@ -145,10 +142,7 @@ func TestDelAfterPodGoneAndDoubleDel(t *testing.T) {
 
 func TestDelWithUnreachableKubernetesSource(t *testing.T) {
 	h := harness.New(t)
-	h.BridgeNAD("demo", "net-a")
-	h.Pod("demo", "web", "net-a")
-	c := h.Container("demo", "web")
-	before := harness.HostVeths(t)
+	c, before := h.BridgePod("demo", "web", "net-a")
 	h.Add(c)
 	// Switch to a Kubernetes source that cannot be reached: DEL never needs the API.
 	kc := filepath.Join(h.Dir, "kubeconfig")
@@ -161,10 +155,7 @@ func TestDelWithUnreachableKubernetesSource(t *testing.T) {
 
 func TestCheck(t *testing.T) {
 	h := harness.New(t)
-	h.BridgeNAD("demo", "net-a")
-	h.Pod("demo", "web", "net-a")
-	c := h.Container("demo", "web")
-	before := harness.HostVeths(t)
+	c, before := h.BridgePod("demo", "web", "net-a")
 	h.Add(c)
 	if _, err := h.CNITool(c, "check"); err != nil {
 		t.Fatalf("CHECK of a healthy pod: %v", err)

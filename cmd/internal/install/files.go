@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/plexus-cni/plexus/core/config"
 	"io"
 	"os"
 	"path/filepath"
@@ -180,10 +181,7 @@ func parseConf(raw []byte) (*conf, error) {
 	return &c, nil
 }
 
-func (c *conf) isPlexus() bool {
-	t := c.plugins[0].Type
-	return t == "plexus" || t == "plexus-shim"
-}
+func (c *conf) isPlexus() bool { return config.IsPlexusPlugin(c.plugins[0].Type) }
 
 // capabilities are the default network's: the runtime passes runtimeConfig
 // only for capabilities the config it calls declares, and plexus hands
