@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/plexus-cni/plexus/core/config"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,6 +12,8 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/plexus-cni/plexus/core/config"
 )
 
 // InstallBinaries copies each binary to BinDir through a temporary file
