@@ -46,11 +46,10 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	loaded, err := LoadPaths(cfg.Paths, loadOptions{})
+	loaded, err := loadForQuery(cfg.Paths, cfg.Query)
 	if err != nil {
 		return nil, err
 	}
-	pruneDisabledRules(loaded)
 	pq, err := prepare(ctx, loaded, cfg.Query)
 	if err != nil {
 		return nil, fmt.Errorf("compiling policy from %s: %w", strings.Join(cfg.Paths, ", "), err)
@@ -61,38 +60,10 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	}, nil
 }
 
-// pruneDisabledRules drops the modules of rules the data does not enable
-// (packages plexus.rules.N without data.plexus.config.N.enabled == true):
-// the decision never reads them, and a thin plugin compiles the policy in
-// every ADD, so what is not compiled is time saved.
-func pruneDisabledRules(l *Loaded) {
-	enabled := map[string]bool{}
-	if plexus, ok := l.Data["plexus"].(map[string]any); ok {
-		if cfg, ok := plexus["config"].(map[string]any); ok {
-			for name, v := range cfg {
-				if m, ok := v.(map[string]any); ok && m["enabled"] == true {
-					enabled[name] = true
-				}
-			}
-		}
-	}
-	for file, m := range l.Modules {
-		path := m.Package.Path
-		// data.plexus.rules.N: four terms, the last the rule's name.
-		if len(path) != 4 || path[1].String() != `"plexus"` || path[2].String() != `"rules"` {
-			continue
-		}
-		name, ok := path[3].Value.(ast.String)
-		if ok && !enabled[string(name)] {
-			delete(l.Modules, file)
-		}
-	}
-}
-
 func prepare(ctx context.Context, l *Loaded, query string) (rego.PreparedEvalQuery, error) {
 	opts := []func(*rego.Rego){
 		rego.Query(query),
-		rego.Store(inmem.NewFromObject(l.Data)),
+		rego.Store(inmem.NewFromObjectWithOpts(l.Data, inmem.OptReturnASTValuesOnRead(true))),
 		rego.Capabilities(Capabilities()),
 		rego.SetRegoVersion(ast.RegoV1),
 		rego.Strict(true),
@@ -117,13 +88,12 @@ func (e *Engine) Authorize(ctx context.Context, req *pipeline.AuthorizeRequest) 
 }
 
 // Decide evaluates the policy over an input document built by BuildInput.
+// OPA converts the parts of the document the policy reads, when it reads
+// them (a lazy object): most policies read a few fields, and converting
+// every label, annotation and selection element up front was most of the
+// cost of a simple decision.
 func (e *Engine) Decide(ctx context.Context, input map[string]any) pipeline.Decision {
-	// Converting here, not through rego.EvalInput, skips a JSON round trip
-	// that OPA makes for values it does not know the Go type of.
-	value, err := ast.InterfaceToValue(input)
-	if err != nil {
-		return deny(CodeInput, "could not convert the policy input: "+err.Error())
-	}
+	value := ast.LazyObject(input)
 	ctx, cancel := context.WithTimeout(ctx, e.deadline)
 	defer cancel()
 	rs, err := e.query.Eval(ctx, rego.EvalParsedInput(value))

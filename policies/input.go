@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/open-policy-agent/opa/v1/util"
-
 	"github.com/plexus-cni/plexus/core/pipeline"
 	"github.com/plexus-cni/plexus/core/selection"
 	"github.com/plexus-cni/plexus/core/source"
@@ -17,8 +15,8 @@ import (
 const InputVersion = "plexus.policy/v1"
 
 // BuildInput turns an s7.4 request into the documented input document
-// (INPUT.md). It uses only maps, slices, strings and bools so that OPA
-// converts it without a JSON round trip.
+// (INPUT.md). It uses maps, slices, strings and bools, which OPA converts
+// directly, and JSON (json.RawMessage) for the selection elements as written.
 func BuildInput(req *pipeline.AuthorizeRequest) (map[string]any, error) {
 	if req == nil || req.Pod == nil || req.Attachment == nil {
 		return nil, fmt.Errorf("authorize request lacks a pod or an attachment")
@@ -147,11 +145,16 @@ func configSummary(config json.RawMessage) (map[string]any, error) {
 // elementInput is one selection element: its index, what it resolved to,
 // and the object as the user wrote it (s4.1.2), unchanged under "raw".
 func elementInput(e *selection.Element) (map[string]any, error) {
+	// The raw object stays JSON until a policy reads it: OPA's lazy input
+	// converts a value it does not know through JSON, so a valid
+	// json.RawMessage becomes the object, and the decoding is paid only by
+	// policies that look at it.
 	var raw any = map[string]any{}
 	if len(e.Raw) > 0 {
-		if err := util.UnmarshalJSON(e.Raw, &raw); err != nil {
-			return nil, fmt.Errorf("selection element %d: %w", e.Index, err)
+		if !json.Valid(e.Raw) {
+			return nil, fmt.Errorf("selection element %d is not valid JSON", e.Index)
 		}
+		raw = e.Raw
 	}
 	el := map[string]any{
 		"index":     e.Index,

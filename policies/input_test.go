@@ -198,3 +198,25 @@ func TestDataFilesReachThePolicy(t *testing.T) {
 		}
 	}
 }
+
+// The input is converted lazily; what a policy reads must be what the
+// document says, including the raw element kept as JSON until read.
+func TestPolicyReadsEveryPartOfTheInput(t *testing.T) {
+	policy := decisionPolicy(`{"allowed": true, "reasons": [{"code": "seen", "message": json.marshal([
+		input.selection.raw["com.example.vlan"],
+		input.selections[1].raw.namespace,
+		input.pod.labels.app,
+		input.nad.config.plugins,
+		input.selection.index,
+		input.default,
+	])}]}`)
+	e := newEngine(t, Config{Paths: []string{writeFiles(t, map[string]string{"p.rego": policy})}})
+	req := newRequest(t, `[{"name":"blue","com.example.vlan":100},{"name":"red","namespace":"shared"}]`)
+	d, err := e.Authorize(context.Background(), req)
+	if err != nil || len(d.Reasons) != 1 {
+		t.Fatalf("decision %+v, %v", d, err)
+	}
+	if want := `[100,"shared","web",["macvlan","tuning"],0,false]`; d.Reasons[0].Message != want {
+		t.Errorf("policy read %s, want %s", d.Reasons[0].Message, want)
+	}
+}

@@ -21,12 +21,6 @@ namespaces_annotation := "plexus.io/allowed-namespaces"
 
 selector_annotation := "plexus.io/allowed-pod-selector"
 
-allowed_namespaces contains ns if {
-	some part in split(input.nad.annotations[namespaces_annotation], ",")
-	ns := trim_space(part)
-	ns != ""
-}
-
 deny contains {"code": "nad-allowlist", "message": msg} if {
 	list := input.nad.annotations[namespaces_annotation]
 	not _namespace_listed
@@ -36,7 +30,12 @@ deny contains {"code": "nad-allowlist", "message": msg} if {
 	)
 }
 
-_namespace_listed if input.pod.namespace in allowed_namespaces
+# An existence check, not a set of the listed namespaces: it stops at the
+# first match and builds nothing.
+_namespace_listed if {
+	some part in split(input.nad.annotations[namespaces_annotation], ",")
+	trim_space(part) == input.pod.namespace
+}
 
 # The selector is parsed once per decision and shared by the rules below.
 _requirements := selector.parse(input.nad.annotations[selector_annotation])

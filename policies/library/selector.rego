@@ -11,23 +11,21 @@ package plexus.lib.selector
 
 # One match per requirement; every match after the first starts with the
 # comma that separates it from the previous one (commas inside "(...)" do
-# not separate). Groups: 1 "!", 2 key, 3 =|==|!=, 4 value, 5 in|notin,
-# 6 value list (already checked value by value). One regex call parses the
-# whole selector: this runs on every decision, and OPA's evaluation cost
-# grows with every expression, so the parser does as little as it can.
-_requirements := `(?:^|,)\s*(!?)\s*([A-Za-z0-9](?:[-A-Za-z0-9_./]*[A-Za-z0-9])?)(?:\s*(==|=|!=)\s*((?:[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?)?)|\s+(in|notin)\s*\(\s*([A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?(?:\s*,\s*[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?)*)\s*\))?\s*`
+# not separate). Groups: 1 key of "!key", 2 key, 3 =|==|!=, 4 value,
+# 5 in|notin, 6 value list (each value checked by the pattern). One regex
+# call parses the whole selector: this runs in every decision, and OPA's
+# cost grows with every expression it evaluates, so the parser keeps the
+# matches as they are instead of building requirement objects.
+_requirements := `(?:^|,)\s*(?:!\s*([A-Za-z0-9](?:[-A-Za-z0-9_./]*[A-Za-z0-9])?)|([A-Za-z0-9](?:[-A-Za-z0-9_./]*[A-Za-z0-9])?)(?:\s*(==|=|!=)\s*((?:[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?)?)|\s+(in|notin)\s*\(\s*([A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?(?:\s*,\s*[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?)*)\s*\))?)\s*`
 
-# parse returns the requirements of a valid selector, and is undefined for
-# an invalid one: the matches must spell out the whole selector, so any
-# text they skip makes it invalid. A requirement is {"key", "positive",
-# "values"}: it holds when "the label is present (with one of values,
-# unless values is null)" equals positive.
+# parse returns the requirements of a valid selector, one per requirement
+# in the order written, and is undefined for an invalid one: the matches
+# must spell out the whole selector, so any text they skip (such as "=v"
+# after "!k") makes it invalid. Pass the result to satisfied_by.
 parse(sel) := reqs if {
 	not startswith(sel, ",")
-	ms := regex.find_all_string_submatch_n(_requirements, sel, -1)
-	concat("", [m[0] | some m in ms]) == sel
-	reqs := [r | some m in ms; r := _requirement_of(m)]
-	count(reqs) == count(ms)
+	reqs := regex.find_all_string_submatch_n(_requirements, sel, -1)
+	concat("", [m[0] | some m in reqs]) == sel
 }
 
 valid(sel) if parse(sel)
@@ -37,32 +35,42 @@ matches(sel, labels) if satisfied_by(parse(sel), labels)
 
 # satisfied_by holds when labels satisfy every parsed requirement.
 satisfied_by(reqs, labels) if {
-	every r in reqs {
-		_present(r, labels) == r.positive
+	every m in reqs {
+		_holds(m, labels)
 	}
 }
 
-_positive := {"": true, "=": true, "==": true, "!=": false, "in": true, "notin": false}
-
-# "!k" takes no operator; "!k=v" is invalid and leaves this undefined.
-_requirement_of(m) := {"key": m[2], "positive": false, "values": null} if {
-	m[1] == "!"
-	m[3] == ""
-	m[5] == ""
-} else := {"key": m[2], "positive": _positive[op], "values": _values(m[4], m[6], op)} if {
-	m[1] == ""
-	op := concat("", [m[3], m[5]])
+# Exactly one body applies to a requirement; each fails at its first
+# expression for the others, the cheapest dispatch OPA offers here.
+_holds(m, labels) if {
+	m[1] != ""
+	not labels[m[1]]
 }
 
-_values(_, _, "") := null
+_holds(m, labels) if {
+	concat("", [m[1], m[3], m[5]]) == ""
+	labels[m[2]]
+}
 
-_values(v, _, op) := [v] if endswith(op, "=")
+_holds(m, labels) if {
+	m[3] in {"=", "=="}
+	labels[m[2]] == m[4]
+}
 
-_values(_, list, op) := [trim_space(x) | some x in split(list, ",")] if endswith(op, "in")
+_holds(m, labels) if {
+	m[3] == "!="
+	not labels[m[2]] == m[4]
+}
 
-_present(r, labels) if {
-	labels[r.key]
-	r.values == null
-} else if {
-	labels[r.key] in r.values
-} else := false
+_holds(m, labels) if {
+	m[5] == "in"
+	labels[m[2]] in _values(m[6])
+}
+
+_holds(m, labels) if {
+	m[5] == "notin"
+	not object.get(labels, m[2], null) in _values(m[6]) # an absent label is in no list
+}
+
+# The pattern admits only spaces around the commas of a value list.
+_values(list) := split(regex.replace(list, `\s+`, ""), ",")

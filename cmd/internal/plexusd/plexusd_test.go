@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/plexus-cni/plexus/core/daemon"
 	"github.com/plexus-cni/plexus/core/pipeline"
@@ -71,9 +72,21 @@ func TestDenialsCountedByReasonCode(t *testing.T) {
 	if n := testutil.ToFloat64(m.denials.WithLabelValues("nad-allowlist")); n != 1 {
 		t.Errorf("denials = %v", n)
 	}
+	if n := decisionCount(t, m); n != 1 {
+		t.Errorf("decisions timed = %d, want 1", n)
+	}
 	if !a.NeedsNamespaceLabels() {
 		t.Error("an authorizer that cannot say must get namespace labels")
 	}
+}
+
+func decisionCount(t *testing.T, m *metrics) uint64 {
+	t.Helper()
+	var out dto.Metric
+	if err := m.decisions.Write(&out); err != nil {
+		t.Fatal(err)
+	}
+	return out.GetHistogram().GetSampleCount()
 }
 
 func TestDefaultPresentIgnoresPlexusOwnConfig(t *testing.T) {

@@ -1,0 +1,267 @@
+package policies
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io/fs"
+	"os"
+	"regexp"
+	"strings"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/loader"
+)
+
+// loadForQuery loads what one query can reach, for the engine: every data
+// file, but only the .rego modules whose package the query reaches through
+// data references, starting from the query and following the references of
+// each module it parses. Rules the admin did not enable (package
+// plexus.rules.N without data.plexus.config.N.enabled) are never reached.
+// A thin plugin loads the policy in every ADD, and parsing and compiling
+// what the decision never reads was most of that cost (s7.4 policies run
+// per attachment, and the library ships every rule). plexusctl policy check
+// still parses every file.
+func loadForQuery(paths []string, query string) (*Loaded, error) {
+	if len(paths) == 0 {
+		return nil, fmt.Errorf("no policy paths given")
+	}
+	for _, p := range paths {
+		if err := checkNamedFile(p); err != nil {
+			return nil, err
+		}
+	}
+	var files []string
+	base := fileFilter(loadOptions{})
+	res, err := loader.NewFileLoader().
+		WithRegoVersion(ast.RegoV1).
+		Filtered(paths, func(abspath string, info fs.FileInfo, depth int) bool {
+			if base(abspath, info, depth) {
+				return true
+			}
+			if !info.IsDir() && strings.HasSuffix(info.Name(), ".rego") {
+				files = append(files, abspath)
+				return true // parsed below, if reached
+			}
+			return false
+		})
+	if err != nil {
+		return nil, fmt.Errorf("loading policy data from %s: %w", strings.Join(paths, ", "), err)
+	}
+	roots, err := queryRefs(query)
+	if err != nil {
+		return nil, err
+	}
+	modules, err := parseReached(files, roots, enabledRules(res.Documents))
+	if err != nil {
+		return nil, err
+	}
+	if err := checkForbidden(modules); err != nil {
+		return nil, err
+	}
+	return &Loaded{Modules: modules, Data: res.Documents}, nil
+}
+
+func queryRefs(query string) ([]ast.Ref, error) {
+	body, err := ast.ParseBodyWithOpts(query, ast.ParserOptions{RegoVersion: ast.RegoV1})
+	if err != nil {
+		return nil, fmt.Errorf("policy query %q: %w", query, err)
+	}
+	var refs []ast.Ref
+	ast.WalkRefs(body, func(r ast.Ref) bool {
+		if r[0].Equal(ast.DefaultRootDocument) {
+			refs = append(refs, r)
+		}
+		return false
+	})
+	return refs, nil
+}
+
+// enabledRules reads data.plexus.config.N.enabled == true.
+func enabledRules(data map[string]any) map[string]bool {
+	enabled := map[string]bool{}
+	plexus, _ := data["plexus"].(map[string]any)
+	cfg, _ := plexus["config"].(map[string]any)
+	for name, v := range cfg {
+		if m, ok := v.(map[string]any); ok && m["enabled"] == true {
+			enabled[name] = true
+		}
+	}
+	return enabled
+}
+
+// regoFile is a module file before and after parsing.
+type regoFile struct {
+	path   string
+	pkg    ast.Ref // from the package clause; nil when it could not be read
+	module *ast.Module
+}
+
+// parseReached parses, to a fixpoint, the files whose package some known
+// reference may reach. A file whose package clause the scan cannot read is
+// parsed anyway.
+func parseReached(paths []string, roots []ast.Ref, enabled map[string]bool) (map[string]*ast.Module, error) {
+	files := make([]*regoFile, 0, len(paths))
+	for _, p := range paths {
+		pkg, err := scanPackage(p)
+		if err != nil {
+			return nil, err
+		}
+		if name, ok := ruleName(pkg); ok && !enabled[name] {
+			continue
+		}
+		files = append(files, &regoFile{path: p, pkg: pkg})
+	}
+	pending := roots
+	for {
+		var next []ast.Ref
+		for _, f := range files {
+			if f.module != nil || (f.pkg != nil && !reachesAny(pending, f.pkg)) {
+				continue
+			}
+			m, err := parseModuleFile(f.path)
+			if err != nil {
+				return nil, err
+			}
+			f.module, f.pkg = m, m.Package.Path
+			next = append(next, moduleRefs(m)...)
+		}
+		if len(next) == 0 {
+			break
+		}
+		pending = next
+	}
+	modules := map[string]*ast.Module{}
+	for _, f := range files {
+		if f.module == nil {
+			continue
+		}
+		if name, ok := ruleName(f.pkg); ok && !enabled[name] {
+			continue // the scan could not read its package clause
+		}
+		modules[f.path] = f.module
+	}
+	return modules, nil
+}
+
+func parseModuleFile(path string) (*ast.Module, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("loading policy: %w", err)
+	}
+	m, err := ast.ParseModuleWithOpts(path, string(src), ast.ParserOptions{RegoVersion: ast.RegoV1})
+	if err != nil {
+		return nil, fmt.Errorf("loading policy: %w", err)
+	}
+	return m, nil
+}
+
+var packageClause = regexp.MustCompile(`^package\s+([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*(?:#.*)?$`)
+
+// scanPackage reads the package clause without parsing the module: the
+// first line that is neither blank nor a comment. It returns nil when that
+// line is not a plain dotted package clause.
+func scanPackage(path string) (ast.Ref, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("loading policy: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 || line[0] == '#' {
+			continue
+		}
+		m := packageClause.FindSubmatch(line)
+		if m == nil {
+			return nil, nil
+		}
+		ref := ast.Ref{ast.DefaultRootDocument}
+		for _, part := range strings.Split(string(m[1]), ".") {
+			ref = append(ref, ast.StringTerm(part))
+		}
+		return ref, nil
+	}
+	return nil, sc.Err()
+}
+
+// ruleName is N for the package data.plexus.rules.N.
+func ruleName(pkg ast.Ref) (string, bool) {
+	if len(pkg) != 4 || !pkg[1].Equal(ast.StringTerm("plexus")) || !pkg[2].Equal(ast.StringTerm("rules")) {
+		return "", false
+	}
+	s, ok := pkg[3].Value.(ast.String)
+	return string(s), ok
+}
+
+// moduleRefs are the data references of a module, with references through
+// its imports resolved (lib.pod_ref under "import data.plexus.lib" is
+// data.plexus.lib.pod_ref), so that importing a package does not reach
+// every package below it.
+func moduleRefs(m *ast.Module) []ast.Ref {
+	aliases := map[ast.Var]ast.Ref{}
+	for _, imp := range m.Imports {
+		path, ok := imp.Path.Value.(ast.Ref)
+		if !ok || !path[0].Equal(ast.DefaultRootDocument) {
+			continue
+		}
+		alias := imp.Alias
+		if alias == "" {
+			last, ok := path[len(path)-1].Value.(ast.String)
+			if !ok {
+				continue
+			}
+			alias = ast.Var(last)
+		}
+		aliases[alias] = path
+	}
+	var refs []ast.Ref
+	var visit func(t *ast.Term) bool
+	visit = func(t *ast.Term) bool {
+		switch v := t.Value.(type) {
+		case ast.Var:
+			// A bare alias stands for the whole imported document.
+			if path := aliases[v]; path != nil {
+				refs = append(refs, path)
+			}
+		case ast.Ref:
+			head, _ := v[0].Value.(ast.Var)
+			if v[0].Equal(ast.DefaultRootDocument) {
+				refs = append(refs, v)
+			} else if path := aliases[head]; path != nil {
+				refs = append(refs, path.Concat(v[1:]))
+			}
+			for _, term := range v[1:] {
+				ast.WalkTerms(term, visit) // refs inside brackets
+			}
+			return true
+		}
+		return false
+	}
+	for _, rule := range m.Rules {
+		ast.WalkTerms(rule, visit)
+	}
+	return refs
+}
+
+// reachesAny says whether a reference may denote the package or a document
+// in or below it: one is a prefix of the other, where a term that is not a
+// string (a variable) matches any name.
+func reachesAny(refs []ast.Ref, pkg ast.Ref) bool {
+	for _, r := range refs {
+		if reaches(r, pkg) {
+			return true
+		}
+	}
+	return false
+}
+
+func reaches(r, pkg ast.Ref) bool {
+	for i := 1; i < min(len(r), len(pkg)); i++ {
+		if _, ok := r[i].Value.(ast.String); ok && !r[i].Equal(pkg[i]) {
+			return false
+		}
+	}
+	return true
+}
