@@ -12,20 +12,19 @@ decision := {
 	"reasons": [r | some r in deny],
 }
 
-enabled contains name if {
+# The enabled rules are found inline rather than through a set of their
+# names: one rule less to evaluate in every decision.
+deny contains r if {
 	some name, cfg in data.plexus.config
 	cfg.enabled == true
-}
-
-deny contains r if {
-	some name in enabled
 	some r in data.plexus.rules[name].deny
 }
 
 # An enabled rule that no module defines is a typo or a missing file; it must
 # not silently allow what it was meant to deny.
 deny contains {"code": "unknown-rule", "message": msg} if {
-	some name in enabled
+	some name, cfg in data.plexus.config
+	cfg.enabled == true
 	not data.plexus.rules[name].deny
 	msg := sprintf("data.plexus.config.%s enables a rule, but no loaded module defines data.plexus.rules.%s.deny", [name, name])
 }
