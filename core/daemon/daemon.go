@@ -5,7 +5,6 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,7 +12,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -63,6 +61,30 @@ func Listen(path string) (net.Listener, error) {
 	return ln, nil
 }
 
+// The protocol is one exchange per connection, so that the shim needs no
+// HTTP stack (its start-up is paid on every CNI call): the client writes a
+// request object and closes its side for writing, the server answers with
+// one response object and closes the connection.
+type request struct {
+	Op   string `json:"op"` // "cni" or "ready"
+	Call *Call  `json:"call,omitempty"`
+}
+
+type response struct {
+	Reply *Reply `json:"reply,omitempty"`
+	Ready bool   `json:"ready,omitempty"`
+	// Error says why the request itself could not be served.
+	Error string `json:"error,omitempty"`
+}
+
+const (
+	opCNI   = "cni"
+	opReady = "ready"
+	// requestTimeout bounds reading a request, so a stuck client cannot
+	// hold a connection (and a goroutine) forever.
+	requestTimeout = 10 * time.Second
+)
+
 // Server serves calls, at most MaxParallel at once.
 type Server struct {
 	Handler     Handler
@@ -81,50 +103,63 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	sem := make(chan struct{}, s.MaxParallel)
 	var inflight sync.WaitGroup
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/cni", func(w http.ResponseWriter, r *http.Request) {
+	defer inflight.Wait()
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return fmt.Errorf("accepting on the plexusd socket: %w", err)
+		}
 		inflight.Add(1)
-		defer inflight.Done()
-		select {
-		case sem <- struct{}{}:
-		case <-r.Context().Done():
-			return
-		}
-		defer func() { <-sem }()
-		s.serveCall(w, r)
-	})
-	mux.HandleFunc("GET /v1/ready", func(w http.ResponseWriter, _ *http.Request) {
-		if s.Ready != nil && !s.Ready() {
-			http.Error(w, "not ready", http.StatusServiceUnavailable)
-		}
-	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
+		go func() {
+			defer inflight.Done()
+			s.serveConn(conn, sem)
+		}()
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	err := srv.Shutdown(sctx)
-	inflight.Wait()
-	return err
 }
 
-func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
-	var c Call
-	if err := json.NewDecoder(io.LimitReader(r.Body, MaxCallBytes)).Decode(&c); err != nil {
-		http.Error(w, "decoding call: "+err.Error(), http.StatusBadRequest)
+func (s *Server) serveConn(conn net.Conn, sem chan struct{}) {
+	defer conn.Close()
+	conn.SetReadDeadline(time.Now().Add(requestTimeout))
+	var req request
+	body, err := io.ReadAll(io.LimitReader(conn, MaxCallBytes+1))
+	switch {
+	case err != nil:
+		s.respond(conn, &response{Error: "reading the request: " + err.Error()})
+		return
+	case len(body) > MaxCallBytes:
+		s.respond(conn, &response{Error: fmt.Sprintf("request over %d bytes", MaxCallBytes)})
 		return
 	}
-	// The call outlives a shim that gives up: a half-done ADD must finish
-	// or roll back, never stop in between.
-	ctx := context.WithoutCancel(r.Context())
-	reply := s.Handler(ctx, &c)
-	w.Header().Set("Content-Type", "application/json")
-	if err := json.NewEncoder(w).Encode(reply); err != nil && s.Log != nil {
+	if err := json.Unmarshal(body, &req); err != nil {
+		s.respond(conn, &response{Error: "decoding the request: " + err.Error()})
+		return
+	}
+	switch {
+	case req.Op == opReady:
+		s.respond(conn, &response{Ready: s.Ready == nil || s.Ready()})
+	case req.Op == opCNI && req.Call != nil:
+		sem <- struct{}{}
+		defer func() { <-sem }()
+		// The call outlives a shim that gives up: a half-done ADD must
+		// finish or roll back, never stop in between.
+		s.respond(conn, &response{Reply: s.Handler(context.Background(), req.Call)})
+	default:
+		s.respond(conn, &response{Error: fmt.Sprintf("unknown request %q", req.Op)})
+	}
+}
+
+func (s *Server) respond(conn net.Conn, r *response) {
+	conn.SetWriteDeadline(time.Now().Add(requestTimeout))
+	if err := json.NewEncoder(conn).Encode(r); err != nil && s.Log != nil {
 		s.Log.Warn("writing reply", "err", err)
 	}
 }
@@ -132,19 +167,11 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 // Client is the shim's side.
 type Client struct {
 	Socket string
-	http   *http.Client
 }
 
 // NewClient returns a client of the daemon at socket.
 func NewClient(socket string) *Client {
-	tr := &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", socket)
-		},
-		DisableKeepAlives: true,
-	}
-	return &Client{Socket: socket, http: &http.Client{Transport: tr}}
+	return &Client{Socket: socket}
 }
 
 // ErrUnreachable is wrapped when the daemon cannot be reached at all, as
@@ -153,28 +180,46 @@ var ErrUnreachable = errors.New("plexusd is unreachable")
 
 // Do sends one call.
 func (c *Client) Do(ctx context.Context, call *Call) (*Reply, error) {
-	body, err := json.Marshal(call)
+	resp, err := c.exchange(ctx, &request{Op: opCNI, Call: call})
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://plexusd/v1/cni", bytes.NewReader(body))
+	if resp.Reply == nil {
+		return nil, fmt.Errorf("plexusd at %s answered without a reply", c.Socket)
+	}
+	return resp.Reply, nil
+}
+
+// exchange makes one request. Failing to connect or to send is
+// ErrUnreachable: plexusd did not get the call. Once it has it, a lost
+// answer is not, since the call may have run.
+func (c *Client) exchange(ctx context.Context, req *request) (*response, error) {
+	body, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.http.Do(req)
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", c.Socket)
 	if err != nil {
 		return nil, fmt.Errorf("%w at %s: %v", ErrUnreachable, c.Socket, err)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return nil, fmt.Errorf("plexusd at %s answered %s: %s", c.Socket, resp.Status, strings.TrimSpace(string(b)))
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
+	defer stop()
+	if _, err := conn.Write(body); err != nil {
+		return nil, fmt.Errorf("%w at %s: sending the call: %v", ErrUnreachable, c.Socket, err)
 	}
-	var reply Reply
-	if err := json.NewDecoder(io.LimitReader(resp.Body, MaxCallBytes)).Decode(&reply); err != nil {
-		return nil, fmt.Errorf("decoding plexusd's reply: %w", err)
+	if err := conn.(*net.UnixConn).CloseWrite(); err != nil {
+		return nil, fmt.Errorf("%w at %s: sending the call: %v", ErrUnreachable, c.Socket, err)
 	}
-	return &reply, nil
+	var resp response
+	if err := json.NewDecoder(io.LimitReader(conn, MaxCallBytes)).Decode(&resp); err != nil {
+		return nil, fmt.Errorf("reading plexusd's reply from %s: %w", c.Socket, err)
+	}
+	if resp.Error != "" {
+		return nil, fmt.Errorf("plexusd at %s refused the request: %s", c.Socket, resp.Error)
+	}
+	return &resp, nil
 }
 
 // WaitReady polls until the daemon says it is ready or ctx ends.
@@ -194,17 +239,12 @@ func (c *Client) WaitReady(ctx context.Context) error {
 }
 
 func (c *Client) ready(ctx context.Context) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://plexusd/v1/ready", nil)
+	resp, err := c.exchange(ctx, &request{Op: opReady})
 	if err != nil {
 		return err
 	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrUnreachable, err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%w: not ready (%s)", ErrUnreachable, resp.Status)
+	if !resp.Ready {
+		return fmt.Errorf("%w: not ready", ErrUnreachable)
 	}
 	return nil
 }

@@ -51,6 +51,9 @@ func (p *Pipeline) del(ctx context.Context, req *Request) error {
 	if err := p.teardown(ctx, req, rec); err != nil {
 		return err
 	}
+	if err := p.delLeftovers(ctx, req); err != nil {
+		return err
+	}
 	p.removeStatus(ctx, rec)
 	return nil
 }
@@ -102,6 +105,31 @@ func (p *Pipeline) detachOne(ctx context.Context, req *Request, a *record.Attach
 	return p.delegateCall(ctx, func(ctx context.Context) error {
 		return p.CNI.DelNetworkList(ctx, list, p.runtimeConf(req, a))
 	})
+}
+
+// delLeftovers detaches what libcni's cache still holds for the container
+// after the record's attachments are gone: nothing, unless the record was
+// older than the attachments (a journal cut short by something other than
+// a crash during an append). Every delegate DEL that succeeded removed its
+// cache entry, so what is left was attached and not undone.
+func (p *Pipeline) delLeftovers(ctx context.Context, req *Request) error {
+	cached, err := p.CNI.GetCachedAttachments(req.ContainerID)
+	if err != nil {
+		p.Log.Warn("reading libcni's cache", "err", err)
+		return nil
+	}
+	var msgs []string
+	for i := len(cached) - 1; i >= 0; i-- {
+		c := cached[i]
+		p.Log.Warn("detaching an attachment the record did not list", "network", c.Network, "ifName", c.IfName)
+		if err := p.delCached(ctx, req, c); err != nil {
+			msgs = append(msgs, fmt.Sprintf("%s (%s): %v", c.Network, c.IfName, err))
+		}
+	}
+	if len(msgs) > 0 {
+		return newError(CodeDetachFailed, req.podRef(), "", fmt.Errorf("detaching attachments missing from the record: %s", strings.Join(msgs, "; ")))
+	}
+	return nil
 }
 
 // delFromCache is DEL without a usable record: every attachment libcni

@@ -15,6 +15,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add(good)
 	f.Add([]byte(`{"version":1,"containerID":"c","attachments":[]}`))
 	f.Add([]byte(`{`))
+	f.Add(append(append(append([]byte{}, good...), '\n'), good[:len(good)/2]...))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := Decode(b)
 		if err != nil {

@@ -3,12 +3,14 @@
 package record
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/plexus-cni/plexus/core/names"
 )
@@ -66,7 +68,14 @@ type Record struct {
 // ErrCorrupt is wrapped when a record exists but cannot be used.
 var ErrCorrupt = errors.New("attachment record is corrupt")
 
-// Store keeps records as one JSON file per container in Dir.
+// Store keeps records as one file per container in Dir. The file is a
+// journal: every Save appends the whole record as one JSON line, and the
+// last complete line is the record. An ADD saves once per attachment, and
+// an append costs a few microseconds where writing a new file and renaming
+// it over the old one cost hundreds; a crash during an append leaves a
+// line without its newline, which Decode ignores, and the line before it
+// is then still the truth (attachments are recorded before their delegate
+// runs).
 type Store struct {
 	Dir string
 }
@@ -113,8 +122,17 @@ func (s *Store) Load(containerID string) (*Record, error) {
 	return r, nil
 }
 
-// Decode parses and checks a record.
+// Decode parses and checks the record in a journal: its last complete
+// (newline-terminated) line, or the whole content when it has no newline
+// at all (a record written in one piece). A complete last line that does
+// not decode is corruption, not a reason to go back to an older line,
+// which could lack attachments made since.
 func Decode(b []byte) (*Record, error) {
+	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+		// Drop a torn tail, then take the line before the final newline.
+		b = b[:i]
+		b = b[bytes.LastIndexByte(b, '\n')+1:]
+	}
 	var r Record
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
@@ -145,9 +163,8 @@ func checkAttachment(a Attachment) error {
 	return nil
 }
 
-// Save writes the record atomically: a crash leaves the old or the new
-// record, never a torn one. No fsync: the record must survive plexus being
-// killed, which the page cache already ensures.
+// Save appends the record to the container's journal. No fsync: the
+// record must survive plexus being killed, which the page cache ensures.
 func (s *Store) Save(r *Record) error {
 	r.Version = Version
 	p, err := s.path(r.ContainerID)
@@ -158,22 +175,23 @@ func (s *Store) Save(r *Record) error {
 	if err != nil {
 		return fmt.Errorf("encoding attachment record: %w", err)
 	}
-	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
-		return fmt.Errorf("creating record directory: %w", err)
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	if errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(s.Dir, 0o700); err != nil {
+			return fmt.Errorf("creating record directory: %w", err)
+		}
+		f, err = os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
 	}
-	tmp, err := os.CreateTemp(s.Dir, ".tmp-"+r.ContainerID+"-*")
 	if err != nil {
 		return fmt.Errorf("writing attachment record: %w", err)
 	}
-	defer os.Remove(tmp.Name()) // no-op after the rename
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
+	// One write call per line, so that concurrent readers and a crash see
+	// whole lines or a tail without a newline.
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		f.Close()
 		return fmt.Errorf("writing attachment record: %w", err)
 	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing attachment record: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), p); err != nil {
+	if err := f.Close(); err != nil {
 		return fmt.Errorf("writing attachment record: %w", err)
 	}
 	return nil

@@ -1,6 +1,7 @@
 package record
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -96,5 +97,91 @@ func TestDirectoryRecordIsCorrupt(t *testing.T) {
 	}
 	if r, err := s.Load("c1"); r != nil || err != nil {
 		t.Fatalf("after Remove: %v, %v", r, err)
+	}
+}
+
+// Each Save appends one line; the last complete line is the record, a torn
+// tail (a crash during an append) falls back to the line before, and a
+// complete but unreadable last line is corruption.
+func TestJournal(t *testing.T) {
+	first := sample()
+	first.Attachments = first.Attachments[:1]
+	line := func(r *Record) string {
+		t.Helper()
+		s := &Store{Dir: t.TempDir()}
+		if err := s.Save(r); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(s.Dir, "c1.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	l1, l2 := line(first), line(sample())
+	tests := []struct {
+		name    string
+		content string
+		want    int // attachments in the loaded record; -1 for ErrCorrupt
+	}{
+		{"the last line wins", l1 + l2, 2},
+		{"a torn tail is ignored", l1 + l2[:len(l2)/2], 1},
+		{"a torn first line is corrupt", l1[:len(l1)/2], -1},
+		{"a record written in one piece", l2[:len(l2)-1], 2},
+		{"a complete bad last line is corrupt", l2 + "{\"version\":1}\n", -1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &Store{Dir: t.TempDir()}
+			if err := os.WriteFile(filepath.Join(s.Dir, "c1.json"), []byte(tc.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			r, err := s.Load("c1")
+			if tc.want < 0 {
+				if !errors.Is(err, ErrCorrupt) {
+					t.Fatalf("err = %v, want ErrCorrupt", err)
+				}
+				return
+			}
+			if err != nil || len(r.Attachments) != tc.want {
+				t.Fatalf("record %+v, err %v; want %d attachments", r, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestSaveAppendsOneLinePerCall(t *testing.T) {
+	s := &Store{Dir: filepath.Join(t.TempDir(), "records")}
+	for i := range 3 {
+		r := sample()
+		r.Attachments = r.Attachments[:1+i%2]
+		if err := s.Save(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(s.Dir, "c1.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(b, []byte("\n")); n != 3 {
+		t.Errorf("%d lines after 3 saves", n)
+	}
+	if r, err := s.Load("c1"); err != nil || len(r.Attachments) != 1 {
+		t.Errorf("Load after 3 saves: %+v, %v", r, err)
+	}
+}
+
+// A symlink where the record belongs is not followed.
+func TestSaveDoesNotFollowSymlinks(t *testing.T) {
+	s := &Store{Dir: t.TempDir()}
+	target := filepath.Join(t.TempDir(), "elsewhere")
+	if err := os.Symlink(target, filepath.Join(s.Dir, "c1.json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Save(sample()); err == nil {
+		t.Fatal("Save wrote through a symlink")
+	}
+	if _, err := os.Stat(target); !os.IsNotExist(err) {
+		t.Fatalf("symlink target created: %v", err)
 	}
 }

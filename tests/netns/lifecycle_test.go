@@ -1,6 +1,7 @@
 package netns
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"github.com/plexus-cni/plexus/tests/harness"
@@ -62,6 +63,28 @@ func TestDelWithCorruptRecord(t *testing.T) {
 	harness.Must(t, os.WriteFile(rec, b[:len(b)/2], 0o600))
 	if _, e := h.Plugin(c, "DEL"); e != nil {
 		t.Fatalf("DEL with a truncated record: %+v", e)
+	}
+	h.AssertDetached(c, before)
+}
+
+// TestDelWithOlderRecord: a record journal that lost its later lines
+// (kept: the first, from before any delegate ran) still leads DEL to
+// detach everything, from what libcni cached.
+func TestDelWithOlderRecord(t *testing.T) {
+	h := harness.New(t)
+	c, before := h.BridgePod("demo", "web", "net-a")
+	if _, e := h.Plugin(c, "ADD"); e != nil {
+		t.Fatalf("ADD: %+v", e)
+	}
+	rec := filepath.Join(h.CacheDir, "records", "direct-web.json")
+	b, err := os.ReadFile(rec)
+	harness.Must(t, err)
+	if n := bytes.Count(b, []byte("\n")); n != 3 {
+		t.Fatalf("record journal has %d lines, want one per attachment plus the last", n)
+	}
+	harness.Must(t, os.WriteFile(rec, b[:bytes.IndexByte(b, '\n')+1], 0o600))
+	if _, e := h.Plugin(c, "DEL"); e != nil {
+		t.Fatalf("DEL with an older record: %+v", e)
 	}
 	h.AssertDetached(c, before)
 }

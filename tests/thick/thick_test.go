@@ -132,8 +132,10 @@ func TestThickPolicyReload(t *testing.T) {
 	w.Plugin(c, "DEL")
 
 	// A policy that does not compile is refused; the last good one stays.
+	// (The broken module is in a package the decision reads: plexus does
+	// not parse modules the decision cannot reach.)
 	broken := filepath.Join(filepath.Dir(data), "broken.rego")
-	w.WriteFile(broken, "package plexus.rules.broken\n\ndeny contains x if {\n")
+	w.WriteFile(broken, "package plexus.rules.max_attachments\n\ndeny contains x if {\n")
 	waitFor(t, func() bool { return d.Metric("plexus_policy_reloads_total", `result="failed"`) >= 1 })
 	if d.Metric("plexus_policy_last_reload_ok") != 0 {
 		t.Error("plexus_policy_last_reload_ok must report the rejected change")
