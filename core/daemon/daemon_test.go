@@ -2,9 +2,12 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -143,5 +146,48 @@ func TestCNIEnvKeepsOnlyCNIVariables(t *testing.T) {
 	env := CNIEnv([]string{"CNI_COMMAND=ADD", "PATH=/bin", "CNI_ARGS=a=b;c=d", "HOME=/root"})
 	if len(env) != 2 || env["CNI_ARGS"] != "a=b;c=d" {
 		t.Fatalf("%v", env)
+	}
+}
+
+// A request that is not a call gets an error naming what was wrong; the
+// handler never runs and the server keeps serving.
+func TestBadRequestsAreRefused(t *testing.T) {
+	var calls atomic.Int32
+	c, _, _ := start(t, &Server{Handler: func(context.Context, *Call) *Reply { calls.Add(1); return &Reply{} }})
+	tests := []struct {
+		name string
+		body []byte
+		want string
+	}{
+		{"not JSON", []byte("GET / HTTP/1.1\r\n\r\n"), "decoding the request"},
+		{"unknown operation", []byte(`{"op":"shell"}`), `unknown request "shell"`},
+		{"call without a body", []byte(`{"op":"cni"}`), `unknown request "cni"`},
+		{"over the size limit", append([]byte(`{"op":"cni","call":{"stdin":"`), make([]byte, MaxCallBytes)...), "request over"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			conn, err := net.Dial("unix", c.Socket)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			go func() {
+				conn.Write(tc.body)
+				conn.(*net.UnixConn).CloseWrite()
+			}()
+			var resp response
+			if err := json.NewDecoder(conn).Decode(&resp); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(resp.Error, tc.want) {
+				t.Errorf("error %q, want it to contain %q", resp.Error, tc.want)
+			}
+		})
+	}
+	if calls.Load() != 0 {
+		t.Errorf("the handler ran %d times for bad requests", calls.Load())
+	}
+	if _, err := c.Do(context.Background(), &Call{}); err != nil {
+		t.Fatalf("a good call after bad ones: %v", err)
 	}
 }

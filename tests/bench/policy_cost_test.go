@@ -10,7 +10,7 @@ import (
 )
 
 // BenchmarkThinPolicyCost is the whole-process cost a policy adds to a
-// thin ADD (4 selections): each iteration runs the lifecycle without a
+// thin ADD (1 selection): each iteration runs the lifecycle without a
 // policy and with namespace isolation from the shipped library, in turn
 // (policies run on ADD only). It reports the median of the paired
 // differences, which a scheduling hiccup in one lifecycle of ~200 ms does

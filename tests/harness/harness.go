@@ -62,6 +62,7 @@ func build(dir string) error {
 	}
 	args := append([]string{"build", "-o", dir + "/", "github.com/plexus-cni/plexus/cmd/plexus", "github.com/plexus-cni/plexus/cmd/plexusd", "github.com/plexus-cni/plexus/cmd/plexus-shim"}, referencePlugins...)
 	cmd := exec.Command("go", args...)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // static, as make build does
 	cmd.Stderr = os.Stderr
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("building plugins: %w", err)
@@ -569,6 +570,7 @@ func buildTools(dir string, pkgs []string) error {
 		return nil
 	}
 	cmd := exec.Command("go", append([]string{"build", "-o", dir + "/"}, pkgs...)...)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	cmd.Stderr = os.Stderr
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("building %v: %w", pkgs, err)
