@@ -32,7 +32,7 @@ type Engine struct {
 	query    rego.PreparedEvalQuery
 	queryStr string
 	deadline time.Duration
-	nsLabels bool
+	use      inputUse
 }
 
 var _ pipeline.Authorizer = (*Engine)(nil)
@@ -56,7 +56,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	return &Engine{
 		query: pq, queryStr: cfg.Query, deadline: time.Duration(cfg.Deadline),
-		nsLabels: readsNamespaceLabels(loaded.Modules),
+		use: inputUseOf(loaded.Modules, cfg.Query),
 	}, nil
 }
 
@@ -80,7 +80,7 @@ func prepare(ctx context.Context, l *Loaded, query string) (rego.PreparedEvalQue
 // always show the pod's owner a reason; the error is non-nil only when the
 // request itself is unusable, and the decision is then a denial too.
 func (e *Engine) Authorize(ctx context.Context, req *pipeline.AuthorizeRequest) (pipeline.Decision, error) {
-	input, err := BuildInput(req)
+	input, err := buildInput(req, e.use)
 	if err != nil {
 		return deny(CodeInput, "could not build the policy input: "+err.Error()), err
 	}
@@ -178,32 +178,4 @@ func parseReasons(v any) ([]pipeline.Reason, error) {
 // input.namespace.labels, so that the caller asks its source for namespace
 // labels (an API call in thin mode) only when a policy uses them. It is
 // conservative: a dynamic key under input counts as a use.
-func (e *Engine) NeedsNamespaceLabels() bool { return e.nsLabels }
-
-func readsNamespaceLabels(modules map[string]*ast.Module) bool {
-	found := false
-	for _, m := range modules {
-		ast.WalkRefs(m, func(r ast.Ref) bool {
-			if !found && r[0].Equal(ast.InputRootDocument) {
-				found = refMayReach(r[1:], "namespace", "labels")
-			}
-			return found
-		})
-	}
-	return found
-}
-
-// refMayReach reports whether the ref suffix could denote path or a value
-// containing it: it stops short of path, or matches it with variables.
-func refMayReach(suffix ast.Ref, path ...string) bool {
-	for i, p := range path {
-		if i >= len(suffix) {
-			return true
-		}
-		s, ok := suffix[i].Value.(ast.String)
-		if ok && string(s) != p {
-			return false
-		}
-	}
-	return true
-}
+func (e *Engine) NeedsNamespaceLabels() bool { return e.use.namespaceLabels }

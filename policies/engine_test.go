@@ -418,29 +418,57 @@ func TestConcurrentDecisionsAgree(t *testing.T) {
 	}
 }
 
-func TestNeedsNamespaceLabels(t *testing.T) {
+// The engine asks for, and builds, only the costly parts of the input a
+// policy may read; every way of reaching them counts.
+func TestInputUse(t *testing.T) {
+	all := inputUse{true, true, true}
 	tests := []struct {
-		name string
-		body string
-		want bool
+		name    string
+		imports string
+		body    string
+		want    inputUse
 	}{
-		{name: "pod fields only", body: `input.pod.name == "x"`, want: false},
-		{name: "namespace name only", body: `input.namespace.name == "x"`, want: false},
-		{name: "namespace labels", body: `input.namespace.labels.team == "x"`, want: true},
-		{name: "whole namespace object", body: `count(input.namespace) > 0`, want: true},
-		{name: "dynamic key under input", body: `some k; input[k].labels`, want: true},
-		{name: "whole input", body: `count(input) > 0`, want: true},
+		{name: "pod fields only", body: `input.pod.name == "x"`},
+		{name: "namespace name only", body: `input.namespace.name == "x"`},
+		{name: "namespace labels", body: `input.namespace.labels.team == "x"`, want: inputUse{namespaceLabels: true}},
+		{name: "whole namespace object", body: `count(input.namespace) > 0`, want: inputUse{namespaceLabels: true}},
+		{name: "NAD name only", body: `input.nad.name == "x"`},
+		{name: "NAD config", body: `"bridge" in input.nad.config.plugins`, want: inputUse{nadConfig: true}},
+		{name: "whole NAD", body: `count(input.nad) > 0`, want: inputUse{nadConfig: true}},
+		{name: "this selection only", body: `input.selection.mac`},
+		{name: "all selections", body: `count(input.selections) > 1`, want: inputUse{selections: true}},
+		{name: "dynamic key under input", body: `some k; input[k].labels`, want: inputUse{namespaceLabels: true, selections: true}},
+		{name: "whole input", body: `count(input) > 0`, want: all},
+		{name: "input as a value", body: `x := input; x.pod`, want: all},
+		{name: "import of a part", imports: "import input.nad as n\n", body: `n.config`, want: inputUse{nadConfig: true}},
+		{name: "import of a part, other fields", imports: "import input.nad as n\n", body: `n.name`},
+		{name: "import without alias", imports: "import input.selections\n", body: `count(selections) > 0`, want: inputUse{selections: true}},
+		{name: "reference inside brackets", body: `data.x[input.namespace.labels.a]`, want: inputUse{namespaceLabels: true}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			src := "package plexus.authz\n\ndecision := {\"allowed\": true, \"reasons\": []} if {\n\t" + tc.body + "\n}\n"
+			src := "package plexus.authz\n\n" + tc.imports + "\ndecision := {\"allowed\": true, \"reasons\": []} if {\n\t" + tc.body + "\n}\n"
 			e := newEngine(t, Config{Paths: []string{writeFiles(t, map[string]string{"p.rego": src})}})
-			if got := e.NeedsNamespaceLabels(); got != tc.want {
-				t.Fatalf("NeedsNamespaceLabels() = %v, want %v", got, tc.want)
+			if e.use != tc.want {
+				t.Fatalf("input use %+v, want %+v", e.use, tc.want)
+			}
+			if e.NeedsNamespaceLabels() != tc.want.namespaceLabels {
+				t.Fatalf("NeedsNamespaceLabels() = %v", e.NeedsNamespaceLabels())
 			}
 		})
 	}
-	if libraryEngine(t).NeedsNamespaceLabels() {
-		t.Error("the library does not read namespace labels, but the engine says it does")
+	lib := libraryEngine(t)
+	if want := (inputUse{selections: true}); lib.use != want {
+		t.Errorf("the library's input use %+v, want %+v (max_attachments counts the selections)", lib.use, want)
+	}
+}
+
+// A query that reads input counts as much as a module.
+func TestInputUseOfTheQuery(t *testing.T) {
+	src := decisionPolicy(`{"allowed": true, "reasons": []}`)
+	e := newEngine(t, Config{Paths: []string{writeFiles(t, map[string]string{"p.rego": src})},
+		Query: `data.plexus.authz.decision with input.x as input.nad.config`})
+	if !e.use.nadConfig {
+		t.Errorf("input use %+v misses the query's read of input.nad.config", e.use)
 	}
 }

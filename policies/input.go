@@ -18,6 +18,13 @@ const InputVersion = "plexus.policy/v1"
 // (INPUT.md). It uses maps, slices, strings and bools, which OPA converts
 // directly, and JSON (json.RawMessage) for the selection elements as written.
 func BuildInput(req *pipeline.AuthorizeRequest) (map[string]any, error) {
+	return buildInput(req, inputUse{namespaceLabels: true, nadConfig: true, selections: true})
+}
+
+// buildInput leaves out the costly parts the policy cannot read (inputUse):
+// they could not change its decision, and a decision is made per
+// attachment.
+func buildInput(req *pipeline.AuthorizeRequest, use inputUse) (map[string]any, error) {
 	if req == nil || req.Pod == nil || req.Attachment == nil {
 		return nil, fmt.Errorf("authorize request lacks a pod or an attachment")
 	}
@@ -32,7 +39,11 @@ func BuildInput(req *pipeline.AuthorizeRequest) (map[string]any, error) {
 		"selection": nil,
 	}
 	if att.NAD != nil {
-		nadIn, err := nadInput(att.NAD, att.Config)
+		config := att.Config
+		if !use.nadConfig {
+			config = nil
+		}
+		nadIn, err := nadInput(att.NAD, config)
 		if err != nil {
 			return nil, fmt.Errorf("pod %s, attachment %s: %w", req.Pod.Ref(), att.Name, err)
 		}
@@ -44,6 +55,9 @@ func BuildInput(req *pipeline.AuthorizeRequest) (map[string]any, error) {
 			return nil, fmt.Errorf("pod %s: %w", req.Pod.Ref(), err)
 		}
 		in["selection"] = el
+	}
+	if !use.selections {
+		return in, nil
 	}
 	all := make([]any, 0, len(req.Selections))
 	for _, s := range req.Selections {
