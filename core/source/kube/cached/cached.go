@@ -15,10 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
@@ -27,7 +25,10 @@ import (
 	"github.com/plexus-cni/plexus/core/source/kube"
 )
 
-var nadResource = schema.GroupVersionResource{Group: nad.Group, Version: nad.Version, Resource: nad.Resource}
+var (
+	nadResource = schema.GroupVersionResource{Group: nad.Group, Version: nad.Version, Resource: nad.Resource}
+	podResource = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+)
 
 // Source serves reads from caches and writes through kube.Source.
 type Source struct {
@@ -46,31 +47,42 @@ func New(ctx context.Context, cfg *rest.Config, nodeName string, opts kube.Optio
 	if err != nil {
 		return nil, err
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("building the Kubernetes client: %w", err)
-	}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("building the Kubernetes client: %w", err)
 	}
 	s := &Source{Source: direct, Misses: func(string) {}}
-	podFactory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-		o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", nodeName).String()
-	}))
-	s.pods = podFactory.Core().V1().Pods().Informer()
+	onNode := fields.OneTermEqualSelector("spec.nodeName", nodeName).String()
+	s.pods = informer(dyn.Resource(podResource), onNode)
 	if err := s.pods.SetTransform(trimPod); err != nil {
 		return nil, err
 	}
-	nadFactory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
-	s.nads = nadFactory.ForResource(nadResource).Informer()
+	s.nads = informer(dyn.Resource(nadResource), "")
 	if err := s.nads.SetTransform(toNAD); err != nil {
 		return nil, err
 	}
 	s.synced = []cache.InformerSynced{s.pods.HasSynced, s.nads.HasSynced}
-	podFactory.Start(ctx.Done())
-	nadFactory.Start(ctx.Done())
+	go s.pods.RunWithContext(ctx)
+	go s.nads.RunWithContext(ctx)
 	return s, nil
+}
+
+// informer caches one resource in every namespace. Built on the dynamic
+// client and client-go's cache directly: the informer factories link and
+// register every built-in API group, most of plexusd's start-up work and
+// resident code, for the two kinds it reads.
+func informer(r dynamic.NamespaceableResourceInterface, fieldSelector string) cache.SharedIndexInformer {
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = fieldSelector
+			return r.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = fieldSelector
+			return r.Watch(ctx, o)
+		},
+	}
+	return cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 }
 
 // HasSynced reports whether both caches are filled.
@@ -119,9 +131,13 @@ func (s *Source) NAD(ctx context.Context, namespace, name string) (*source.NAD, 
 // trimPod keeps what plexus reads of a pod; the cache of a node with 110
 // pods then costs little memory.
 func trimPod(obj any) (any, error) {
-	p, ok := obj.(*corev1.Pod)
+	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
 		return obj, nil // a tombstone
+	}
+	var p corev1.Pod
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &p); err != nil {
+		return nil, fmt.Errorf("pod %s/%s: %w", u.GetNamespace(), u.GetName(), err)
 	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
