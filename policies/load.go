@@ -41,13 +41,8 @@ type loadOptions struct {
 // "..<timestamp>" directory, and loading both would duplicate every module.
 // Other extensions are skipped inside directories and refused when named.
 func LoadPaths(paths []string, opts loadOptions) (*Loaded, error) {
-	if len(paths) == 0 {
-		return nil, fmt.Errorf("no policy paths given")
-	}
-	for _, p := range paths {
-		if err := checkNamedFile(p); err != nil {
-			return nil, err
-		}
+	if err := checkPaths(paths); err != nil {
+		return nil, err
 	}
 	res, err := loader.NewFileLoader().
 		WithRegoVersion(ast.RegoV1).
@@ -79,6 +74,19 @@ func fileFilter(opts loadOptions) loader.Filter {
 		}
 		return depth > 0 && !knownExtension(name)
 	}
+}
+
+// checkPaths requires at least one path and checks each (checkNamedFile).
+func checkPaths(paths []string) error {
+	if len(paths) == 0 {
+		return fmt.Errorf("no policy paths given")
+	}
+	for _, p := range paths {
+		if err := checkNamedFile(p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // checkNamedFile refuses a file named on the command line or in the config

@@ -23,13 +23,8 @@ import (
 // per attachment, and the library ships every rule). plexusctl policy check
 // still parses every file.
 func loadForQuery(paths []string, query string) (*Loaded, error) {
-	if len(paths) == 0 {
-		return nil, fmt.Errorf("no policy paths given")
-	}
-	for _, p := range paths {
-		if err := checkNamedFile(p); err != nil {
-			return nil, err
-		}
+	if err := checkPaths(paths); err != nil {
+		return nil, err
 	}
 	var files []string
 	base := fileFilter(loadOptions{})
@@ -67,14 +62,7 @@ func queryRefs(query string) ([]ast.Ref, error) {
 	if err != nil {
 		return nil, fmt.Errorf("policy query %q: %w", query, err)
 	}
-	var refs []ast.Ref
-	ast.WalkRefs(body, func(r ast.Ref) bool {
-		if r[0].Equal(ast.DefaultRootDocument) {
-			refs = append(refs, r)
-		}
-		return false
-	})
-	return refs, nil
+	return rootedRefs(ast.DefaultRootDocument, nil, body), nil
 }
 
 // enabledRules reads data.plexus.config.N.enabled == true.
@@ -124,7 +112,7 @@ func parseReached(paths []string, roots []ast.Ref, enabled map[string]bool) (map
 				return nil, err
 			}
 			f.module, f.pkg = m, m.Package.Path
-			next = append(next, moduleRefs(m)...)
+			next = append(next, rootedRefs(ast.DefaultRootDocument, m.Imports, m)...)
 		}
 		if len(next) == 0 {
 			break
@@ -193,56 +181,6 @@ func ruleName(pkg ast.Ref) (string, bool) {
 	}
 	s, ok := pkg[3].Value.(ast.String)
 	return string(s), ok
-}
-
-// moduleRefs are the data references of a module, with references through
-// its imports resolved (lib.pod_ref under "import data.plexus.lib" is
-// data.plexus.lib.pod_ref), so that importing a package does not reach
-// every package below it.
-func moduleRefs(m *ast.Module) []ast.Ref {
-	aliases := map[ast.Var]ast.Ref{}
-	for _, imp := range m.Imports {
-		path, ok := imp.Path.Value.(ast.Ref)
-		if !ok || !path[0].Equal(ast.DefaultRootDocument) {
-			continue
-		}
-		alias := imp.Alias
-		if alias == "" {
-			last, ok := path[len(path)-1].Value.(ast.String)
-			if !ok {
-				continue
-			}
-			alias = ast.Var(last)
-		}
-		aliases[alias] = path
-	}
-	var refs []ast.Ref
-	var visit func(t *ast.Term) bool
-	visit = func(t *ast.Term) bool {
-		switch v := t.Value.(type) {
-		case ast.Var:
-			// A bare alias stands for the whole imported document.
-			if path := aliases[v]; path != nil {
-				refs = append(refs, path)
-			}
-		case ast.Ref:
-			head, _ := v[0].Value.(ast.Var)
-			if v[0].Equal(ast.DefaultRootDocument) {
-				refs = append(refs, v)
-			} else if path := aliases[head]; path != nil {
-				refs = append(refs, path.Concat(v[1:]))
-			}
-			for _, term := range v[1:] {
-				ast.WalkTerms(term, visit) // refs inside brackets
-			}
-			return true
-		}
-		return false
-	}
-	for _, rule := range m.Rules {
-		ast.WalkTerms(rule, visit)
-	}
-	return refs
 }
 
 // reachesAny says whether a reference may denote the package or a document
