@@ -92,7 +92,15 @@ func (e *Engine) Authorize(ctx context.Context, req *pipeline.AuthorizeRequest) 
 // them (a lazy object): most policies read a few fields, and converting
 // every label, annotation and selection element up front was most of the
 // cost of a simple decision.
-func (e *Engine) Decide(ctx context.Context, input map[string]any) pipeline.Decision {
+func (e *Engine) Decide(ctx context.Context, input map[string]any) (d pipeline.Decision) {
+	// The lazy input converts values while OPA evaluates, and panics on
+	// one it cannot convert. A panic must not take plexusd and every call
+	// in flight down with it: fail closed for this attachment instead.
+	defer func() {
+		if r := recover(); r != nil {
+			d = deny(CodeError, fmt.Sprintf("policy query %s failed: evaluation panicked: %v", e.queryStr, r))
+		}
+	}()
 	value := ast.LazyObject(input)
 	ctx, cancel := context.WithTimeout(ctx, e.deadline)
 	defer cancel()
@@ -106,11 +114,11 @@ func (e *Engine) Decide(ctx context.Context, input map[string]any) pipeline.Deci
 	if len(rs) > 1 {
 		return deny(CodeMalformed, fmt.Sprintf("policy query %s has %d results; it must have one", e.queryStr, len(rs)))
 	}
-	d, err := parseDecision(rs[0].Expressions[0].Value)
+	dec, err := parseDecision(rs[0].Expressions[0].Value)
 	if err != nil {
 		return deny(CodeMalformed, fmt.Sprintf("policy query %s: %v", e.queryStr, err))
 	}
-	return d
+	return dec
 }
 
 // evalFailure says why evaluation stopped; ctx is the deadline context.

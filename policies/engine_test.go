@@ -230,6 +230,17 @@ func TestUnusableRequestDenies(t *testing.T) {
 	assertDenied(t, d, CodeInput, "lacks a pod")
 }
 
+// A value the lazy input cannot convert makes OPA panic mid-evaluation;
+// the engine denies that attachment instead of crashing its process.
+func TestPanicDuringEvaluationDenies(t *testing.T) {
+	src := decisionPolicy(`{"allowed": input.pod.weird == 1, "reasons": [{"code": "x", "message": "x"}]}`)
+	e := newEngine(t, Config{Paths: []string{writeFiles(t, map[string]string{"p.rego": src})}})
+	d := e.Decide(context.Background(), map[string]any{"pod": map[string]any{"weird": make(chan int)}})
+	if d.Allowed || codes(d) != CodeError || !strings.Contains(d.Reasons[0].Message, "panicked") {
+		t.Fatalf("decision %+v, want a %s denial saying it panicked", d, CodeError)
+	}
+}
+
 func TestLoadRefusesBadPolicies(t *testing.T) {
 	tests := []struct {
 		name    string
