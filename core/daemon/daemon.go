@@ -5,6 +5,7 @@
 package daemon
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -129,8 +130,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 func (s *Server) serveConn(conn net.Conn, sem chan struct{}) {
 	defer conn.Close()
 	conn.SetReadDeadline(time.Now().Add(requestTimeout))
+	in := bufio.NewReader(conn)
+	if s.refuseHTTP(conn, in) {
+		return
+	}
 	var req request
-	body, err := io.ReadAll(io.LimitReader(conn, MaxCallBytes+1))
+	body, err := io.ReadAll(io.LimitReader(in, MaxCallBytes+1))
 	switch {
 	case err != nil:
 		s.respond(conn, &response{Error: "reading the request: " + err.Error()})
@@ -155,6 +160,24 @@ func (s *Server) serveConn(conn net.Conn, sem chan struct{}) {
 	default:
 		s.respond(conn, &response{Error: fmt.Sprintf("unknown request %q", req.Op)})
 	}
+}
+
+// refuseHTTP answers a shim of an older plexus, which spoke HTTP on this
+// socket, with an HTTP error it can show, instead of waiting for the end of
+// a request such a client never closes. It happens for the calls in flight
+// while a node is upgraded; the runtime retries them with the new shim.
+func (s *Server) refuseHTTP(conn net.Conn, in *bufio.Reader) bool {
+	head, _ := in.Peek(5)
+	if string(head) != "POST " && string(head) != "GET /" {
+		return false
+	}
+	msg := "this plexusd does not speak HTTP on its socket: the plexus-shim binary is from another version of plexus (finish the upgrade of the node)"
+	conn.SetWriteDeadline(time.Now().Add(requestTimeout))
+	fmt.Fprintf(conn, "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(msg), msg)
+	if s.Log != nil {
+		s.Log.Warn("refused an HTTP request on the socket: a shim of another plexus version")
+	}
+	return true
 }
 
 func (s *Server) respond(conn net.Conn, r *response) {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -159,7 +161,7 @@ func TestBadRequestsAreRefused(t *testing.T) {
 		body []byte
 		want string
 	}{
-		{"not JSON", []byte("GET / HTTP/1.1\r\n\r\n"), "decoding the request"},
+		{"not JSON", []byte("hello, plexusd"), "decoding the request"},
 		{"unknown operation", []byte(`{"op":"shell"}`), `unknown request "shell"`},
 		{"call without a body", []byte(`{"op":"cni"}`), `unknown request "cni"`},
 		{"over the size limit", append([]byte(`{"op":"cni","call":{"stdin":"`), make([]byte, MaxCallBytes)...), "request over"},
@@ -189,5 +191,24 @@ func TestBadRequestsAreRefused(t *testing.T) {
 	}
 	if _, err := c.Do(context.Background(), &Call{}); err != nil {
 		t.Fatalf("a good call after bad ones: %v", err)
+	}
+}
+
+// A shim of the previous plexus spoke HTTP on this socket; during an
+// upgrade it gets a prompt HTTP error that says why, not a hang.
+func TestOldHTTPShimGetsAClearError(t *testing.T) {
+	c, _, _ := start(t, &Server{Handler: func(context.Context, *Call) *Reply { return &Reply{} }})
+	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", c.Socket)
+	}}, Timeout: 5 * time.Second}
+	resp, err := client.Post("http://plexusd/v1/cni", "application/json", strings.NewReader(`{"env":{}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "another version of plexus") {
+		t.Fatalf("status %d, body %q", resp.StatusCode, body)
 	}
 }
