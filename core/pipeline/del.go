@@ -161,6 +161,17 @@ func (p *Pipeline) delFromCache(ctx context.Context, req *Request) error {
 }
 
 func (p *Pipeline) delCached(ctx context.Context, req *Request, c *libcni.NetworkAttachment) error {
+	conf, err := netconf.Parse(c.Config)
+	if err != nil {
+		return err
+	}
+	if isPlexus(conf) {
+		// Only a cacheDir shared with the runtime's own libcni cache puts
+		// plexus's own attachment here; undoing it would call plexus from
+		// inside plexus.
+		p.Log.Warn("skipping plexus's own entry in libcni's cache: cacheDir is shared with the runtime's", "network", c.Network)
+		return nil
+	}
 	list, err := netconf.ConfList(c.Config)
 	if err != nil {
 		return err

@@ -36,6 +36,8 @@ type fakeCNI struct {
 	noResult map[string]bool
 	lastRT   map[string]*libcni.RuntimeConf
 	lastConf map[string][]byte
+	// cached is what GetCachedAttachments returns.
+	cached []*libcni.NetworkAttachment
 }
 
 func newFakeCNI() *fakeCNI {
@@ -95,7 +97,9 @@ func (f *fakeCNI) GetStatusNetworkList(_ context.Context, list *libcni.NetworkCo
 	return f.record("STATUS", list, &libcni.RuntimeConf{})
 }
 
-func (f *fakeCNI) GetCachedAttachments(string) ([]*libcni.NetworkAttachment, error) { return nil, nil }
+func (f *fakeCNI) GetCachedAttachments(string) ([]*libcni.NetworkAttachment, error) {
+	return f.cached, nil
+}
 func (f *fakeCNI) GetNetworkListCachedResult(*libcni.NetworkConfigList, *libcni.RuntimeConf) (types.Result, error) {
 	return nil, nil
 }

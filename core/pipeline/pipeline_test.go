@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/containernetworking/cni/libcni"
 	"github.com/containernetworking/cni/pkg/types"
 
 	"github.com/plexus-cni/plexus/core/selection"
@@ -243,6 +244,28 @@ func TestDelNeedsNoSource(t *testing.T) {
 	}
 	if len(f.cni.calls) != 2 {
 		t.Errorf("calls %v", f.cni.calls)
+	}
+}
+
+// After the record's attachments, DEL undoes what libcni still caches for
+// the container (a record that lost updates), but never plexus's own entry,
+// which only a cacheDir shared with the runtime's cache would put there.
+func TestDelUndoesCachedLeftoversButNotPlexusItself(t *testing.T) {
+	f := newFixture(t, "net-a")
+	if _, err := f.p.Add(context.Background(), f.req); err != nil {
+		t.Fatal(err)
+	}
+	f.cni.cached = []*libcni.NetworkAttachment{
+		{ContainerID: "c1", Network: "lost", IfName: "net9", Config: []byte(`{"cniVersion":"1.0.0","name":"lost","type":"bridge"}`)},
+		{ContainerID: "c1", Network: "plexus", IfName: "eth0", Config: []byte(`{"cniVersion":"1.0.0","name":"plexus","plugins":[{"type":"plexus-shim"}]}`)},
+	}
+	f.cni.calls = nil
+	if err := f.p.Del(context.Background(), f.req); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(f.cni.calls, "|")
+	if got != "DEL net-a net1|DEL default-net eth0|DEL lost net9" {
+		t.Errorf("DEL calls %q", got)
 	}
 }
 
