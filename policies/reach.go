@@ -1,7 +1,6 @@
 package policies
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"io/fs"
@@ -81,6 +80,7 @@ func enabledRules(data map[string]any) map[string]bool {
 // regoFile is a module file before and after parsing.
 type regoFile struct {
 	path   string
+	src    []byte
 	pkg    ast.Ref // from the package clause; nil when it could not be read
 	module *ast.Module
 }
@@ -91,14 +91,15 @@ type regoFile struct {
 func parseReached(paths []string, roots []ast.Ref, enabled map[string]bool) (map[string]*ast.Module, error) {
 	files := make([]*regoFile, 0, len(paths))
 	for _, p := range paths {
-		pkg, err := scanPackage(p)
+		src, err := os.ReadFile(p)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("loading policy: %w", err)
 		}
+		pkg := scanPackage(src)
 		if name, ok := ruleName(pkg); ok && !enabled[name] {
 			continue
 		}
-		files = append(files, &regoFile{path: p, pkg: pkg})
+		files = append(files, &regoFile{path: p, src: src, pkg: pkg})
 	}
 	pending := roots
 	for {
@@ -107,9 +108,9 @@ func parseReached(paths []string, roots []ast.Ref, enabled map[string]bool) (map
 			if f.module != nil || (f.pkg != nil && !reachesAny(pending, f.pkg)) {
 				continue
 			}
-			m, err := parseModuleFile(f.path)
+			m, err := ast.ParseModuleWithOpts(f.path, string(f.src), ast.ParserOptions{RegoVersion: ast.RegoV1})
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("loading policy: %w", err)
 			}
 			f.module, f.pkg = m, m.Package.Path
 			next = append(next, rootedRefs(ast.DefaultRootDocument, m.Imports, m)...)
@@ -132,46 +133,28 @@ func parseReached(paths []string, roots []ast.Ref, enabled map[string]bool) (map
 	return modules, nil
 }
 
-func parseModuleFile(path string) (*ast.Module, error) {
-	src, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("loading policy: %w", err)
-	}
-	m, err := ast.ParseModuleWithOpts(path, string(src), ast.ParserOptions{RegoVersion: ast.RegoV1})
-	if err != nil {
-		return nil, fmt.Errorf("loading policy: %w", err)
-	}
-	return m, nil
-}
-
 var packageClause = regexp.MustCompile(`^package\s+([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*(?:#.*)?$`)
 
 // scanPackage reads the package clause without parsing the module: the
 // first line that is neither blank nor a comment. It returns nil when that
 // line is not a plain dotted package clause.
-func scanPackage(path string) (ast.Ref, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("loading policy: %w", err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := bytes.TrimSpace(sc.Bytes())
+func scanPackage(src []byte) ast.Ref {
+	for line := range bytes.Lines(src) {
+		line = bytes.TrimSpace(line)
 		if len(line) == 0 || line[0] == '#' {
 			continue
 		}
 		m := packageClause.FindSubmatch(line)
 		if m == nil {
-			return nil, nil
+			return nil
 		}
 		ref := ast.Ref{ast.DefaultRootDocument}
 		for _, part := range strings.Split(string(m[1]), ".") {
 			ref = append(ref, ast.StringTerm(part))
 		}
-		return ref, nil
+		return ref
 	}
-	return nil, sc.Err()
+	return nil
 }
 
 // ruleName is N for the package data.plexus.rules.N.
