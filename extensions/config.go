@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/plexus-cni/plexus/core/config"
 )
 
 // Failure policies.
@@ -54,32 +56,8 @@ type ModuleConfig struct {
 	EnrichFailure  string `json:"enrichFailure,omitempty"`
 }
 
-// Duration is a time.Duration written as a Go duration string in JSON.
-type Duration time.Duration
-
-// MarshalJSON writes "1.5s".
-func (d Duration) MarshalJSON() ([]byte, error) {
-	return json.Marshal(time.Duration(d).String())
-}
-
-// UnmarshalJSON reads "1.5s" (or a number of nanoseconds).
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		var n int64
-		if err := json.Unmarshal(b, &n); err != nil {
-			return fmt.Errorf("duration must be a string like \"500ms\"")
-		}
-		*d = Duration(n)
-		return nil
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return err
-	}
-	*d = Duration(v)
-	return nil
-}
+// Duration is the config's duration type (a Go duration string in JSON).
+type Duration = config.Duration
 
 // ParseConfig reads the "extensions" key from a plugin config; absent
 // means no extensions.

@@ -8,9 +8,10 @@
 package policies
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/plexus-cni/plexus/core/config"
 )
 
 // Defaults used when the "policy" config leaves a field empty.
@@ -33,28 +34,8 @@ type Config struct {
 	Deadline Duration `json:"deadline,omitempty"`
 }
 
-// Duration is a time.Duration written in JSON as a Go duration string ("50ms").
-type Duration time.Duration
-
-// MarshalJSON writes the duration as a string such as "50ms".
-func (d Duration) MarshalJSON() ([]byte, error) {
-	return json.Marshal(time.Duration(d).String())
-}
-
-// UnmarshalJSON reads a Go duration string; a bare number is refused because
-// its unit would be a guess.
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("policy deadline must be a duration string such as \"50ms\", not %s", b)
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf("policy deadline %q: %w", s, err)
-	}
-	*d = Duration(v)
-	return nil
-}
+// Duration is the config's duration type (a Go duration string in JSON).
+type Duration = config.Duration
 
 // withDefaults fills empty fields and checks the rest.
 func (c Config) withDefaults() (Config, error) {

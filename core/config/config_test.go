@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -66,5 +67,36 @@ func TestParseAPIDurations(t *testing.T) {
 	}
 	if c.APITimeoutDuration != 0 || c.APIBudgetDuration != 0 {
 		t.Errorf("unset apiTimeout/apiBudget = %v/%v, want 0 (source defaults)", c.APITimeoutDuration, c.APIBudgetDuration)
+	}
+}
+
+func TestDurationJSON(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    Duration
+		wantErr string
+	}{
+		{in: `"50ms"`, want: Duration(50 * time.Millisecond)},
+		{in: `"1.5s"`, want: Duration(1500 * time.Millisecond)},
+		{in: `20`, wantErr: `want a duration string such as "50ms", got 20`},
+		{in: `"soon"`, wantErr: `duration "soon"`},
+	}
+	for _, tc := range tests {
+		var d Duration
+		err := json.Unmarshal([]byte(tc.in), &d)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%s: error %v, want %q", tc.in, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || d != tc.want {
+			t.Errorf("%s: %v, %v", tc.in, time.Duration(d), err)
+		}
+		out, _ := json.Marshal(d)
+		var back Duration
+		if json.Unmarshal(out, &back) != nil || back != d {
+			t.Errorf("%s does not round-trip: %s", tc.in, out)
+		}
 	}
 }
