@@ -11,9 +11,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
@@ -34,14 +32,16 @@ func main() {
 	)
 }
 
+// forward reads only the socket and wait of the config: plexusd checks the
+// rest. No signal handling: a runtime that gives up kills the shim, and the
+// call it forwarded finishes or rolls back in plexusd either way.
 func forward(a *skel.CmdArgs, command string) error {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	conf, err := config.Parse(a.StdinData)
+	ctx := context.Background()
+	conf, err := config.ParseDaemon(a.StdinData)
 	if err != nil {
 		return types.NewError(types.ErrInvalidNetworkConfig, err.Error(), "")
 	}
-	if conf.DaemonSocket == "" {
+	if conf.Socket == "" {
 		return types.NewError(types.ErrInvalidNetworkConfig, `plexus-shim needs "daemonSocket"; use the plexus plugin for thin mode`, "")
 	}
 	return shim.Forward(ctx, conf, a, command, os.Stdout, func() error { return fullPluginDEL(ctx, a) })

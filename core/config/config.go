@@ -172,14 +172,8 @@ func (c *Config) validate() error {
 	if c.APITimeoutDuration, err = positiveDuration("apiTimeout", c.APITimeout); err != nil {
 		return err
 	}
-	if c.DaemonWaitDuration, err = positiveDuration("daemonWait", c.DaemonWait); err != nil {
+	if c.DaemonWaitDuration, err = daemonTarget(c.DaemonSocket, c.DaemonWait); err != nil {
 		return err
-	}
-	if c.DaemonWaitDuration == 0 {
-		c.DaemonWaitDuration = DefaultDaemonWait
-	}
-	if c.DaemonSocket != "" && !filepath.IsAbs(c.DaemonSocket) {
-		return fmt.Errorf(`"daemonSocket" %q must be an absolute path`, c.DaemonSocket)
 	}
 	if c.APIBudgetDuration, err = positiveDuration("apiBudget", c.APIBudget); err != nil {
 		return err
@@ -188,6 +182,44 @@ func (c *Config) validate() error {
 		return err
 	}
 	return nil
+}
+
+// Daemon is what the thick-mode shim reads of a plexus config: where
+// plexusd listens and how long an ADD waits for it.
+type Daemon struct {
+	Socket string
+	Wait   time.Duration
+}
+
+// ParseDaemon reads daemonSocket and daemonWait only, checked as Parse
+// checks them. The shim is started for every CNI call, and plexusd checks
+// the whole config when it serves the call.
+func ParseDaemon(stdin []byte) (*Daemon, error) {
+	var c struct {
+		DaemonSocket string `json:"daemonSocket"`
+		DaemonWait   string `json:"daemonWait"`
+	}
+	if err := json.Unmarshal(stdin, &c); err != nil {
+		return nil, fmt.Errorf("plexus config is not a JSON object: %w", err)
+	}
+	wait, err := daemonTarget(c.DaemonSocket, c.DaemonWait)
+	if err != nil {
+		return nil, err
+	}
+	return &Daemon{Socket: c.DaemonSocket, Wait: wait}, nil
+}
+
+// daemonTarget checks daemonSocket and returns daemonWait parsed, or its
+// default.
+func daemonTarget(socket, wait string) (time.Duration, error) {
+	if socket != "" && !filepath.IsAbs(socket) {
+		return 0, fmt.Errorf(`"daemonSocket" %q must be an absolute path`, socket)
+	}
+	d, err := positiveDuration("daemonWait", wait)
+	if d == 0 && err == nil {
+		d = DefaultDaemonWait
+	}
+	return d, err
 }
 
 // positiveDuration parses an optional duration key; "" is zero (default).

@@ -100,3 +100,34 @@ func TestDurationJSON(t *testing.T) {
 		}
 	}
 }
+
+// The shim reads the socket and wait only, checked as Parse checks them.
+func TestParseDaemon(t *testing.T) {
+	tests := []struct {
+		name    string
+		conf    string
+		want    Daemon
+		wantErr string
+	}{
+		{name: "socket and default wait", conf: `{"daemonSocket":"/run/plexus/plexusd.sock","policy":{"paths":[]}}`, want: Daemon{Socket: "/run/plexus/plexusd.sock", Wait: DefaultDaemonWait}},
+		{name: "explicit wait", conf: `{"daemonSocket":"/s","daemonWait":"3s"}`, want: Daemon{Socket: "/s", Wait: 3 * time.Second}},
+		{name: "no socket", conf: `{"name":"plexus"}`, want: Daemon{Wait: DefaultDaemonWait}},
+		{name: "relative socket", conf: `{"daemonSocket":"run/x.sock"}`, wantErr: "absolute path"},
+		{name: "bad wait", conf: `{"daemonSocket":"/s","daemonWait":"soon"}`, wantErr: `"daemonWait"`},
+		{name: "not an object", conf: `[1]`, wantErr: "not a JSON object"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := ParseDaemon([]byte(tc.conf))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || *d != tc.want {
+				t.Fatalf("%+v, %v; want %+v", d, err, tc.want)
+			}
+		})
+	}
+}

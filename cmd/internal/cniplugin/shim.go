@@ -14,7 +14,8 @@ import (
 // tears down from the record in this process (a DEL source never touches
 // the API).
 func (o Options) forward(ctx context.Context, conf *config.Config, a *skel.CmdArgs, cmd Command) error {
-	return shim.Forward(ctx, conf, a, cmd.String(), os.Stdout, func() error {
+	target := &config.Daemon{Socket: conf.DaemonSocket, Wait: conf.DaemonWaitDuration}
+	return shim.Forward(ctx, target, a, cmd.String(), os.Stdout, func() error {
 		return o.Run(ctx, CmdDel, a, os.Stdout)
 	})
 }

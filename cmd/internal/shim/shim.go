@@ -27,8 +27,8 @@ const CodeDaemonUnreachable uint = 115
 // reached, an ADD waits daemonWait for it; a DEL runs delFallback, which
 // tears down from the attachment record without plexusd, so a dead daemon
 // never leaks interfaces or leases; anything else fails.
-func Forward(ctx context.Context, conf *config.Config, a *skel.CmdArgs, command string, stdout io.Writer, delFallback func() error) error {
-	client := daemon.NewClient(conf.DaemonSocket)
+func Forward(ctx context.Context, conf *config.Daemon, a *skel.CmdArgs, command string, stdout io.Writer, delFallback func() error) error {
+	client := daemon.NewClient(conf.Socket)
 	call := &daemon.Call{Env: daemon.CNIEnv(os.Environ()), Stdin: a.StdinData}
 	reply, err := client.Do(ctx, call)
 	if errors.Is(err, daemon.ErrUnreachable) {
@@ -47,11 +47,11 @@ func Forward(ctx context.Context, conf *config.Config, a *skel.CmdArgs, command 
 	return Relay(reply, stdout)
 }
 
-func waitAndRetry(ctx context.Context, conf *config.Config, a *skel.CmdArgs, client *daemon.Client, call *daemon.Call) (*daemon.Reply, error) {
-	wctx, cancel := context.WithTimeout(ctx, conf.DaemonWaitDuration)
+func waitAndRetry(ctx context.Context, conf *config.Daemon, a *skel.CmdArgs, client *daemon.Client, call *daemon.Call) (*daemon.Reply, error) {
+	wctx, cancel := context.WithTimeout(ctx, conf.Wait)
 	defer cancel()
 	if err := client.WaitReady(wctx); err != nil {
-		return nil, types.NewError(CodeDaemonUnreachable, fmt.Sprintf("%s: %v (waited %s)", podOf(a), err, conf.DaemonWaitDuration), "")
+		return nil, types.NewError(CodeDaemonUnreachable, fmt.Sprintf("%s: %v (waited %s)", podOf(a), err, conf.Wait), "")
 	}
 	return client.Do(ctx, call)
 }
