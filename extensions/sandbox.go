@@ -73,7 +73,7 @@ func (m *module) load(ctx context.Context) error {
 // in many CNI processes compile the module once, not once each.
 func (m *module) compile(ctx context.Context, rt wazero.Runtime, wasm []byte) (wazero.CompiledModule, error) {
 	if m.dir != "" {
-		unlock, err := lockFile(m.dir, wasm)
+		unlock, err := lockFile(m.dir, m.path)
 		if err != nil {
 			return nil, err
 		}
