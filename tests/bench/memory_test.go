@@ -11,8 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -45,15 +43,9 @@ func BenchmarkPlexusdMemory(b *testing.B) {
 	idle := rssKiB(b, d)
 
 	harness.Must(b, env.CreateNamespace(b.Context(), "load", nil))
-	gvr := schema.GroupVersionResource{Group: "k8s.cni.cncf.io", Version: "v1", Resource: "network-attachment-definitions"}
 	for i := 0; i < 1000; i++ {
-		obj := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition",
-			"metadata": map[string]any{"name": fmt.Sprintf("net-%d", i), "namespace": "load"},
-			"spec":     map[string]any{"config": w.BridgeNADConfig(fmt.Sprintf("net-%d", i))},
-		}}
-		_, err := dyn.Resource(gvr).Namespace("load").Create(b.Context(), obj, metav1.CreateOptions{})
-		harness.Must(b, err)
+		name := fmt.Sprintf("net-%d", i)
+		harness.Must(b, kubeenv.CreateNAD(b.Context(), dyn, "load", name, w.BridgeNADConfig(name)))
 	}
 	for i := 0; i < 110; i++ {
 		p := &corev1.Pod{

@@ -11,8 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -27,8 +25,6 @@ const (
 	plexusNamespace = "kube-system"
 	plexusSA        = "plexus"
 )
-
-var nadGVR = schema.GroupVersionResource{Group: "k8s.cni.cncf.io", Version: "v1", Resource: "network-attachment-definitions"}
 
 // suite is one control plane with deploy/ applied, shared by the tests of
 // a top-level test; each test gets its own namespace.
@@ -92,14 +88,7 @@ func (s *suite) world(t *testing.T) (*harness.World, string) {
 // nad creates a NetworkAttachmentDefinition through the API.
 func (s *suite) nad(t *testing.T, namespace, name, config string) {
 	t.Helper()
-	obj := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition",
-		"metadata": map[string]any{"name": name, "namespace": namespace},
-		"spec":     map[string]any{"config": config},
-	}}
-	if _, err := s.dyn.Resource(nadGVR).Namespace(namespace).Create(t.Context(), obj, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create NAD %s/%s: %v", namespace, name, err)
-	}
+	harness.Must(t, kubeenv.CreateNAD(t.Context(), s.dyn, namespace, name, config))
 }
 
 // pod creates a pod bound to a node (there is no scheduler) with the

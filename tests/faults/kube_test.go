@@ -6,8 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -51,14 +49,7 @@ func newKube(t *testing.T) *kube {
 
 func (k *kube) nad(t *testing.T, name, config string) {
 	t.Helper()
-	obj := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition",
-		"metadata": map[string]any{"name": name, "namespace": k.ns},
-		"spec":     map[string]any{"config": config},
-	}}
-	gvr := schema.GroupVersionResource{Group: "k8s.cni.cncf.io", Version: "v1", Resource: "network-attachment-definitions"}
-	_, err := k.dyn.Resource(gvr).Namespace(k.ns).Create(t.Context(), obj, metav1.CreateOptions{})
-	harness.Must(t, err)
+	harness.Must(t, kubeenv.CreateNAD(t.Context(), k.dyn, k.ns, name, config))
 }
 
 // pod creates a pod and returns its sandbox, sending the real UID.

@@ -28,6 +28,8 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/plexus-cni/plexus/core/nad"
 )
 
 // FieldManager is the server-side-apply field manager Apply uses.
@@ -299,4 +301,22 @@ func requestKey(m *dto.Metric) string {
 		}
 	}
 	return strings.Join(parts, " ")
+}
+
+// NADs is the NetworkAttachmentDefinition resource of a dynamic client.
+func NADs(dyn dynamic.Interface) dynamic.NamespaceableResourceInterface {
+	return dyn.Resource(schema.GroupVersionResource{Group: nad.Group, Version: nad.Version, Resource: nad.Resource})
+}
+
+// CreateNAD creates a NetworkAttachmentDefinition whose spec.config is config.
+func CreateNAD(ctx context.Context, dyn dynamic.Interface, namespace, name, config string) error {
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": nad.Group + "/" + nad.Version, "kind": nad.Kind,
+		"metadata": map[string]any{"name": name, "namespace": namespace},
+		"spec":     map[string]any{"config": config},
+	}}
+	if _, err := NADs(dyn).Namespace(namespace).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create NAD %s/%s: %w", namespace, name, err)
+	}
+	return nil
 }

@@ -19,7 +19,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -27,8 +26,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 )
-
-var nadGVR = schema.GroupVersionResource{Group: "k8s.cni.cncf.io", Version: "v1", Resource: "network-attachment-definitions"}
 
 func deployFile(t *testing.T, name string) string {
 	t.Helper()
@@ -121,7 +118,7 @@ metadata:
 	if err := e.Apply(ctx, false, nads); err != nil {
 		t.Fatalf("apply NADs: %v", err)
 	}
-	br, err := dyn.Resource(nadGVR).Namespace(ns).Get(ctx, "br", metav1.GetOptions{})
+	br, err := NADs(dyn).Namespace(ns).Get(ctx, "br", metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("get NAD br: %v", err)
 	}
@@ -149,14 +146,14 @@ spec:
 	if err := yaml.Unmarshal([]byte(typo), &typoObj.Object); err != nil {
 		t.Fatal(err)
 	}
-	stored, err := dyn.Resource(nadGVR).Namespace(ns).Create(ctx, typoObj, metav1.CreateOptions{FieldValidation: "Ignore"})
+	stored, err := NADs(dyn).Namespace(ns).Create(ctx, typoObj, metav1.CreateOptions{FieldValidation: "Ignore"})
 	if err != nil {
 		t.Fatalf("create NAD typo: %v", err)
 	}
 	if spec, _ := stored.Object["spec"].(map[string]any); len(spec) != 1 || spec["config"] != "{}" {
 		t.Errorf("NAD typo spec = %v, want only config (unknown field pruned)", spec)
 	}
-	if _, err := dyn.Resource(nadGVR).Namespace(ns).Get(ctx, "bare", metav1.GetOptions{}); err != nil {
+	if _, err := NADs(dyn).Namespace(ns).Get(ctx, "bare", metav1.GetOptions{}); err != nil {
 		t.Errorf("get NAD bare: %v", err)
 	}
 	// Two applied, one refused: all three were requests.
@@ -207,10 +204,10 @@ spec:
 		if _, err := sa.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err != nil {
 			t.Errorf("get namespace: %v", err)
 		}
-		if _, err := saDyn.Resource(nadGVR).Namespace(ns).Get(ctx, "br", metav1.GetOptions{}); err != nil {
+		if _, err := NADs(saDyn).Namespace(ns).Get(ctx, "br", metav1.GetOptions{}); err != nil {
 			t.Errorf("get NAD: %v", err)
 		}
-		if _, err := saDyn.Resource(nadGVR).Namespace(ns).List(ctx, metav1.ListOptions{}); err != nil {
+		if _, err := NADs(saDyn).Namespace(ns).List(ctx, metav1.ListOptions{}); err != nil {
 			t.Errorf("list NADs: %v", err)
 		}
 		patch := []byte(`{"metadata":{"annotations":{"k8s.v1.cni.cncf.io/network-status":"[]"}}}`)
@@ -248,7 +245,7 @@ spec:
 		forbidden("list secrets in namespace", err)
 		_, err = sa.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
 		forbidden("create pod", err)
-		forbidden("delete NAD", saDyn.Resource(nadGVR).Namespace(ns).Delete(ctx, "br", metav1.DeleteOptions{}))
+		forbidden("delete NAD", NADs(saDyn).Namespace(ns).Delete(ctx, "br", metav1.DeleteOptions{}))
 		// The pod survived the attempted delete.
 		if _, err := admin.CoreV1().Pods(ns).Get(ctx, "p", metav1.GetOptions{}); err != nil {
 			t.Errorf("pod after forbidden delete: %v", err)
