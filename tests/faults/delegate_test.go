@@ -84,11 +84,7 @@ func TestDelegateCrashOrGarbage(t *testing.T) {
 				before := harness.HostVeths(t)
 				_, e := h.Plugin(c, "ADD")
 				assertCNIError(t, e, 104, "pod demo/web", pos.label, `plugin type="badplugin" failed (add)`, m.cause)
-				assertClean(t, h, c, before)
-				if _, e := h.Plugin(c, "DEL"); e != nil {
-					t.Fatalf("DEL after the failed ADD: %+v", e)
-				}
-				assertClean(t, h, c, before)
+				assertCleanThroughDel(t, h, c, before, "failed ADD")
 			})
 		}
 	}
@@ -112,11 +108,7 @@ func TestDelegateHangCancelledBySIGTERM(t *testing.T) {
 			harness.Must(t, err)
 			assertCNIError(t, e, 104, "pod demo/web", pos.label, `plugin type="badplugin"`)
 			t.Logf("error after SIGTERM: %s", e.Msg)
-			assertClean(t, h, c, before)
-			if _, e := h.Plugin(c, "DEL"); e != nil {
-				t.Fatalf("DEL after the cancelled ADD: %+v", e)
-			}
-			assertClean(t, h, c, before)
+			assertCleanThroughDel(t, h, c, before, "cancelled ADD")
 		})
 	}
 }
@@ -135,11 +127,7 @@ func TestDelegateHangBoundedByDelegateTimeout(t *testing.T) {
 			before := harness.HostVeths(t)
 			_, e := h.Plugin(c, "ADD")
 			assertCNIError(t, e, 104, "pod demo/web", pos.label, `plugin type="badplugin"`, "delegateTimeout 1s")
-			assertClean(t, h, c, before)
-			if _, e := h.Plugin(c, "DEL"); e != nil {
-				t.Fatalf("DEL after the timed-out ADD: %+v", e)
-			}
-			assertClean(t, h, c, before)
+			assertCleanThroughDel(t, h, c, before, "timed-out ADD")
 		})
 	}
 }

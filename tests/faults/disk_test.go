@@ -64,11 +64,7 @@ func TestCacheDirFullBeforeAdd(t *testing.T) {
 		t.Error("a delegate ran although the record could not be written")
 	}
 	removeFiller(t, h.CacheDir)
-	assertClean(t, h, c, before)
-	if _, e := h.Plugin(c, "DEL"); e != nil {
-		t.Fatalf("DEL after the failed ADD: %+v", e)
-	}
-	assertClean(t, h, c, before)
+	assertCleanThroughDel(t, h, c, before, "failed ADD")
 }
 
 // TestCacheDirFillsDuringAdd: the disk fills while the middle delegate
@@ -87,9 +83,5 @@ func TestCacheDirFillsDuringAdd(t *testing.T) {
 	harness.Must(t, err)
 	assertCNIError(t, e, 104, "pod demo/web", "demo/bad (net2)", "no space left on device")
 	removeFiller(t, h.CacheDir)
-	assertClean(t, h, c, before)
-	if _, e := h.Plugin(c, "DEL"); e != nil {
-		t.Fatalf("DEL after the failed ADD: %+v", e)
-	}
-	assertClean(t, h, c, before)
+	assertCleanThroughDel(t, h, c, before, "failed ADD")
 }

@@ -100,6 +100,17 @@ func assertClean(t *testing.T, h *harness.World, c *harness.Container, before ma
 	waitNoProcess(t, h)
 }
 
+// assertCleanThroughDel checks that a failed call (after) left nothing,
+// that a DEL afterwards succeeds (s7.2), and that it leaves nothing either.
+func assertCleanThroughDel(t *testing.T, h *harness.World, c *harness.Container, before map[string]bool, after string) {
+	t.Helper()
+	assertClean(t, h, c, before)
+	if _, e := h.Plugin(c, "DEL"); e != nil {
+		t.Fatalf("DEL after the %s: %+v", after, e)
+	}
+	assertClean(t, h, c, before)
+}
+
 // assertCNIError checks the code and that the message names every want.
 func assertCNIError(t *testing.T, e *harness.CNIError, code uint, want ...string) {
 	t.Helper()
