@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,8 +10,10 @@ import (
 	"github.com/plexus-cni/plexus/tests/harness"
 )
 
-// recordDamage is one way the attachment record can be unusable when DEL
-// comes: a torn write by another tool, a disk error, an old plexus.
+// recordDamage is one way the attachment record can be unusable or out of
+// date when DEL comes: a torn write by another tool, a disk error, an old
+// plexus. The record is a journal, one line per update, so a damage that
+// edits the record edits every line.
 type recordDamage struct {
 	name   string
 	damage func(t *testing.T, path string, good []byte)
@@ -27,17 +30,24 @@ func recordDamages() []recordDamage {
 		{name: "truncated", damage: func(t *testing.T, path string, good []byte) {
 			harness.Must(t, os.WriteFile(path, good[:len(good)*2/3], 0o600))
 		}},
+		{name: "only its first line", damage: func(t *testing.T, path string, good []byte) {
+			// One line per attachment (default, n1, n2) plus the last.
+			if n := bytes.Count(good, []byte("\n")); n != 4 {
+				t.Fatalf("record journal has %d lines, want one per attachment plus the last", n)
+			}
+			harness.Must(t, os.WriteFile(path, good[:bytes.IndexByte(good, '\n')+1], 0o600))
+		}},
 		{name: "garbage", damage: write("\x7fELF\x00\x01 not a record")},
 		{name: "empty", damage: write("")},
 		{name: "null", damage: write("null")},
 		{name: "wrong version", damage: func(t *testing.T, path string, good []byte) {
-			harness.Must(t, os.WriteFile(path, []byte(strings.Replace(string(good), `"version":1`, `"version":99`, 1)), 0o600))
+			harness.Must(t, os.WriteFile(path, []byte(strings.ReplaceAll(string(good), `"version":1`, `"version":99`)), 0o600))
 		}},
 		{name: "other container", damage: func(t *testing.T, path string, good []byte) {
-			harness.Must(t, os.WriteFile(path, []byte(strings.Replace(string(good), `"containerID":"direct-web"`, `"containerID":"someone-else"`, 1)), 0o600))
+			harness.Must(t, os.WriteFile(path, []byte(strings.ReplaceAll(string(good), `"containerID":"direct-web"`, `"containerID":"someone-else"`)), 0o600))
 		}},
 		{name: "path-like interface", damage: func(t *testing.T, path string, good []byte) {
-			harness.Must(t, os.WriteFile(path, []byte(strings.Replace(string(good), `"ifName":"net1"`, `"ifName":"../../x"`, 1)), 0o600))
+			harness.Must(t, os.WriteFile(path, []byte(strings.ReplaceAll(string(good), `"ifName":"net1"`, `"ifName":"../../x"`)), 0o600))
 		}},
 		{name: "directory", damage: func(t *testing.T, path string, _ []byte) {
 			harness.Must(t, os.Remove(path))

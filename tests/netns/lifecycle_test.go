@@ -1,7 +1,6 @@
 package netns
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"github.com/plexus-cni/plexus/tests/harness"
@@ -50,43 +49,6 @@ func TestS7_3ParallelContainers(t *testing.T) {
 		}
 	}
 	h.AssertNoLeaks(before)
-}
-
-// TestDelWithCorruptRecord: DEL falls back to what libcni's own cache knows.
-func TestDelWithCorruptRecord(t *testing.T) {
-	h := harness.New(t)
-	c, before := h.BridgePod("demo", "web", "net-a")
-	h.Plugin(c, "ADD")
-	rec := filepath.Join(h.CacheDir, "records", "direct-web.json")
-	b, err := os.ReadFile(rec)
-	harness.Must(t, err)
-	harness.Must(t, os.WriteFile(rec, b[:len(b)/2], 0o600))
-	if _, e := h.Plugin(c, "DEL"); e != nil {
-		t.Fatalf("DEL with a truncated record: %+v", e)
-	}
-	h.AssertDetached(c, before)
-}
-
-// TestDelWithOlderRecord: a record journal that lost its later lines
-// (kept: the first, from before any delegate ran) still leads DEL to
-// detach everything, from what libcni cached.
-func TestDelWithOlderRecord(t *testing.T) {
-	h := harness.New(t)
-	c, before := h.BridgePod("demo", "web", "net-a")
-	if _, e := h.Plugin(c, "ADD"); e != nil {
-		t.Fatalf("ADD: %+v", e)
-	}
-	rec := filepath.Join(h.CacheDir, "records", "direct-web.json")
-	b, err := os.ReadFile(rec)
-	harness.Must(t, err)
-	if n := bytes.Count(b, []byte("\n")); n != 3 {
-		t.Fatalf("record journal has %d lines, want one per attachment plus the last", n)
-	}
-	harness.Must(t, os.WriteFile(rec, b[:bytes.IndexByte(b, '\n')+1], 0o600))
-	if _, e := h.Plugin(c, "DEL"); e != nil {
-		t.Fatalf("DEL with an older record: %+v", e)
-	}
-	h.AssertDetached(c, before)
 }
 
 // TestAddTwiceReplacesAttachments: a second ADD without DEL must not
