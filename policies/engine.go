@@ -46,7 +46,11 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	loaded, err := loadForQuery(cfg.Paths, cfg.Query)
+	query, err := parseQuery(cfg.Query)
+	if err != nil {
+		return nil, err
+	}
+	loaded, err := loadForQuery(cfg.Paths, query)
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +60,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	return &Engine{
 		query: pq, queryStr: cfg.Query, deadline: time.Duration(cfg.Deadline),
-		use: inputUseOf(loaded.Modules, cfg.Query),
+		use: inputUseOf(loaded.Modules, query),
 	}, nil
 }
 

@@ -16,12 +16,8 @@ type inputUse struct {
 	selections bool
 }
 
-func inputUseOf(modules map[string]*ast.Module, query string) inputUse {
-	body, err := ast.ParseBodyWithOpts(query, ast.ParserOptions{RegoVersion: ast.RegoV1})
-	if err != nil {
-		return inputUse{true, true, true} // the query will not compile anyway
-	}
-	refs := rootedRefs(ast.InputRootDocument, nil, body)
+func inputUseOf(modules map[string]*ast.Module, query ast.Body) inputUse {
+	refs := rootedRefs(ast.InputRootDocument, nil, query)
 	for _, m := range modules {
 		refs = append(refs, rootedRefs(ast.InputRootDocument, m.Imports, m)...)
 	}

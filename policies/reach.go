@@ -21,7 +21,7 @@ import (
 // what the decision never reads was most of that cost (s7.4 policies run
 // per attachment, and the library ships every rule). plexusctl policy check
 // still parses every file.
-func loadForQuery(paths []string, query string) (*Loaded, error) {
+func loadForQuery(paths []string, query ast.Body) (*Loaded, error) {
 	if err := checkPaths(paths); err != nil {
 		return nil, err
 	}
@@ -42,10 +42,7 @@ func loadForQuery(paths []string, query string) (*Loaded, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading policy data from %s: %w", strings.Join(paths, ", "), err)
 	}
-	roots, err := queryRefs(query)
-	if err != nil {
-		return nil, err
-	}
+	roots := rootedRefs(ast.DefaultRootDocument, nil, query)
 	modules, err := parseReached(files, roots, enabledRules(res.Documents))
 	if err != nil {
 		return nil, err
@@ -56,12 +53,14 @@ func loadForQuery(paths []string, query string) (*Loaded, error) {
 	return &Loaded{Modules: modules, Data: res.Documents}, nil
 }
 
-func queryRefs(query string) ([]ast.Ref, error) {
+// parseQuery parses the decision query once for the analyses of what it
+// reaches and reads.
+func parseQuery(query string) (ast.Body, error) {
 	body, err := ast.ParseBodyWithOpts(query, ast.ParserOptions{RegoVersion: ast.RegoV1})
 	if err != nil {
 		return nil, fmt.Errorf("policy query %q: %w", query, err)
 	}
-	return rootedRefs(ast.DefaultRootDocument, nil, body), nil
+	return body, nil
 }
 
 // enabledRules reads data.plexus.config.N.enabled == true.

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/open-policy-agent/opa/v1/ast"
 )
 
 func loadedPackages(t *testing.T, l *Loaded) []string {
@@ -47,7 +49,7 @@ func TestLoadForQueryParsesOnlyReachedModules(t *testing.T) {
 			if err := os.WriteFile(data, []byte(tc.admin), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			l, err := loadForQuery([]string{"library", data}, DefaultQuery)
+			l, err := loadForQuery([]string{"library", data}, ast.MustParseBody(DefaultQuery))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -78,7 +80,7 @@ decision := {"allowed": true, "reasons": [al.x, whole, data.lib.direct.y, data.l
 		"odd.rego":       "package lib[\"odd\"]\n\nx := 1\n",
 		"broken.rego":    "package unused\n\nthis is not rego\n",
 	})
-	l, err := loadForQuery([]string{dir}, "data.main.decision")
+	l, err := loadForQuery([]string{dir}, ast.MustParseBody("data.main.decision"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +96,7 @@ func TestLoadForQueryReportsReachedSyntaxErrors(t *testing.T) {
 		"main.rego": "package main\n\ndecision := data.lib.x\n",
 		"lib.rego":  "package lib\n\nx := \n",
 	})
-	_, err := loadForQuery([]string{dir}, "data.main.decision")
+	_, err := loadForQuery([]string{dir}, ast.MustParseBody("data.main.decision"))
 	if err == nil || !strings.Contains(err.Error(), "lib.rego") {
 		t.Fatalf("error %v, want one naming lib.rego", err)
 	}
