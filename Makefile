@@ -32,7 +32,7 @@ all: build
 # started for every call in thick mode, also drops its symbol tables.
 build: plugins ext-examples
 	@mkdir -p $(BIN)
-	CGO_ENABLED=0 $(GO) build -ldflags "-X main.Version=$(VERSION)" -o $(BIN)/ ./cmd/...
+	CGO_ENABLED=0 $(GO) build -ldflags "-X main.Version=$(VERSION)" -o $(BIN)/ $(filter-out %/plexus-shim,$(shell $(GO) list ./cmd/...))
 	CGO_ENABLED=0 $(GO) build -ldflags "-s -w" -o $(BIN)/ ./cmd/plexus-shim
 
 plugins:
