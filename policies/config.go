@@ -32,7 +32,24 @@ type Config struct {
 	Query string `json:"query,omitempty"`
 	// Deadline bounds one evaluation; DefaultDeadline when zero.
 	Deadline Duration `json:"deadline,omitempty"`
+	// Evaluator runs the decisions: EvaluatorTopdown when empty.
+	Evaluator string `json:"evaluator,omitempty"`
 }
+
+// The evaluators. Both decide alike (the tests run every policy case
+// through both); they differ in cost:
+//   - topdown, OPA's interpreter: ready in a few milliseconds, for the
+//     thin plugin, which loads the policy in every ADD;
+//   - wasm, the policy compiled to WebAssembly and run in wazero: ~150 ms
+//     to prepare, then a decision is several times cheaper, for plexusd;
+//   - auto: wasm when the policy can be compiled to it (the query is a
+//     plain data reference, no "with", no built-in that yields several
+//     values), topdown otherwise.
+const (
+	EvaluatorTopdown = "topdown"
+	EvaluatorWasm    = "wasm"
+	EvaluatorAuto    = "auto"
+)
 
 // Duration is the config's duration type (a Go duration string in JSON).
 type Duration = config.Duration
@@ -44,6 +61,13 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Query == "" {
 		c.Query = DefaultQuery
+	}
+	switch c.Evaluator {
+	case "":
+		c.Evaluator = EvaluatorTopdown
+	case EvaluatorTopdown, EvaluatorWasm, EvaluatorAuto:
+	default:
+		return c, fmt.Errorf("policy config: evaluator %q is not one of %s, %s, %s", c.Evaluator, EvaluatorTopdown, EvaluatorWasm, EvaluatorAuto)
 	}
 	switch d := time.Duration(c.Deadline); {
 	case d == 0:

@@ -2,6 +2,7 @@ package policies
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -29,10 +30,13 @@ const (
 
 // Engine is a compiled policy; it is safe for concurrent use.
 type Engine struct {
-	query    rego.PreparedEvalQuery
-	queryStr string
-	deadline time.Duration
-	use      inputUse
+	query     rego.PreparedEvalQuery // the topdown evaluator's
+	wasm      *wasmPolicy            // the wasm evaluator, when chosen
+	evaluator string
+	fallback  string // why "auto" chose topdown
+	queryStr  string
+	deadline  time.Duration
+	use       inputUse
 }
 
 var _ pipeline.Authorizer = (*Engine)(nil)
@@ -54,14 +58,50 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The topdown compile checks the policy either way: its errors are
+	// the ones an admin knows from opa and plexusctl.
 	pq, err := prepare(ctx, loaded, cfg.Query)
 	if err != nil {
 		return nil, fmt.Errorf("compiling policy from %s: %w", strings.Join(cfg.Paths, ", "), err)
 	}
-	return &Engine{
-		query: pq, queryStr: cfg.Query, deadline: time.Duration(cfg.Deadline),
+	e := &Engine{
+		query: pq, evaluator: EvaluatorTopdown, queryStr: cfg.Query, deadline: time.Duration(cfg.Deadline),
 		use: inputUseOf(loaded.Modules, query),
-	}, nil
+	}
+	if cfg.Evaluator == EvaluatorTopdown {
+		return e, nil
+	}
+	wp, err := prepareWasm(ctx, loaded, query)
+	switch {
+	case err == nil:
+		e.wasm, e.evaluator = wp, EvaluatorWasm
+	case cfg.Evaluator == EvaluatorAuto:
+		e.fallback = err.Error()
+	default:
+		return nil, fmt.Errorf("policy from %s: evaluator wasm: %w", strings.Join(cfg.Paths, ", "), err)
+	}
+	return e, nil
+}
+
+func prepareWasm(ctx context.Context, l *Loaded, query ast.Body) (*wasmPolicy, error) {
+	prog, err := compileWasm(ctx, l.Modules, query)
+	if err != nil {
+		return nil, err
+	}
+	return newWasmPolicy(ctx, prog, l.Data)
+}
+
+// Evaluator says which evaluator decides, and, when "auto" could not use
+// wasm, why.
+func (e *Engine) Evaluator() (name, fallback string) { return e.evaluator, e.fallback }
+
+// Close releases the wasm evaluator's runtime. Decisions still running on
+// it fail closed; call it once no caller uses the engine.
+func (e *Engine) Close(ctx context.Context) error {
+	if e.wasm == nil {
+		return nil
+	}
+	return e.wasm.close(ctx)
 }
 
 func prepare(ctx context.Context, l *Loaded, query string) (rego.PreparedEvalQuery, error) {
@@ -105,10 +145,12 @@ func (e *Engine) Decide(ctx context.Context, input map[string]any) (d pipeline.D
 			d = deny(CodeError, fmt.Sprintf("policy query %s failed: evaluation panicked: %v", e.queryStr, r))
 		}
 	}()
-	value := ast.LazyObject(input)
 	ctx, cancel := context.WithTimeout(ctx, e.deadline)
 	defer cancel()
-	rs, err := e.query.Eval(ctx, rego.EvalParsedInput(value))
+	if e.wasm != nil {
+		return e.decideWasm(ctx, input)
+	}
+	rs, err := e.query.Eval(ctx, rego.EvalParsedInput(ast.LazyObject(input)))
 	if err != nil {
 		return e.evalFailure(ctx, err)
 	}
@@ -125,9 +167,35 @@ func (e *Engine) Decide(ctx context.Context, input map[string]any) (d pipeline.D
 	return dec
 }
 
+// decideWasm is Decide on the wasm evaluator; ctx has the deadline.
+func (e *Engine) decideWasm(ctx context.Context, input map[string]any) pipeline.Decision {
+	doc, err := appendJSON(nil, input)
+	if err != nil {
+		return deny(CodeInput, "could not encode the policy input: "+err.Error())
+	}
+	out, err := e.wasm.decide(ctx, doc)
+	if err != nil {
+		return e.evalFailure(ctx, err)
+	}
+	var rs []struct {
+		Result any `json:"result"`
+	}
+	if err := json.Unmarshal(out, &rs); err != nil {
+		return deny(CodeMalformed, fmt.Sprintf("policy query %s: reading the result: %v", e.queryStr, err))
+	}
+	if len(rs) == 0 {
+		return deny(CodeUndefined, fmt.Sprintf("policy query %s is undefined for this attachment", e.queryStr))
+	}
+	dec, err := parseDecision(rs[0].Result)
+	if err != nil {
+		return deny(CodeMalformed, fmt.Sprintf("policy query %s: %v", e.queryStr, err))
+	}
+	return dec
+}
+
 // evalFailure says why evaluation stopped; ctx is the deadline context.
 func (e *Engine) evalFailure(ctx context.Context, err error) pipeline.Decision {
-	if topdown.IsCancel(err) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+	if topdown.IsCancel(err) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || ctx.Err() != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return deny(CodeTimeout, fmt.Sprintf("policy query %s did not finish within %s", e.queryStr, e.deadline))
 		}

@@ -17,7 +17,12 @@ import (
 // Every library rule, evaluated through the engine with every rule enabled
 // (testdata/config-all.yaml), so the Go path and the Rego tests agree.
 func TestLibraryRulesThroughEngine(t *testing.T) {
-	e := libraryEngine(t)
+	for _, ev := range evaluators {
+		t.Run(ev, func(t *testing.T) { testLibraryRulesThroughEngine(t, libraryEngineWith(t, ev)) })
+	}
+}
+
+func testLibraryRulesThroughEngine(t *testing.T, e *Engine) {
 	tests := []struct {
 		name       string
 		annotation string
@@ -163,16 +168,21 @@ decision := {"allowed": false, "reasons": [{"code": "x", "message": "y"}]} if in
 			wantCode: CodeMalformed, wantMsg: "2 results",
 		},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := writeFiles(t, map[string]string{"policy.rego": tc.policy})
-			e := newEngine(t, Config{Paths: []string{dir}, Query: tc.query})
-			d, err := e.Authorize(context.Background(), newRequest(t, "blue"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			assertDenied(t, d, tc.wantCode, tc.wantMsg)
-		})
+	for _, ev := range evaluators {
+		for _, tc := range tests {
+			t.Run(ev+"/"+tc.name, func(t *testing.T) {
+				if tc.query != "" && ev == EvaluatorWasm {
+					ev = EvaluatorAuto // the query is no entrypoint: topdown decides
+				}
+				dir := writeFiles(t, map[string]string{"policy.rego": tc.policy})
+				e := newEngine(t, Config{Paths: []string{dir}, Query: tc.query, Evaluator: ev})
+				d, err := e.Authorize(context.Background(), newRequest(t, "blue"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				assertDenied(t, d, tc.wantCode, tc.wantMsg)
+			})
+		}
 	}
 }
 
@@ -200,25 +210,35 @@ slow if {
 `
 
 func TestDeadlineDenies(t *testing.T) {
-	dir := writeFiles(t, map[string]string{"slow.rego": slowPolicy})
-	e := newEngine(t, Config{Paths: []string{dir}, Deadline: Duration(5 * time.Millisecond)})
-	d, err := e.Authorize(context.Background(), newRequest(t, "blue"))
-	if err != nil {
-		t.Fatal(err)
+	for _, ev := range evaluators {
+		t.Run(ev, func(t *testing.T) {
+			dir := writeFiles(t, map[string]string{"slow.rego": slowPolicy})
+			e := newEngine(t, Config{Paths: []string{dir}, Deadline: Duration(5 * time.Millisecond), Evaluator: ev})
+			for range 2 { // the second decision runs on a fresh wasm instance
+				d, err := e.Authorize(context.Background(), newRequest(t, "blue"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				assertDenied(t, d, CodeTimeout, "did not finish within 5ms")
+			}
+		})
 	}
-	assertDenied(t, d, CodeTimeout, "did not finish within 5ms")
 }
 
 func TestCallerCancellationDenies(t *testing.T) {
-	dir := writeFiles(t, map[string]string{"slow.rego": slowPolicy})
-	e := newEngine(t, Config{Paths: []string{dir}, Deadline: Duration(MaxDeadline)})
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	d, err := e.Authorize(ctx, newRequest(t, "blue"))
-	if err != nil {
-		t.Fatal(err)
+	for _, ev := range evaluators {
+		t.Run(ev, func(t *testing.T) {
+			dir := writeFiles(t, map[string]string{"slow.rego": slowPolicy})
+			e := newEngine(t, Config{Paths: []string{dir}, Deadline: Duration(MaxDeadline), Evaluator: ev})
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			d, err := e.Authorize(ctx, newRequest(t, "blue"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			assertDenied(t, d, CodeCancelled, "cancelled")
+		})
 	}
-	assertDenied(t, d, CodeCancelled, "cancelled")
 }
 
 func TestUnusableRequestDenies(t *testing.T) {
@@ -347,15 +367,16 @@ func TestConfigDecoding(t *testing.T) {
 		wantErr string
 	}{
 		{
-			name: "defaults fill query and deadline",
+			name: "defaults fill query, deadline and evaluator",
 			json: `{"paths": ["/etc/plexus/policy"]}`,
-			want: Config{Paths: []string{"/etc/plexus/policy"}, Query: DefaultQuery, Deadline: Duration(DefaultDeadline)},
+			want: Config{Paths: []string{"/etc/plexus/policy"}, Query: DefaultQuery, Deadline: Duration(DefaultDeadline), Evaluator: EvaluatorTopdown},
 		},
 		{
-			name: "explicit query and deadline are kept",
-			json: `{"paths": ["p"], "query": "data.x.d", "deadline": "20ms"}`,
-			want: Config{Paths: []string{"p"}, Query: "data.x.d", Deadline: Duration(20 * time.Millisecond)},
+			name: "explicit query, deadline and evaluator are kept",
+			json: `{"paths": ["p"], "query": "data.x.d", "deadline": "20ms", "evaluator": "wasm"}`,
+			want: Config{Paths: []string{"p"}, Query: "data.x.d", Deadline: Duration(20 * time.Millisecond), Evaluator: EvaluatorWasm},
 		},
+		{name: "unknown evaluator is refused", json: `{"paths": ["p"], "evaluator": "jit"}`, wantErr: `evaluator "jit" is not one of topdown, wasm, auto`},
 		{name: "deadline without unit is refused", json: `{"paths": ["p"], "deadline": 20}`, wantErr: "duration string"},
 		{name: "unparsable deadline is refused", json: `{"paths": ["p"], "deadline": "soon"}`, wantErr: `"soon"`},
 		{name: "negative deadline is refused", json: `{"paths": ["p"], "deadline": "-1s"}`, wantErr: "outside"},
@@ -402,7 +423,12 @@ func TestDurationRoundTrips(t *testing.T) {
 // One engine serves every ADD of the node at once (plexusd); concurrent
 // decisions must not interfere.
 func TestConcurrentDecisionsAgree(t *testing.T) {
-	e := libraryEngine(t)
+	for _, ev := range evaluators {
+		t.Run(ev, func(t *testing.T) { testConcurrentDecisionsAgree(t, libraryEngineWith(t, ev)) })
+	}
+}
+
+func testConcurrentDecisionsAgree(t *testing.T, e *Engine) {
 	allowed := newRequest(t, "blue")
 	denied := newRequest(t, "team-b/blue")
 	errs := make(chan error, 16)

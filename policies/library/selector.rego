@@ -73,4 +73,4 @@ _holds(m, labels) if {
 }
 
 # The pattern admits only spaces around the commas of a value list.
-_values(list) := split(regex.replace(list, `\s+`, ""), ",")
+_values(list) := [trim_space(v) | some v in split(list, ",")]

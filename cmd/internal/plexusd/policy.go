@@ -30,6 +30,11 @@ type reloadingPolicy struct {
 }
 
 func newReloadingPolicy(ctx context.Context, cfg policies.Config, m *metrics, log *slog.Logger) (*reloadingPolicy, error) {
+	if cfg.Evaluator == "" {
+		// plexusd prepares a policy once and decides many times: the
+		// compiled evaluator's ~100 ms preparation pays for itself.
+		cfg.Evaluator = policies.EvaluatorAuto
+	}
 	r := &reloadingPolicy{cfg: cfg, m: m, log: log}
 	digest, err := digestPaths(cfg.Paths)
 	if err != nil {
@@ -42,7 +47,17 @@ func newReloadingPolicy(ctx context.Context, cfg policies.Config, m *metrics, lo
 	r.current.Store(eng)
 	r.digest = digest
 	m.policyLoaded.Set(1)
+	r.logLoaded("policy loaded", eng)
 	return r, nil
+}
+
+func (r *reloadingPolicy) logLoaded(msg string, eng *policies.Engine) {
+	ev, why := eng.Evaluator()
+	if why != "" {
+		r.log.Info(msg, "paths", r.cfg.Paths, "evaluator", ev, "notWasmBecause", why)
+		return
+	}
+	r.log.Info(msg, "paths", r.cfg.Paths, "evaluator", ev)
 }
 
 // Authorize implements pipeline.Authorizer.
@@ -83,10 +98,13 @@ func (r *reloadingPolicy) reloadIfChanged(ctx context.Context) {
 		r.fail(err)
 		return
 	}
-	r.current.Store(eng)
+	old := r.current.Swap(eng)
 	r.m.policyReloads.WithLabelValues("ok").Inc()
 	r.m.policyLoaded.Set(1)
-	r.log.Info("policy reloaded", "paths", r.cfg.Paths)
+	r.logLoaded("policy reloaded", eng)
+	// Decisions that loaded the old engine finish within their deadline;
+	// release its Wasm runtime after the longest one could have.
+	time.AfterFunc(2*policies.MaxDeadline, func() { _ = old.Close(context.WithoutCancel(ctx)) })
 }
 
 func (r *reloadingPolicy) fail(err error) {

@@ -1,0 +1,86 @@
+package policies
+
+// OPA's compiled policies import their memory and their host functions
+// from one module named "env". wazero's host modules cannot export a
+// memory, so envModule assembles a small WebAssembly module that defines
+// the memory and re-exports the host functions (imported from
+// hostModuleName) under the names the policy imports. Each policy instance
+// gets its own env instance, and so its own memory.
+
+const hostModuleName = "plexus_policy_host"
+
+// envImports are the functions of OPA's Wasm ABI v1 a policy may import,
+// with the number of i32 parameters each takes: opa_abort and opa_println
+// take a string address and return nothing; opa_builtinN takes a built-in
+// id, a reserved context and N value addresses and returns a value address.
+var envImports = []struct {
+	name   string
+	params int
+	result bool
+}{
+	{"opa_abort", 1, false},
+	{"opa_println", 1, false},
+	{"opa_builtin0", 2, true},
+	{"opa_builtin1", 3, true},
+	{"opa_builtin2", 4, true},
+	{"opa_builtin3", 5, true},
+	{"opa_builtin4", 6, true},
+}
+
+// envModule returns the binary of the env module: a memory of minPages
+// that may grow to maxPages (64 KiB each), and envImports re-exported.
+func envModule(minPages, maxPages uint32) []byte {
+	var types, imports, memory, exports []byte
+	types = uleb(types, uint32(len(envImports)))
+	imports = uleb(imports, uint32(len(envImports)))
+	exports = uleb(exports, uint32(len(envImports)+1))
+	for i, f := range envImports {
+		types = append(types, 0x60) // func type
+		types = uleb(types, uint32(f.params))
+		for range f.params {
+			types = append(types, 0x7f) // i32
+		}
+		if f.result {
+			types = append(types, 1, 0x7f)
+		} else {
+			types = append(types, 0)
+		}
+		imports = wasmName(imports, hostModuleName)
+		imports = wasmName(imports, f.name)
+		imports = append(imports, 0x00) // a function, of type i
+		imports = uleb(imports, uint32(i))
+		exports = wasmName(exports, f.name)
+		exports = append(exports, 0x00) // function index i (the imports come first)
+		exports = uleb(exports, uint32(i))
+	}
+	memory = uleb(memory, 1)
+	memory = append(memory, 0x01) // limits with a maximum
+	memory = uleb(memory, minPages)
+	memory = uleb(memory, maxPages)
+	exports = wasmName(exports, "memory")
+	exports = append(exports, 0x02, 0) // memory index 0
+
+	out := []byte{0x00, 'a', 's', 'm', 0x01, 0x00, 0x00, 0x00}
+	out = wasmSection(out, 1, types)
+	out = wasmSection(out, 2, imports)
+	out = wasmSection(out, 5, memory)
+	return wasmSection(out, 7, exports)
+}
+
+func uleb(b []byte, v uint32) []byte {
+	for v >= 0x80 {
+		b = append(b, byte(v)|0x80)
+		v >>= 7
+	}
+	return append(b, byte(v))
+}
+
+func wasmName(b []byte, s string) []byte {
+	return append(uleb(b, uint32(len(s))), s...)
+}
+
+func wasmSection(out []byte, id byte, body []byte) []byte {
+	out = append(out, id)
+	out = uleb(out, uint32(len(body)))
+	return append(out, body...)
+}
