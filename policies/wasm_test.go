@@ -114,3 +114,25 @@ func TestAddInterrupt(t *testing.T) {
 		}
 	}
 }
+
+// addInterrupt never panics on bytes that are not a module it understands,
+// and what it returns for a module wazero accepts, wazero accepts too.
+func FuzzAddInterrupt(f *testing.F) {
+	f.Add(envModule(1, 2))
+	f.Add([]byte("\x00asm\x01\x00\x00\x00\x01\x04\x01\x60\x00\x00\x03\x02\x01\x00\x07\x05\x01\x01f\x00\x00\x0a\x09\x01\x07\x00\x03\x40\x0c\x00\x0b\x0b"))
+	ctx := context.Background()
+	r := wazero.NewRuntime(ctx)
+	defer r.Close(ctx)
+	f.Fuzz(func(t *testing.T, bin []byte) {
+		out, err := addInterrupt(bin)
+		if err != nil {
+			return
+		}
+		if _, err := r.CompileModule(ctx, bin); err != nil {
+			return // not a valid module to begin with
+		}
+		if _, err := r.CompileModule(ctx, out); err != nil {
+			t.Fatalf("a valid module became invalid: %v", err)
+		}
+	})
+}
