@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -37,6 +38,7 @@ type Engine struct {
 	queryStr  string
 	deadline  time.Duration
 	use       inputUse
+	inputBufs sync.Pool // *[]byte, the wasm evaluator's input documents
 }
 
 var _ pipeline.Authorizer = (*Engine)(nil)
@@ -66,7 +68,8 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	e := &Engine{
 		query: pq, evaluator: EvaluatorTopdown, queryStr: cfg.Query, deadline: time.Duration(cfg.Deadline),
-		use: inputUseOf(loaded.Modules, query),
+		use:       inputUseOf(loaded.Modules, query),
+		inputBufs: sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }},
 	}
 	if cfg.Evaluator == EvaluatorTopdown {
 		return e, nil
@@ -169,16 +172,19 @@ func (e *Engine) Decide(ctx context.Context, input map[string]any) (d pipeline.D
 
 // decideWasm is Decide on the wasm evaluator; ctx has the deadline.
 func (e *Engine) decideWasm(ctx context.Context, input map[string]any) pipeline.Decision {
-	doc, err := appendJSON(nil, input)
+	buf := e.inputBufs.Get().(*[]byte)
+	defer e.inputBufs.Put(buf)
+	doc, err := appendJSON((*buf)[:0], input)
 	if err != nil {
 		return deny(CodeInput, "could not encode the policy input: "+err.Error())
 	}
+	*buf = doc
 	out, err := e.wasm.decide(ctx, doc)
 	if err != nil {
 		return e.evalFailure(ctx, err)
 	}
 	var rs []struct {
-		Result any `json:"result"`
+		Result json.RawMessage `json:"result"`
 	}
 	if err := json.Unmarshal(out, &rs); err != nil {
 		return deny(CodeMalformed, fmt.Sprintf("policy query %s: reading the result: %v", e.queryStr, err))
@@ -186,11 +192,21 @@ func (e *Engine) decideWasm(ctx context.Context, input map[string]any) pipeline.
 	if len(rs) == 0 {
 		return deny(CodeUndefined, fmt.Sprintf("policy query %s is undefined for this attachment", e.queryStr))
 	}
-	dec, err := parseDecision(rs[0].Result)
+	dec, err := decodeDecision(rs[0].Result)
 	if err != nil {
 		return deny(CodeMalformed, fmt.Sprintf("policy query %s: %v", e.queryStr, err))
 	}
 	return dec
+}
+
+// decodeDecision reads a decision from JSON, by the same rules as the
+// topdown evaluator's (exact key names, so through a generic value).
+func decodeDecision(raw json.RawMessage) (pipeline.Decision, error) {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return pipeline.Decision{}, err
+	}
+	return parseDecision(v)
 }
 
 // evalFailure says why evaluation stopped; ctx is the deadline context.

@@ -399,7 +399,11 @@ func (in *wasmInstance) operands(ctx context.Context, id uint32, args []uint64) 
 			if err != nil {
 				return nil, err
 			}
-			v, err := ast.ValueFromReader(bytes.NewReader(b))
+			var x any
+			if err := json.Unmarshal(b, &x); err != nil {
+				return nil, err
+			}
+			v, err := ast.InterfaceToValue(x)
 			if err != nil {
 				return nil, err
 			}
