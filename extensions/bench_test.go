@@ -2,22 +2,29 @@ package extensions
 
 import (
 	"context"
+	"fmt"
 	"testing"
 )
 
 // BenchmarkPrepareWarm is the per-call cost of one prepare with one module
 // already instantiated: JSON in, hook, JSON out, guards.
+// longLived=true is plexusd's host (the interrupt check compiled in),
+// false a thin plugin's (wazero's context check).
 func BenchmarkPrepareWarm(b *testing.B) {
-	h := newHost(b, Config{Modules: []ModuleConfig{{Path: wasmPath(b, "vlan")}}})
-	ctx := context.Background()
-	if err := h.LoadAll(ctx); err != nil {
-		b.Fatal(err)
-	}
-	for b.Loop() {
-		req := prepareReq(bridgeConf, map[string]string{"com.example.vlan": "100"}, nil)
-		if err := h.Prepare(ctx, req); err != nil {
-			b.Fatal(err)
-		}
+	for _, longLived := range []bool{false, true} {
+		b.Run(fmt.Sprintf("longLived=%v", longLived), func(b *testing.B) {
+			h := newHost(b, Config{Modules: []ModuleConfig{{Path: wasmPath(b, "vlan")}}, LongLived: longLived})
+			ctx := context.Background()
+			if err := h.LoadAll(ctx); err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				req := prepareReq(bridgeConf, map[string]string{"com.example.vlan": "100"}, nil)
+				if err := h.Prepare(ctx, req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

@@ -34,6 +34,13 @@ type Config struct {
 	// CacheDir holds wazero's compiled modules between processes; empty
 	// means compile in every process.
 	CacheDir string `json:"cacheDir,omitempty"`
+	// LongLived is set by a host that serves many calls (plexusd): its
+	// modules get an interrupt check compiled into every loop
+	// (wasmbin.AddInterrupt), which makes hook calls about three times
+	// cheaper than wazero's per-iteration context check, for ~30 ms more
+	// per module load. A thin plugin loads a module for one call and keeps
+	// wazero's check. Both stop a call at its deadline.
+	LongLived bool `json:"-"`
 }
 
 // ModuleConfig configures one module.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -191,7 +192,9 @@ func TestOverlappingModulesRefused(t *testing.T) {
 	}
 }
 
-// Each hostile behaviour yields a clear error and discards the instance.
+// Each hostile behaviour yields a clear error and discards the instance,
+// with either way of enforcing the deadline (wazero's context check, or the
+// interrupt check compiled in for a long-lived host).
 func TestHostileModules(t *testing.T) {
 	cases := []struct {
 		mode, hook string
@@ -209,20 +212,22 @@ func TestHostileModules(t *testing.T) {
 		{"unowned", HookEnrich, ModuleConfig{EnrichFailure: PolicyFail}, `status key "org.other.key" is outside the module's prefixes`},
 		{"reserved", HookEnrich, ModuleConfig{EnrichFailure: PolicyFail}, `status key "ips" is reserved by the specification (s5.3)`},
 	}
+	trapped := map[string]bool{"loop": true, "membomb": true, "trap": true, "bigoutput": true}
 	for _, c := range cases {
-		t.Run(c.mode, func(t *testing.T) {
-			mc := c.mc
-			mc.Path, mc.Config = wasmPath(t, "misbehave"), json.RawMessage(`{"mode":"`+c.mode+`"}`)
-			h := newHost(t, Config{Modules: []ModuleConfig{mc}})
-			err := runHook(h, c.hook, nil)
-			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), `extension "misbehave", hook `+c.hook) {
-				t.Fatalf("err = %v\nwant %q", err, c.want)
-			}
-			trapped := map[string]bool{"loop": true, "membomb": true, "trap": true, "bigoutput": true}
-			if discarded := h.modules[0].inst == nil; discarded != trapped[c.mode] {
-				t.Fatalf("instance discarded = %v", discarded)
-			}
-		})
+		for _, longLived := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/longLived=%v", c.mode, longLived), func(t *testing.T) {
+				mc := c.mc
+				mc.Path, mc.Config = wasmPath(t, "misbehave"), json.RawMessage(`{"mode":"`+c.mode+`"}`)
+				h := newHost(t, Config{Modules: []ModuleConfig{mc}, LongLived: longLived})
+				err := runHook(h, c.hook, nil)
+				if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), `extension "misbehave", hook `+c.hook) {
+					t.Fatalf("err = %v\nwant %q", err, c.want)
+				}
+				if discarded := h.modules[0].inst == nil; discarded != trapped[c.mode] {
+					t.Fatalf("instance discarded = %v", discarded)
+				}
+			})
+		}
 	}
 }
 
@@ -251,10 +256,12 @@ func TestRawTrapThenRecovers(t *testing.T) {
 		t.Fatal("instance kept after a trap")
 	}
 	loop := fakeWasm{manifest: manifestJSON("rawloop", "com.raw.", `"prepare"`), exports: []string{"prepare"}, body: bodyLoop}
-	h = newHost(t, Config{Modules: []ModuleConfig{{Path: loop.write(t, "loop.wasm"), Timeout: Duration(50e6)}}})
-	for i := 0; i < 2; i++ { // the second call runs in a new instance
-		if err := h.Prepare(context.Background(), req); err == nil || !strings.Contains(err.Error(), "deadline of 50ms exceeded") {
-			t.Fatalf("call %d: err = %v", i, err)
+	for _, longLived := range []bool{false, true} {
+		h = newHost(t, Config{Modules: []ModuleConfig{{Path: loop.write(t, "loop.wasm"), Timeout: Duration(50e6)}}, LongLived: longLived})
+		for i := 0; i < 2; i++ { // the second call runs in a new instance
+			if err := h.Prepare(context.Background(), req); err == nil || !strings.Contains(err.Error(), "deadline of 50ms exceeded") {
+				t.Fatalf("longLived=%v, call %d: err = %v", longLived, i, err)
+			}
 		}
 	}
 }

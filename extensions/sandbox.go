@@ -14,6 +14,8 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/plexus-cni/plexus/core/wasmbin"
 )
 
 // module is one configured extension: its declaration, read at New, and
@@ -26,12 +28,16 @@ type module struct {
 	lim    limits
 	cache  wazero.CompilationCache // nil: compile in memory only
 	dir    string                  // cache dir for the compile lock
+	// interrupt: the module is compiled with wasmbin's interrupt check and
+	// calls are stopped through it, not through wazero's context check.
+	interrupt bool
 
 	mu       sync.Mutex
 	rt       wazero.Runtime
 	compiled wazero.CompiledModule
 	inst     api.Module
 	stderr   *tail
+	stop     api.MutableGlobal // the instance's interrupt flag, with interrupt
 }
 
 func (m *module) name() string { return m.decl.Name }
@@ -46,10 +52,15 @@ func (m *module) load(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if m.interrupt {
+		if wasm, err = wasmbin.AddInterrupt(wasm); err != nil {
+			return fmt.Errorf("adding the deadline check: %w", err)
+		}
+	}
 	rc := wazero.NewRuntimeConfig().
 		WithCustomSections(true).
 		WithMemoryLimitPages(m.lim.memoryPages).
-		WithCloseOnContextDone(true)
+		WithCloseOnContextDone(!m.interrupt)
 	if m.cache != nil {
 		rc = rc.WithCompilationCache(m.cache)
 	}
@@ -149,12 +160,45 @@ func (m *module) instance(ctx context.Context) (api.Module, error) {
 		WithRandSource(rand.NewChaCha8([32]byte{'p', 'l', 'e', 'x', 'u', 's'}))
 	ictx, cancel := context.WithTimeout(ctx, m.lim.timeout)
 	defer cancel()
-	inst, err := m.rt.InstantiateModule(ictx, m.compiled, mc)
+	if !m.interrupt {
+		inst, err := m.rt.InstantiateModule(ictx, m.compiled, mc)
+		if err != nil {
+			return nil, fmt.Errorf("instantiating: %w", m.explain(ictx, err))
+		}
+		m.inst = inst
+		return inst, nil
+	}
+	// The reactor's _initialize runs as a call, so that the deadline can
+	// reach it through the instance's interrupt flag.
+	inst, err := m.rt.InstantiateModule(ictx, m.compiled, mc.WithStartFunctions())
 	if err != nil {
 		return nil, fmt.Errorf("instantiating: %w", m.explain(ictx, err))
 	}
 	m.inst = inst
+	if m.stop, _ = inst.ExportedGlobal(wasmbin.InterruptGlobal).(api.MutableGlobal); m.stop == nil {
+		m.discard(ctx)
+		return nil, fmt.Errorf("instantiating: no %s global", wasmbin.InterruptGlobal)
+	}
+	if init := inst.ExportedFunction("_initialize"); init != nil {
+		if _, err := m.interruptible(ictx, init); err != nil {
+			err = fmt.Errorf("instantiating: %w", m.explain(ictx, err))
+			m.discard(ctx)
+			return nil, err
+		}
+	}
 	return inst, nil
+}
+
+// interruptible calls fn and stops it through the interrupt flag when ctx
+// ends. An instance whose flag was set cannot serve another call.
+func (m *module) interruptible(ctx context.Context, fn api.Function, params ...uint64) ([]uint64, error) {
+	m.stop.Set(0)
+	stop := context.AfterFunc(ctx, func() { m.stop.Set(1) })
+	res, err := fn.Call(ctx, params...)
+	if !stop() && err == nil {
+		err = context.Cause(ctx) // finished as the deadline passed: the flag is set
+	}
+	return res, err
 }
 
 // call runs one hook with input and returns its output.
@@ -173,7 +217,12 @@ func (m *module) call(ctx context.Context, hook string, input []byte) ([]byte, e
 	cctx, cancel := context.WithTimeout(context.WithValue(ctx, callKey{}, st), m.lim.timeout)
 	defer cancel()
 	m.stderr.Reset()
-	res, err := fn.Call(cctx, uint64(len(input)))
+	var res []uint64
+	if m.interrupt {
+		res, err = m.interruptible(cctx, fn, uint64(len(input)))
+	} else {
+		res, err = fn.Call(cctx, uint64(len(input)))
+	}
 	if err != nil {
 		if st.err == nil {
 			st.err = m.explain(cctx, err)
@@ -190,6 +239,12 @@ func (m *module) call(ctx context.Context, hook string, input []byte) ([]byte, e
 
 // explain turns a wazero error into the reason a user can act on.
 func (m *module) explain(ctx context.Context, err error) error {
+	if m.interrupt && ctx.Err() != nil { // the interrupt flag stopped it
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("deadline of %s exceeded", m.lim.timeout)
+		}
+		return fmt.Errorf("canceled: %w", context.Cause(ctx))
+	}
 	var exit *sys.ExitError
 	if errors.As(err, &exit) {
 		switch exit.ExitCode() {

@@ -14,6 +14,8 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
+
+	"github.com/plexus-cni/plexus/core/wasmbin"
 )
 
 // wasmMaxPages caps one policy instance's memory (64 KiB pages): the admin
@@ -40,7 +42,7 @@ func newWasmPolicy(ctx context.Context, prog *wasmProgram, data map[string]any) 
 		return nil, fmt.Errorf("encoding policy data: %w", err)
 	}
 	// The policy is the admin's code, but a decision must still stay in its
-	// memory, and end at its deadline (addInterrupt, not wazero's
+	// memory, and end at its deadline (wasmbin.AddInterrupt, not wazero's
 	// WithCloseOnContextDone, which costs more than the decision).
 	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithMemoryLimitPages(wasmMaxPages))
 	p := &wasmPolicy{rt: rt, program: prog, data: dataJSON, caps: Capabilities(), idle: make(chan *wasmInstance, runtime.GOMAXPROCS(0)*2)}
@@ -122,7 +124,7 @@ func (p *wasmPolicy) decide(ctx context.Context, input []byte) ([]byte, error) {
 type wasmInstance struct {
 	env, mod                          api.Module
 	mem                               api.Memory
-	interrupt                         api.MutableGlobal // set to stop the evaluation (addInterrupt)
+	interrupt                         api.MutableGlobal // set to stop the evaluation (wasmbin.AddInterrupt)
 	opaEval, jsonDump, valueDump      api.Function
 	malloc, jsonParse, valueParse     api.Function
 	builtins                          map[uint32]string // id → OPA built-in
@@ -168,9 +170,9 @@ func (in *wasmInstance) close(ctx context.Context) error {
 
 // bind looks the ABI's exports up once: a lookup allocates.
 func (in *wasmInstance) bind() error {
-	g, ok := in.mod.ExportedGlobal(interruptGlobal).(api.MutableGlobal)
+	g, ok := in.mod.ExportedGlobal(wasmbin.InterruptGlobal).(api.MutableGlobal)
 	if !ok {
-		return fmt.Errorf("the policy's Wasm has no %s global", interruptGlobal)
+		return fmt.Errorf("the policy's Wasm has no %s global", wasmbin.InterruptGlobal)
 	}
 	in.interrupt = g
 	for name, fn := range map[string]*api.Function{

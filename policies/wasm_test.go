@@ -2,11 +2,8 @@ package policies
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
-
-	"github.com/tetratelabs/wazero"
 )
 
 // "auto" uses wasm where the policy allows it and says why not elsewhere;
@@ -72,67 +69,4 @@ func TestWasmMemoryLimitDenies(t *testing.T) {
 		}
 		assertDenied(t, d, CodeError, "opa_malloc")
 	}
-}
-
-// The interrupt check goes into every loop of a module, and the result is
-// a module wazero accepts, with the global exported.
-func TestAddInterrupt(t *testing.T) {
-	ctx := context.Background()
-	loop := []byte{
-		0x00, 'a', 's', 'm', 0x01, 0x00, 0x00, 0x00,
-		0x01, 0x04, 0x01, 0x60, 0x00, 0x00, // type: () -> ()
-		0x03, 0x02, 0x01, 0x00, // one function of type 0
-		0x07, 0x05, 0x01, 0x01, 'f', 0x00, 0x00, // export "f"
-		0x0A, 0x09, 0x01, 0x07, 0x00, 0x03, 0x40, 0x0C, 0x00, 0x0B, 0x0B, // f: loop br 0 end end
-	}
-	bin, err := addInterrupt(loop)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := wazero.NewRuntime(ctx)
-	defer r.Close(ctx)
-	mod, err := r.Instantiate(ctx, bin)
-	if err != nil {
-		t.Fatalf("instrumented module is invalid: %v", err)
-	}
-	g := mod.ExportedGlobal(interruptGlobal)
-	if g == nil {
-		t.Fatal("no interrupt global exported")
-	}
-	g.(interface{ Set(uint64) }).Set(1) // set before the call: the loop must stop at once
-	if _, err := mod.ExportedFunction("f").Call(ctx); err == nil || !strings.Contains(err.Error(), "unreachable") {
-		t.Fatalf("the endless loop returned %v, want the interrupt's trap", err)
-	}
-	for name, bad := range map[string][]byte{
-		"not wasm":         []byte("hello, world"),
-		"truncated":        loop[:len(loop)-3],
-		"unknown opcode":   append(append([]byte{}, loop[:len(loop)-7]...), 0x07, 0x00, 0xFD, 0x0C, 0x00, 0x0B, 0x0B),
-		"section overruns": append(append([]byte{}, loop[:8]...), 0x01, 0x7F),
-	} {
-		if _, err := addInterrupt(bad); !errors.Is(err, errWasmFormat) {
-			t.Errorf("%s: error %v, want a malformed-Wasm error", name, err)
-		}
-	}
-}
-
-// addInterrupt never panics on bytes that are not a module it understands,
-// and what it returns for a module wazero accepts, wazero accepts too.
-func FuzzAddInterrupt(f *testing.F) {
-	f.Add(envModule(1, 2))
-	f.Add([]byte("\x00asm\x01\x00\x00\x00\x01\x04\x01\x60\x00\x00\x03\x02\x01\x00\x07\x05\x01\x01f\x00\x00\x0a\x09\x01\x07\x00\x03\x40\x0c\x00\x0b\x0b"))
-	ctx := context.Background()
-	r := wazero.NewRuntime(ctx)
-	defer r.Close(ctx)
-	f.Fuzz(func(t *testing.T, bin []byte) {
-		out, err := addInterrupt(bin)
-		if err != nil {
-			return
-		}
-		if _, err := r.CompileModule(ctx, bin); err != nil {
-			return // not a valid module to begin with
-		}
-		if _, err := r.CompileModule(ctx, out); err != nil {
-			t.Fatalf("a valid module became invalid: %v", err)
-		}
-	})
 }

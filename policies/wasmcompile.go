@@ -12,6 +12,8 @@ import (
 	"github.com/open-policy-agent/opa/v1/bundle"
 	"github.com/open-policy-agent/opa/v1/compile"
 	"github.com/open-policy-agent/opa/v1/types"
+
+	"github.com/plexus-cni/plexus/core/wasmbin"
 )
 
 // The wasm evaluator compiles the policy with OPA's Wasm compiler after
@@ -113,7 +115,7 @@ func compileWasm(ctx context.Context, modules map[string]*ast.Module, query ast.
 	if len(wms) != 1 {
 		return nil, fmt.Errorf("compiling to Wasm: %d modules built, want 1", len(wms))
 	}
-	bin, err := addInterrupt(wms[0].Raw)
+	bin, err := wasmbin.AddInterrupt(wms[0].Raw)
 	if err != nil {
 		return nil, fmt.Errorf("adding the deadline check to the policy's Wasm: %w", err)
 	}

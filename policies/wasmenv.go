@@ -1,5 +1,7 @@
 package policies
 
+import "github.com/plexus-cni/plexus/core/wasmbin"
+
 // OPA's compiled policies import their memory and their host functions
 // from one module named "env". wazero's host modules cannot export a
 // memory, so envModule assembles a small WebAssembly module that defines
@@ -31,12 +33,12 @@ var envImports = []struct {
 // that may grow to maxPages (64 KiB each), and envImports re-exported.
 func envModule(minPages, maxPages uint32) []byte {
 	var types, imports, memory, exports []byte
-	types = uleb(types, uint32(len(envImports)))
-	imports = uleb(imports, uint32(len(envImports)))
-	exports = uleb(exports, uint32(len(envImports)+1))
+	types = wasmbin.AppendU32(types, uint32(len(envImports)))
+	imports = wasmbin.AppendU32(imports, uint32(len(envImports)))
+	exports = wasmbin.AppendU32(exports, uint32(len(envImports)+1))
 	for i, f := range envImports {
 		types = append(types, 0x60) // func type
-		types = uleb(types, uint32(f.params))
+		types = wasmbin.AppendU32(types, uint32(f.params))
 		for range f.params {
 			types = append(types, 0x7f) // i32
 		}
@@ -45,42 +47,24 @@ func envModule(minPages, maxPages uint32) []byte {
 		} else {
 			types = append(types, 0)
 		}
-		imports = wasmName(imports, hostModuleName)
-		imports = wasmName(imports, f.name)
+		imports = wasmbin.AppendName(imports, hostModuleName)
+		imports = wasmbin.AppendName(imports, f.name)
 		imports = append(imports, 0x00) // a function, of type i
-		imports = uleb(imports, uint32(i))
-		exports = wasmName(exports, f.name)
+		imports = wasmbin.AppendU32(imports, uint32(i))
+		exports = wasmbin.AppendName(exports, f.name)
 		exports = append(exports, 0x00) // function index i (the imports come first)
-		exports = uleb(exports, uint32(i))
+		exports = wasmbin.AppendU32(exports, uint32(i))
 	}
-	memory = uleb(memory, 1)
+	memory = wasmbin.AppendU32(memory, 1)
 	memory = append(memory, 0x01) // limits with a maximum
-	memory = uleb(memory, minPages)
-	memory = uleb(memory, maxPages)
-	exports = wasmName(exports, "memory")
+	memory = wasmbin.AppendU32(memory, minPages)
+	memory = wasmbin.AppendU32(memory, maxPages)
+	exports = wasmbin.AppendName(exports, "memory")
 	exports = append(exports, 0x02, 0) // memory index 0
 
 	out := []byte{0x00, 'a', 's', 'm', 0x01, 0x00, 0x00, 0x00}
-	out = wasmSection(out, 1, types)
-	out = wasmSection(out, 2, imports)
-	out = wasmSection(out, 5, memory)
-	return wasmSection(out, 7, exports)
-}
-
-func uleb(b []byte, v uint32) []byte {
-	for v >= 0x80 {
-		b = append(b, byte(v)|0x80)
-		v >>= 7
-	}
-	return append(b, byte(v))
-}
-
-func wasmName(b []byte, s string) []byte {
-	return append(uleb(b, uint32(len(s))), s...)
-}
-
-func wasmSection(out []byte, id byte, body []byte) []byte {
-	out = append(out, id)
-	out = uleb(out, uint32(len(body)))
-	return append(out, body...)
+	out = wasmbin.AppendSection(out, 1, types)
+	out = wasmbin.AppendSection(out, 2, imports)
+	out = wasmbin.AppendSection(out, 5, memory)
+	return wasmbin.AppendSection(out, 7, exports)
 }

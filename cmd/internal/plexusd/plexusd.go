@@ -73,6 +73,7 @@ type Daemon struct {
 	conf     *config.Config
 	m        *metrics
 	src      source.Source
+	manifest *manifests.Dir // the manifests directory, when that is the source
 	noSource bool
 	synced   func() bool
 	stages   pipeline.Stages
@@ -116,9 +117,11 @@ func (d *Daemon) close() {
 }
 
 // buildSource: informer caches for Kubernetes; plexusd's manifests
-// directory is read per call (it is local and may change).
+// directory is parsed again whenever its files change (it is local and may
+// change between calls).
 func (d *Daemon) buildSource(ctx context.Context) error {
 	if d.conf.Manifests != "" {
+		d.manifest = manifests.NewDir(d.conf.Manifests)
 		return nil
 	}
 	if d.conf.Kubeconfig == "" && os.Getenv("KUBERNETES_SERVICE_HOST") == "" {
@@ -158,7 +161,7 @@ func (d *Daemon) buildStages(ctx context.Context) error {
 		d.stages.Authorizer = countingAuthorizer{Authorizer: rp, m: d.m}
 	}
 	if len(d.conf.Extensions) > 0 {
-		host, err := stages.Extensions(ctx, d.conf)
+		host, err := stages.Extensions(ctx, d.conf, true)
 		if err != nil {
 			return err
 		}
@@ -186,9 +189,9 @@ func (d *Daemon) options() cniplugin.Options {
 	switch {
 	case d.src != nil:
 		o.Source = func(*config.Config, cniplugin.Command, *slog.Logger) (source.Source, error) { return d.src, nil }
-	case d.conf.Manifests != "":
+	case d.manifest != nil:
 		o.Source = func(*config.Config, cniplugin.Command, *slog.Logger) (source.Source, error) {
-			return manifests.Load(d.conf.Manifests)
+			return d.manifest.Current()
 		}
 	case d.noSource:
 		o.Source = func(*config.Config, cniplugin.Command, *slog.Logger) (source.Source, error) { return nil, nil }

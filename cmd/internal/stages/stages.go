@@ -33,7 +33,7 @@ func Build(ctx context.Context, conf *config.Config, _ *slog.Logger) (pipeline.S
 		st.Authorizer = eng
 	}
 	if len(conf.Extensions) > 0 {
-		host, err := Extensions(ctx, conf)
+		host, err := Extensions(ctx, conf, false)
 		if err != nil {
 			return st, nil, err
 		}
@@ -52,12 +52,14 @@ func PolicyConfig(conf *config.Config) (policies.Config, error) {
 	return pc, nil
 }
 
-// Extensions builds the extension host from the "extensions" key.
-func Extensions(ctx context.Context, conf *config.Config) (*extensions.Host, error) {
+// Extensions builds the extension host from the "extensions" key;
+// longLived is plexusd's (extensions.Config.LongLived).
+func Extensions(ctx context.Context, conf *config.Config, longLived bool) (*extensions.Host, error) {
 	var ec extensions.Config
 	if err := json.Unmarshal(conf.Extensions, &ec); err != nil {
 		return nil, fmt.Errorf(`plexus config "extensions": %w`, err)
 	}
+	ec.LongLived = longLived
 	if ec.CacheDir == "" {
 		// Thin mode compiles in every process; the cache makes that a read.
 		ec.CacheDir = filepath.Join(conf.CacheDir, "extensions")

@@ -12,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 
@@ -188,4 +190,57 @@ func (s *Source) RemoveStatus(_ context.Context, namespace, name string) error {
 		return err
 	}
 	return nil
+}
+
+// Dir serves a long-running process (plexusd) from a manifests directory:
+// it parses the files again only when one of them changed, since a call
+// reads one pod and a few NADs and parsing every file cost more than that.
+type Dir struct {
+	path  string
+	mu    sync.Mutex
+	stamp string
+	src   *Source
+}
+
+// NewDir returns a Dir for path; nothing is read until Current.
+func NewDir(path string) *Dir { return &Dir{path: path} }
+
+// Current returns the directory's manifests as they are now: the last
+// parse when no *.yaml or *.yml file was added, removed or modified (name,
+// size and modification time), otherwise a new one.
+func (d *Dir) Current() (*Source, error) {
+	stamp, err := dirStamp(d.path)
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.src != nil && stamp == d.stamp {
+		return d.src, nil
+	}
+	src, err := Load(d.path)
+	if err != nil {
+		return nil, err
+	}
+	d.src, d.stamp = src, stamp
+	return src, nil
+}
+
+func dirStamp(dir string) (string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", fmt.Errorf("manifests: %w", err)
+	}
+	var b strings.Builder
+	for _, e := range entries {
+		if ext := filepath.Ext(e.Name()); !e.Type().IsRegular() || (ext != ".yaml" && ext != ".yml") {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			return "", fmt.Errorf("manifests: %w", err)
+		}
+		fmt.Fprintf(&b, "%s\x00%d\x00%d\x00", e.Name(), info.Size(), info.ModTime().UnixNano())
+	}
+	return b.String(), nil
 }

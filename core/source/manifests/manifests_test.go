@@ -111,3 +111,55 @@ func TestStatusFileLifecycle(t *testing.T) {
 		t.Fatal("a path-like pod name became a path")
 	}
 }
+
+// A Dir parses again exactly when a manifest file changes: an edited pod
+// is seen at the next call, an unchanged directory is not parsed again,
+// and status files (in their subdirectory) change nothing.
+func TestDirSeesChangesOnly(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("all.yaml", docs)
+	d := NewDir(dir)
+	first, err := d.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := d.Current(); again != first {
+		t.Fatal("an unchanged directory was parsed again")
+	}
+	pod, _ := first.Pod(context.Background(), "demo", "web")
+	if err := first.PublishStatus(context.Background(), pod, []byte(`[]`)); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := d.Current(); again != first {
+		t.Fatal("writing a status file made the directory parse again")
+	}
+	write("all.yaml", strings.Replace(docs, "net-a\n", "net-a,net-b\n", 1))
+	changed, err := d.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod, err = changed.Pod(context.Background(), "demo", "web")
+	if err != nil || pod.Annotations["k8s.v1.cni.cncf.io/networks"] != "net-a,net-b" {
+		t.Fatalf("edited pod not seen: %+v %v", pod, err)
+	}
+	write("more.yml", "apiVersion: v1\nkind: Pod\nmetadata: {name: db, namespace: demo}\n")
+	added, _ := d.Current()
+	if _, err := added.Pod(context.Background(), "demo", "db"); err != nil {
+		t.Fatalf("pod of an added file not seen: %v", err)
+	}
+	os.Remove(filepath.Join(dir, "more.yml"))
+	removed, _ := d.Current()
+	if _, err := removed.Pod(context.Background(), "demo", "db"); err == nil {
+		t.Fatal("pod of a removed file still served")
+	}
+	write("broken.yaml", "kind: [")
+	if _, err := d.Current(); err == nil {
+		t.Fatal("a broken manifest was not reported")
+	}
+}

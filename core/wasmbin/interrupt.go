@@ -1,18 +1,25 @@
-package policies
+// Package wasmbin rewrites WebAssembly binaries for plexus's hosts (the
+// policy evaluator and the extension host): it adds an interrupt check, so
+// that a call can be stopped at its deadline cheaply.
+//
+// wazero can stop a module when its context ends, but it does so by calling
+// out of the compiled code at every loop iteration, which made a policy
+// decision four times slower and an extension hook three times. AddInterrupt
+// instead gives the module an exported mutable i32 global, InterruptGlobal,
+// and makes every loop iteration and every tail call read it and trap when
+// it is not zero: a load and a branch. The host sets it when the call's
+// context ends. Code cannot run unboundedly without a loop or a tail call
+// (plain recursion exhausts the stack), and the check is in the module's
+// own code, out of its reach.
+package wasmbin
 
 import (
 	"errors"
 	"fmt"
 )
 
-// A decision must end at its deadline. wazero can stop a module when its
-// context ends, but it does so by calling out of the compiled code at every
-// loop iteration, which made a decision four times slower (OPA's runtime
-// parses the input byte by byte). addInterrupt instead gives the policy an
-// exported mutable i32 global, interruptGlobal, and makes every loop read
-// it on each iteration and trap when it is not zero: a load and a branch.
-// The host sets it when the decision's context ends.
-const interruptGlobal = "plexus_interrupt"
+// InterruptGlobal is the exported global that stops the module's code.
+const InterruptGlobal = "plexus_interrupt"
 
 // Wasm section ids and the bytes addInterrupt writes.
 const (
@@ -22,12 +29,14 @@ const (
 	secCode   = 10
 )
 
-var errWasmFormat = errors.New("malformed Wasm")
+// ErrFormat is wrapped by errors about binaries AddInterrupt cannot
+// rewrite: malformed, or using instructions it does not know.
+var ErrFormat = errors.New("malformed or unsupported Wasm")
 
-// addInterrupt returns bin with the interrupt global and checks added.
-func addInterrupt(bin []byte) ([]byte, error) {
+// AddInterrupt returns bin with the interrupt global and checks added.
+func AddInterrupt(bin []byte) ([]byte, error) {
 	if len(bin) < 8 || string(bin[:4]) != "\x00asm" {
-		return nil, fmt.Errorf("%w: no Wasm header", errWasmFormat)
+		return nil, fmt.Errorf("%w: no Wasm header", ErrFormat)
 	}
 	sections, err := splitSections(bin[8:])
 	if err != nil {
@@ -47,7 +56,7 @@ func addInterrupt(bin []byte) ([]byte, error) {
 		}
 	}
 	idx := uint32(importedGlobals + globals)
-	check := uleb([]byte{0x23}, idx)              // global.get idx
+	check := AppendU32([]byte{0x23}, idx)         // global.get idx
 	check = append(check, 0x04, 0x40, 0x00, 0x0B) // if (no result) unreachable end
 
 	out := append([]byte{}, bin[:8]...)
@@ -60,19 +69,19 @@ func addInterrupt(bin []byte) ([]byte, error) {
 			added = true
 		case s.id == secExport:
 			if !added { // no global section: it goes before the exports
-				out = wasmSection(out, secGlobal, appendToVector([]byte{0}, []byte{0x7F, 0x01, 0x41, 0x00, 0x0B}))
+				out = AppendSection(out, secGlobal, appendToVector([]byte{0}, []byte{0x7F, 0x01, 0x41, 0x00, 0x0B}))
 				added = true
 			}
-			body = appendToVector(body, append(wasmName(nil, interruptGlobal), append([]byte{0x03}, uleb(nil, idx)...)...))
+			body = appendToVector(body, append(AppendName(nil, InterruptGlobal), append([]byte{0x03}, AppendU32(nil, idx)...)...))
 		case s.id == secCode:
 			if body, err = instrumentCode(body, check); err != nil {
 				return nil, err
 			}
 		}
-		out = wasmSection(out, s.id, body)
+		out = AppendSection(out, s.id, body)
 	}
 	if !added {
-		return nil, fmt.Errorf("%w: the module has no exports", errWasmFormat)
+		return nil, fmt.Errorf("%w: the module has no exports", ErrFormat)
 	}
 	return out, nil
 }
@@ -91,7 +100,7 @@ func splitSections(b []byte) ([]section, error) {
 			return nil, err
 		}
 		if next+n > len(b) {
-			return nil, fmt.Errorf("%w: section %d overruns the module", errWasmFormat, id)
+			return nil, fmt.Errorf("%w: section %d overruns the module", ErrFormat, id)
 		}
 		out = append(out, section{id: id, body: b[next : next+n]})
 		i = next + n
@@ -105,7 +114,7 @@ func appendToVector(body, elem []byte) []byte {
 	if err != nil {
 		n, next = 0, len(body)
 	}
-	out := uleb(nil, uint32(n+1))
+	out := AppendU32(nil, uint32(n+1))
 	out = append(out, body[next:]...)
 	return append(out, elem...)
 }
@@ -125,7 +134,7 @@ func countImportedGlobals(body []byte) (int, error) {
 			i += l
 		}
 		if i >= len(body) {
-			return 0, fmt.Errorf("%w: import section ends early", errWasmFormat)
+			return 0, fmt.Errorf("%w: import section ends early", ErrFormat)
 		}
 		kind := body[i]
 		i++
@@ -140,7 +149,7 @@ func countImportedGlobals(body []byte) (int, error) {
 			globals++
 			i += 2
 		default:
-			err = fmt.Errorf("%w: import kind %#x", errWasmFormat, kind)
+			err = fmt.Errorf("%w: import kind %#x", ErrFormat, kind)
 		}
 		if err != nil {
 			return 0, err
@@ -151,7 +160,7 @@ func countImportedGlobals(body []byte) (int, error) {
 
 func skipLimits(b []byte, i int) (int, error) {
 	if i >= len(b) {
-		return 0, fmt.Errorf("%w: limits end early", errWasmFormat)
+		return 0, fmt.Errorf("%w: limits end early", ErrFormat)
 	}
 	flags := b[i]
 	_, i, err := readU32(b, i+1)
@@ -167,17 +176,17 @@ func instrumentCode(body, check []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := uleb(nil, uint32(n))
+	out := AppendU32(nil, uint32(n))
 	for f := range n {
 		size, start, err := readU32(body, i)
 		if err != nil || start+size > len(body) {
-			return nil, fmt.Errorf("%w: function %d body", errWasmFormat, f)
+			return nil, fmt.Errorf("%w: function %d body", ErrFormat, f)
 		}
 		fn, err := instrumentFunction(body[start:start+size], check)
 		if err != nil {
 			return nil, fmt.Errorf("function %d: %w", f, err)
 		}
-		out = uleb(out, uint32(len(fn)))
+		out = AppendU32(out, uint32(len(fn)))
 		out = append(out, fn...)
 		i = start + size
 	}
@@ -195,20 +204,25 @@ func instrumentFunction(fn, check []byte) ([]byte, error) {
 		}
 		i++
 	}
-	out := append([]byte{}, fn[:i]...)
+	out := make([]byte, 0, len(fn)+len(fn)/64)
+	copied := 0 // fn[:copied] is in out
 	for i < len(fn) {
 		op := fn[i]
 		next, err := skipInstruction(fn, i)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, fn[i:next]...)
-		if op == 0x03 { // loop: every iteration starts here
-			out = append(out, check...)
+		switch op {
+		case 0x03: // loop: every iteration starts after its block type
+			out = append(append(out, fn[copied:next]...), check...)
+			copied = next
+		case 0x12, 0x13: // return_call(_indirect): a loop without "loop"
+			out = append(append(out, fn[copied:i]...), check...)
+			copied = i
 		}
 		i = next
 	}
-	return out, nil
+	return append(out, fn[copied:]...), nil
 }
 
 // skipInstruction returns where the instruction at i ends. It knows the
@@ -260,17 +274,17 @@ func skipInstruction(b []byte, i int) (int, error) {
 	case op == 0xFC:
 		i, err = skipPrefixed(b, i)
 	default:
-		err = fmt.Errorf("%w: unsupported opcode %#x", errWasmFormat, op)
+		err = fmt.Errorf("%w: unsupported opcode %#x", ErrFormat, op)
 	}
 	if err == nil && i > len(b) {
-		err = fmt.Errorf("%w: instruction %#x ends past the function", errWasmFormat, op)
+		err = fmt.Errorf("%w: instruction %#x ends past the function", ErrFormat, op)
 	}
 	return i, err
 }
 
 func skipBlockType(b []byte, i int) (int, error) {
 	if i >= len(b) {
-		return 0, fmt.Errorf("%w: block type missing", errWasmFormat)
+		return 0, fmt.Errorf("%w: block type missing", ErrFormat)
 	}
 	switch b[i] {
 	case 0x40, 0x7F, 0x7E, 0x7D, 0x7C, 0x7B, 0x70, 0x6F:
@@ -305,7 +319,7 @@ func skipPrefixed(b []byte, i int) (int, error) {
 		}
 		return i, err
 	}
-	return 0, fmt.Errorf("%w: unsupported opcode 0xfc %d", errWasmFormat, sub)
+	return 0, fmt.Errorf("%w: unsupported opcode 0xfc %d", ErrFormat, sub)
 }
 
 func readU32(b []byte, i int) (int, int, error) {
@@ -324,7 +338,7 @@ func readU32(b []byte, i int) (int, int, error) {
 			return int(v), i, nil
 		}
 	}
-	return 0, 0, fmt.Errorf("%w: bad LEB128 number", errWasmFormat)
+	return 0, 0, fmt.Errorf("%w: bad LEB128 number", ErrFormat)
 }
 
 func skipLEB(b []byte, i, max int) (int, error) {
@@ -335,5 +349,5 @@ func skipLEB(b []byte, i, max int) (int, error) {
 			return i, nil
 		}
 	}
-	return 0, fmt.Errorf("%w: bad LEB128 number", errWasmFormat)
+	return 0, fmt.Errorf("%w: bad LEB128 number", ErrFormat)
 }

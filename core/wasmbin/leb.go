@@ -1,0 +1,22 @@
+package wasmbin
+
+// AppendU32 appends v in unsigned LEB128, the binary format's integers.
+func AppendU32(b []byte, v uint32) []byte {
+	for v >= 0x80 {
+		b = append(b, byte(v)|0x80)
+		v >>= 7
+	}
+	return append(b, byte(v))
+}
+
+// AppendName appends a name: its length, then its bytes.
+func AppendName(b []byte, s string) []byte {
+	return append(AppendU32(b, uint32(len(s))), s...)
+}
+
+// AppendSection appends a section: its id, its size, then body.
+func AppendSection(out []byte, id byte, body []byte) []byte {
+	out = append(out, id)
+	out = AppendU32(out, uint32(len(body)))
+	return append(out, body...)
+}
