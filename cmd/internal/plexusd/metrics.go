@@ -10,6 +10,7 @@ import (
 	"github.com/containernetworking/cni/libcni"
 	"github.com/containernetworking/cni/pkg/types"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/plexus-cni/plexus/core/daemon"
 	"github.com/plexus-cni/plexus/core/pipeline"
@@ -73,7 +74,9 @@ func newMetrics() *metrics {
 		}),
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.inflight, m.attachments, m.denials, m.decisions, m.extErrors,
-		m.apiErrors, m.cacheMisses, m.policyReloads, m.policyLoaded)
+		m.apiErrors, m.cacheMisses, m.policyReloads, m.policyLoaded,
+		// The daemon's own health: memory, garbage collection, threads, CPU.
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
