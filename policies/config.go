@@ -40,7 +40,7 @@ type Config struct {
 // through both); they differ in cost:
 //   - topdown, OPA's interpreter: ready in a few milliseconds, for the
 //     thin plugin, which loads the policy in every ADD;
-//   - wasm, the policy compiled to WebAssembly and run in wazero: ~150 ms
+//   - wasm, the policy compiled to WebAssembly and run in wazero: ~70 ms
 //     to prepare, then a decision is several times cheaper, for plexusd;
 //   - auto: wasm when the policy can be compiled to it (the query is a
 //     plain data reference, no "with", no built-in that yields several

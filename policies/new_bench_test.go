@@ -27,3 +27,15 @@ func BenchmarkNewAllRules(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkNewAllRulesWasm is what plexusd pays to prepare the whole library
+// on the wasm evaluator (at start and at every policy change).
+func BenchmarkNewAllRulesWasm(b *testing.B) {
+	for b.Loop() {
+		e, err := New(context.Background(), Config{Paths: []string{"library", "testdata/config-all.yaml"}, Evaluator: EvaluatorWasm})
+		if err != nil {
+			b.Fatal(err)
+		}
+		e.Close(context.Background())
+	}
+}

@@ -68,6 +68,9 @@ func AddInterrupt(bin []byte) ([]byte, error) {
 			body = appendToVector(body, []byte{0x7F, 0x01, 0x41, 0x00, 0x0B}) // mutable i32 = 0
 			added = true
 		case s.id == secExport:
+			if err := checkExportFree(body); err != nil {
+				return nil, err
+			}
 			if !added { // no global section: it goes before the exports
 				out = AppendSection(out, secGlobal, appendToVector([]byte{0}, []byte{0x7F, 0x01, 0x41, 0x00, 0x0B}))
 				added = true
@@ -84,6 +87,28 @@ func AddInterrupt(bin []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: the module has no exports", ErrFormat)
 	}
 	return out, nil
+}
+
+// checkExportFree refuses a module that exports InterruptGlobal itself.
+func checkExportFree(body []byte) error {
+	n, i, err := readU32(body, 0)
+	if err != nil {
+		return err
+	}
+	for range n {
+		var l int
+		if l, i, err = readU32(body, i); err != nil || i+l > len(body) {
+			return fmt.Errorf("%w: export section", ErrFormat)
+		}
+		if string(body[i:i+l]) == InterruptGlobal {
+			return fmt.Errorf("the module exports %q itself, a name the host reserves", InterruptGlobal)
+		}
+		i += l + 1 // the name, then the kind
+		if _, i, err = readU32(body, i); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 type section struct {

@@ -75,6 +75,20 @@ func TestAddInterruptRefusesWhatItCannotRead(t *testing.T) {
 	}
 }
 
+// A module that exports the interrupt global's name itself is refused: it
+// would otherwise hand the host its own global to set.
+func TestAddInterruptRefusesTheReservedExport(t *testing.T) {
+	taken := []byte{
+		0x00, 'a', 's', 'm', 0x01, 0x00, 0x00, 0x00,
+		0x06, 0x06, 0x01, 0x7F, 0x01, 0x41, 0x00, 0x0B, // a mutable i32 global
+	}
+	exp := AppendName(AppendU32(nil, 1), InterruptGlobal)
+	taken = AppendSection(taken, 7, append(exp, 0x03, 0x00))
+	if _, err := AddInterrupt(taken); err == nil || !strings.Contains(err.Error(), "reserves") {
+		t.Fatalf("error %v, want the reserved name refused", err)
+	}
+}
+
 // AddInterrupt never panics, and what it returns for a module wazero
 // accepts, wazero accepts too.
 func FuzzAddInterrupt(f *testing.F) {
