@@ -183,8 +183,10 @@ func (e *Engine) decideWasm(ctx context.Context, input map[string]any) pipeline.
 	if err != nil {
 		return e.evalFailure(ctx, err)
 	}
+	// A generic value, checked by the same rules as topdown's result
+	// (exact key names, which a struct would not require).
 	var rs []struct {
-		Result json.RawMessage `json:"result"`
+		Result any `json:"result"`
 	}
 	if err := json.Unmarshal(out, &rs); err != nil {
 		return deny(CodeMalformed, fmt.Sprintf("policy query %s: reading the result: %v", e.queryStr, err))
@@ -192,21 +194,11 @@ func (e *Engine) decideWasm(ctx context.Context, input map[string]any) pipeline.
 	if len(rs) == 0 {
 		return deny(CodeUndefined, fmt.Sprintf("policy query %s is undefined for this attachment", e.queryStr))
 	}
-	dec, err := decodeDecision(rs[0].Result)
+	dec, err := parseDecision(rs[0].Result)
 	if err != nil {
 		return deny(CodeMalformed, fmt.Sprintf("policy query %s: %v", e.queryStr, err))
 	}
 	return dec
-}
-
-// decodeDecision reads a decision from JSON, by the same rules as the
-// topdown evaluator's (exact key names, so through a generic value).
-func decodeDecision(raw json.RawMessage) (pipeline.Decision, error) {
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return pipeline.Decision{}, err
-	}
-	return parseDecision(v)
 }
 
 // evalFailure says why evaluation stopped; ctx is the deadline context.

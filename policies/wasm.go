@@ -96,6 +96,9 @@ func (p *wasmPolicy) close(ctx context.Context) error { return p.rt.Close(ctx) }
 // decide evaluates the entrypoint over input (JSON) and returns the result
 // set as JSON: [] when undefined, [{"result": value}] otherwise.
 func (p *wasmPolicy) decide(ctx context.Context, input []byte) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err // before taking an instance, which stays clean
+	}
 	var in *wasmInstance
 	select {
 	case in = <-p.idle:
@@ -291,9 +294,6 @@ func (in *wasmInstance) cString(addr uint32) ([]byte, error) {
 // interrupt global stops the evaluation at its next loop iteration;
 // interrupted says the flag was or will be set, so the instance must go.
 func (in *wasmInstance) eval(ctx context.Context, input []byte) (out []byte, interrupted bool, err error) {
-	if err := ctx.Err(); err != nil {
-		return nil, false, err
-	}
 	end := uint64(in.dataHeapPtr) + uint64(len(input))
 	if end > uint64(in.mem.Size()) {
 		pages := (end-uint64(in.mem.Size()))/65536 + 1
