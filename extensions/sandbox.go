@@ -152,7 +152,6 @@ func (m *module) instance(ctx context.Context) (api.Module, error) {
 	m.stderr = &tail{}
 	mc := wazero.NewModuleConfig().
 		WithName("").
-		WithStartFunctions("_initialize").
 		WithStdout(m.stderr).
 		WithStderr(m.stderr).
 		// Deterministic randomness; wazero's default clocks are already fake:
@@ -160,27 +159,21 @@ func (m *module) instance(ctx context.Context) (api.Module, error) {
 		WithRandSource(rand.NewChaCha8([32]byte{'p', 'l', 'e', 'x', 'u', 's'}))
 	ictx, cancel := context.WithTimeout(ctx, m.lim.timeout)
 	defer cancel()
-	if !m.interrupt {
-		inst, err := m.rt.InstantiateModule(ictx, m.compiled, mc)
-		if err != nil {
-			return nil, fmt.Errorf("instantiating: %w", m.explain(ictx, err))
-		}
-		m.inst = inst
-		return inst, nil
-	}
-	// The reactor's _initialize runs as a call, so that the deadline can
-	// reach it through the instance's interrupt flag.
+	// The reactor's _initialize runs as a call, under the call deadline and
+	// stopped the same way a hook is.
 	inst, err := m.rt.InstantiateModule(ictx, m.compiled, mc.WithStartFunctions())
 	if err != nil {
 		return nil, fmt.Errorf("instantiating: %w", m.explain(ictx, err))
 	}
 	m.inst = inst
-	if m.stop, _ = inst.ExportedGlobal(wasmbin.InterruptGlobal).(api.MutableGlobal); m.stop == nil {
-		m.discard(ctx)
-		return nil, fmt.Errorf("instantiating: no %s global", wasmbin.InterruptGlobal)
+	if m.interrupt {
+		if m.stop, _ = inst.ExportedGlobal(wasmbin.InterruptGlobal).(api.MutableGlobal); m.stop == nil {
+			m.discard(ctx)
+			return nil, fmt.Errorf("instantiating: no %s global", wasmbin.InterruptGlobal)
+		}
 	}
 	if init := inst.ExportedFunction("_initialize"); init != nil {
-		if _, err := m.interruptible(ictx, init); err != nil {
+		if _, err := m.callFn(ictx, init); err != nil {
 			err = fmt.Errorf("instantiating: %w", m.explain(ictx, err))
 			m.discard(ctx)
 			return nil, err
@@ -189,9 +182,13 @@ func (m *module) instance(ctx context.Context) (api.Module, error) {
 	return inst, nil
 }
 
-// interruptible calls fn and stops it through the interrupt flag when ctx
-// ends. An instance whose flag was set cannot serve another call.
-func (m *module) interruptible(ctx context.Context, fn api.Function, params ...uint64) ([]uint64, error) {
+// callFn calls fn until ctx ends: wazero stops it (WithCloseOnContextDone),
+// or, with interrupt, the instance's interrupt flag does. An instance whose
+// flag was set cannot serve another call.
+func (m *module) callFn(ctx context.Context, fn api.Function, params ...uint64) ([]uint64, error) {
+	if !m.interrupt {
+		return fn.Call(ctx, params...)
+	}
 	m.stop.Set(0)
 	stop := context.AfterFunc(ctx, func() { m.stop.Set(1) })
 	res, err := fn.Call(ctx, params...)
@@ -217,12 +214,7 @@ func (m *module) call(ctx context.Context, hook string, input []byte) ([]byte, e
 	cctx, cancel := context.WithTimeout(context.WithValue(ctx, callKey{}, st), m.lim.timeout)
 	defer cancel()
 	m.stderr.Reset()
-	var res []uint64
-	if m.interrupt {
-		res, err = m.interruptible(cctx, fn, uint64(len(input)))
-	} else {
-		res, err = fn.Call(cctx, uint64(len(input)))
-	}
+	res, err := m.callFn(cctx, fn, uint64(len(input)))
 	if err != nil {
 		if st.err == nil {
 			st.err = m.explain(cctx, err)

@@ -33,6 +33,9 @@ const (
 // rewrite: malformed, or using instructions it does not know.
 var ErrFormat = errors.New("malformed or unsupported Wasm")
 
+// interruptEntry declares the interrupt global: a mutable i32, initially 0.
+var interruptEntry = []byte{0x7F, 0x01, 0x41, 0x00, 0x0B}
+
 // AddInterrupt returns bin with the interrupt global and checks added.
 func AddInterrupt(bin []byte) ([]byte, error) {
 	if len(bin) < 8 || string(bin[:4]) != "\x00asm" {
@@ -65,14 +68,14 @@ func AddInterrupt(bin []byte) ([]byte, error) {
 		body := s.body
 		switch {
 		case s.id == secGlobal:
-			body = appendToVector(body, []byte{0x7F, 0x01, 0x41, 0x00, 0x0B}) // mutable i32 = 0
+			body = appendToVector(body, interruptEntry)
 			added = true
 		case s.id == secExport:
 			if err := checkExportFree(body); err != nil {
 				return nil, err
 			}
 			if !added { // no global section: it goes before the exports
-				out = AppendSection(out, secGlobal, appendToVector([]byte{0}, []byte{0x7F, 0x01, 0x41, 0x00, 0x0B}))
+				out = AppendSection(out, secGlobal, appendToVector([]byte{0}, interruptEntry))
 				added = true
 			}
 			body = appendToVector(body, append(AppendName(nil, InterruptGlobal), append([]byte{0x03}, AppendU32(nil, idx)...)...))
@@ -133,12 +136,10 @@ func splitSections(b []byte) ([]section, error) {
 	return out, nil
 }
 
-// appendToVector adds one element to a section body that is a vector.
+// appendToVector adds one element to a section body that is a vector,
+// whose count the caller has already read successfully.
 func appendToVector(body, elem []byte) []byte {
-	n, next, err := readU32(body, 0)
-	if err != nil {
-		n, next = 0, len(body)
-	}
+	n, next, _ := readU32(body, 0)
 	out := AppendU32(nil, uint32(n+1))
 	out = append(out, body[next:]...)
 	return append(out, elem...)
