@@ -55,7 +55,7 @@ test: build k8s-bins
 
 ## fuzz: a short run of every fuzz target (part of make test)
 FUZZTIME ?= 5s
-FUZZ_TARGETS := core/selection:FuzzParse core/status:FuzzFromResult core/record:FuzzDecode core/nad:FuzzFromSpecConfig extensions:FuzzGuestOutput core/wasmbin:FuzzAddInterrupt
+FUZZ_TARGETS := core/selection:FuzzParse core/status:FuzzFromResult core/record:FuzzDecode core/nad:FuzzFromSpecConfig extensions:FuzzGuestOutput core/wasmbin:FuzzAddDeadlineCheck
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		$(GO) test ./$${t%%:*} -run '^$$' -fuzz "^$${t##*:}\$$" -fuzztime $(FUZZTIME); \

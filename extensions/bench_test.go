@@ -8,7 +8,7 @@ import (
 
 // BenchmarkPrepareWarm is the per-call cost of one prepare with one module
 // already instantiated: JSON in, hook, JSON out, guards.
-// longLived=true is plexusd's host (the interrupt check compiled in),
+// longLived=true is plexusd's host (the deadline check compiled in),
 // false a thin plugin's (wazero's context check).
 func BenchmarkPrepareWarm(b *testing.B) {
 	for _, longLived := range []bool{false, true} {

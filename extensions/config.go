@@ -35,8 +35,8 @@ type Config struct {
 	// means compile in every process.
 	CacheDir string `json:"cacheDir,omitempty"`
 	// LongLived is set by a host that serves many calls (plexusd): its
-	// modules get an interrupt check compiled into every loop
-	// (wasmbin.AddInterrupt), which makes hook calls about three times
+	// modules get a deadline check compiled into every loop
+	// (wasmbin.AddDeadlineCheck), which makes hook calls about three times
 	// cheaper than wazero's per-iteration context check, for ~30 ms more
 	// per module load. A thin plugin loads a module for one call and keeps
 	// wazero's check. Both stop a call at its deadline.

@@ -194,7 +194,7 @@ func TestOverlappingModulesRefused(t *testing.T) {
 
 // Each hostile behaviour yields a clear error and discards the instance,
 // with either way of enforcing the deadline (wazero's context check, or the
-// interrupt check compiled in for a long-lived host).
+// deadline check compiled in for a long-lived host).
 func TestHostileModules(t *testing.T) {
 	cases := []struct {
 		mode, hook string

@@ -28,16 +28,15 @@ type module struct {
 	lim    limits
 	cache  wazero.CompilationCache // nil: compile in memory only
 	dir    string                  // cache dir for the compile lock
-	// interrupt: the module is compiled with wasmbin's interrupt check and
-	// calls are stopped through it, not through wazero's context check.
-	interrupt bool
+	// checked: the module is compiled with wasmbin's deadline check, which
+	// stops calls instead of wazero's context check.
+	checked bool
 
 	mu       sync.Mutex
 	rt       wazero.Runtime
 	compiled wazero.CompiledModule
 	inst     api.Module
 	stderr   *tail
-	stop     api.MutableGlobal // the instance's interrupt flag, with interrupt
 }
 
 func (m *module) name() string { return m.decl.Name }
@@ -52,15 +51,15 @@ func (m *module) load(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if m.interrupt {
-		if wasm, err = wasmbin.AddInterrupt(wasm); err != nil {
+	if m.checked {
+		if wasm, err = wasmbin.AddDeadlineCheck(wasm); err != nil {
 			return fmt.Errorf("adding the deadline check: %w", err)
 		}
 	}
 	rc := wazero.NewRuntimeConfig().
 		WithCustomSections(true).
 		WithMemoryLimitPages(m.lim.memoryPages).
-		WithCloseOnContextDone(!m.interrupt)
+		WithCloseOnContextDone(!m.checked)
 	if m.cache != nil {
 		rc = rc.WithCompilationCache(m.cache)
 	}
@@ -119,6 +118,9 @@ func (m *module) verify(c wazero.CompiledModule) error {
 	var imps []Import
 	for _, f := range c.ImportedFunctions() {
 		mod, name, _ := f.Import()
+		if m.checked && mod == wasmbin.TickModule && name == wasmbin.TickFunc {
+			continue // the deadline check's, added by load
+		}
 		imps = append(imps, Import{Module: mod, Name: name, Kind: kindFunc})
 	}
 	return checkImports(imps)
@@ -137,7 +139,21 @@ func instantiateHost(ctx context.Context, rt wazero.Runtime) error {
 		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(inputRead), i32x2, i32).Export("input_read").
 		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(outputWrite), i32x2, i32).Export("output_write").
 		Instantiate(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = rt.NewHostModuleBuilder(wasmbin.TickModule).NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(tick), nil, nil).Export(wasmbin.TickFunc).Instantiate(ctx)
 	return err
+}
+
+// tick is the deadline check's call (wasmbin.AddDeadlineCheck, plexusd):
+// it stops a call whose context has ended. Returning to Go also lets the
+// scheduler and the garbage collector run.
+func tick(ctx context.Context, _ api.Module, _ []uint64) {
+	if err := ctx.Err(); err != nil {
+		panic(err)
+	}
 }
 
 // instance returns the live instance, instantiating one if needed. The
@@ -166,36 +182,14 @@ func (m *module) instance(ctx context.Context) (api.Module, error) {
 		return nil, fmt.Errorf("instantiating: %w", m.explain(ictx, err))
 	}
 	m.inst = inst
-	if m.interrupt {
-		if m.stop, _ = inst.ExportedGlobal(wasmbin.InterruptGlobal).(api.MutableGlobal); m.stop == nil {
-			m.discard(ctx)
-			return nil, fmt.Errorf("instantiating: no %s global", wasmbin.InterruptGlobal)
-		}
-	}
 	if init := inst.ExportedFunction("_initialize"); init != nil {
-		if _, err := m.callFn(ictx, init); err != nil {
+		if _, err := init.Call(ictx); err != nil {
 			err = fmt.Errorf("instantiating: %w", m.explain(ictx, err))
 			m.discard(ctx)
 			return nil, err
 		}
 	}
 	return inst, nil
-}
-
-// callFn calls fn until ctx ends: wazero stops it (WithCloseOnContextDone),
-// or, with interrupt, the instance's interrupt flag does. An instance whose
-// flag was set cannot serve another call.
-func (m *module) callFn(ctx context.Context, fn api.Function, params ...uint64) ([]uint64, error) {
-	if !m.interrupt {
-		return fn.Call(ctx, params...)
-	}
-	m.stop.Set(0)
-	stop := context.AfterFunc(ctx, func() { m.stop.Set(1) })
-	res, err := fn.Call(ctx, params...)
-	if !stop() && err == nil {
-		err = context.Cause(ctx) // finished as the deadline passed: the flag is set
-	}
-	return res, err
 }
 
 // call runs one hook with input and returns its output.
@@ -214,7 +208,7 @@ func (m *module) call(ctx context.Context, hook string, input []byte) ([]byte, e
 	cctx, cancel := context.WithTimeout(context.WithValue(ctx, callKey{}, st), m.lim.timeout)
 	defer cancel()
 	m.stderr.Reset()
-	res, err := m.callFn(cctx, fn, uint64(len(input)))
+	res, err := fn.Call(cctx, uint64(len(input)))
 	if err != nil {
 		if st.err == nil {
 			st.err = m.explain(cctx, err)
@@ -231,7 +225,7 @@ func (m *module) call(ctx context.Context, hook string, input []byte) ([]byte, e
 
 // explain turns a wazero error into the reason a user can act on.
 func (m *module) explain(ctx context.Context, err error) error {
-	if m.interrupt && ctx.Err() != nil { // the interrupt flag stopped it
+	if m.checked && ctx.Err() != nil { // the deadline check stopped it
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return fmt.Errorf("deadline of %s exceeded", m.lim.timeout)
 		}

@@ -42,8 +42,8 @@ func newWasmPolicy(ctx context.Context, prog *wasmProgram, data map[string]any) 
 		return nil, fmt.Errorf("encoding policy data: %w", err)
 	}
 	// The policy is the admin's code, but a decision must still stay in its
-	// memory, and end at its deadline (wasmbin.AddInterrupt, not wazero's
-	// WithCloseOnContextDone, which costs more than the decision).
+	// memory, and end at its deadline (wasmbin.AddDeadlineCheck, not
+	// wazero's WithCloseOnContextDone, which costs more than the decision).
 	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithMemoryLimitPages(wasmMaxPages))
 	p := &wasmPolicy{rt: rt, program: prog, data: dataJSON, caps: Capabilities(), idle: make(chan *wasmInstance, runtime.GOMAXPROCS(0)*2)}
 	if err := p.compile(ctx); err != nil {
@@ -78,6 +78,11 @@ func (p *wasmPolicy) compile(ctx context.Context) error {
 	if _, err := fns.Instantiate(ctx); err != nil {
 		return fmt.Errorf("policy host functions: %w", err)
 	}
+	_, err := p.rt.NewHostModuleBuilder(wasmbin.TickModule).NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(hostTick), nil, nil).Export(wasmbin.TickFunc).Instantiate(ctx)
+	if err != nil {
+		return fmt.Errorf("policy deadline check: %w", err)
+	}
 	env, err := p.rt.CompileModule(ctx, envModule(2, wasmMaxPages))
 	if err != nil {
 		return fmt.Errorf("policy memory module: %w", err)
@@ -108,11 +113,10 @@ func (p *wasmPolicy) decide(ctx context.Context, input []byte) ([]byte, error) {
 			return nil, err
 		}
 	}
-	out, interrupted, err := in.eval(ctx, input)
-	if err != nil || interrupted {
-		// Its state is unknown, or its interrupt flag is set or about to be.
-		_ = in.close(context.WithoutCancel(ctx))
-		return out, err
+	out, err := in.eval(ctx, input)
+	if err != nil {
+		_ = in.close(context.WithoutCancel(ctx)) // its state is unknown now
+		return nil, err
 	}
 	select {
 	case p.idle <- in:
@@ -127,7 +131,6 @@ func (p *wasmPolicy) decide(ctx context.Context, input []byte) ([]byte, error) {
 type wasmInstance struct {
 	env, mod                          api.Module
 	mem                               api.Memory
-	interrupt                         api.MutableGlobal // set to stop the evaluation (wasmbin.AddInterrupt)
 	opaEval, jsonDump, valueDump      api.Function
 	malloc, jsonParse, valueParse     api.Function
 	builtins                          map[uint32]string // id → OPA built-in
@@ -173,11 +176,6 @@ func (in *wasmInstance) close(ctx context.Context) error {
 
 // bind looks the ABI's exports up once: a lookup allocates.
 func (in *wasmInstance) bind() error {
-	g, ok := in.mod.ExportedGlobal(wasmbin.InterruptGlobal).(api.MutableGlobal)
-	if !ok {
-		return fmt.Errorf("the policy's Wasm has no %s global", wasmbin.InterruptGlobal)
-	}
-	in.interrupt = g
 	for name, fn := range map[string]*api.Function{
 		"opa_eval": &in.opaEval, "opa_json_dump": &in.jsonDump, "opa_value_dump": &in.valueDump,
 		"opa_malloc": &in.malloc, "opa_json_parse": &in.jsonParse, "opa_value_parse": &in.valueParse,
@@ -291,34 +289,37 @@ func (in *wasmInstance) cString(addr uint32) ([]byte, error) {
 
 // eval runs one decision with opa_eval: the input is written just above
 // the data, and the evaluation's heap starts after it. When ctx ends, the
-// interrupt global stops the evaluation at its next loop iteration;
-// interrupted says the flag was or will be set, so the instance must go.
-func (in *wasmInstance) eval(ctx context.Context, input []byte) (out []byte, interrupted bool, err error) {
+// deadline check's next tick (hostTick) stops the evaluation.
+func (in *wasmInstance) eval(ctx context.Context, input []byte) ([]byte, error) {
 	end := uint64(in.dataHeapPtr) + uint64(len(input))
 	if end > uint64(in.mem.Size()) {
 		pages := (end-uint64(in.mem.Size()))/65536 + 1
 		if _, ok := in.mem.Grow(uint32(pages)); !ok {
-			return nil, false, fmt.Errorf("the input document (%d bytes) does not fit in the policy's memory limit of %d MiB",
+			return nil, fmt.Errorf("the input document (%d bytes) does not fit in the policy's memory limit of %d MiB",
 				len(input), wasmMaxPages/16)
 		}
 	}
 	in.mem.Write(in.dataHeapPtr, input)
 	in.failure = nil
-	in.interrupt.Set(0)
-	stop := context.AfterFunc(ctx, func() { in.interrupt.Set(1) })
 	res, err := in.opaEval.Call(context.WithValue(ctx, instanceKey{}, in),
 		0, uint64(in.entrypoint), uint64(in.dataAddr), uint64(in.dataHeapPtr), uint64(len(input)), end, 0)
-	interrupted = !stop()
 	switch {
 	case err != nil && ctx.Err() != nil:
-		return nil, true, ctx.Err()
+		return nil, ctx.Err()
 	case err != nil && in.failure != nil:
-		return nil, true, in.failure
+		return nil, in.failure
 	case err != nil:
-		return nil, true, err
+		return nil, err
 	}
-	out, err = in.cString(uint32(res[0]))
-	return out, interrupted, err
+	return in.cString(uint32(res[0]))
+}
+
+// hostTick is the deadline check's call (wasmbin.AddDeadlineCheck): it
+// stops an evaluation whose context has ended.
+func hostTick(ctx context.Context, _ api.Module, _ []uint64) {
+	if err := ctx.Err(); err != nil {
+		panic(err)
+	}
 }
 
 func instanceOf(ctx context.Context) *wasmInstance {

@@ -115,7 +115,7 @@ func compileWasm(ctx context.Context, modules map[string]*ast.Module, query ast.
 	if len(wms) != 1 {
 		return nil, fmt.Errorf("compiling to Wasm: %d modules built, want 1", len(wms))
 	}
-	bin, err := wasmbin.AddInterrupt(wms[0].Raw)
+	bin, err := wasmbin.AddDeadlineCheck(wms[0].Raw)
 	if err != nil {
 		return nil, fmt.Errorf("adding the deadline check to the policy's Wasm: %w", err)
 	}

@@ -1,16 +1,19 @@
 // Package wasmbin rewrites WebAssembly binaries for plexus's hosts (the
-// policy evaluator and the extension host): it adds an interrupt check, so
+// policy evaluator and the extension host): it adds a deadline check, so
 // that a call can be stopped at its deadline cheaply.
 //
 // wazero can stop a module when its context ends, but it does so by calling
 // out of the compiled code at every loop iteration, which made a policy
-// decision four times slower and an extension hook three times. AddInterrupt
-// instead gives the module an exported mutable i32 global, InterruptGlobal,
-// and makes every loop iteration and every tail call read it and trap when
-// it is not zero: a load and a branch. The host sets it when the call's
-// context ends. Code cannot run unboundedly without a loop or a tail call
-// (plain recursion exhausts the stack), and the check is in the module's
-// own code, out of its reach.
+// decision four times slower and an extension hook three times. Compiled
+// code that never calls out is no better: Go cannot preempt it, so the
+// garbage collector, and with it the whole process, waits for it to return.
+// AddDeadlineCheck takes the middle way: every loop iteration and every tail
+// call counts down a counter, and every TickInterval of them the module
+// calls the host's TickModule.TickFunc, which returns to Go (a point where
+// the scheduler and the collector can run) and traps when the call's
+// context has ended. Code cannot run unboundedly without a loop or a tail
+// call (plain recursion exhausts the stack), and the check is part of the
+// module's own code, out of its reach.
 package wasmbin
 
 import (
@@ -18,26 +21,43 @@ import (
 	"fmt"
 )
 
-// InterruptGlobal is the exported global that stops the module's code.
-const InterruptGlobal = "plexus_interrupt"
-
-// Wasm section ids and the bytes addInterrupt writes.
+// The function a checked module imports; the host provides it, with no
+// parameters and no results.
 const (
-	secImport = 2
-	secGlobal = 6
-	secExport = 7
-	secCode   = 10
+	TickModule = "plexus_deadline"
+	TickFunc   = "tick"
 )
 
-// ErrFormat is wrapped by errors about binaries AddInterrupt cannot
+// TickInterval is how many loop iterations and tail calls run between two
+// calls of the tick: enough to make its cost vanish, few enough that the
+// deadline and the collector wait for well under a millisecond.
+const TickInterval = 1 << 14
+
+// Wasm section ids.
+const (
+	secCustom  = 0
+	secType    = 1
+	secImport  = 2
+	secGlobal  = 6
+	secExport  = 7
+	secStart   = 8
+	secElement = 9
+	secCode    = 10
+)
+
+// ErrFormat is wrapped by errors about binaries AddDeadlineCheck cannot
 // rewrite: malformed, or using instructions it does not know.
 var ErrFormat = errors.New("malformed or unsupported Wasm")
 
-// interruptEntry declares the interrupt global: a mutable i32, initially 0.
-var interruptEntry = []byte{0x7F, 0x01, 0x41, 0x00, 0x0B}
-
-// AddInterrupt returns bin with the interrupt global and checks added.
-func AddInterrupt(bin []byte) ([]byte, error) {
+// AddDeadlineCheck returns bin with the tick imported, a counter global
+// added, and the countdown in every loop and before every tail call.
+//
+// The tick is appended to the imports, so every function defined in the
+// module moves up one index: calls, function references, exports, the
+// start function and element segments are renumbered. The "name" custom
+// section, which only names functions for debuggers, is dropped rather
+// than renumbered.
+func AddDeadlineCheck(bin []byte) ([]byte, error) {
 	if len(bin) < 8 || string(bin[:4]) != "\x00asm" {
 		return nil, fmt.Errorf("%w: no Wasm header", ErrFormat)
 	}
@@ -45,77 +65,42 @@ func AddInterrupt(bin []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	importedGlobals, globals := 0, 0
+	sections = ensureSections(sections, secType, secImport, secGlobal)
+	r := &rewriter{}
 	for _, s := range sections {
+		var err error
 		switch s.id {
+		case secType:
+			r.types, _, err = readU32(s.body, 0)
 		case secImport:
-			if importedGlobals, err = countImportedGlobals(s.body); err != nil {
-				return nil, err
-			}
+			r.funcImports, r.globalImports, err = countImports(s.body)
 		case secGlobal:
-			if globals, _, err = readU32(s.body, 0); err != nil {
-				return nil, err
-			}
+			r.globals, _, err = readU32(s.body, 0)
+		}
+		if err != nil {
+			return nil, err
 		}
 	}
-	idx := uint32(importedGlobals + globals)
-	check := AppendU32([]byte{0x23}, idx)         // global.get idx
-	check = append(check, 0x04, 0x40, 0x00, 0x0B) // if (no result) unreachable end
+	r.tick = uint32(r.funcImports)
+	r.counter = uint32(r.globalImports + r.globals)
+	r.check = r.countdown()
 
 	out := append([]byte{}, bin[:8]...)
-	added := false
 	for _, s := range sections {
-		body := s.body
-		switch {
-		case s.id == secGlobal:
-			body = appendToVector(body, interruptEntry)
-			added = true
-		case s.id == secExport:
-			if err := checkExportFree(body); err != nil {
-				return nil, err
-			}
-			if !added { // no global section: it goes before the exports
-				out = AppendSection(out, secGlobal, appendToVector([]byte{0}, interruptEntry))
-				added = true
-			}
-			body = appendToVector(body, append(AppendName(nil, InterruptGlobal), append([]byte{0x03}, AppendU32(nil, idx)...)...))
-		case s.id == secCode:
-			if body, err = instrumentCode(body, check); err != nil {
-				return nil, err
-			}
+		body, keep, err := r.section(s)
+		if err != nil {
+			return nil, err
 		}
-		out = AppendSection(out, s.id, body)
-	}
-	if !added {
-		return nil, fmt.Errorf("%w: the module has no exports", ErrFormat)
+		if keep {
+			out = AppendSection(out, s.id, body)
+		}
 	}
 	return out, nil
 }
 
-// checkExportFree refuses a module that exports InterruptGlobal itself.
-func checkExportFree(body []byte) error {
-	n, i, err := readU32(body, 0)
-	if err != nil {
-		return err
-	}
-	for range n {
-		var l int
-		if l, i, err = readU32(body, i); err != nil || i+l > len(body) {
-			return fmt.Errorf("%w: export section", ErrFormat)
-		}
-		if string(body[i:i+l]) == InterruptGlobal {
-			return fmt.Errorf("the module exports %q itself, a name the host reserves", InterruptGlobal)
-		}
-		i += l + 1 // the name, then the kind
-		if _, i, err = readU32(body, i); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 type section struct {
 	id   byte
+	name string // of a custom section
 	body []byte
 }
 
@@ -130,10 +115,103 @@ func splitSections(b []byte) ([]section, error) {
 		if next+n > len(b) {
 			return nil, fmt.Errorf("%w: section %d overruns the module", ErrFormat, id)
 		}
-		out = append(out, section{id: id, body: b[next : next+n]})
+		s := section{id: id, body: b[next : next+n]}
+		if id == secCustom {
+			l, j, err := readU32(s.body, 0)
+			if err != nil || j+l > len(s.body) {
+				return nil, fmt.Errorf("%w: custom section name", ErrFormat)
+			}
+			s.name = string(s.body[j : j+l])
+		}
+		out = append(out, s)
 		i = next + n
 	}
 	return out, nil
+}
+
+// sectionOrder ranks the non-custom sections in the order a module must
+// have them (the tag and data count sections are out of id order).
+var sectionOrder = map[byte]int{1: 1, 2: 2, 3: 3, 4: 4, 5: 5, 13: 6, 6: 7, 7: 8, 8: 9, 9: 10, 12: 11, 10: 12, 11: 13}
+
+// ensureSections adds, empty, each of ids the module lacks, in its place.
+func ensureSections(sections []section, ids ...byte) []section {
+	for _, id := range ids {
+		at := len(sections)
+		found := false
+		for i, s := range sections {
+			if s.id == id {
+				found = true
+				break
+			}
+			if s.id != secCustom && sectionOrder[s.id] > sectionOrder[id] && i < at {
+				at = i
+			}
+		}
+		if !found {
+			sections = append(sections[:at], append([]section{{id: id, body: []byte{0}}}, sections[at:]...)...)
+		}
+	}
+	return sections
+}
+
+// rewriter knows the module's index spaces and renumbers references to
+// defined functions.
+type rewriter struct {
+	types, funcImports, globalImports, globals int
+	tick, counter                              uint32
+	check                                      []byte
+}
+
+// countdown is the code run at every loop iteration and tail call.
+func (r *rewriter) countdown() []byte {
+	c := AppendU32([]byte{0x23}, r.counter)      // global.get counter
+	c = append(c, 0x41, 0x01, 0x6B)              // i32.const 1, i32.sub
+	c = AppendU32(append(c, 0x24), r.counter)    // global.set counter
+	c = AppendU32(append(c, 0x23), r.counter)    // global.get counter
+	c = append(c, 0x45, 0x04, 0x40)              // i32.eqz, if
+	c = appendS32(append(c, 0x41), TickInterval) // i32.const interval
+	c = AppendU32(append(c, 0x24), r.counter)    // global.set counter
+	c = AppendU32(append(c, 0x10), r.tick)       // call tick
+	return append(c, 0x0B)                       // end
+}
+
+// fn renumbers a function index.
+func (r *rewriter) fn(x int) uint32 {
+	if x >= r.funcImports {
+		x++
+	}
+	return uint32(x)
+}
+
+func (r *rewriter) section(s section) (body []byte, keep bool, err error) {
+	switch s.id {
+	case secCustom:
+		return s.body, s.name != "name", nil
+	case secType:
+		body = appendToVector(s.body, []byte{0x60, 0x00, 0x00}) // () -> ()
+	case secImport:
+		imp := AppendName(AppendName(nil, TickModule), TickFunc)
+		body = appendToVector(s.body, AppendU32(append(imp, 0x00), uint32(r.types)))
+	case secGlobal:
+		if body, err = r.globalSection(s.body); err == nil {
+			counter := appendS32([]byte{0x7F, 0x01, 0x41}, TickInterval) // mutable i32
+			body = appendToVector(body, append(counter, 0x0B))
+		}
+	case secExport:
+		body, err = r.exportSection(s.body)
+	case secStart:
+		var x int
+		if x, _, err = readU32(s.body, 0); err == nil {
+			body = AppendU32(nil, r.fn(x))
+		}
+	case secElement:
+		body, err = r.elementSection(s.body)
+	case secCode:
+		body, err = r.codeSection(s.body)
+	default:
+		body = s.body
+	}
+	return body, err == nil, err
 }
 
 // appendToVector adds one element to a section body that is a vector,
@@ -145,27 +223,27 @@ func appendToVector(body, elem []byte) []byte {
 	return append(out, elem...)
 }
 
-func countImportedGlobals(body []byte) (int, error) {
+func countImports(body []byte) (funcs, globals int, err error) {
 	n, i, err := readU32(body, 0)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	globals := 0
 	for range n {
 		for range 2 { // module and field names
 			var l int
 			if l, i, err = readU32(body, i); err != nil {
-				return 0, err
+				return 0, 0, err
 			}
 			i += l
 		}
 		if i >= len(body) {
-			return 0, fmt.Errorf("%w: import section ends early", ErrFormat)
+			return 0, 0, fmt.Errorf("%w: import section ends early", ErrFormat)
 		}
 		kind := body[i]
 		i++
 		switch kind {
 		case 0x00: // function: type index
+			funcs++
 			_, i, err = readU32(body, i)
 		case 0x01: // table: reftype, limits
 			i, err = skipLimits(body, i+1)
@@ -178,10 +256,10 @@ func countImportedGlobals(body []byte) (int, error) {
 			err = fmt.Errorf("%w: import kind %#x", ErrFormat, kind)
 		}
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
-	return globals, nil
+	return funcs, globals, nil
 }
 
 func skipLimits(b []byte, i int) (int, error) {
@@ -196,8 +274,129 @@ func skipLimits(b []byte, i int) (int, error) {
 	return i, err
 }
 
-// instrumentCode inserts check after the block type of every loop.
-func instrumentCode(body, check []byte) ([]byte, error) {
+// globalSection renumbers function references in the initializers.
+func (r *rewriter) globalSection(body []byte) ([]byte, error) {
+	n, i, err := readU32(body, 0)
+	if err != nil {
+		return nil, err
+	}
+	out := AppendU32(nil, uint32(n))
+	for range n {
+		if i+2 > len(body) {
+			return nil, fmt.Errorf("%w: global section ends early", ErrFormat)
+		}
+		out = append(out, body[i], body[i+1]) // valtype, mutability
+		if out, i, err = r.expr(out, body, i+2); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (r *rewriter) exportSection(body []byte) ([]byte, error) {
+	n, i, err := readU32(body, 0)
+	if err != nil {
+		return nil, err
+	}
+	out := AppendU32(nil, uint32(n))
+	for range n {
+		var l, x int
+		if l, i, err = readU32(body, i); err != nil || i+l >= len(body) {
+			return nil, fmt.Errorf("%w: export section", ErrFormat)
+		}
+		name, kind := body[i:i+l], body[i+l]
+		if x, i, err = readU32(body, i+l+1); err != nil {
+			return nil, err
+		}
+		if kind == 0x00 {
+			x = int(r.fn(x))
+		}
+		out = AppendU32(append(AppendName(out, string(name)), kind), uint32(x))
+	}
+	return out, nil
+}
+
+// elementSection renumbers the functions of every element segment, in
+// each of the eight encodings.
+func (r *rewriter) elementSection(body []byte) ([]byte, error) {
+	n, i, err := readU32(body, 0)
+	if err != nil {
+		return nil, err
+	}
+	out := AppendU32(nil, uint32(n))
+	for range n {
+		var flags, table int
+		if flags, i, err = readU32(body, i); err != nil || flags > 7 {
+			return nil, fmt.Errorf("%w: element segment kind", ErrFormat)
+		}
+		out = AppendU32(out, uint32(flags))
+		if flags == 2 || flags == 6 { // an explicit table
+			if table, i, err = readU32(body, i); err != nil {
+				return nil, err
+			}
+			out = AppendU32(out, uint32(table))
+		}
+		if flags&1 == 0 { // active: an offset
+			if out, i, err = r.expr(out, body, i); err != nil {
+				return nil, err
+			}
+		}
+		if flags&3 != 0 { // an element kind or reference type
+			if i >= len(body) {
+				return nil, fmt.Errorf("%w: element segment ends early", ErrFormat)
+			}
+			out = append(out, body[i])
+			i++
+		}
+		if out, i, err = r.elements(out, body, i, flags&4 != 0); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// elements copies a vector of function indices, or of expressions.
+func (r *rewriter) elements(out, body []byte, i int, exprs bool) ([]byte, int, error) {
+	n, i, err := readU32(body, i)
+	if err != nil {
+		return nil, 0, err
+	}
+	out = AppendU32(out, uint32(n))
+	for range n {
+		if exprs {
+			if out, i, err = r.expr(out, body, i); err != nil {
+				return nil, 0, err
+			}
+			continue
+		}
+		var x int
+		if x, i, err = readU32(body, i); err != nil {
+			return nil, 0, err
+		}
+		out = AppendU32(out, r.fn(x))
+	}
+	return out, i, nil
+}
+
+// expr copies a constant expression, through its end.
+func (r *rewriter) expr(out, b []byte, i int) ([]byte, int, error) {
+	for {
+		if i >= len(b) {
+			return nil, 0, fmt.Errorf("%w: expression without end", ErrFormat)
+		}
+		op := b[i]
+		var err error
+		if out, i, err = r.instruction(out, b, i); err != nil {
+			return nil, 0, err
+		}
+		if op == 0x0B {
+			return out, i, nil
+		}
+	}
+}
+
+// codeSection rewrites every function body.
+func (r *rewriter) codeSection(body []byte) ([]byte, error) {
 	n, i, err := readU32(body, 0)
 	if err != nil {
 		return nil, err
@@ -208,7 +407,7 @@ func instrumentCode(body, check []byte) ([]byte, error) {
 		if err != nil || start+size > len(body) {
 			return nil, fmt.Errorf("%w: function %d body", ErrFormat, f)
 		}
-		fn, err := instrumentFunction(body[start:start+size], check)
+		fn, err := r.function(body[start : start+size])
 		if err != nil {
 			return nil, fmt.Errorf("function %d: %w", f, err)
 		}
@@ -219,7 +418,7 @@ func instrumentCode(body, check []byte) ([]byte, error) {
 	return out, nil
 }
 
-func instrumentFunction(fn, check []byte) ([]byte, error) {
+func (r *rewriter) function(fn []byte) ([]byte, error) {
 	groups, i, err := readU32(fn, 0)
 	if err != nil {
 		return nil, err
@@ -230,25 +429,38 @@ func instrumentFunction(fn, check []byte) ([]byte, error) {
 		}
 		i++
 	}
-	out := make([]byte, 0, len(fn)+len(fn)/64)
-	copied := 0 // fn[:copied] is in out
+	out := make([]byte, 0, len(fn)+len(fn)/32)
+	out = append(out, fn[:i]...)
 	for i < len(fn) {
 		op := fn[i]
-		next, err := skipInstruction(fn, i)
-		if err != nil {
+		if op == 0x12 || op == 0x13 { // return_call(_indirect): a loop without "loop"
+			out = append(out, r.check...)
+		}
+		if out, i, err = r.instruction(out, fn, i); err != nil {
 			return nil, err
 		}
-		switch op {
-		case 0x03: // loop: every iteration starts after its block type
-			out = append(append(out, fn[copied:next]...), check...)
-			copied = next
-		case 0x12, 0x13: // return_call(_indirect): a loop without "loop"
-			out = append(append(out, fn[copied:i]...), check...)
-			copied = i
+		if op == 0x03 { // loop: every iteration starts after its block type
+			out = append(out, r.check...)
 		}
-		i = next
 	}
-	return append(out, fn[copied:]...), nil
+	return out, nil
+}
+
+// instruction copies the instruction at i, renumbering a function index.
+func (r *rewriter) instruction(out, b []byte, i int) ([]byte, int, error) {
+	next, err := skipInstruction(b, i)
+	if err != nil {
+		return nil, 0, err
+	}
+	switch b[i] {
+	case 0x10, 0x12, 0xD2: // call, return_call, ref.func
+		x, _, err := readU32(b, i+1)
+		if err != nil {
+			return nil, 0, err
+		}
+		return AppendU32(append(out, b[i]), r.fn(x)), next, nil
+	}
+	return append(out, b[i:next]...), next, nil
 }
 
 // skipInstruction returns where the instruction at i ends. It knows the

@@ -3,8 +3,9 @@ package wasmbin
 import (
 	"context"
 	"errors"
-	"strings"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -29,76 +30,128 @@ var (
 	endlessTailCall = module(0x00, 0x12, 0x00, 0x0B)                   // return_call 0
 )
 
-// An endless loop and an endless tail call stop once the interrupt global
-// is set; the instrumented modules are valid and export the global.
-func TestInterruptStopsEndlessCode(t *testing.T) {
+// runtimeWithTick is a runtime whose tick traps once the call's context
+// has ended, as the hosts' do; ticks counts its calls.
+func runtimeWithTick(t *testing.T, ticks *int) wazero.Runtime {
 	ctx := context.Background()
 	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCoreFeatures(api.CoreFeaturesV2|experimental.CoreFeaturesTailCall))
-	defer r.Close(ctx)
+	t.Cleanup(func() { r.Close(ctx) })
+	_, err := r.NewHostModuleBuilder(TickModule).NewFunctionBuilder().
+		WithGoFunction(api.GoFunc(func(ctx context.Context, _ []uint64) {
+			*ticks++
+			if err := ctx.Err(); err != nil {
+				panic(err)
+			}
+		}), nil, nil).Export(TickFunc).Instantiate(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// An endless loop and an endless tail call end at their deadline, and
+// the garbage collector can run meanwhile: the tick returns to Go.
+func TestDeadlineStopsEndlessCode(t *testing.T) {
 	for name, bin := range map[string][]byte{"loop": endlessLoop, "tail call": endlessTailCall} {
 		t.Run(name, func(t *testing.T) {
-			out, err := AddInterrupt(bin)
+			var ticks int
+			r := runtimeWithTick(t, &ticks)
+			out, err := AddDeadlineCheck(bin)
 			if err != nil {
 				t.Fatal(err)
 			}
-			mod, err := r.Instantiate(ctx, out)
+			mod, err := r.Instantiate(context.Background(), out)
 			if err != nil {
-				if name == "tail call" && strings.Contains(err.Error(), "feature") {
-					t.Skipf("this wazero refuses tail calls: %v", err)
-				}
-				t.Fatalf("instrumented module is invalid: %v", err)
+				t.Fatalf("checked module is invalid: %v", err)
 			}
-			defer mod.Close(ctx)
-			g, ok := mod.ExportedGlobal(InterruptGlobal).(api.MutableGlobal)
-			if !ok {
-				t.Fatal("no mutable interrupt global exported")
+			gcDone := make(chan struct{})
+			go func() {
+				time.Sleep(20 * time.Millisecond)
+				runtime.GC() // needs every goroutine at a safe point
+				close(gcDone)
+			}()
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancel()
+			_, err = mod.ExportedFunction("f").Call(ctx)
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("the endless code returned %v, want the deadline", err)
 			}
-			g.Set(1) // set before the call: the code must stop at once
-			if _, err := mod.ExportedFunction("f").Call(ctx); err == nil || !strings.Contains(err.Error(), "unreachable") {
-				t.Fatalf("the endless code returned %v, want the interrupt's trap", err)
+			select {
+			case <-gcDone:
+			default:
+				t.Fatal("a garbage collection did not finish while the module ran")
+			}
+			if ticks < 2 {
+				t.Fatalf("%d ticks", ticks)
 			}
 		})
 	}
 }
 
-func TestAddInterruptRefusesWhatItCannotRead(t *testing.T) {
+// Functions move up one index for the imported tick: calls, exports, the
+// table's elements and the start function still reach the same code.
+func TestDeadlineCheckRenumbersFunctions(t *testing.T) {
+	bin := []byte{0x00, 'a', 's', 'm', 0x01, 0x00, 0x00, 0x00}
+	bin = AppendSection(bin, 1, []byte{0x02, 0x60, 0x00, 0x01, 0x7F, 0x60, 0x00, 0x00}) // t0: () -> i32, t1: () -> ()
+	bin = AppendSection(bin, 3, []byte{0x03, 0x00, 0x00, 0x01})                         // f0, f1: t0; f2: t1
+	bin = AppendSection(bin, 4, []byte{0x01, 0x70, 0x00, 0x01})                         // a funcref table
+	bin = AppendSection(bin, 6, []byte{0x01, 0x7F, 0x01, 0x41, 0x00, 0x0B})             // g0 = 0, set by start
+	exports := AppendU32(nil, 2)
+	exports = append(AppendName(exports, "f1"), 0x00, 0x01)
+	exports = append(AppendName(exports, "g"), 0x03, 0x00)
+	bin = AppendSection(bin, 7, exports)
+	bin = AppendSection(bin, 8, []byte{0x02})                                     // start: f2
+	bin = AppendSection(bin, 9, []byte{0x01, 0x00, 0x41, 0x00, 0x0B, 0x01, 0x00}) // table[0] = f0
+	f0 := []byte{0x00, 0x41, 0x2A, 0x0B}                                          // 42
+	f1 := []byte{0x00, 0x10, 0x00, 0x41, 0x00, 0x11, 0x00, 0x00, 0x6A, 0x0B}      // f0() + table[0]()
+	f2 := []byte{0x00, 0x41, 0x07, 0x24, 0x00, 0x0B}                              // g0 = 7
+	code := AppendU32(nil, 3)
+	for _, f := range [][]byte{f0, f1, f2} {
+		code = append(AppendU32(code, uint32(len(f))), f...)
+	}
+	bin = AppendSection(bin, 10, code)
+
+	out, err := AddDeadlineCheck(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ticks int
+	mod, err := runtimeWithTick(t, &ticks).Instantiate(context.Background(), out)
+	if err != nil {
+		t.Fatalf("checked module is invalid: %v", err)
+	}
+	if g := mod.ExportedGlobal("g").Get(); g != 7 {
+		t.Fatalf("the start function did not run: g = %d", g)
+	}
+	res, err := mod.ExportedFunction("f1").Call(context.Background())
+	if err != nil || res[0] != 84 {
+		t.Fatalf("f1() = %v, %v; want 84", res, err)
+	}
+}
+
+func TestDeadlineCheckRefusesWhatItCannotRead(t *testing.T) {
 	for name, bad := range map[string][]byte{
 		"not wasm":         []byte("hello, world"),
 		"truncated":        endlessLoop[:len(endlessLoop)-3],
 		"unknown opcode":   module(0x00, 0xFD, 0x0C, 0x0B), // a SIMD instruction
 		"section overruns": append(append([]byte{}, endlessLoop[:8]...), 0x01, 0x7F),
-		"no exports":       AppendSection(append([]byte{}, endlessLoop[:8]...), 1, []byte{0}),
 	} {
-		if _, err := AddInterrupt(bad); !errors.Is(err, ErrFormat) {
+		if _, err := AddDeadlineCheck(bad); !errors.Is(err, ErrFormat) {
 			t.Errorf("%s: error %v, want ErrFormat", name, err)
 		}
 	}
 }
 
-// A module that exports the interrupt global's name itself is refused: it
-// would otherwise hand the host its own global to set.
-func TestAddInterruptRefusesTheReservedExport(t *testing.T) {
-	taken := []byte{
-		0x00, 'a', 's', 'm', 0x01, 0x00, 0x00, 0x00,
-		0x06, 0x06, 0x01, 0x7F, 0x01, 0x41, 0x00, 0x0B, // a mutable i32 global
-	}
-	exp := AppendName(AppendU32(nil, 1), InterruptGlobal)
-	taken = AppendSection(taken, 7, append(exp, 0x03, 0x00))
-	if _, err := AddInterrupt(taken); err == nil || !strings.Contains(err.Error(), "reserves") {
-		t.Fatalf("error %v, want the reserved name refused", err)
-	}
-}
-
-// AddInterrupt never panics, and what it returns for a module wazero
+// AddDeadlineCheck never panics, and what it returns for a module wazero
 // accepts, wazero accepts too.
-func FuzzAddInterrupt(f *testing.F) {
+func FuzzAddDeadlineCheck(f *testing.F) {
 	f.Add(endlessLoop)
 	f.Add(endlessTailCall)
 	ctx := context.Background()
 	r := wazero.NewRuntime(ctx)
 	defer r.Close(ctx)
 	f.Fuzz(func(t *testing.T, bin []byte) {
-		out, err := AddInterrupt(bin)
+		out, err := AddDeadlineCheck(bin)
 		if err != nil {
 			return
 		}

@@ -20,3 +20,15 @@ func AppendSection(out []byte, id byte, body []byte) []byte {
 	out = AppendU32(out, uint32(len(body)))
 	return append(out, body...)
 }
+
+// appendS32 appends v in signed LEB128, as i32.const takes it.
+func appendS32(b []byte, v int32) []byte {
+	for {
+		c := byte(v & 0x7F)
+		v >>= 7
+		if (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0) {
+			return append(b, c)
+		}
+		b = append(b, c|0x80)
+	}
+}
