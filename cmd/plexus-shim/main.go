@@ -1,71 +1,88 @@
 // Command plexus-shim is the plugin binary of thick mode: it forwards every
-// CNI call to plexusd and relays the answer. It links only the shim, so it
-// starts far faster than the full plexus plugin, which it runs only for a
-// DEL while plexusd is down (to tear down from the attachment record).
+// CNI call to plexusd and relays the answer. The runtime starts it for
+// every call, so it is built from the system call interface up: no CNI
+// library, no net, no reflection. Its start costs about what a Go program
+// that does nothing costs; plexusd checks the call as the CNI library's
+// skel would have. While plexusd is down, a DEL becomes the full plexus
+// plugin, which tears down from the attachment record.
 package main
 
 import (
-	"bytes"
-	"context"
-	"errors"
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-
-	"github.com/containernetworking/cni/pkg/skel"
-	"github.com/containernetworking/cni/pkg/types"
-	"github.com/containernetworking/cni/pkg/version"
+	"syscall"
 
 	"github.com/plexus-cni/plexus/cmd/internal/shim"
-	"github.com/plexus-cni/plexus/core/config"
+	"github.com/plexus-cni/plexus/core/config/daemonconf"
+	"github.com/plexus-cni/plexus/core/daemon/wire"
 )
 
+// Version is set at build time.
+var Version = "dev"
+
+// versions are the CNI versions plexus supports, as the plexus plugin
+// declares them.
+const versions = `"0.3.0","0.3.1","0.4.0","1.0.0","1.1.0"`
+
 func main() {
-	call := func(command string) func(*skel.CmdArgs) error {
-		return func(a *skel.CmdArgs) error { return forward(a, command) }
-	}
-	skel.PluginMainFuncs(
-		skel.CNIFuncs{Add: call("ADD"), Del: call("DEL"), Check: call("CHECK"), GC: call("GC"), Status: call("STATUS")},
-		version.PluginSupports("0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"),
-		"plexus-shim: forwards CNI calls to plexusd",
-	)
+	syscall.Exit(run())
 }
 
-// forward reads only the socket and wait of the config: plexusd checks the
-// rest. No signal handling: a runtime that gives up kills the shim, and the
-// call it forwarded finishes or rolls back in plexusd either way.
-func forward(a *skel.CmdArgs, command string) error {
-	ctx := context.Background()
-	conf, err := config.ParseDaemon(a.StdinData)
+// run returns the exit status: 0 after printing a result, 1 after
+// printing a CNI error document.
+func run() int {
+	env := shim.CNIEnv(syscall.Environ())
+	switch env["CNI_COMMAND"] {
+	case "VERSION":
+		return write(1, `{"cniVersion":"1.1.0","supportedVersions":[`+versions+`]}`+"\n", 0)
+	case "":
+		// As skel does: tell a person what this is.
+		write(2, "plexus-shim "+Version+": forwards CNI calls to plexusd\nCNI protocol versions supported: "+versions+"\n", 0)
+		return 0
+	}
+	stdin, err := wire.ReadAll(0, wire.MaxCallBytes)
 	if err != nil {
-		return types.NewError(types.ErrInvalidNetworkConfig, err.Error(), "")
+		return fail(&shim.Error{Code: shim.CodeInvalidNetworkConfig, Msg: "reading the config from stdin: " + err.Error()})
+	}
+	conf, err := daemonconf.Parse(stdin)
+	if err != nil {
+		return fail(&shim.Error{Code: shim.CodeInvalidNetworkConfig, Msg: err.Error()})
 	}
 	if conf.Socket == "" {
-		return types.NewError(types.ErrInvalidNetworkConfig, `plexus-shim needs "daemonSocket"; use the plexus plugin for thin mode`, "")
+		return fail(&shim.Error{Code: shim.CodeInvalidNetworkConfig, Msg: `plexus-shim needs "daemonSocket"; use the plexus plugin for thin mode`})
 	}
-	return shim.Forward(ctx, conf, a, command, os.Stdout, func() error { return fullPluginDEL(ctx, a) })
+	reply, err := shim.Forward(conf, &wire.Call{Env: env, Stdin: stdin}, func() error { return becomeFullPlugin(stdin) })
+	if err != nil {
+		return fail(err)
+	}
+	if reply.Failed {
+		if len(reply.Stdout) == 0 || reply.Stdout[0] != '{' {
+			return fail(&shim.Error{Code: shim.CodeInternal, Msg: "plexusd returned an unreadable error: " + string(reply.Stdout)})
+		}
+		return write(1, string(reply.Stdout), 1)
+	}
+	return write(1, string(reply.Stdout), 0)
 }
 
-// fullPluginDEL runs the full plexus plugin, installed beside this one, for
-// a DEL without plexusd; its output is the answer, its failure our exit.
-func fullPluginDEL(ctx context.Context, a *skel.CmdArgs) error {
-	self, err := os.Executable()
-	if err != nil {
-		return types.NewError(types.ErrInternal, "finding the plexus plugin: "+err.Error(), "")
+// fail prints err as a CNI error document.
+func fail(err error) int {
+	e, ok := err.(*shim.Error)
+	if !ok {
+		e = &shim.Error{Code: shim.CodeInternal, Msg: err.Error()}
 	}
-	cmd := exec.CommandContext(ctx, filepath.Join(filepath.Dir(self), "plexus"))
-	cmd.Env, cmd.Stdin, cmd.Stderr = os.Environ(), bytes.NewReader(a.StdinData), os.Stderr
-	var out bytes.Buffer
-	cmd.Stdout = &out
-	err = cmd.Run()
-	os.Stdout.Write(out.Bytes())
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		os.Exit(exit.ExitCode()) // the plugin printed its own error
+	return write(1, string(e.Document()), 1)
+}
+
+// write writes s to fd and returns status, or 1 when the write failed.
+func write(fd int, s string, status int) int {
+	b := []byte(s)
+	for len(b) > 0 {
+		n, err := syscall.Write(fd, b)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return 1
+		}
+		b = b[n:]
 	}
-	if err != nil {
-		return types.NewError(types.ErrInternal, fmt.Sprintf("running the plexus plugin for DEL without plexusd: %v", err), "")
-	}
-	return nil
+	return status
 }

@@ -4,7 +4,6 @@ package main
 
 import (
 	"github.com/containernetworking/cni/pkg/skel"
-	"github.com/containernetworking/cni/pkg/version"
 
 	"github.com/plexus-cni/plexus/cmd/internal/cniplugin"
 	"github.com/plexus-cni/plexus/cmd/internal/stages"
@@ -16,7 +15,7 @@ var Version = "dev"
 func main() {
 	skel.PluginMainFuncs(
 		cniplugin.Funcs(cniplugin.Options{Stages: stages.Build}),
-		version.PluginSupports("0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"),
+		cniplugin.Versions,
 		"plexus "+Version+": NPWG multi-network CNI meta-plugin",
 	)
 }

@@ -6,12 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/containernetworking/cni/pkg/version"
+
+	"github.com/plexus-cni/plexus/core/config/daemonconf"
 )
 
 // Defaults for keys left out.
@@ -84,7 +85,7 @@ type Config struct {
 }
 
 // DefaultDaemonWait is how long the shim's ADD waits for plexusd.
-const DefaultDaemonWait = 10 * time.Second
+const DefaultDaemonWait = daemonconf.DefaultWait
 
 // plexusKeys are the keys Config defines; cniKeys are those the CNI spec
 // lets a runtime or libcni put in any plugin's config.
@@ -169,72 +170,19 @@ func (c *Config) validate() error {
 		return err
 	}
 	var err error
-	if c.APITimeoutDuration, err = positiveDuration("apiTimeout", c.APITimeout); err != nil {
+	if c.APITimeoutDuration, err = daemonconf.PositiveDuration("apiTimeout", c.APITimeout); err != nil {
 		return err
 	}
-	if c.DaemonWaitDuration, err = daemonTarget(c.DaemonSocket, c.DaemonWait); err != nil {
+	if c.DaemonWaitDuration, err = daemonconf.Check(c.DaemonSocket, c.DaemonWait); err != nil {
 		return err
 	}
-	if c.APIBudgetDuration, err = positiveDuration("apiBudget", c.APIBudget); err != nil {
+	if c.APIBudgetDuration, err = daemonconf.PositiveDuration("apiBudget", c.APIBudget); err != nil {
 		return err
 	}
-	if c.DelegateTimeoutDuration, err = positiveDuration("delegateTimeout", c.DelegateTimeout); err != nil {
+	if c.DelegateTimeoutDuration, err = daemonconf.PositiveDuration("delegateTimeout", c.DelegateTimeout); err != nil {
 		return err
 	}
 	return nil
-}
-
-// Daemon is what the thick-mode shim reads of a plexus config: where
-// plexusd listens and how long an ADD waits for it.
-type Daemon struct {
-	Socket string
-	Wait   time.Duration
-}
-
-// ParseDaemon reads daemonSocket and daemonWait only, checked as Parse
-// checks them. The shim is started for every CNI call, and plexusd checks
-// the whole config when it serves the call.
-func ParseDaemon(stdin []byte) (*Daemon, error) {
-	var c struct {
-		DaemonSocket string `json:"daemonSocket"`
-		DaemonWait   string `json:"daemonWait"`
-	}
-	if err := json.Unmarshal(stdin, &c); err != nil {
-		return nil, fmt.Errorf("plexus config is not a JSON object: %w", err)
-	}
-	wait, err := daemonTarget(c.DaemonSocket, c.DaemonWait)
-	if err != nil {
-		return nil, err
-	}
-	return &Daemon{Socket: c.DaemonSocket, Wait: wait}, nil
-}
-
-// daemonTarget checks daemonSocket and returns daemonWait parsed, or its
-// default.
-func daemonTarget(socket, wait string) (time.Duration, error) {
-	if socket != "" && !filepath.IsAbs(socket) {
-		return 0, fmt.Errorf(`"daemonSocket" %q must be an absolute path`, socket)
-	}
-	d, err := positiveDuration("daemonWait", wait)
-	if d == 0 && err == nil {
-		d = DefaultDaemonWait
-	}
-	return d, err
-}
-
-// positiveDuration parses an optional duration key; "" is zero (default).
-func positiveDuration(key, v string) (time.Duration, error) {
-	if v == "" {
-		return 0, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		return 0, fmt.Errorf("%q: %q is not a duration such as \"10s\" or \"1m30s\"", key, v)
-	}
-	if d <= 0 {
-		return 0, fmt.Errorf("%q: %q must be positive", key, v)
-	}
-	return d, nil
 }
 
 // Level maps logLevel to a slog level; the default is info.

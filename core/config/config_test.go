@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/plexus-cni/plexus/core/config/daemonconf"
 )
 
 func TestParseDefaults(t *testing.T) {
@@ -101,32 +103,32 @@ func TestDurationJSON(t *testing.T) {
 	}
 }
 
-// The shim reads the socket and wait only, checked as Parse checks them.
-func TestParseDaemon(t *testing.T) {
-	tests := []struct {
-		name    string
-		conf    string
-		want    Daemon
-		wantErr string
-	}{
-		{name: "socket and default wait", conf: `{"daemonSocket":"/run/plexus/plexusd.sock","policy":{"paths":[]}}`, want: Daemon{Socket: "/run/plexus/plexusd.sock", Wait: DefaultDaemonWait}},
-		{name: "explicit wait", conf: `{"daemonSocket":"/s","daemonWait":"3s"}`, want: Daemon{Socket: "/s", Wait: 3 * time.Second}},
-		{name: "no socket", conf: `{"name":"plexus"}`, want: Daemon{Wait: DefaultDaemonWait}},
-		{name: "relative socket", conf: `{"daemonSocket":"run/x.sock"}`, wantErr: "absolute path"},
-		{name: "bad wait", conf: `{"daemonSocket":"/s","daemonWait":"soon"}`, wantErr: `"daemonWait"`},
-		{name: "not an object", conf: `[1]`, wantErr: "not a JSON object"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			d, err := ParseDaemon([]byte(tc.conf))
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error %v, want %q", err, tc.wantErr)
+// The shim reads the socket and wait with its own scanner
+// (daemonconf); it must read them as Parse does.
+func TestShimReadsDaemonKeysAsParseDoes(t *testing.T) {
+	for _, conf := range []string{
+		`{"clusterNetwork":"/c","daemonSocket":"/run/plexus/plexusd.sock","policy":{"paths":[]}}`,
+		`{"clusterNetwork":"/c","daemonSocket":"/s","daemonWait":"3s"}`,
+		`{"clusterNetwork":"/c","name":"plexus"}`,
+		`{"clusterNetwork":"/c","daemonSocket":"/a","daemonSocket":"/b\u00e9"}`,
+		`{"clusterNetwork":"/c","daemonSocket":"run/x.sock"}`,
+		`{"clusterNetwork":"/c","daemonSocket":"/s","daemonWait":"soon"}`,
+		`{"clusterNetwork":"/c","daemonWait":"-2s"}`,
+	} {
+		t.Run(conf, func(t *testing.T) {
+			c, err := Parse([]byte(conf))
+			d, derr := daemonconf.Parse([]byte(conf))
+			if (err == nil) != (derr == nil) {
+				t.Fatalf("Parse: %v; shim: %v", err, derr)
+			}
+			if err != nil {
+				if !strings.Contains(err.Error(), derr.Error()) {
+					t.Fatalf("messages differ: %q and %q", err, derr)
 				}
 				return
 			}
-			if err != nil || *d != tc.want {
-				t.Fatalf("%+v, %v; want %+v", d, err, tc.want)
+			if c.DaemonSocket != d.Socket || c.DaemonWaitDuration != d.Wait {
+				t.Fatalf("Parse read %q %v; shim %q %v", c.DaemonSocket, c.DaemonWaitDuration, d.Socket, d.Wait)
 			}
 		})
 	}

@@ -1,7 +1,8 @@
-// Package daemon carries CNI calls from the plexus shim to plexusd over a
-// unix socket (thick mode): the shim sends the call's CNI_* environment and
-// stdin, plexusd runs the same pipeline and answers with what the plugin
-// would have printed.
+// Package daemon is plexusd's side of the unix socket the plexus shim
+// forwards CNI calls on (thick mode): the shim sends the call's CNI_*
+// environment and stdin, plexusd runs the same pipeline and answers with
+// what the plugin would have printed. Package wire holds the format and
+// the shim's side.
 package daemon
 
 import (
@@ -15,30 +16,20 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/plexus-cni/plexus/core/daemon/wire"
 )
 
 // DefaultSocket is where plexusd listens unless configured otherwise.
 const DefaultSocket = "/run/plexus/plexusd.sock"
 
-// MaxCallBytes bounds one call: CNI configs and results are small.
-const MaxCallBytes = 4 << 20
-
-// Call is one CNI invocation as the runtime made it.
-type Call struct {
-	// Env holds the CNI_* variables.
-	Env   map[string]string `json:"env"`
-	Stdin []byte            `json:"stdin"`
-}
-
-// Reply is what the plugin prints: a result, or an error document when
-// Failed (the shim then exits non-zero).
-type Reply struct {
-	Stdout []byte `json:"stdout"`
-	Failed bool   `json:"failed"`
-}
+// Call and Reply are the shim's call and plexusd's answer (package wire).
+type (
+	Call  = wire.Call
+	Reply = wire.Reply
+)
 
 // Handler runs one call.
 type Handler func(ctx context.Context, c *Call) *Reply
@@ -62,29 +53,9 @@ func Listen(path string) (net.Listener, error) {
 	return ln, nil
 }
 
-// The protocol is one exchange per connection, so that the shim needs no
-// HTTP stack (its start-up is paid on every CNI call): the client writes a
-// request object and closes its side for writing, the server answers with
-// one response object and closes the connection.
-type request struct {
-	Op   string `json:"op"` // "cni" or "ready"
-	Call *Call  `json:"call,omitempty"`
-}
-
-type response struct {
-	Reply *Reply `json:"reply,omitempty"`
-	Ready bool   `json:"ready,omitempty"`
-	// Error says why the request itself could not be served.
-	Error string `json:"error,omitempty"`
-}
-
-const (
-	opCNI   = "cni"
-	opReady = "ready"
-	// requestTimeout bounds reading a request, so a stuck client cannot
-	// hold a connection (and a goroutine) forever.
-	requestTimeout = 10 * time.Second
-)
+// requestTimeout bounds reading a request, so a stuck client cannot hold a
+// connection (and a goroutine) forever.
+const requestTimeout = 10 * time.Second
 
 // Server serves calls, at most MaxParallel at once.
 type Server struct {
@@ -131,155 +102,63 @@ func (s *Server) serveConn(conn net.Conn, sem chan struct{}) {
 	defer conn.Close()
 	conn.SetReadDeadline(time.Now().Add(requestTimeout))
 	in := bufio.NewReader(conn)
-	if s.refuseHTTP(conn, in) {
+	if s.refuseOtherProtocols(conn, in) {
 		return
 	}
-	var req request
-	body, err := io.ReadAll(io.LimitReader(in, MaxCallBytes+1))
+	body, err := io.ReadAll(io.LimitReader(in, wire.MaxCallBytes+1))
 	switch {
 	case err != nil:
-		s.respond(conn, &response{Error: "reading the request: " + err.Error()})
+		s.respond(conn, &wire.Answer{Refused: "reading the request: " + err.Error()})
 		return
-	case len(body) > MaxCallBytes:
-		s.respond(conn, &response{Error: fmt.Sprintf("request over %d bytes", MaxCallBytes)})
+	case len(body) > wire.MaxCallBytes:
+		s.respond(conn, &wire.Answer{Refused: fmt.Sprintf("request over %d bytes", wire.MaxCallBytes)})
+		// Closing with the rest unread would reset the connection and
+		// lose the answer: read on, within the request's deadline.
+		io.Copy(io.Discard, io.LimitReader(in, wire.MaxCallBytes))
 		return
 	}
-	if err := json.Unmarshal(body, &req); err != nil {
-		s.respond(conn, &response{Error: "decoding the request: " + err.Error()})
+	req, err := wire.DecodeRequest(body)
+	if err != nil {
+		s.respond(conn, &wire.Answer{Refused: "decoding the request: " + err.Error()})
 		return
 	}
-	switch {
-	case req.Op == opReady:
-		s.respond(conn, &response{Ready: s.Ready == nil || s.Ready()})
-	case req.Op == opCNI && req.Call != nil:
-		sem <- struct{}{}
-		defer func() { <-sem }()
-		// The call outlives a shim that gives up: a half-done ADD must
-		// finish or roll back, never stop in between.
-		s.respond(conn, &response{Reply: s.Handler(context.Background(), req.Call)})
-	default:
-		s.respond(conn, &response{Error: fmt.Sprintf("unknown request %q", req.Op)})
+	if req.Ready {
+		s.respond(conn, &wire.Answer{Ready: s.Ready == nil || s.Ready()})
+		return
 	}
+	sem <- struct{}{}
+	defer func() { <-sem }()
+	// The call outlives a shim that gives up: a half-done ADD must finish
+	// or roll back, never stop in between.
+	s.respond(conn, &wire.Answer{Reply: s.Handler(context.Background(), req.Call)})
 }
 
-// refuseHTTP answers a shim of an older plexus, which spoke HTTP on this
-// socket, with an HTTP error it can show, instead of waiting for the end of
-// a request such a client never closes. It happens for the calls in flight
+// refuseOtherProtocols answers a shim of an older plexus, which spoke HTTP
+// or JSON on this socket, in its own protocol with an error it can show,
+// instead of waiting for the end of a request such a client never closes
+// or answering in bytes it cannot read. It happens for the calls in flight
 // while a node is upgraded; the runtime retries them with the new shim.
-func (s *Server) refuseHTTP(conn net.Conn, in *bufio.Reader) bool {
+func (s *Server) refuseOtherProtocols(conn net.Conn, in *bufio.Reader) bool {
+	const msg = "this plexusd speaks another protocol on its socket: the plexus-shim binary is from another version of plexus (finish the upgrade of the node)"
 	head, _ := in.Peek(5)
-	if string(head) != "POST " && string(head) != "GET /" {
+	conn.SetWriteDeadline(time.Now().Add(requestTimeout))
+	switch {
+	case string(head) == "POST " || string(head) == "GET /":
+		fmt.Fprintf(conn, "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(msg), msg)
+	case len(head) > 0 && head[0] == '{':
+		json.NewEncoder(conn).Encode(map[string]string{"error": msg})
+	default:
 		return false
 	}
-	msg := "this plexusd does not speak HTTP on its socket: the plexus-shim binary is from another version of plexus (finish the upgrade of the node)"
-	conn.SetWriteDeadline(time.Now().Add(requestTimeout))
-	fmt.Fprintf(conn, "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(msg), msg)
 	if s.Log != nil {
-		s.Log.Warn("refused an HTTP request on the socket: a shim of another plexus version")
+		s.Log.Warn("refused a request on the socket: a shim of another plexus version")
 	}
 	return true
 }
 
-func (s *Server) respond(conn net.Conn, r *response) {
+func (s *Server) respond(conn net.Conn, a *wire.Answer) {
 	conn.SetWriteDeadline(time.Now().Add(requestTimeout))
-	if err := json.NewEncoder(conn).Encode(r); err != nil && s.Log != nil {
+	if _, err := conn.Write(wire.EncodeAnswer(a)); err != nil && s.Log != nil {
 		s.Log.Warn("writing reply", "err", err)
 	}
-}
-
-// Client is the shim's side.
-type Client struct {
-	Socket string
-}
-
-// NewClient returns a client of the daemon at socket.
-func NewClient(socket string) *Client {
-	return &Client{Socket: socket}
-}
-
-// ErrUnreachable is wrapped when the daemon cannot be reached at all, as
-// opposed to failing a call.
-var ErrUnreachable = errors.New("plexusd is unreachable")
-
-// Do sends one call.
-func (c *Client) Do(ctx context.Context, call *Call) (*Reply, error) {
-	resp, err := c.exchange(ctx, &request{Op: opCNI, Call: call})
-	if err != nil {
-		return nil, err
-	}
-	if resp.Reply == nil {
-		return nil, fmt.Errorf("plexusd at %s answered without a reply", c.Socket)
-	}
-	return resp.Reply, nil
-}
-
-// exchange makes one request. Failing to connect or to send is
-// ErrUnreachable: plexusd did not get the call. Once it has it, a lost
-// answer is not, since the call may have run.
-func (c *Client) exchange(ctx context.Context, req *request) (*response, error) {
-	body, err := json.Marshal(req)
-	if err != nil {
-		return nil, err
-	}
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", c.Socket)
-	if err != nil {
-		return nil, fmt.Errorf("%w at %s: %v", ErrUnreachable, c.Socket, err)
-	}
-	defer conn.Close()
-	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
-	defer stop()
-	if _, err := conn.Write(body); err != nil {
-		return nil, fmt.Errorf("%w at %s: sending the call: %v", ErrUnreachable, c.Socket, err)
-	}
-	if err := conn.(*net.UnixConn).CloseWrite(); err != nil {
-		return nil, fmt.Errorf("%w at %s: sending the call: %v", ErrUnreachable, c.Socket, err)
-	}
-	var resp response
-	if err := json.NewDecoder(io.LimitReader(conn, MaxCallBytes)).Decode(&resp); err != nil {
-		return nil, fmt.Errorf("reading plexusd's reply from %s: %w", c.Socket, err)
-	}
-	if resp.Error != "" {
-		return nil, fmt.Errorf("plexusd at %s refused the request: %s", c.Socket, resp.Error)
-	}
-	return &resp, nil
-}
-
-// WaitReady polls until the daemon says it is ready or ctx ends.
-func (c *Client) WaitReady(ctx context.Context) error {
-	var last error
-	for wait := 20 * time.Millisecond; ; wait = min(wait*2, 500*time.Millisecond) {
-		last = c.ready(ctx)
-		if last == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for plexusd at %s: %w", c.Socket, last)
-		case <-time.After(wait):
-		}
-	}
-}
-
-func (c *Client) ready(ctx context.Context) error {
-	resp, err := c.exchange(ctx, &request{Op: opReady})
-	if err != nil {
-		return err
-	}
-	if !resp.Ready {
-		return fmt.Errorf("%w: not ready", ErrUnreachable)
-	}
-	return nil
-}
-
-// CNIEnv collects the CNI_* variables of an environment.
-func CNIEnv(environ []string) map[string]string {
-	env := map[string]string{}
-	for _, kv := range environ {
-		k, v, ok := strings.Cut(kv, "=")
-		if ok && strings.HasPrefix(k, "CNI_") {
-			env[k] = v
-		}
-	}
-	return env
 }

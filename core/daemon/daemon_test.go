@@ -14,10 +14,12 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/plexus-cni/plexus/core/daemon/wire"
 )
 
 // start serves s on a temporary socket; done is closed when Serve returns.
-func start(t *testing.T, s *Server) (*Client, context.CancelFunc, chan struct{}) {
+func start(t *testing.T, s *Server) (*wire.Client, context.CancelFunc, chan struct{}) {
 	t.Helper()
 	sock := filepath.Join(t.TempDir(), "run", "plexusd.sock")
 	ln, err := Listen(sock)
@@ -33,18 +35,18 @@ func start(t *testing.T, s *Server) (*Client, context.CancelFunc, chan struct{})
 		}
 	}()
 	t.Cleanup(func() { cancel(); <-done })
-	return NewClient(sock), cancel, done
+	return &wire.Client{Socket: sock}, cancel, done
 }
 
 func TestCallRoundTrip(t *testing.T) {
 	c, _, _ := start(t, &Server{Handler: func(_ context.Context, call *Call) *Reply {
 		return &Reply{Stdout: append([]byte(call.Env["CNI_COMMAND"]+":"), call.Stdin...), Failed: call.Env["CNI_COMMAND"] == "DEL"}
 	}})
-	r, err := c.Do(context.Background(), &Call{Env: map[string]string{"CNI_COMMAND": "ADD"}, Stdin: []byte(`{"x":1}`)})
+	r, err := c.Do(&Call{Env: map[string]string{"CNI_COMMAND": "ADD"}, Stdin: []byte(`{"x":1}`)})
 	if err != nil || string(r.Stdout) != `ADD:{"x":1}` || r.Failed {
 		t.Fatalf("%+v %v", r, err)
 	}
-	r, err = c.Do(context.Background(), &Call{Env: map[string]string{"CNI_COMMAND": "DEL"}})
+	r, err = c.Do(&Call{Env: map[string]string{"CNI_COMMAND": "DEL"}})
 	if err != nil || !r.Failed {
 		t.Fatalf("a failed call must come back failed: %+v %v", r, err)
 	}
@@ -81,7 +83,7 @@ func TestMaxParallelBoundsCalls(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := c.Do(context.Background(), &Call{}); err != nil {
+			if _, err := c.Do(&Call{}); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -106,7 +108,7 @@ func TestGracefulShutdownFinishesInFlightCalls(t *testing.T) {
 	}})
 	got := make(chan *Reply, 1)
 	go func() {
-		r, err := c.Do(context.Background(), &Call{})
+		r, err := c.Do(&Call{})
 		if err != nil {
 			t.Error(err)
 		}
@@ -129,25 +131,16 @@ func TestGracefulShutdownFinishesInFlightCalls(t *testing.T) {
 func TestWaitReadyAndUnreachable(t *testing.T) {
 	var ready atomic.Bool
 	c, _, _ := start(t, &Server{Ready: ready.Load, Handler: func(context.Context, *Call) *Reply { return &Reply{} }})
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	if err := c.WaitReady(ctx); err == nil {
-		t.Fatal("not ready yet")
+	if err := c.WaitReady(time.Now().Add(100 * time.Millisecond)); err == nil || !strings.Contains(err.Error(), "not ready") {
+		t.Fatalf("not ready yet, but %v", err)
 	}
 	ready.Store(true)
-	if err := c.WaitReady(context.Background()); err != nil {
+	if err := c.WaitReady(time.Now().Add(10 * time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	gone := NewClient(filepath.Join(t.TempDir(), "nobody.sock"))
-	if _, err := gone.Do(context.Background(), &Call{}); !errors.Is(err, ErrUnreachable) {
+	gone := &wire.Client{Socket: filepath.Join(t.TempDir(), "nobody.sock")}
+	if _, err := gone.Do(&Call{}); !errors.Is(err, wire.ErrUnreachable) || !strings.Contains(err.Error(), "nobody.sock") {
 		t.Fatalf("err = %v", err)
-	}
-}
-
-func TestCNIEnvKeepsOnlyCNIVariables(t *testing.T) {
-	env := CNIEnv([]string{"CNI_COMMAND=ADD", "PATH=/bin", "CNI_ARGS=a=b;c=d", "HOME=/root"})
-	if len(env) != 2 || env["CNI_ARGS"] != "a=b;c=d" {
-		t.Fatalf("%v", env)
 	}
 }
 
@@ -156,41 +149,71 @@ func TestCNIEnvKeepsOnlyCNIVariables(t *testing.T) {
 func TestBadRequestsAreRefused(t *testing.T) {
 	var calls atomic.Int32
 	c, _, _ := start(t, &Server{Handler: func(context.Context, *Call) *Reply { calls.Add(1); return &Reply{} }})
+	call := wire.EncodeCall(&Call{Env: map[string]string{"CNI_COMMAND": "ADD"}, Stdin: []byte("{}")})
 	tests := []struct {
 		name string
 		body []byte
 		want string
 	}{
-		{"not JSON", []byte("hello, plexusd"), "decoding the request"},
-		{"unknown operation", []byte(`{"op":"shell"}`), `unknown request "shell"`},
-		{"call without a body", []byte(`{"op":"cni"}`), `unknown request "cni"`},
-		{"over the size limit", append([]byte(`{"op":"cni","call":{"stdin":"`), make([]byte, MaxCallBytes)...), "request over"},
+		{"not a call", []byte("hello, plexusd"), "decoding the request: not a plexus call"},
+		{"unknown operation", []byte("plexus-call/1\nX"), "unknown request type"},
+		{"truncated call", call[:len(call)-1], "truncated"},
+		{"bytes after the call", append(call, 'x'), "1 bytes after the end"},
+		{"over the size limit", append(append([]byte{}, call...), make([]byte, wire.MaxCallBytes)...), "request over"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			conn, err := net.Dial("unix", c.Socket)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close()
-			go func() {
-				conn.Write(tc.body)
-				conn.(*net.UnixConn).CloseWrite()
-			}()
-			var resp response
-			if err := json.NewDecoder(conn).Decode(&resp); err != nil {
-				t.Fatal(err)
-			}
-			if !strings.Contains(resp.Error, tc.want) {
-				t.Errorf("error %q, want it to contain %q", resp.Error, tc.want)
+			a := exchangeRaw(t, c.Socket, tc.body)
+			if !strings.Contains(a.Refused, tc.want) {
+				t.Errorf("refused %q, want it to contain %q", a.Refused, tc.want)
 			}
 		})
 	}
 	if calls.Load() != 0 {
 		t.Errorf("the handler ran %d times for bad requests", calls.Load())
 	}
-	if _, err := c.Do(context.Background(), &Call{}); err != nil {
+	if _, err := c.Do(&Call{}); err != nil {
 		t.Fatalf("a good call after bad ones: %v", err)
+	}
+}
+
+// exchangeRaw sends body as a request and decodes the answer.
+func exchangeRaw(t *testing.T, socket string, body []byte) *wire.Answer {
+	t.Helper()
+	conn, err := net.Dial("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	go func() {
+		conn.Write(body)
+		conn.(*net.UnixConn).CloseWrite()
+	}()
+	b, err := io.ReadAll(conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := wire.DecodeAnswer(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// A shim of an older plexus spoke JSON on this socket; during an upgrade
+// it gets an error in its own format that says why.
+func TestOldJSONShimGetsAClearError(t *testing.T) {
+	c, _, _ := start(t, &Server{Handler: func(context.Context, *Call) *Reply { return &Reply{} }})
+	conn, err := net.Dial("unix", c.Socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.Write([]byte(`{"op":"cni","call":{"env":{"CNI_COMMAND":"ADD"}}}`))
+	conn.(*net.UnixConn).CloseWrite()
+	var resp struct{ Error string }
+	if err := json.NewDecoder(conn).Decode(&resp); err != nil || !strings.Contains(resp.Error, "another version of plexus") {
+		t.Fatalf("%+v %v", resp, err)
 	}
 }
 

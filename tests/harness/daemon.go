@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -14,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plexus-cni/plexus/core/daemon"
+	"github.com/plexus-cni/plexus/core/daemon/wire"
 )
 
 // Daemon is a plexusd process serving a World in thick mode.
@@ -86,9 +85,8 @@ func (d *Daemon) Start() {
 	}()
 	Must(d.w.t, <-started)
 	logf.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := daemon.NewClient(d.Socket).WaitReady(ctx); err != nil {
+	c := &wire.Client{Socket: d.Socket}
+	if err := c.WaitReady(time.Now().Add(30 * time.Second)); err != nil {
 		d.w.t.Fatalf("plexusd did not come up: %v\n%s", err, d.Log())
 	}
 }

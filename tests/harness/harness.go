@@ -417,11 +417,13 @@ type CNIError struct {
 	Details string `json:"details"`
 }
 
-// pluginCmd is plexus invoked as a runtime does.
+// pluginCmd is the plugin of plexus's config (plexus, or plexus-shim in
+// thick mode) invoked as a runtime does.
 func (h *World) pluginCmd(c *Container, command, containerID string) *exec.Cmd {
 	conf, err := json.Marshal(h.Plexus)
 	Must(h.t, err)
-	cmd := exec.Command(filepath.Join(BinDir, "plexus"))
+	typ, _ := h.Plexus["type"].(string)
+	cmd := exec.Command(filepath.Join(BinDir, typ))
 	cmd.Env = append(os.Environ(), h.tag(),
 		"CNI_COMMAND="+command, "CNI_CONTAINERID="+containerID, "CNI_NETNS="+c.NS.Path(),
 		"CNI_IFNAME=eth0", "CNI_PATH="+BinDir,
@@ -456,6 +458,26 @@ func (h *World) Plugin(c *Container, command string) (string, *CNIError) {
 func (h *World) PluginAs(c *Container, command, containerID string) (string, *CNIError) {
 	h.t.Helper()
 	return h.runCNI(h.pluginCmd(c, command, containerID), command)
+}
+
+// PluginEdited is Plugin with the environment and config edited first:
+// env entries replace the runtime's of the same name ("CNI_PATH=" empties
+// one), conf keys replace plexus's.
+func (h *World) PluginEdited(c *Container, command string, env []string, conf map[string]any) (string, *CNIError) {
+	h.t.Helper()
+	cmd := h.pluginCmd(c, command, "direct-"+c.Name)
+	cmd.Env = append(cmd.Env, env...) // os/exec keeps the last of a name
+	edited := map[string]any{}
+	for k, v := range h.Plexus {
+		edited[k] = v
+	}
+	for k, v := range conf {
+		edited[k] = v
+	}
+	b, err := json.Marshal(edited)
+	Must(h.t, err)
+	cmd.Stdin = bytes.NewReader(b)
+	return h.runCNI(cmd, command)
 }
 
 // runCNI runs a plugin and decodes its error document on failure.

@@ -3,13 +3,11 @@ package cniplugin
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"strings"
 	"testing"
 
 	"github.com/containernetworking/cni/pkg/types"
 
-	"github.com/plexus-cni/plexus/cmd/internal/shim"
 	"github.com/plexus-cni/plexus/core/daemon"
 )
 
@@ -33,8 +31,8 @@ func TestHandleRefusesMissingEnvironment(t *testing.T) {
 
 func TestHandleBadConfigIsACNIError(t *testing.T) {
 	r := Options{}.Handle(context.Background(), &daemon.Call{
-		Env:   map[string]string{"CNI_COMMAND": "DEL", "CNI_CONTAINERID": "c", "CNI_IFNAME": "eth0"},
-		Stdin: []byte(`{"type":"plexus","clusterNetwork":"/x","bogus":true}`),
+		Env:   map[string]string{"CNI_COMMAND": "DEL", "CNI_CONTAINERID": "c", "CNI_IFNAME": "eth0", "CNI_PATH": "/opt/cni/bin"},
+		Stdin: []byte(`{"cniVersion":"1.0.0","name":"plexus","type":"plexus","clusterNetwork":"/x","bogus":true}`),
 	})
 	var e types.Error
 	if !r.Failed || json.Unmarshal(r.Stdout, &e) != nil || e.Code != types.ErrInvalidNetworkConfig || !strings.Contains(e.Msg, `"bogus"`) {
@@ -43,7 +41,7 @@ func TestHandleBadConfigIsACNIError(t *testing.T) {
 }
 
 func TestRelayKeepsPlexusdsError(t *testing.T) {
-	err := shim.Relay(&daemon.Reply{Failed: true, Stdout: []byte(`{"code":102,"msg":"pod a/b: denied"}`)}, io.Discard)
+	err := relay(&daemon.Reply{Failed: true, Stdout: []byte(`{"code":102,"msg":"pod a/b: denied"}`)})
 	var te *types.Error
 	if e, ok := err.(*types.Error); ok {
 		te = e
@@ -51,7 +49,7 @@ func TestRelayKeepsPlexusdsError(t *testing.T) {
 	if te == nil || te.Code != 102 || te.Msg != "pod a/b: denied" {
 		t.Errorf("relay = %v", err)
 	}
-	if err := shim.Relay(&daemon.Reply{Failed: true, Stdout: []byte("garbage")}, io.Discard); err == nil || !strings.Contains(err.Error(), "unreadable") {
+	if err := relay(&daemon.Reply{Failed: true, Stdout: []byte("garbage")}); err == nil || !strings.Contains(err.Error(), "unreadable") {
 		t.Errorf("garbage = %v", err)
 	}
 }

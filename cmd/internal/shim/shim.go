@@ -1,80 +1,85 @@
 // Package shim is the plugin side of thick mode: it forwards a CNI call to
-// plexusd and relays the answer exactly. It imports nothing heavy, so the
-// plexus-shim binary starts in a fraction of the full plugin's time.
+// plexusd and hands back the answer exactly. The plexus-shim binary is
+// started for every CNI call, so this package, like the packages it uses,
+// needs nothing heavier than syscall and strconv.
 package shim
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
-	"os"
-	"strings"
+	"strconv"
+	"time"
+	"unicode/utf8"
 
-	"github.com/containernetworking/cni/pkg/skel"
-	"github.com/containernetworking/cni/pkg/types"
-
-	"github.com/plexus-cni/plexus/core/config"
-	"github.com/plexus-cni/plexus/core/daemon"
+	"github.com/plexus-cni/plexus/core/config/daemonconf"
+	"github.com/plexus-cni/plexus/core/daemon/wire"
 )
 
-// CodeDaemonUnreachable: the shim could not reach plexusd for an ADD.
-const CodeDaemonUnreachable uint = 115
+// CNI error codes the shim reports itself.
+const (
+	// CodeDaemonUnreachable: the shim could not reach plexusd for an ADD.
+	CodeDaemonUnreachable uint = 115
+	// The CNI spec's well-known codes.
+	CodeInvalidEnvironment   uint = 4
+	CodeInvalidNetworkConfig uint = 7
+	CodeInternal             uint = 999
+)
 
-// Forward sends the call (command is CNI_COMMAND) to plexusd and writes
-// its answer to stdout, or returns its error. When plexusd cannot be
-// reached, an ADD waits daemonWait for it; a DEL runs delFallback, which
-// tears down from the attachment record without plexusd, so a dead daemon
-// never leaks interfaces or leases; anything else fails.
-func Forward(ctx context.Context, conf *config.Daemon, a *skel.CmdArgs, command string, stdout io.Writer, delFallback func() error) error {
-	client := daemon.NewClient(conf.Socket)
-	call := &daemon.Call{Env: daemon.CNIEnv(os.Environ()), Stdin: a.StdinData}
-	reply, err := client.Do(ctx, call)
-	if errors.Is(err, daemon.ErrUnreachable) {
-		switch command {
-		case "DEL":
-			return delFallback()
-		case "ADD":
-			reply, err = waitAndRetry(ctx, conf, a, client, call)
-		default:
-			err = types.NewError(CodeDaemonUnreachable, err.Error(), "")
+// Error is a CNI error: what the runtime reads from a failing plugin.
+type Error struct {
+	Code uint
+	Msg  string
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+// Document is the error as a plugin prints it, indented as the CNI
+// library's skel prints it.
+func (e *Error) Document() []byte {
+	return []byte("{\n    \"code\": " + strconv.FormatUint(uint64(e.Code), 10) + ",\n    \"msg\": " + jsonString(e.Msg) + "\n}\n")
+}
+
+// Forward sends the call to plexusd and returns its reply. When plexusd
+// cannot be reached, an ADD waits conf.Wait for it to become ready; a DEL
+// runs delFallback, which tears down from the attachment record without
+// plexusd, so a dead daemon never leaks interfaces or leases, and its reply
+// is nil; any other command fails.
+func Forward(conf *daemonconf.Daemon, call *wire.Call, delFallback func() error) (*wire.Reply, error) {
+	client := &wire.Client{Socket: conf.Socket}
+	reply, err := client.Do(call)
+	if !errors.Is(err, wire.ErrUnreachable) {
+		return reply, err
+	}
+	switch call.Env["CNI_COMMAND"] {
+	case "DEL":
+		return nil, delFallback()
+	case "ADD":
+		if err := client.WaitReady(time.Now().Add(conf.Wait)); err != nil {
+			return nil, &Error{CodeDaemonUnreachable, podOf(call) + ": " + err.Error() + " (waited " + conf.Wait.String() + ")"}
+		}
+		return client.Do(call)
+	}
+	return nil, &Error{CodeDaemonUnreachable, err.Error()}
+}
+
+// CNIEnv collects the CNI_* variables of an environment.
+func CNIEnv(environ []string) map[string]string {
+	env := map[string]string{}
+	for _, kv := range environ {
+		k, v, ok := cut(kv, '=')
+		if ok && len(k) > 4 && k[:4] == "CNI_" {
+			env[k] = v
 		}
 	}
-	if err != nil {
-		return err
-	}
-	return Relay(reply, stdout)
-}
-
-func waitAndRetry(ctx context.Context, conf *config.Daemon, a *skel.CmdArgs, client *daemon.Client, call *daemon.Call) (*daemon.Reply, error) {
-	wctx, cancel := context.WithTimeout(ctx, conf.Wait)
-	defer cancel()
-	if err := client.WaitReady(wctx); err != nil {
-		return nil, types.NewError(CodeDaemonUnreachable, fmt.Sprintf("%s: %v (waited %s)", podOf(a), err, conf.Wait), "")
-	}
-	return client.Do(ctx, call)
-}
-
-// Relay writes a success as it came, and turns a failure back into the
-// CNI error skel prints, so the runtime sees plexusd's code and message.
-func Relay(r *daemon.Reply, stdout io.Writer) error {
-	if !r.Failed {
-		_, err := stdout.Write(r.Stdout)
-		return err
-	}
-	var e types.Error
-	if err := json.Unmarshal(r.Stdout, &e); err != nil || e.Code == 0 {
-		return types.NewError(types.ErrInternal, "plexusd returned an unreadable error: "+string(r.Stdout), "")
-	}
-	return &e
+	return env
 }
 
 // podOf names the pod of a call for messages.
-func podOf(a *skel.CmdArgs) string {
+func podOf(c *wire.Call) string {
 	var ns, name string
-	for _, kv := range strings.Split(a.Args, ";") {
-		k, v, _ := strings.Cut(kv, "=")
+	for rest, more := c.Env["CNI_ARGS"], true; more; {
+		var kv string
+		kv, rest, more = cut(rest, ';')
+		k, v, _ := cut(kv, '=')
 		switch k {
 		case "K8S_POD_NAMESPACE":
 			ns = v
@@ -85,5 +90,52 @@ func podOf(a *skel.CmdArgs) string {
 	if name != "" {
 		return "pod " + ns + "/" + name
 	}
-	return "container " + a.ContainerID
+	return "container " + c.Env["CNI_CONTAINERID"]
+}
+
+// cut is strings.Cut for one byte; the strings package would bring the
+// unicode tables' initialization into every start of the shim.
+func cut(s string, sep byte) (before, after string, found bool) {
+	for i := 0; i < len(s); i++ {
+		if s[i] == sep {
+			return s[:i], s[i+1:], true
+		}
+	}
+	return s, "", false
+}
+
+// jsonString quotes s as a JSON string, as encoding/json does.
+func jsonString(s string) string {
+	const hex = "0123456789abcdef"
+	b := make([]byte, 0, len(s)+2)
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c == '\n':
+			b = append(b, '\\', 'n')
+		case c == '\r':
+			b = append(b, '\\', 'r')
+		case c == '\t':
+			b = append(b, '\\', 't')
+		case c < 0x20 || c == '<' || c == '>' || c == '&':
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		case c < utf8.RuneSelf:
+			b = append(b, c)
+		default:
+			r, size := utf8.DecodeRuneInString(s[i:])
+			switch {
+			case r == utf8.RuneError && size == 1:
+				b = append(b, `\ufffd`...)
+			case r == '\u2028' || r == '\u2029':
+				b = append(b, `\u202`...)
+				b = append(b, hex[r&0xf])
+			default:
+				b = append(b, s[i:i+size]...)
+			}
+			i += size - 1
+		}
+	}
+	return string(append(b, '"'))
 }

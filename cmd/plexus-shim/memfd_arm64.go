@@ -1,0 +1,4 @@
+package main
+
+// sysMemfdCreate is memfd_create(2).
+const sysMemfdCreate = 279
