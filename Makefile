@@ -33,7 +33,7 @@ all: build
 build: plugins ext-examples
 	@mkdir -p $(BIN)
 	CGO_ENABLED=0 $(GO) build -ldflags "-X main.Version=$(VERSION)" -o $(BIN)/ $(filter-out %/plexus-shim,$(shell $(GO) list ./cmd/...))
-	CGO_ENABLED=0 $(GO) build -ldflags "-s -w" -o $(BIN)/ ./cmd/plexus-shim
+	CGO_ENABLED=0 $(GO) build -ldflags "-s -w -X main.Version=$(VERSION)" -o $(BIN)/ ./cmd/plexus-shim
 
 plugins:
 	@mkdir -p $(BIN)
@@ -55,7 +55,7 @@ test: build k8s-bins
 
 ## fuzz: a short run of every fuzz target (part of make test)
 FUZZTIME ?= 5s
-FUZZ_TARGETS := core/selection:FuzzParse core/status:FuzzFromResult core/record:FuzzDecode core/nad:FuzzFromSpecConfig extensions:FuzzGuestOutput core/wasmbin:FuzzAddDeadlineCheck
+FUZZ_TARGETS := core/selection:FuzzParse core/status:FuzzFromResult core/record:FuzzDecode core/nad:FuzzFromSpecConfig extensions:FuzzGuestOutput core/wasmbin:FuzzAddDeadlineCheck core/config/daemonconf:FuzzReadKeysAgreesWithEncodingJSON core/daemon/wire:FuzzDecodeRequest
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		$(GO) test ./$${t%%:*} -run '^$$' -fuzz "^$${t##*:}\$$" -fuzztime $(FUZZTIME); \

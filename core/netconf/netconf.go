@@ -244,6 +244,12 @@ func ConfList(raw []byte) (*libcni.NetworkConfigList, error) {
 	if err != nil {
 		return nil, err
 	}
+	return c.List()
+}
+
+// List is the parsed config as the list libcni runs; its Bytes are the
+// list's JSON.
+func (c *Conf) List() (*libcni.NetworkConfigList, error) {
 	if c.Name() == "" {
 		return nil, fmt.Errorf(`CNI config has no "name"`)
 	}

@@ -8,10 +8,10 @@ import (
 	"net"
 	"strings"
 
+	"github.com/containernetworking/cni/libcni"
 	"github.com/containernetworking/cni/pkg/types"
 	types100 "github.com/containernetworking/cni/pkg/types/100"
 
-	"github.com/plexus-cni/plexus/core/netconf"
 	"github.com/plexus-cni/plexus/core/record"
 	"github.com/plexus-cni/plexus/core/source"
 	"github.com/plexus-cni/plexus/core/status"
@@ -82,7 +82,7 @@ func (p *Pipeline) attachAll(ctx context.Context, req *Request, pl *plan) error 
 			ra.State = record.Planned
 			return p.rollback(ctx, req, pl, newError(CodeRecord, podRef, a.Name, err))
 		}
-		res, err := p.attachOne(ctx, req, ra)
+		res, err := p.attachOne(ctx, req, ra, pl.lists[i])
 		if err != nil {
 			return p.rollback(ctx, req, pl, newError(CodeAttachFailed, podRef, attachmentLabel(a), err))
 		}
@@ -105,13 +105,10 @@ func attachmentLabel(a *Attachment) string {
 	return a.Name + " (" + a.IfName + ")"
 }
 
-func (p *Pipeline) attachOne(ctx context.Context, req *Request, ra *record.Attachment) (types.Result, error) {
-	list, err := netconf.ConfList(ra.Config)
-	if err != nil {
-		return nil, err
-	}
+func (p *Pipeline) attachOne(ctx context.Context, req *Request, ra *record.Attachment, list *libcni.NetworkConfigList) (types.Result, error) {
 	p.Log.Debug("delegate ADD", "network", ra.Name, "ifName", ra.IfName, "plugins", len(list.Plugins))
 	var res types.Result
+	var err error
 	err = p.delegateCall(ctx, func(ctx context.Context) error {
 		res, err = p.CNI.AddNetworkList(ctx, list, p.runtimeConf(req, ra))
 		return err

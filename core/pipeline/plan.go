@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/containernetworking/cni/libcni"
+
 	"github.com/plexus-cni/plexus/core/nad"
 	"github.com/plexus-cni/plexus/core/names"
 	"github.com/plexus-cni/plexus/core/netconf"
@@ -22,6 +24,9 @@ type plan struct {
 	attachments []*Attachment
 	// record has one entry per attachment, all Planned.
 	record *record.Record
+	// lists are the attachments' final configs as libcni runs them,
+	// parsed once here for attachAll.
+	lists []*libcni.NetworkConfigList
 }
 
 // podRefOf names the pod for messages, with or without a pod object.
@@ -344,8 +349,9 @@ func (p *Pipeline) buildRecord(req *Request, pl *plan) error {
 		if err != nil {
 			return newError(CodeNetworkNotFound, pl.podRef(req), a.Name, err)
 		}
+		pl.lists = append(pl.lists, list)
 		rec.Attachments = append(rec.Attachments, record.Attachment{
-			Name: a.Name, Default: a.Default, IfName: a.IfName, Config: list,
+			Name: a.Name, Default: a.Default, IfName: a.IfName, Config: list.Bytes,
 			CNIArgs: a.CNIArgs, CapabilityArgs: a.CapabilityArgs, State: record.Planned,
 		})
 	}
@@ -353,7 +359,9 @@ func (p *Pipeline) buildRecord(req *Request, pl *plan) error {
 	return nil
 }
 
-func finalConfig(a *Attachment) ([]byte, error) {
+// finalConfig is the attachment's config with its config args injected,
+// as the list libcni runs; its Bytes go into the record.
+func finalConfig(a *Attachment) (*libcni.NetworkConfigList, error) {
 	c, err := netconf.Parse(a.Config)
 	if err != nil {
 		return nil, err
@@ -361,12 +369,5 @@ func finalConfig(a *Attachment) ([]byte, error) {
 	if err := c.InjectArgs(a.ConfigArgs); err != nil {
 		return nil, err
 	}
-	list, err := c.ListBytes()
-	if err != nil {
-		return nil, err
-	}
-	if _, err := netconf.ConfList(list); err != nil {
-		return nil, err
-	}
-	return list, nil
+	return c.List()
 }

@@ -1,0 +1,91 @@
+package wire
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestCallRoundTrips(t *testing.T) {
+	for _, c := range []*Call{
+		{Env: map[string]string{"CNI_COMMAND": "ADD", "CNI_ARGS": "a=b;c=d", "CNI_EMPTY": ""}, Stdin: []byte(`{"name":"x"}`)},
+		{Env: map[string]string{}, Stdin: []byte{}},
+	} {
+		r, err := DecodeRequest(EncodeCall(c))
+		if err != nil || r.Ready || !reflect.DeepEqual(r.Call, c) {
+			t.Errorf("%+v: got %+v, %v", c, r, err)
+		}
+	}
+	r, err := DecodeRequest(EncodeReadyQuestion())
+	if err != nil || !r.Ready || r.Call != nil {
+		t.Errorf("ready question: %+v, %v", r, err)
+	}
+}
+
+func TestAnswersRoundTrip(t *testing.T) {
+	for _, a := range []*Answer{
+		{Reply: &Reply{Stdout: []byte(`{"cniVersion":"1.0.0"}`)}},
+		{Reply: &Reply{Stdout: []byte(`{"code":7,"msg":"no"}`), Failed: true}},
+		{Refused: "request over 4194304 bytes"},
+		{Ready: true},
+		{},
+	} {
+		got, err := DecodeAnswer(EncodeAnswer(a))
+		if err != nil {
+			t.Fatalf("%+v: %v", a, err)
+		}
+		if !reflect.DeepEqual(got, a) {
+			t.Errorf("%+v came back as %+v", a, got)
+		}
+	}
+}
+
+func TestMalformedMessagesAreRefusedByName(t *testing.T) {
+	call := EncodeCall(&Call{Env: map[string]string{"CNI_COMMAND": "DEL"}, Stdin: []byte("{}")})
+	tests := []struct {
+		name string
+		b    []byte
+		want string
+	}{
+		{"empty", nil, "bad preamble"},
+		{"other protocol", []byte(`{"op":"cni"}`), "bad preamble"},
+		{"unknown type", []byte(requestMagic + "Z"), "unknown request type"},
+		{"truncated", call[:len(call)-3], "truncated"},
+		{"trailing bytes", append(append([]byte{}, call...), 0), "1 bytes after the end"},
+		{"count beyond the message", append([]byte(requestMagic+"C"), 0xff, 0xff, 0xff, 0xff), "exceeds the request"},
+		{"entry without =", append(append([]byte(requestMagic+"C"), 0, 0, 0, 1, 0, 0, 0, 3), "abc\x00\x00\x00\x00"...), "has no '='"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := DecodeRequest(tt.b); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got %v, want %q", err, tt.want)
+			}
+		})
+	}
+	if _, err := DecodeAnswer([]byte("HTTP/1.1 400 Bad Request")); err == nil || !strings.Contains(err.Error(), "another plexus version") {
+		t.Errorf("answer in another protocol: %v", err)
+	}
+}
+
+// FuzzDecodeRequest: any bytes decode or fail without panicking, and what
+// decodes encodes back to a request that decodes the same.
+func FuzzDecodeRequest(f *testing.F) {
+	f.Add(EncodeCall(&Call{Env: map[string]string{"CNI_COMMAND": "ADD"}, Stdin: []byte("{}")}))
+	f.Add(EncodeReadyQuestion())
+	f.Add([]byte(requestMagic + "C\x00\x00\x00\x01\x00\x00\x00\x02a=\x00\x00\x00\x00"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := DecodeRequest(b)
+		if err != nil || r.Ready {
+			return
+		}
+		again, err := DecodeRequest(EncodeCall(r.Call))
+		if err != nil || len(again.Call.Env) != len(r.Call.Env) || string(again.Call.Stdin) != string(r.Call.Stdin) {
+			t.Fatalf("%q: re-encoded as %+v, %v", b, again, err)
+		}
+		for k, v := range r.Call.Env {
+			if again.Call.Env[k] != v {
+				t.Fatalf("%q: %s=%q came back as %q", b, k, v, again.Call.Env[k])
+			}
+		}
+	})
+}
