@@ -30,7 +30,7 @@ func BenchmarkConcurrentAdd50(b *testing.B) {
 				cs[i] = w.Container("demo", name)
 			}
 			if mode == "thick" {
-				w.StartDaemon()
+				w.StartDaemon(deployedLogLevel...)
 			}
 			conf, err := json.Marshal(w.Plexus)
 			harness.Must(b, err)

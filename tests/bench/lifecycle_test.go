@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -30,6 +31,8 @@ type setup struct {
 
 func newSetup(b *testing.B, n int) *setup {
 	w := harness.New(b)
+	// Log as deployed (info): the harness's debug level is for tests.
+	w.Set("logLevel", "info")
 	names := []string{"net-a", "net-b", "net-c"}
 	w.BridgeNAD("demo", "net-a")
 	w.BridgeNAD("demo", "net-b")
@@ -49,6 +52,9 @@ func newSetup(b *testing.B, n int) *setup {
 	harness.Must(b, err)
 	return s
 }
+
+// deployedLogLevel overrides the harness's debug level for plexusd.
+var deployedLogLevel = []string{"--log-level", "info"}
 
 // nadConfig reads back the spec.config the harness wrote.
 func nadConfig(b *testing.B, w *harness.World, name string) []byte {
@@ -138,7 +144,7 @@ func benchStages(b *testing.B, thick bool) {
 					useExtension(b, s)
 				}
 				if thick {
-					s.w.StartDaemon()
+					s.w.StartDaemon(deployedLogLevel...)
 				}
 				runtimeLifecycle(b, s)
 			})
@@ -213,7 +219,7 @@ func BenchmarkLifecycleThick(b *testing.B) {
 	for _, n := range []int{1, 4, 16} {
 		b.Run(fmt.Sprintf("selections=%d", n), func(b *testing.B) {
 			s := newSetup(b, n)
-			s.w.StartDaemon()
+			s.w.StartDaemon(deployedLogLevel...)
 			runtimeLifecycle(b, s)
 		})
 	}
@@ -228,7 +234,8 @@ func BenchmarkLifecycleThickStages(b *testing.B) {
 }
 
 // BenchmarkRatioReferencePod interleaves, in every iteration, the floor
-// and plexus (thin, then thick) for the reference pod: 4
+// and plexus (thin and thick), in an order drawn anew each time (seeded),
+// for the reference pod: 4
 // selections of 3 NADs, the policy library, one extension key. Alternating
 // cancels the drift of a shared machine that separate benchmarks suffer;
 // it reports each mean and the ratios of the means to the floor's, and the
@@ -240,13 +247,21 @@ func BenchmarkRatioReferencePod(b *testing.B) {
 	useExtension(b, s)
 	floor := floorRunner(b, s)
 	thin := plexusRunner(b, s, "thin")
-	d := s.w.StartDaemon()
+	d := s.w.StartDaemon(deployedLogLevel...)
 	thick := plexusRunner(b, s, "thick")
 	var tf, tt, tk []time.Duration
+	runs := []struct {
+		run func()
+		t   *[]time.Duration
+	}{{floor, &tf}, {thin, &tt}, {thick, &tk}}
+	// A lifecycle pays for kernel work its predecessor left (veths being
+	// freed, say), so each iteration runs the three in a new order.
+	order := rand.New(rand.NewPCG(1, 2))
 	for b.Loop() {
-		tf = append(tf, timed(floor))
-		tt = append(tt, timed(thin))
-		tk = append(tk, timed(thick))
+		order.Shuffle(len(runs), func(i, j int) { runs[i], runs[j] = runs[j], runs[i] })
+		for _, r := range runs {
+			*r.t = append(*r.t, timed(r.run))
+		}
 	}
 	// The policy decisions plexusd made while serving (its histogram):
 	// the share that finished within 200µs, the decision goal's bound.
