@@ -4,7 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/plexus-cni/plexus/core/jsonstr"
 )
 
 // appendJSON encodes an input document (buildInput's maps, slices,
@@ -17,7 +18,7 @@ func appendJSON(b []byte, v any) ([]byte, error) {
 	case bool:
 		return strconv.AppendBool(b, v), nil
 	case string:
-		return appendJSONString(b, v), nil
+		return jsonstr.Append(b, v), nil
 	case int:
 		return strconv.AppendInt(b, int64(v), 10), nil
 	case json.RawMessage:
@@ -33,9 +34,9 @@ func appendJSON(b []byte, v any) ([]byte, error) {
 				b = append(b, ',')
 			}
 			first = false
-			b = appendJSONString(b, k)
+			b = jsonstr.Append(b, k)
 			b = append(b, ':')
-			b = appendJSONString(b, s)
+			b = jsonstr.Append(b, s)
 		}
 		return append(b, '}'), nil
 	case map[string]any:
@@ -46,7 +47,7 @@ func appendJSON(b []byte, v any) ([]byte, error) {
 				b = append(b, ',')
 			}
 			first = false
-			b = appendJSONString(b, k)
+			b = jsonstr.Append(b, k)
 			b = append(b, ':')
 			var err error
 			if b, err = appendJSON(b, e); err != nil {
@@ -72,7 +73,7 @@ func appendJSON(b []byte, v any) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, s)
+			b = jsonstr.Append(b, s)
 		}
 		return append(b, ']'), nil
 	}
@@ -83,37 +84,3 @@ func appendJSON(b []byte, v any) ([]byte, error) {
 	return append(b, j...), nil
 }
 
-// appendJSONString quotes s as JSON does, invalid UTF-8 becoming U+FFFD.
-func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
-				b = append(b, '\\', c)
-			case c == '\n':
-				b = append(b, '\\', 'n')
-			case c == '\r':
-				b = append(b, '\\', 'r')
-			case c == '\t':
-				b = append(b, '\\', 't')
-			case c < 0x20:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-			default:
-				b = append(b, c)
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, "\\ufffd"...)
-		} else {
-			b = append(b, s[i:i+size]...)
-		}
-		i += size
-	}
-	return append(b, '"')
-}

@@ -8,9 +8,9 @@ import (
 	"errors"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/plexus-cni/plexus/core/config/daemonconf"
+	"github.com/plexus-cni/plexus/core/jsonstr"
 	"github.com/plexus-cni/plexus/core/daemon/wire"
 )
 
@@ -35,7 +35,7 @@ func (e *Error) Error() string { return e.Msg }
 // Document is the error as a plugin prints it, indented as the CNI
 // library's skel prints it.
 func (e *Error) Document() []byte {
-	return []byte("{\n    \"code\": " + strconv.FormatUint(uint64(e.Code), 10) + ",\n    \"msg\": " + jsonString(e.Msg) + "\n}\n")
+	return []byte("{\n    \"code\": " + strconv.FormatUint(uint64(e.Code), 10) + ",\n    \"msg\": " + string(jsonstr.Append(nil, e.Msg)) + "\n}\n")
 }
 
 // Forward sends the call to plexusd and returns its reply. When plexusd
@@ -102,40 +102,4 @@ func cut(s string, sep byte) (before, after string, found bool) {
 		}
 	}
 	return s, "", false
-}
-
-// jsonString quotes s as a JSON string, as encoding/json does.
-func jsonString(s string) string {
-	const hex = "0123456789abcdef"
-	b := make([]byte, 0, len(s)+2)
-	b = append(b, '"')
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '"' || c == '\\':
-			b = append(b, '\\', c)
-		case c == '\n':
-			b = append(b, '\\', 'n')
-		case c == '\r':
-			b = append(b, '\\', 'r')
-		case c == '\t':
-			b = append(b, '\\', 't')
-		case c < 0x20 || c == '<' || c == '>' || c == '&':
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		case c < utf8.RuneSelf:
-			b = append(b, c)
-		default:
-			r, size := utf8.DecodeRuneInString(s[i:])
-			switch {
-			case r == utf8.RuneError && size == 1:
-				b = append(b, `\ufffd`...)
-			case r == '\u2028' || r == '\u2029':
-				b = append(b, `\u202`...)
-				b = append(b, hex[r&0xf])
-			default:
-				b = append(b, s[i:i+size]...)
-			}
-			i += size - 1
-		}
-	}
-	return string(append(b, '"'))
 }

@@ -7,15 +7,6 @@ import (
 	"github.com/plexus-cni/plexus/core/daemon/wire"
 )
 
-func TestJSONStringQuotesAsEncodingJSON(t *testing.T) {
-	for _, s := range []string{"", "plain", `q"b\s`, "nl\n\r\ttab", "\x00\x1f<&>", "é 😀", "\u2028\u2029", "bad \xff utf8 \xc3"} {
-		want, _ := json.Marshal(s)
-		if got := jsonString(s); got != string(want) {
-			t.Errorf("%q: got %s, want %s", s, got, want)
-		}
-	}
-}
-
 func TestErrorDocumentIsACNIError(t *testing.T) {
 	e := &Error{Code: CodeDaemonUnreachable, Msg: "plexusd \"down\"\n"}
 	var got struct {
