@@ -83,4 +83,3 @@ func appendJSON(b []byte, v any) ([]byte, error) {
 	}
 	return append(b, j...), nil
 }
-
