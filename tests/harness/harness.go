@@ -467,17 +467,22 @@ func (h *World) PluginEdited(c *Container, command string, env []string, conf ma
 	h.t.Helper()
 	cmd := h.pluginCmd(c, command, "direct-"+c.Name)
 	cmd.Env = append(cmd.Env, env...) // os/exec keeps the last of a name
-	edited := map[string]any{}
-	for k, v := range h.Plexus {
-		edited[k] = v
-	}
-	for k, v := range conf {
-		edited[k] = v
-	}
-	b, err := json.Marshal(edited)
-	Must(h.t, err)
-	cmd.Stdin = bytes.NewReader(b)
+	cmd.Stdin = bytes.NewReader(h.plexusWith(conf))
 	return h.runCNI(cmd, command)
+}
+
+// plexusWith is plexus's config with the keys of extra replaced.
+func (h *World) plexusWith(extra map[string]any) []byte {
+	conf := map[string]any{}
+	for k, v := range h.Plexus {
+		conf[k] = v
+	}
+	for k, v := range extra {
+		conf[k] = v
+	}
+	b, err := json.Marshal(conf)
+	Must(h.t, err)
+	return b
 }
 
 // runCNI runs a plugin and decodes its error document on failure.
@@ -507,22 +512,13 @@ func (h *World) PluginStdin(t testing.TB, command, extra string) string {
 }
 
 func (h *World) PluginStdinErr(command, extra string) (string, *CNIError) {
-	conf := map[string]any{}
-	for k, v := range h.Plexus {
-		conf[k] = v
-	}
+	var m map[string]any
 	if extra != "" {
-		var m map[string]any
 		Must(h.t, json.Unmarshal([]byte(extra), &m))
-		for k, v := range m {
-			conf[k] = v
-		}
 	}
-	b, err := json.Marshal(conf)
-	Must(h.t, err)
 	cmd := exec.Command(filepath.Join(BinDir, "plexus"))
 	cmd.Env = append(os.Environ(), h.tag(), "CNI_COMMAND="+command, "CNI_PATH="+BinDir)
-	cmd.Stdin = bytes.NewReader(b)
+	cmd.Stdin = bytes.NewReader(h.plexusWith(m))
 	return h.runCNI(cmd, command)
 }
 

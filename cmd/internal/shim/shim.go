@@ -19,7 +19,6 @@ const (
 	// CodeDaemonUnreachable: the shim could not reach plexusd for an ADD.
 	CodeDaemonUnreachable uint = 115
 	// The CNI spec's well-known codes.
-	CodeInvalidEnvironment   uint = 4
 	CodeInvalidNetworkConfig uint = 7
 	CodeInternal             uint = 999
 )

@@ -163,16 +163,13 @@ func sendto(fd int, b []byte) (int, error) {
 	return int(n), nil
 }
 
-// ErrTooLarge: the input went on past ReadAll's bound.
-var ErrTooLarge = errors.New("over " + strconv.Itoa(MaxCallBytes) + " bytes")
-
-// ReadAll reads fd to its end, failing with ErrTooLarge past max bytes.
+// ReadAll reads fd to its end, failing past max bytes.
 func ReadAll(fd, max int) ([]byte, error) {
 	b := make([]byte, 0, 4096)
 	for {
 		if len(b) == cap(b) {
 			if len(b) > max {
-				return nil, ErrTooLarge
+				return nil, errors.New("over " + strconv.Itoa(max) + " bytes")
 			}
 			b = append(b, 0)[:len(b)]
 		}
