@@ -2,6 +2,9 @@
 BIN     ?= $(CURDIR)/bin
 GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# The thick-mode shim is Rust (cmd/plexus-shim/Cargo.toml says why); rustup
+# installs cargo in ~/.cargo/bin, which is not always on PATH.
+CARGO   ?= $(shell command -v cargo 2>/dev/null || echo $(HOME)/.cargo/bin/cargo)
 
 # Reference CNI plugins and cnitool, pinned by go.mod's tool directives.
 REF_PLUGINS := \
@@ -21,19 +24,24 @@ REF_PLUGINS := \
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 EXT_BIN := $(BIN)/extensions
 
-.PHONY: all build plugins demo test test-unit fuzz bench lint clean
+.PHONY: all build shim plugins demo test test-unit fuzz bench lint clean
 all: build
 
 ## build: plexus binaries, the reference plugins, cnitool and the example
 ## extension modules into $(BIN)
 # Plugins are built static (no cgo), as the reference plugins are released:
 # a runtime starts a CNI plugin for every call, and a dynamically linked Go
-# binary spends about 0.9 ms of each start in the dynamic loader. The shim,
-# started for every call in thick mode, also drops its symbol tables.
-build: plugins ext-examples
+# binary spends about 0.9 ms of each start in the dynamic loader.
+build: plugins ext-examples shim
 	@mkdir -p $(BIN)
-	CGO_ENABLED=0 $(GO) build -ldflags "-X main.Version=$(VERSION)" -o $(BIN)/ $(filter-out %/plexus-shim,$(shell $(GO) list ./cmd/...))
-	CGO_ENABLED=0 $(GO) build -ldflags "-s -w -X main.Version=$(VERSION)" -o $(BIN)/ ./cmd/plexus-shim
+	CGO_ENABLED=0 $(GO) build -ldflags "-X main.Version=$(VERSION)" -o $(BIN)/ ./cmd/...
+
+## shim: the thick-mode plugin binary (standard library only, built offline)
+shim:
+	@mkdir -p $(BIN)
+	@test -x "$(CARGO)" || { echo "make: cargo not found (PATH or ~/.cargo/bin); the thick-mode shim is Rust, see cmd/plexus-shim/Cargo.toml" >&2; exit 1; }
+	cd cmd/plexus-shim && PLEXUS_VERSION=$(VERSION) $(CARGO) build --release --offline --locked --quiet
+	cp _output/cargo/release/plexus-shim $(BIN)/plexus-shim
 
 plugins:
 	@mkdir -p $(BIN)
@@ -51,6 +59,7 @@ test: build k8s-bins
 	PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 $(GO) test -p 1 -count=1 ./...
 	cd sdk && GOWORK=off $(GO) test -count=1 ./...
 	cd extensions/examples && GOWORK=off $(GO) test -count=1 ./...
+	cd cmd/plexus-shim && $(CARGO) test --release --offline --locked --quiet
 	$(MAKE) fuzz
 
 ## fuzz: a short run of every fuzz target (part of make test)
@@ -78,11 +87,12 @@ bench: build k8s-bins
 	PLEXUS_BIN=$(BIN) $(GO) test -run '^$$' -bench 'Concurrent|Memory' -benchtime 2x ./tests/bench/
 	PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 $(GO) test -count=1 -v -run 'TestKubernetes/(Thick)?RequestCounts' ./tests/e2e/ | grep 'API requests'
 
-## lint: gofmt, go vet, staticcheck
+## lint: gofmt, go vet, staticcheck; rustfmt and clippy for the shim
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
+	cd cmd/plexus-shim && $(CARGO) fmt --check && $(CARGO) clippy --release --offline --locked --quiet -- -D warnings
 
 clean:
 	rm -rf $(BIN)
