@@ -1,4 +1,5 @@
-# plexus: `make demo` and `make test` are all a new machine needs (root, Go).
+# plexus: `make demo` and `make test` are all a new machine needs (root, Go,
+# cargo).
 BIN     ?= $(CURDIR)/bin
 GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)

@@ -1,7 +1,7 @@
-// Package shim is the plugin side of thick mode: it forwards a CNI call to
-// plexusd and hands back the answer exactly. The plexus-shim binary is
-// started for every CNI call, so this package, like the packages it uses,
-// needs nothing heavier than syscall and strconv.
+// Package shim is the plugin side of thick mode in Go: the plexus plugin,
+// when its config names plexusd's socket, forwards a CNI call with it and
+// hands back the answer exactly. The plexus-shim binary (cmd/plexus-shim,
+// in Rust) behaves the same way.
 package shim
 
 import (

@@ -1,9 +1,9 @@
 // Package daemonconf reads the two keys of a plexus config the thick-mode
-// shim needs, daemonSocket and daemonWait, and checks them. The shim
-// starts for every CNI call, so this package parses JSON by hand rather
-// than with encoding/json, whose reflection alone costs the shim a tenth
-// of a millisecond per start; plexusd parses and checks the whole config
-// when it serves the call.
+// shim needs, daemonSocket and daemonWait, and checks them. It parses JSON
+// by hand, as the shim (cmd/plexus-shim, in Rust) does: this scanner is
+// fuzzed against encoding/json, and the shim is tested against it
+// (tests/thick), so the three agree on what a config says. plexusd parses
+// and checks the whole config when it serves the call.
 package daemonconf
 
 import (

@@ -16,9 +16,8 @@ var ErrUnreachable = errors.New("plexusd is unreachable")
 // cannot hold a waiting ADD past its deadline.
 const readyTimeout = time.Second
 
-// Client is the shim's side of the socket. It uses the socket system
-// calls directly: the net package alone would add a fifth to the shim's
-// start.
+// Client is a plugin's side of the socket. It uses the socket system
+// calls directly, as the shim did when it was built from this package.
 type Client struct {
 	Socket string
 }

@@ -1,8 +1,9 @@
-// Package wire is the byte format of one exchange between the plexus shim
-// and plexusd, and the shim's side of the socket. The shim starts for every
-// CNI call in thick mode, and every package it initializes or touches costs
-// page faults before the call is sent, so this package uses nothing heavier
-// than syscall and strconv: no reflection, no net, no fmt.
+// Package wire is the byte format of one exchange between a plugin and
+// plexusd, and the plugin's side of the socket in Go: the plexus plugin
+// uses it when its config names a socket. The thick-mode shim
+// (cmd/plexus-shim, in Rust) implements the same format; tests/thick runs
+// both against plexusd. The package uses nothing heavier than syscall and
+// strconv, from when the shim was built from it.
 //
 // One exchange per connection. A request is
 //
