@@ -5,28 +5,18 @@ use std::fmt::Write;
 /// s as a JSON string, as plexus's Go encoder quotes it (core/jsonstr):
 /// no HTML escaping, control characters as \u00XX.
 pub fn json(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
+    quote(s, |c| (c as u32) < 0x20)
 }
 
 /// s quoted for a message, as Go's strconv.Quote shows the values the Go
 /// side names in the same messages (printable characters as they are).
 pub fn go_quote(s: &str) -> String {
+    quote(s, char::is_control)
+}
+
+/// s in double quotes, with the escapes JSON and Go share, and \uXXXX for
+/// the other characters hex picks.
+fn quote(s: &str, hex: impl Fn(char) -> bool) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {
@@ -36,7 +26,7 @@ pub fn go_quote(s: &str) -> String {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            c if c.is_control() => {
+            c if hex(c) => {
                 let _ = write!(out, "\\u{:04x}", c as u32);
             }
             c => out.push(c),
