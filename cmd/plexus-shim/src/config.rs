@@ -33,14 +33,12 @@ pub fn parse(config: &[u8]) -> Result<Daemon, String> {
             go_quote(&socket)
         ));
     }
-    if wait.is_empty() {
-        let wait_nanos = duration::parse(DEFAULT_WAIT).unwrap_or(0) as u64;
-        return Ok(Daemon {
-            socket,
-            wait_text: DEFAULT_WAIT.into(),
-            wait_nanos,
-        });
-    }
+    // Unset is the default, parsed like any other value.
+    let wait = if wait.is_empty() {
+        DEFAULT_WAIT.to_string()
+    } else {
+        wait
+    };
     match duration::parse(&wait) {
         Err(_) => Err(format!(
             "\"daemonWait\": {} is not a duration such as \"10s\" or \"1m30s\"",
