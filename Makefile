@@ -68,7 +68,7 @@ test: build k8s-bins
 # report "context deadline exceeded" as the time runs out (golang/go#75804).
 # 40,000 inputs take 1-5 s per target here.
 FUZZTIME ?= 40000x
-FUZZ_TARGETS := core/selection:FuzzParse core/status:FuzzFromResult core/record:FuzzDecode core/nad:FuzzFromSpecConfig extensions:FuzzGuestOutput core/wasmbin:FuzzAddDeadlineCheck core/config/daemonconf:FuzzReadKeysAgreesWithEncodingJSON core/daemon/wire:FuzzDecodeRequest
+FUZZ_TARGETS := core/selection:FuzzParse core/status:FuzzFromResult core/record:FuzzDecode core/nad:FuzzFromSpecConfig extensions:FuzzGuestOutput internal/wasmbin:FuzzAddDeadlineCheck core/config/daemonconf:FuzzReadKeysAgreesWithEncodingJSON internal/daemon/wire:FuzzDecodeRequest
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		$(GO) test ./$${t%%:*} -run '^$$' -fuzz "^$${t##*:}\$$" -fuzztime $(FUZZTIME); \
@@ -76,7 +76,7 @@ fuzz:
 
 ## test-unit: tests that need neither root nor a control plane
 test-unit:
-	$(GO) test -count=1 ./core/... ./cmd/...
+	$(GO) test -count=1 ./core/... ./internal/... ./cmd/...
 
 ## bench: benchmarks (numbers go to the README's performance section)
 bench: build k8s-bins

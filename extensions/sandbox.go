@@ -15,7 +15,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
 
-	"github.com/plexus-cni/plexus/core/wasmbin"
+	"github.com/plexus-cni/plexus/internal/wasmbin"
 )
 
 // module is one configured extension: its declaration, read at New, and

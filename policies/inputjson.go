@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/plexus-cni/plexus/core/jsonstr"
+	"github.com/plexus-cni/plexus/internal/jsonstr"
 )
 
 // appendJSON encodes an input document (buildInput's maps, slices,

@@ -15,7 +15,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 
-	"github.com/plexus-cni/plexus/core/wasmbin"
+	"github.com/plexus-cni/plexus/internal/wasmbin"
 )
 
 // wasmMaxPages caps one policy instance's memory (64 KiB pages): the admin

@@ -13,7 +13,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/compile"
 	"github.com/open-policy-agent/opa/v1/types"
 
-	"github.com/plexus-cni/plexus/core/wasmbin"
+	"github.com/plexus-cni/plexus/internal/wasmbin"
 )
 
 // The wasm evaluator compiles the policy with OPA's Wasm compiler after

@@ -1,6 +1,6 @@
 package policies
 
-import "github.com/plexus-cni/plexus/core/wasmbin"
+import "github.com/plexus-cni/plexus/internal/wasmbin"
 
 // OPA's compiled policies import their memory and their host functions
 // from one module named "env". wazero's host modules cannot export a

@@ -12,9 +12,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/plexus-cni/plexus/cmd/internal/install"
-	"github.com/plexus-cni/plexus/cmd/internal/plexusd"
-	"github.com/plexus-cni/plexus/core/daemon"
+	"github.com/plexus-cni/plexus/internal/daemon"
+	"github.com/plexus-cni/plexus/internal/install"
+	"github.com/plexus-cni/plexus/internal/plexusd"
 )
 
 func main() {

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plexus-cni/plexus/core/daemon/wire"
+	"github.com/plexus-cni/plexus/internal/daemon/wire"
 )
 
 // Daemon is a plexusd process serving a World in thick mode.

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/plexus-cni/plexus/core/daemon/wire"
+	"github.com/plexus-cni/plexus/internal/daemon/wire"
 )
 
 func TestErrorDocumentIsACNIError(t *testing.T) {

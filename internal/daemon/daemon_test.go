@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plexus-cni/plexus/core/daemon/wire"
+	"github.com/plexus-cni/plexus/internal/daemon/wire"
 )
 
 // start serves s on a temporary socket; done is closed when Serve returns.

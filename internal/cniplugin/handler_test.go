@@ -8,7 +8,7 @@ import (
 
 	"github.com/containernetworking/cni/pkg/types"
 
-	"github.com/plexus-cni/plexus/core/daemon"
+	"github.com/plexus-cni/plexus/internal/daemon"
 )
 
 func TestHandleRefusesMissingEnvironment(t *testing.T) {

@@ -12,10 +12,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/plexus-cni/plexus/core/daemon"
 	"github.com/plexus-cni/plexus/core/pipeline"
 	"github.com/plexus-cni/plexus/core/source"
 	"github.com/plexus-cni/plexus/extensions"
+	"github.com/plexus-cni/plexus/internal/daemon"
 )
 
 // metrics are plexusd's Prometheus metrics, in a registry of its own.

@@ -10,8 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/plexus-cni/plexus/core/daemon"
 	"github.com/plexus-cni/plexus/core/pipeline"
+	"github.com/plexus-cni/plexus/internal/daemon"
 )
 
 func TestDigestChangesWithContentNotWithHiddenFiles(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 	"github.com/containernetworking/cni/pkg/utils"
 	"github.com/containernetworking/cni/pkg/version"
 
-	"github.com/plexus-cni/plexus/core/daemon"
+	"github.com/plexus-cni/plexus/internal/daemon"
 )
 
 // Versions are the CNI versions plexus supports.

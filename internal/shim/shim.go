@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/plexus-cni/plexus/core/config/daemonconf"
-	"github.com/plexus-cni/plexus/core/daemon/wire"
-	"github.com/plexus-cni/plexus/core/jsonstr"
+	"github.com/plexus-cni/plexus/internal/daemon/wire"
+	"github.com/plexus-cni/plexus/internal/jsonstr"
 )
 
 // CNI error codes the shim reports itself.

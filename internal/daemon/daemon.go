@@ -19,7 +19,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/plexus-cni/plexus/core/daemon/wire"
+	"github.com/plexus-cni/plexus/internal/daemon/wire"
 )
 
 // DefaultSocket is where plexusd listens unless configured otherwise.

@@ -19,16 +19,16 @@ import (
 	"github.com/containernetworking/cni/libcni"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/plexus-cni/plexus/cmd/internal/cniplugin"
-	"github.com/plexus-cni/plexus/cmd/internal/install"
-	"github.com/plexus-cni/plexus/cmd/internal/stages"
 	"github.com/plexus-cni/plexus/core/config"
-	"github.com/plexus-cni/plexus/core/daemon"
 	"github.com/plexus-cni/plexus/core/pipeline"
 	"github.com/plexus-cni/plexus/core/source"
 	"github.com/plexus-cni/plexus/core/source/kube"
 	"github.com/plexus-cni/plexus/core/source/kube/cached"
 	"github.com/plexus-cni/plexus/core/source/manifests"
+	"github.com/plexus-cni/plexus/internal/cniplugin"
+	"github.com/plexus-cni/plexus/internal/daemon"
+	"github.com/plexus-cni/plexus/internal/install"
+	"github.com/plexus-cni/plexus/internal/stages"
 )
 
 // Readiness modes (s6.1).

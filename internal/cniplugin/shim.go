@@ -9,10 +9,10 @@ import (
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
 
-	"github.com/plexus-cni/plexus/cmd/internal/shim"
 	"github.com/plexus-cni/plexus/core/config"
 	"github.com/plexus-cni/plexus/core/config/daemonconf"
-	"github.com/plexus-cni/plexus/core/daemon/wire"
+	"github.com/plexus-cni/plexus/internal/daemon/wire"
+	"github.com/plexus-cni/plexus/internal/shim"
 )
 
 // forward is the full plugin acting as the shim: without plexusd, its DEL
