@@ -70,7 +70,7 @@ func runDelegate(ctx context.Context, path string, stdin []byte, environ []strin
 // a system call, Go's system monitor wakes every 20 µs or so for as long
 // as the call lasts, and on a small node that took CPU from the delegate
 // being waited for (a bridge DEL took 0.35 ms longer from plexusd than from
-// a runtime; see README, Performance).
+// a runtime; see docs/performance.md).
 func awaitExit(pid int) {
 	fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
 	if err != nil {

@@ -1,6 +1,6 @@
 // Package bench measures whole pod lifecycles: plexus in thin mode against
 // the floor, the same delegates run through libcni in one process with no
-// meta-plugin. Numbers go to the README's performance section.
+// meta-plugin. Numbers go to docs/performance.md.
 package bench
 
 import (
