@@ -76,9 +76,9 @@ fuzz:
 
 ## test-unit: tests that need neither root nor a control plane
 test-unit:
-	$(GO) test -count=1 ./core/... ./internal/... ./cmd/...
+	$(GO) test -count=1 ./core/... ./internal/... ./cmd/... ./policies/... ./extensions/
 
-## bench: benchmarks (numbers go to the README's performance section)
+## bench: benchmarks (numbers go to docs/performance.md)
 bench: build k8s-bins
 	PLEXUS_BIN=$(BIN) $(GO) test -p 1 -run '^$$' -bench . -benchmem ./core/... ./policies/...
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 20x ./extensions/
