@@ -100,3 +100,4 @@ clean:
 
 include mk/k8s.mk
 include mk/ext.mk
+include mk/image.mk

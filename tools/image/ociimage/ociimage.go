@@ -1,0 +1,234 @@
+// Package ociimage builds container images from files on the host without a
+// container engine: one layer holding the given files, a config with the
+// given entrypoint, environment and labels, written as an image archive that
+// `ctr images import` (containerd 1.6) and `docker load` accept.
+//
+// Builds are reproducible: every timestamp is Spec.Created (SOURCE_DATE_EPOCH
+// or the Unix epoch), owners are 0:0, entries are sorted and the layer's gzip
+// header carries no name or time, so the same inputs give the same digests.
+package ociimage
+
+import (
+	"archive/tar"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+// File is one host file copied into the image.
+type File struct {
+	Src  string      // path on the host
+	Dst  string      // absolute path in the image
+	Mode fs.FileMode // permission bits in the image
+}
+
+// Spec is everything an image is built from.
+type Spec struct {
+	Files      []File
+	Entrypoint []string
+	Cmd        []string
+	Env        []string // KEY=VALUE
+	Labels     map[string]string
+	User       string
+	WorkingDir string
+	OS         string // "linux" when empty
+	Arch       string // GOARCH spelling; required
+	Created    time.Time
+}
+
+// dirMode is the mode of the parent directories the builder creates, the
+// same as an engine's COPY gives them.
+const dirMode fs.FileMode = 0o755
+
+// Build returns the image Spec describes. Every file is read now, so a
+// missing or unreadable input fails here with its path.
+func Build(spec Spec) (v1.Image, error) {
+	if spec.Arch == "" {
+		return nil, errors.New("image spec: no architecture")
+	}
+	layerTar, err := layerTarball(spec.Files, spec.Created)
+	if err != nil {
+		return nil, err
+	}
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(layerTar)), nil
+	}, tarball.WithCompressedCaching)
+	if err != nil {
+		return nil, fmt.Errorf("image layer: %w", err)
+	}
+	img, err := mutate.AppendLayers(empty.Image, layer)
+	if err != nil {
+		return nil, fmt.Errorf("image layer: %w", err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, fmt.Errorf("image config: %w", err)
+	}
+	cf = cf.DeepCopy()
+	created := v1.Time{Time: spec.Created.UTC()}
+	cf.Created = created
+	cf.OS = spec.OS
+	if cf.OS == "" {
+		cf.OS = "linux"
+	}
+	cf.Architecture = spec.Arch
+	cf.Config = v1.Config{
+		Entrypoint: spec.Entrypoint,
+		Cmd:        spec.Cmd,
+		Env:        spec.Env,
+		Labels:     spec.Labels,
+		User:       spec.User,
+		WorkingDir: spec.WorkingDir,
+	}
+	cf.History = []v1.History{{Created: created, CreatedBy: "plexus ociimage: files"}}
+	img, err = mutate.ConfigFile(img, cf)
+	if err != nil {
+		return nil, fmt.Errorf("image config: %w", err)
+	}
+	return img, nil
+}
+
+// Write writes img as a Docker image archive (manifest.json with RepoTags)
+// to path, tagged ref: the format containerd 1.6's `ctr images import` names
+// an image from without further flags. It writes a temporary file beside
+// path and renames it, so path is never a partial archive.
+func Write(img v1.Image, ref, path string) error {
+	tag, err := name.NewTag(ref, name.StrictValidation)
+	if err != nil {
+		return fmt.Errorf("image name %q: %w", ref, err)
+	}
+	tmp := path + ".tmp"
+	if err := tarball.WriteToFile(tmp, tag, img); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// Read loads the image tagged ref from an archive Write wrote.
+func Read(path, ref string) (v1.Image, error) {
+	tag, err := name.NewTag(ref, name.StrictValidation)
+	if err != nil {
+		return nil, fmt.Errorf("image name %q: %w", ref, err)
+	}
+	img, err := tarball.ImageFromPath(path, &tag)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return img, nil
+}
+
+// entry is one file or directory of the layer.
+type entry struct {
+	dst  string
+	mode fs.FileMode
+	dir  bool
+	data []byte
+}
+
+// layerTarball reads files and returns the layer as an uncompressed tar:
+// their parent directories, then every entry sorted by path, each owned by
+// 0:0 with mtime created.
+func layerTarball(files []File, created time.Time) ([]byte, error) {
+	entries := map[string]entry{}
+	for _, f := range files {
+		dst, err := cleanDst(f.Dst)
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := entries[dst]; dup {
+			return nil, fmt.Errorf("image file %s: given twice", dst)
+		}
+		if f.Mode&^fs.ModePerm != 0 {
+			return nil, fmt.Errorf("image file %s: mode %v has more than permission bits", dst, f.Mode)
+		}
+		data, err := os.ReadFile(f.Src)
+		if err != nil {
+			return nil, fmt.Errorf("image file %s: %w", dst, err)
+		}
+		entries[dst] = entry{dst: dst, mode: f.Mode, data: data}
+	}
+	for _, f := range files {
+		for d := path.Dir(f.Dst); d != "/"; d = path.Dir(d) {
+			if e, ok := entries[d]; ok && !e.dir {
+				return nil, fmt.Errorf("image file %s: its parent %s is also a file", f.Dst, d)
+			}
+			entries[d] = entry{dst: d, mode: dirMode, dir: true}
+		}
+	}
+	paths := make([]string, 0, len(entries))
+	for p := range entries {
+		paths = append(paths, p)
+	}
+	// Sorted by path, so parents come before their children.
+	sort.Strings(paths)
+
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, p := range paths {
+		e := entries[p]
+		hdr := &tar.Header{
+			Name:    strings.TrimPrefix(p, "/"),
+			Mode:    int64(e.mode),
+			ModTime: created,
+			Format:  tar.FormatPAX,
+		}
+		if e.dir {
+			hdr.Typeflag = tar.TypeDir
+			hdr.Name += "/"
+		} else {
+			hdr.Typeflag = tar.TypeReg
+			hdr.Size = int64(len(e.data))
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return nil, fmt.Errorf("image file %s: %w", p, err)
+		}
+		if _, err := tw.Write(e.data); err != nil {
+			return nil, fmt.Errorf("image file %s: %w", p, err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, fmt.Errorf("image layer: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// cleanDst checks that dst is an absolute, clean path below the root.
+func cleanDst(dst string) (string, error) {
+	if !path.IsAbs(dst) || path.Clean(dst) != dst || dst == "/" {
+		return "", fmt.Errorf("image file %q: not a clean absolute path below /", dst)
+	}
+	return dst, nil
+}
+
+// CreatedFromEnv is the build time: SOURCE_DATE_EPOCH (seconds) when set,
+// else the Unix epoch, so builds do not depend on the clock.
+func CreatedFromEnv(getenv func(string) string) (time.Time, error) {
+	s := getenv("SOURCE_DATE_EPOCH")
+	if s == "" {
+		return time.Unix(0, 0).UTC(), nil
+	}
+	sec, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("SOURCE_DATE_EPOCH %q: not a number of seconds", s)
+	}
+	return time.Unix(sec, 0).UTC(), nil
+}
