@@ -58,16 +58,17 @@ func (l *jsonList) Set(v string) error {
 }
 
 type options struct {
-	preset, bin, version, name, out, arch, user, workdir string
-	push                                                  bool
-	files, env, labels                                    listFlag
-	entrypoint, cmd                                       jsonList
+	preset, format, bin, version, name, out, arch, user, workdir string
+	push                                                         bool
+	files, env, labels                                           listFlag
+	entrypoint, cmd                                              jsonList
 }
 
 func run(args []string, getenv func(string) string, stdout io.Writer) error {
 	var o options
 	flags := flag.NewFlagSet("ocibuild", flag.ContinueOnError)
 	flags.StringVar(&o.preset, "preset", "", `a built-in image: "plexus" or "pause" (else the image is given by -file, -entrypoint, ...)`)
+	flags.StringVar(&o.format, "format", "oci", `archive format: "oci" (an OCI image layout) or "docker" (docker save's)`)
 	flags.StringVar(&o.bin, "bin", "bin", "directory holding a preset's binaries")
 	flags.StringVar(&o.version, "version", "dev", "version label of the plexus preset")
 	flags.StringVar(&o.name, "name", "", "image reference, e.g. localhost/plexus/plexus:v0.1.0 (required)")
@@ -90,6 +91,9 @@ func run(args []string, getenv func(string) string, stdout io.Writer) error {
 	if o.name == "" {
 		return errors.New("-name is required")
 	}
+	if o.format != "oci" && o.format != "docker" {
+		return fmt.Errorf("-format %q: want oci or docker", o.format)
+	}
 	if o.out == "" && !o.push {
 		return errors.New("give -out, -push or both")
 	}
@@ -110,7 +114,11 @@ func run(args []string, getenv func(string) string, stdout io.Writer) error {
 		return err
 	}
 	if o.out != "" {
-		if err := ociimage.Write(img, o.name, o.out); err != nil {
+		write := ociimage.WriteOCI
+		if o.format == "docker" {
+			write = ociimage.Write
+		}
+		if err := write(img, o.name, o.out); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "%s %s -> %s\n", o.name, digest, o.out)
