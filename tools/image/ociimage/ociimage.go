@@ -1,7 +1,9 @@
 // Package ociimage builds container images from files on the host without a
 // container engine: one layer holding the given files, a config with the
-// given entrypoint, environment and labels, written as an image archive that
-// `ctr images import` (containerd 1.6) and `docker load` accept.
+// given entrypoint, environment and labels (OCI media types), written as an
+// archive that `ctr images import` (containerd 1.6 and later) accepts: an OCI
+// image layout in a tar (WriteOCI), or docker save's format (Write), which
+// `docker load` of every Docker version accepts too.
 //
 // Builds are reproducible: every timestamp is Spec.Created (SOURCE_DATE_EPOCH
 // or the Unix epoch), owners are 0:0, entries are sorted and the layer's gzip
@@ -18,6 +20,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -26,6 +29,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
@@ -107,9 +111,10 @@ func Build(spec Spec) (v1.Image, error) {
 }
 
 // Write writes img as a Docker image archive (manifest.json with RepoTags)
-// to path, tagged ref: the format containerd 1.6's `ctr images import` names
-// an image from without further flags. It writes a temporary file beside
-// path and renames it, so path is never a partial archive.
+// to path, tagged ref. ctr import names the image ref but records a
+// manifest of its own composing, so its digest is not img's. It writes a
+// temporary file beside path and renames it, so path is never a partial
+// archive.
 func Write(img v1.Image, ref, path string) error {
 	tag, err := name.NewTag(ref, name.StrictValidation)
 	if err != nil {
@@ -256,6 +261,87 @@ func writeTarEntry(tw *tar.Writer, name string, size int64, r io.Reader) error {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	return nil
+}
+
+// ReadOCI extracts an archive WriteOCI wrote into dir (empty or new) and
+// returns its images by the names its index gives them. The images read
+// their blobs from dir, so dir must outlive them.
+func ReadOCI(archive, dir string) (map[string]v1.Image, error) {
+	if err := extractTar(archive, dir); err != nil {
+		return nil, fmt.Errorf("read %s: %w", archive, err)
+	}
+	idx, err := layout.ImageIndexFromPath(dir)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", archive, err)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", archive, err)
+	}
+	imgs := map[string]v1.Image{}
+	for _, d := range im.Manifests {
+		ref := d.Annotations["io.containerd.image.name"]
+		if ref == "" {
+			return nil, fmt.Errorf("read %s: manifest %s has no image name", archive, d.Digest)
+		}
+		img, err := idx.Image(d.Digest)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %s: %w", archive, ref, err)
+		}
+		imgs[ref] = img
+	}
+	return imgs, nil
+}
+
+// extractTar writes an archive's directories and regular files below dir,
+// refusing any name that would leave it.
+func extractTar(archive, dir string) error {
+	f, err := os.Open(archive)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	tr := tar.NewReader(f)
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		name := path.Clean(hdr.Name)
+		if !fs.ValidPath(name) {
+			return fmt.Errorf("entry %q: not a path below the archive's root", hdr.Name)
+		}
+		dst := filepath.Join(dir, filepath.FromSlash(name))
+		switch hdr.Typeflag {
+		case tar.TypeDir:
+			err = os.MkdirAll(dst, 0o755)
+		case tar.TypeReg:
+			err = writeFile(dst, tr)
+		default:
+			err = fmt.Errorf("entry %q: type %q is neither a file nor a directory", hdr.Name, hdr.Typeflag)
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func writeFile(dst string, r io.Reader) error {
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, r); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // Read loads the image tagged ref from an archive Write wrote.
