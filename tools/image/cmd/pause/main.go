@@ -16,19 +16,26 @@ import (
 )
 
 func main() {
-	if len(os.Args) > 1 {
+	os.Exit(run(os.Args[1:], func() {}))
+}
+
+// run pauses until a stop signal and returns the exit code; ready is called
+// once the signals are caught (tests wait for it before signalling).
+func run(args []string, ready func()) int {
+	if len(args) > 0 {
 		fmt.Fprintln(os.Stderr, "usage: pause (takes no arguments; stops on SIGTERM or SIGINT)")
-		os.Exit(2)
+		return 2
 	}
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGCHLD)
+	ready()
 	for sig := range sigs {
-		if sig == syscall.SIGCHLD {
-			reap()
-			continue
+		if sig != syscall.SIGCHLD {
+			return 0
 		}
-		os.Exit(0)
+		reap()
 	}
+	return 0
 }
 
 // reap collects every child that has exited. Signals coalesce, so one
