@@ -2,7 +2,10 @@ module github.com/plexus-cni/plexus/tools/image
 
 go 1.26.0
 
-require github.com/google/go-containerregistry v0.22.1
+require (
+	github.com/google/go-containerregistry v0.22.1
+	gopkg.in/yaml.v3 v3.0.1
+)
 
 require (
 	github.com/docker/cli v29.7.2+incompatible // indirect
@@ -13,6 +16,5 @@ require (
 	github.com/sirupsen/logrus v1.9.4 // indirect
 	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/sys v0.47.0 // indirect
-	gopkg.in/yaml.v3 v3.0.1 // indirect
 	gotest.tools/v3 v3.5.2 // indirect
 )
