@@ -82,7 +82,6 @@ type layerFile struct {
 	mode     int64
 	uid, gid int
 	sha256   string
-	static   bool // an ELF executable with no interpreter (no libc needed)
 }
 
 func (f layerFile) String() string {
