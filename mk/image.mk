@@ -33,7 +33,7 @@ IMAGE_SRCS      := $(shell find $(IMAGE_TOOLS_DIR) -name '*.go' -not -name '*_te
 
 IMAGE_MK        := $(abspath $(lastword $(MAKEFILE_LIST)))
 
-.PHONY: image image-push pause-image test-image
+.PHONY: image image-push pause-image test-image lint-image
 image: build $(BIN)/ocibuild
 	$(BIN)/ocibuild -preset plexus -bin $(BIN) -version $(VERSION) -name $(IMAGE) -out $(BIN)/plexus-image.tar
 
@@ -62,3 +62,9 @@ $(BIN)/pause: $(IMAGE_SRCS)
 test-image: image pause-image
 	cd $(IMAGE_TOOLS_DIR) && GOWORK=off PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 \
 		PLEXUS_IMAGE=$(IMAGE) PLEXUS_PAUSE_IMAGE=$(PAUSE_IMAGE) go test -p 1 -count=1 ./...
+
+# make lint covers plexus's module; this covers tools/image's.
+lint-image:
+	@test -z "$$(cd $(IMAGE_TOOLS_DIR) && gofmt -l .)" || { cd $(IMAGE_TOOLS_DIR) && gofmt -l .; exit 1; }
+	$(IMAGE_GO) vet ./...
+	$(IMAGE_GO) run $(STATICCHECK) ./...

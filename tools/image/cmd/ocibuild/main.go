@@ -2,7 +2,7 @@
 // writes it as an image archive for `ctr images import` or `docker load`,
 // or pushes it to a registry.
 //
-//	ocibuild -preset plexus -bin bin -version v0.1.0 -name localhost/plexus/plexus:v0.1.0 -out bin/plexus-image.tar
+//	ocibuild -preset plexus -bin bin -version v0.1.0 -name ghcr.io/plexus-cni/plexus:v0.1.0 -out bin/plexus-image.tar
 //	ocibuild -preset pause  -bin bin -name localhost/plexus/pause:3.10 -out bin/pause-image.tar
 //	ocibuild -file bin/x:/x:0755 -entrypoint '["/x"]' -name example.org/x:1 -out x.tar
 //
