@@ -116,9 +116,9 @@ func Build(spec Spec) (v1.Image, error) {
 // temporary file beside path and renames it, so path is never a partial
 // archive.
 func Write(img v1.Image, ref, path string) error {
-	tag, err := name.NewTag(ref, name.StrictValidation)
+	tag, err := ParseRef(ref)
 	if err != nil {
-		return fmt.Errorf("image name %q: %w", ref, err)
+		return err
 	}
 	tmp := path + ".tmp"
 	if err := tarball.WriteToFile(tmp, tag, img); err != nil {
@@ -139,9 +139,9 @@ func Write(img v1.Image, ref, path string) error {
 // containerd composes a manifest of its own, the manifest digest containerd
 // records is the image's own, the one a registry push gives.
 func WriteOCI(img v1.Image, ref, path string) error {
-	tag, err := name.NewTag(ref, name.StrictValidation)
+	tag, err := ParseRef(ref)
 	if err != nil {
-		return fmt.Errorf("image name %q: %w", ref, err)
+		return err
 	}
 	tmp := path + ".tmp"
 	if err := writeOCITar(img, tag.Name(), tmp); err != nil {
@@ -346,15 +346,27 @@ func writeFile(dst string, r io.Reader) error {
 
 // Read loads the image tagged ref from an archive Write wrote.
 func Read(path, ref string) (v1.Image, error) {
-	tag, err := name.NewTag(ref, name.StrictValidation)
+	tag, err := ParseRef(ref)
 	if err != nil {
-		return nil, fmt.Errorf("image name %q: %w", ref, err)
+		return nil, err
 	}
 	img, err := tarball.ImageFromPath(path, &tag)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	return img, nil
+}
+
+// ParseRef parses an image name, which must give its registry and tag:
+// containerd records an imported name as written, while kubelet looks an
+// image up by its normalized name (plexus:1 is docker.io/library/plexus:1),
+// so only a full name is found by both.
+func ParseRef(ref string) (name.Tag, error) {
+	tag, err := name.NewTag(ref, name.StrictValidation)
+	if err != nil {
+		return name.Tag{}, fmt.Errorf("image name %q (want registry/repository:tag): %w", ref, err)
+	}
+	return tag, nil
 }
 
 // entry is one file or directory of the layer.

@@ -24,7 +24,6 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
@@ -90,6 +89,9 @@ func run(args []string, getenv func(string) string, stdout io.Writer) error {
 	}
 	if o.name == "" {
 		return errors.New("-name is required")
+	}
+	if _, err := ociimage.ParseRef(o.name); err != nil {
+		return err
 	}
 	if o.format != "oci" && o.format != "docker" {
 		return fmt.Errorf("-format %q: want oci or docker", o.format)
@@ -194,9 +196,9 @@ func parseFile(s string) (ociimage.File, error) {
 // push sends img to the registry ref names, with the credentials docker
 // login or crane auth login stored (anonymous when there are none).
 func push(img v1.Image, ref string) error {
-	tag, err := name.NewTag(ref, name.StrictValidation)
+	tag, err := ociimage.ParseRef(ref)
 	if err != nil {
-		return fmt.Errorf("image name %q: %w", ref, err)
+		return err
 	}
 	if err := remote.Write(tag, img, remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
 		return fmt.Errorf("push %s: %w", ref, err)

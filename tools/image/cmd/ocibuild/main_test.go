@@ -77,6 +77,7 @@ func TestBadFlagsAreRefused(t *testing.T) {
 		want string
 	}{
 		{"no name", []string{"-out", "x.tar", "-preset", "pause"}, "-name is required"},
+		{"a name without registry", []string{"-name", "plexus:1", "-out", "x", "-preset", "pause"}, `"plexus:1" (want registry/repository:tag)`},
 		{"no output", []string{"-name", "a/b:1", "-preset", "pause"}, "-out, -push"},
 		{"an unknown preset", []string{"-name", "a/b:1", "-out", "x", "-preset", "nginx"}, `-preset "nginx"`},
 		{"a preset with files", []string{"-name", "a/b:1", "-out", "x", "-preset", "pause", "-file", "a:/a:0755"}, "takes no -file"},
