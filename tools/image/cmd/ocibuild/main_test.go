@@ -78,15 +78,15 @@ func TestBadFlagsAreRefused(t *testing.T) {
 	}{
 		{"no name", []string{"-out", "x.tar", "-preset", "pause"}, "-name is required"},
 		{"a name without registry", []string{"-name", "plexus:1", "-out", "x", "-preset", "pause"}, `"plexus:1" (want registry/repository:tag)`},
-		{"no output", []string{"-name", "a/b:1", "-preset", "pause"}, "-out, -push"},
-		{"an unknown preset", []string{"-name", "a/b:1", "-out", "x", "-preset", "nginx"}, `-preset "nginx"`},
-		{"a preset with files", []string{"-name", "a/b:1", "-out", "x", "-preset", "pause", "-file", "a:/a:0755"}, "takes no -file"},
-		{"a file without a mode", []string{"-name", "a/b:1", "-out", "x", "-file", "a:/a"}, `-file "a:/a"`},
-		{"a mode not octal", []string{"-name", "a/b:1", "-out", "x", "-file", "a:/a:0999"}, `mode "0999"`},
-		{"an entrypoint not JSON", []string{"-name", "a/b:1", "-out", "x", "-entrypoint", "/x"}, "JSON array"},
-		{"an env without =", []string{"-name", "a/b:1", "-out", "x", "-env", "A"}, `-env "A"`},
-		{"a format", []string{"-name", "a/b:1", "-out", "x", "-format", "zip"}, `-format "zip"`},
-		{"a missing binary", []string{"-name", "a/b:1", "-out", "x", "-preset", "pause", "-bin", "/nonexistent"}, "/nonexistent/pause"},
+		{"no output", []string{"-name", "example.org/b:1", "-preset", "pause"}, "-out, -push"},
+		{"an unknown preset", []string{"-name", "example.org/b:1", "-out", "x", "-preset", "nginx"}, `-preset "nginx"`},
+		{"a preset with files", []string{"-name", "example.org/b:1", "-out", "x", "-preset", "pause", "-file", "a:/a:0755"}, "takes no -file"},
+		{"a file without a mode", []string{"-name", "example.org/b:1", "-out", "x", "-file", "a:/a"}, `-file "a:/a"`},
+		{"a mode not octal", []string{"-name", "example.org/b:1", "-out", "x", "-file", "a:/a:0999"}, `mode "0999"`},
+		{"an entrypoint not JSON", []string{"-name", "example.org/b:1", "-out", "x", "-entrypoint", "/x"}, "JSON array"},
+		{"an env without =", []string{"-name", "example.org/b:1", "-out", "x", "-env", "A"}, `-env "A"`},
+		{"a format", []string{"-name", "example.org/b:1", "-out", "x", "-format", "zip"}, `-format "zip"`},
+		{"a missing binary", []string{"-name", "example.org/b:1", "-out", "x", "-preset", "pause", "-bin", "/nonexistent"}, "/nonexistent/pause"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Chdir(t.TempDir())
