@@ -61,6 +61,7 @@ test: build k8s-bins
 	cd sdk && GOWORK=off $(GO) test -count=1 ./...
 	cd extensions/examples && GOWORK=off $(GO) test -count=1 ./...
 	cd cmd/plexus-shim && $(CARGO) test --release --offline --locked --quiet
+	$(MAKE) test-image
 	$(MAKE) fuzz
 
 ## fuzz: a short run of every fuzz target (part of make test)
@@ -94,6 +95,7 @@ lint:
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 	cd cmd/plexus-shim && $(CARGO) fmt --check && $(CARGO) clippy --release --offline --locked --quiet -- -D warnings
+	$(MAKE) lint-image
 
 clean:
 	rm -rf $(BIN)
