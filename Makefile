@@ -61,6 +61,7 @@ test: build k8s-bins
 	cd sdk && GOWORK=off $(GO) test -count=1 ./...
 	cd extensions/examples && GOWORK=off $(GO) test -count=1 ./...
 	cd cmd/plexus-shim && $(CARGO) test --release --offline --locked --quiet
+	$(MAKE) test-image
 	$(MAKE) fuzz
 
 ## fuzz: a short run of every fuzz target (part of make test)
@@ -94,9 +95,11 @@ lint:
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 	cd cmd/plexus-shim && $(CARGO) fmt --check && $(CARGO) clippy --release --offline --locked --quiet -- -D warnings
+	$(MAKE) lint-image
 
 clean:
 	rm -rf $(BIN)
 
 include mk/k8s.mk
 include mk/ext.mk
+include mk/image.mk

@@ -1,0 +1,87 @@
+package images
+
+import (
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+)
+
+// daemonSet is the part of deploy/'s DaemonSets this test reads.
+type daemonSet struct {
+	Spec struct {
+		Template struct {
+			Spec struct {
+				InitContainers []container `yaml:"initContainers"`
+				Containers     []container `yaml:"containers"`
+			} `yaml:"spec"`
+		} `yaml:"template"`
+	} `yaml:"spec"`
+}
+
+type container struct {
+	Name    string   `yaml:"name"`
+	Image   string   `yaml:"image"`
+	Command []string `yaml:"command"`
+	Args    []string `yaml:"args"`
+}
+
+// TestDeployRunsTheImageMakeImageBuilds checks that every container of
+// deploy/'s DaemonSets runs the image make image tags by default, and runs
+// only binaries the image holds: importing bin/plexus-image.tar on a node
+// is then enough for kubectl apply -k deploy/ (or deploy/thick).
+func TestDeployRunsTheImageMakeImageBuilds(t *testing.T) {
+	image := makeDefault(t, "IMAGE")
+	for _, file := range []string{"deploy/daemonset.yaml", "deploy/thick/daemonset.yaml"} {
+		t.Run(file, func(t *testing.T) {
+			b, err := os.ReadFile(filepath.Join(repoRoot(t), file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ds daemonSet
+			if err := yaml.Unmarshal(b, &ds); err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+			spec := ds.Spec.Template.Spec
+			all := append(slices.Clone(spec.InitContainers), spec.Containers...)
+			if len(all) == 0 {
+				t.Fatalf("%s: no containers", file)
+			}
+			for _, c := range all {
+				if c.Image != image {
+					t.Errorf("container %s: image %q, want %q (mk/image.mk's IMAGE)", c.Name, c.Image, image)
+				}
+				checkRunsImageBinaries(t, c)
+			}
+		})
+	}
+}
+
+// checkRunsImageBinaries checks that c's command is a binary of the image,
+// as is every binary it is told to install from it.
+func checkRunsImageBinaries(t *testing.T, c container) {
+	t.Helper()
+	if len(c.Command) == 0 {
+		t.Errorf("container %s: no command (the image's entrypoint is for use by hand)", c.Name)
+		return
+	}
+	if dir, bin := path.Split(c.Command[0]); dir != PlexusBinDir+"/" || !slices.Contains(PlexusBinaries, bin) {
+		t.Errorf("container %s: command %q, want one of %v in %s", c.Name, c.Command[0], PlexusBinaries, PlexusBinDir)
+	}
+	for _, a := range append(slices.Clone(c.Command[1:]), c.Args...) {
+		if v, ok := strings.CutPrefix(a, "--src-bin-dir="); ok && v != PlexusBinDir {
+			t.Errorf("container %s: %s, want the image's %s", c.Name, a, PlexusBinDir)
+		}
+		if v, ok := strings.CutPrefix(a, "--binaries="); ok {
+			for _, b := range strings.Split(v, ",") {
+				if !slices.Contains(PlexusBinaries, b) {
+					t.Errorf("container %s: installs %s, which the image does not hold (%v)", c.Name, b, PlexusBinaries)
+				}
+			}
+		}
+	}
+}
