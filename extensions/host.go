@@ -67,7 +67,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		lim, _ := mc.limits() // validated above
 		h.modules = append(h.modules, &module{
 			path: mc.Path, decl: decl, config: mc.Config, lim: lim, cache: cache, dir: cfg.CacheDir,
-			checked: cfg.LongLived,
+			longLived: cfg.LongLived,
 		})
 		manifests = append(manifests, &decl.Manifest)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/plexus-cni/plexus/core/selection"
 	"github.com/plexus-cni/plexus/core/source"
 	"github.com/plexus-cni/plexus/core/status"
+	"github.com/plexus-cni/plexus/internal/wasmbin"
 )
 
 const bridgeConf = `{"cniVersion":"1.0.0","name":"net","type":"bridge","bridge":"br0"}`
@@ -263,6 +265,53 @@ func TestRawTrapThenRecovers(t *testing.T) {
 				t.Fatalf("longLived=%v, call %d: err = %v", longLived, i, err)
 			}
 		}
+	}
+}
+
+// A module the deadline rewriter refuses (here for a SIMD instruction)
+// loads in plexusd as in thin mode, with wazero's context check in place of
+// the rewriter's: it runs, it still stops at its deadline, and its memory
+// is still capped.
+func TestUnrewritableModuleFallsBackToContextCheck(t *testing.T) {
+	manifest := manifestJSON("simd", "com.simd.", `"prepare"`)
+	cases := []struct {
+		name string
+		body []byte
+		mc   ModuleConfig
+		want string
+	}{
+		// Returning 0 without output proves the hook ran.
+		{"runs", bodyReturn0, ModuleConfig{}, "output is not a JSON object"},
+		{"deadline", bodyLoop, ModuleConfig{Timeout: Duration(50e6)}, "deadline of 50ms exceeded"},
+		// memory.grow returns -1 when the cap refuses the 64 pages.
+		{"memory cap", bodyGrow64, ModuleConfig{MemoryLimitPages: 16}, "hook returned status 4294967295"},
+	}
+	for _, c := range cases {
+		wasm := fakeWasm{manifest: manifest, exports: []string{"prepare"}, body: append(slices.Clone(simd), c.body...)}
+		if _, err := wasmbin.AddDeadlineCheck(wasm.bytes()); !errors.Is(err, wasmbin.ErrFormat) {
+			t.Fatalf("%s: the rewriter took the module (err = %v); the test needs one it refuses", c.name, err)
+		}
+		for _, longLived := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/longLived=%v", c.name, longLived), func(t *testing.T) {
+				mc := c.mc
+				mc.Path = wasm.write(t, "simd.wasm")
+				h := newHost(t, Config{Modules: []ModuleConfig{mc}, LongLived: longLived})
+				err := h.Prepare(context.Background(), prepareReq(bridgeConf, map[string]string{"com.simd.k": "1"}, nil))
+				if err == nil || !strings.Contains(err.Error(), c.want) {
+					t.Fatalf("err = %v\nwant %q", err, c.want)
+				}
+				if h.modules[0].ticked {
+					t.Fatal("module marked as carrying the rewriter's deadline check")
+				}
+			})
+		}
+	}
+	// The control: without the SIMD instruction plexusd's host rewrites.
+	plain := fakeWasm{manifest: manifest, exports: []string{"prepare"}, body: bodyReturn0}
+	h := newHost(t, Config{Modules: []ModuleConfig{{Path: plain.write(t, "plain.wasm")}}, LongLived: true})
+	_ = h.Prepare(context.Background(), prepareReq(bridgeConf, map[string]string{"com.simd.k": "1"}, nil))
+	if !h.modules[0].ticked {
+		t.Fatal("a module the rewriter takes was not rewritten")
 	}
 }
 

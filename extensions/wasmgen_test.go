@@ -21,6 +21,10 @@ var (
 	bodyReturn0     = []byte{0x41, 0x00}                               // i32.const 0
 	bodyUnreachable = []byte{0x00}                                     // unreachable
 	bodyLoop        = []byte{0x03, 0x40, 0x0c, 0x00, 0x0b, 0x41, 0x00} // loop br 0 end; i32.const 0
+	bodyGrow64      = []byte{0x41, 0x40, 0x40, 0x00}                   // i32.const 64; memory.grow
+	// simd is v128.const 0; drop: a SIMD instruction, which wazero runs
+	// and wasmbin.AddDeadlineCheck refuses.
+	simd = append(append([]byte{0xfd, 0x0c}, make([]byte, 16)...), 0x1a)
 )
 
 func (f fakeWasm) bytes() []byte {
