@@ -11,6 +11,7 @@ import (
 	"github.com/plexus-cni/plexus/core/pipeline"
 	"github.com/plexus-cni/plexus/core/selection"
 	"github.com/plexus-cni/plexus/core/status"
+	"github.com/plexus-cni/plexus/sdk/wasmfmt"
 )
 
 func TestParseBinaryReadsHeaderSections(t *testing.T) {
@@ -50,7 +51,7 @@ func TestParseBinaryRefusesGarbage(t *testing.T) {
 
 func TestTwoManifestSectionsRefused(t *testing.T) {
 	raw := fakeWasm{manifest: manifestJSON("x", "com.example.", ""), exports: []string{"prepare"}, body: bodyReturn0}.bytes()
-	raw = AppendCustomSection(raw, ManifestSection, []byte(manifestJSON("y", "org.other.", "")))
+	raw = wasmfmt.AppendCustomSection(raw, ManifestSection, []byte(manifestJSON("y", "org.other.", "")))
 	b, err := ParseBinary(bytes.NewReader(raw), int64(len(raw)))
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/plexus-cni/plexus/sdk/wasmfmt"
 )
 
 // A tiny reader for the parts of a wasm binary plexus needs before it
@@ -14,10 +16,6 @@ import (
 // (code, data) are skipped by offset, never read.
 
 const (
-	wasmMagic   = "\x00asm"
-	wasmVersion = "\x01\x00\x00\x00"
-
-	sectionCustom = 0
 	sectionImport = 2
 	sectionExport = 7
 
@@ -95,10 +93,10 @@ func ParseBinary(r io.ReaderAt, size int64) (*Binary, error) {
 	if _, err := r.ReadAt(head, 0); err != nil {
 		return nil, fmt.Errorf("reading wasm header: %w", err)
 	}
-	if string(head[:4]) != wasmMagic {
+	if string(head[:4]) != wasmfmt.Header[:4] {
 		return nil, errors.New("not a wasm binary (bad magic)")
 	}
-	if string(head[4:]) != wasmVersion {
+	if string(head[4:]) != wasmfmt.Header[4:] {
 		return nil, errors.New("unsupported wasm binary version")
 	}
 	b := &Binary{}
@@ -137,7 +135,7 @@ func sectionAt(r io.ReaderAt, off, size int64) (id byte, body, next int64, err e
 }
 
 func (b *Binary) readSection(r io.ReaderAt, id byte, off, length int64) error {
-	if id != sectionCustom && id != sectionImport && id != sectionExport {
+	if id != wasmfmt.SectionCustom && id != sectionImport && id != sectionExport {
 		return nil
 	}
 	if length > maxHeaderSection {
@@ -149,7 +147,7 @@ func (b *Binary) readSection(r io.ReaderAt, id byte, off, length int64) error {
 	}
 	d := &decoder{buf: buf}
 	switch id {
-	case sectionCustom:
+	case wasmfmt.SectionCustom:
 		name := d.name()
 		b.Custom = append(b.Custom, CustomSection{Name: name, Data: d.rest()})
 	case sectionImport:
@@ -163,22 +161,22 @@ func (b *Binary) readSection(r io.ReaderAt, id byte, off, length int64) error {
 	return nil
 }
 
-// decoder reads LEB128 integers and names; the first error sticks.
+// decoder reads integers, bytes and names; the first error sticks.
 type decoder struct {
 	buf []byte
 	pos int
 	err error
 }
 
-func (d *decoder) fail(msg string) {
+func (d *decoder) fail(err error) {
 	if d.err == nil {
-		d.err = errors.New(msg)
+		d.err = err
 	}
 }
 
 func (d *decoder) byte() byte {
 	if d.err != nil || d.pos >= len(d.buf) {
-		d.fail("unexpected end of section")
+		d.fail(errors.New("unexpected end of section"))
 		return 0
 	}
 	c := d.buf[d.pos]
@@ -187,24 +185,21 @@ func (d *decoder) byte() byte {
 }
 
 func (d *decoder) u32() uint32 {
-	var v uint32
-	for shift := 0; shift < 35; shift += 7 {
-		c := d.byte()
-		if d.err != nil {
-			return 0
-		}
-		v |= uint32(c&0x7f) << shift
-		if c&0x80 == 0 {
-			return v
-		}
+	if d.err != nil {
+		return 0
 	}
-	d.fail("LEB128 integer too long")
-	return 0
+	v, next, err := wasmfmt.ReadU32(d.buf, d.pos)
+	if err != nil {
+		d.fail(err)
+		return 0
+	}
+	d.pos = next
+	return v
 }
 
 func (d *decoder) bytes(n uint32) []byte {
 	if d.err != nil || uint64(d.pos)+uint64(n) > uint64(len(d.buf)) {
-		d.fail("unexpected end of section")
+		d.fail(errors.New("unexpected end of section"))
 		return nil
 	}
 	out := d.buf[d.pos : d.pos+int(n)]
@@ -247,7 +242,7 @@ func (d *decoder) imports() []Import {
 			d.byte() // value type
 			d.byte() // mutability
 		default:
-			d.fail(fmt.Sprintf("import %d has unknown kind %d", i, imp.Kind))
+			d.fail(fmt.Errorf("import %d has unknown kind %d", i, imp.Kind))
 		}
 		out = append(out, imp)
 	}
@@ -263,27 +258,4 @@ func (d *decoder) exports() []Export {
 		out = append(out, e)
 	}
 	return out
-}
-
-// AppendCustomSection returns wasm with a custom section appended: id 0,
-// LEB128 size, LEB128 name length, name, payload.
-func AppendCustomSection(wasm []byte, name string, payload []byte) []byte {
-	var body []byte
-	body = appendU32(body, uint32(len(name)))
-	body = append(body, name...)
-	body = append(body, payload...)
-	out := append(bytes.Clone(wasm), sectionCustom)
-	out = appendU32(out, uint32(len(body)))
-	return append(out, body...)
-}
-
-func appendU32(b []byte, v uint32) []byte {
-	for {
-		c := byte(v & 0x7f)
-		v >>= 7
-		if v == 0 {
-			return append(b, c)
-		}
-		b = append(b, c|0x80)
-	}
 }

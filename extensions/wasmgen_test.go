@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/plexus-cni/plexus/sdk/wasmfmt"
 )
 
 // fakeWasm describes a hand-assembled module: enough wasm to test what the
@@ -28,47 +30,39 @@ var (
 )
 
 func (f fakeWasm) bytes() []byte {
-	b := []byte(wasmMagic + wasmVersion)
-	b = section(b, 1, vec(1, []byte{0x60, 0x01, 0x7f, 0x01, 0x7f}))
+	b := []byte(wasmfmt.Header)
+	b = wasmfmt.AppendSection(b, 1, vec(1, []byte{0x60, 0x01, 0x7f, 0x01, 0x7f}))
 	var imps []byte
 	for _, i := range f.imports {
-		imps = append(imps, name(i.Module)...)
-		imps = append(imps, name(i.Name)...)
+		imps = wasmfmt.AppendName(wasmfmt.AppendName(imps, i.Module), i.Name)
 		imps = append(imps, kindFunc, 0x00)
 	}
 	if len(f.imports) > 0 {
-		b = section(b, 2, vec(len(f.imports), imps))
+		b = wasmfmt.AppendSection(b, 2, vec(len(f.imports), imps))
 	}
 	funcs := make([]byte, len(f.exports)) // all type 0
-	b = section(b, 3, vec(len(f.exports), funcs))
-	b = section(b, 5, vec(1, []byte{0x00, 0x01})) // one page
-	exps := append(name("memory"), kindMemory, 0x00)
+	b = wasmfmt.AppendSection(b, 3, vec(len(f.exports), funcs))
+	b = wasmfmt.AppendSection(b, 5, vec(1, []byte{0x00, 0x01})) // one page
+	exps := append(wasmfmt.AppendName(nil, "memory"), kindMemory, 0x00)
 	for i, e := range f.exports {
-		exps = append(exps, name(e)...)
+		exps = wasmfmt.AppendName(exps, e)
 		exps = append(exps, kindFunc, byte(len(f.imports)+i))
 	}
-	b = section(b, 7, vec(len(f.exports)+1, exps))
+	b = wasmfmt.AppendSection(b, 7, vec(len(f.exports)+1, exps))
 	var code []byte
 	for range f.exports {
 		fn := append([]byte{0x00}, f.body...) // no locals
 		fn = append(fn, 0x0b)
-		code = append(appendU32(code, uint32(len(fn))), fn...)
+		code = append(wasmfmt.AppendU32(code, uint32(len(fn))), fn...)
 	}
-	b = section(b, 10, vec(len(f.exports), code))
+	b = wasmfmt.AppendSection(b, 10, vec(len(f.exports), code))
 	if f.manifest != "" {
-		b = AppendCustomSection(b, ManifestSection, []byte(f.manifest))
+		b = wasmfmt.AppendCustomSection(b, ManifestSection, []byte(f.manifest))
 	}
 	return b
 }
 
-func section(b []byte, id byte, body []byte) []byte {
-	b = appendU32(append(b, id), uint32(len(body)))
-	return append(b, body...)
-}
-
-func vec(n int, items []byte) []byte { return append(appendU32(nil, uint32(n)), items...) }
-
-func name(s string) []byte { return append(appendU32(nil, uint32(len(s))), s...) }
+func vec(n int, items []byte) []byte { return append(wasmfmt.AppendU32(nil, uint32(n)), items...) }
 
 // write puts the module in a test temp dir and returns its path.
 func (f fakeWasm) write(t testing.TB, file string) string {
