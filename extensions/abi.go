@@ -8,19 +8,20 @@ package extensions
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
+
+	"github.com/plexus-cni/plexus/sdk/abi"
 )
 
-// ABI constants (sdk/ABI.md).
+// ABI constants (sdk/ABI.md), defined with the documents in sdk/abi.
 const (
-	ABIVersion      = 1
-	ManifestSection = "plexus.manifest"
-	HostModule      = "plexus"
-	WASIModule      = "wasi_snapshot_preview1"
+	ABIVersion      = abi.Version
+	ManifestSection = abi.ManifestSection
+	HostModule      = abi.HostModule
+	WASIModule      = abi.WASIModule
 
-	HookPrepare = "prepare"
-	HookEnrich  = "enrich"
+	HookPrepare = abi.HookPrepare
+	HookEnrich  = abi.HookEnrich
 )
 
 // hostFuncs are the functions of the "plexus" host module.
@@ -46,21 +47,7 @@ var wasiFuncs = map[string]bool{
 
 // Manifest is a module's declaration, the JSON in its "plexus.manifest"
 // custom section. Unknown fields are ignored.
-type Manifest struct {
-	ABI     int    `json:"abi"`
-	Name    string `json:"name"`
-	Version string `json:"version"`
-	// Prefixes are the reverse-domain key prefixes the module owns.
-	Prefixes []string `json:"prefixes"`
-	// Hooks are the hooks the module implements: "prepare", "enrich".
-	Hooks []string `json:"hooks"`
-	// EnrichAll asks for enrich on every attachment, not only those whose
-	// selection element carries the module's keys.
-	EnrichAll bool `json:"enrichAll,omitempty"`
-}
-
-// Has reports whether the module declares the hook.
-func (m *Manifest) Has(hook string) bool { return slices.Contains(m.Hooks, hook) }
+type Manifest = abi.Manifest
 
 // ParseManifest decodes and validates a declaration.
 func ParseManifest(data []byte) (*Manifest, error) {
@@ -68,13 +55,13 @@ func ParseManifest(data []byte) (*Manifest, error) {
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, fmt.Errorf("invalid %s section: %w", ManifestSection, err)
 	}
-	if err := m.validate(); err != nil {
+	if err := validateManifest(&m); err != nil {
 		return nil, err
 	}
 	return &m, nil
 }
 
-func (m *Manifest) validate() error {
+func validateManifest(m *Manifest) error {
 	if m.ABI != ABIVersion {
 		return fmt.Errorf("ABI version %d is not supported (this host speaks %d)", m.ABI, ABIVersion)
 	}

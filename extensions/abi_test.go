@@ -11,6 +11,7 @@ import (
 	"github.com/plexus-cni/plexus/core/pipeline"
 	"github.com/plexus-cni/plexus/core/selection"
 	"github.com/plexus-cni/plexus/core/status"
+	"github.com/plexus-cni/plexus/sdk/abi"
 	"github.com/plexus-cni/plexus/sdk/wasmfmt"
 )
 
@@ -303,5 +304,38 @@ func TestEnrichNeedsEntry(t *testing.T) {
 	e := &status.Entry{Name: "x"}
 	if err := h.Enrich(context.Background(), &pipeline.EnrichRequest{Attachment: &pipeline.Attachment{}, Entry: e}); err != nil || e.Extra != nil {
 		t.Fatalf("no modules: err %v, extra %v", err, e.Extra)
+	}
+}
+
+// The enrich input carries the whole status entry, reverse-domain keys
+// included, and still decodes as the SDK's abi.EnrichRequest.
+func TestEnrichInputSendsTheWholeEntry(t *testing.T) {
+	entry := &status.Entry{Name: "ns/net", Interface: "net1", IPs: []string{"10.0.0.2"}}
+	if err := entry.SetExtra("com.other.id", json.RawMessage(`7`)); err != nil {
+		t.Fatal(err)
+	}
+	m := &module{config: []byte(`{"k":1}`)}
+	req := prepareReq(bridgeConf, map[string]string{"com.example.vlan": "5"}, nil)
+	in, err := newEnrichInput(m, &pipeline.EnrichRequest{Pod: req.Pod, Attachment: req.Attachment, Entry: entry}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw struct {
+		Status map[string]json.RawMessage `json:"status"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil || string(raw.Status["com.other.id"]) != "7" {
+		t.Fatalf("status sent = %s (%v), want the entry's reverse-domain key", raw.Status, err)
+	}
+	var got abi.EnrichRequest
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Hook != HookEnrich || got.Status.Name != "ns/net" || got.Status.Interface != "net1" ||
+		len(got.Status.IPs) != 1 || string(got.ModuleConfig) != `{"k":1}` || got.Pod.Name != req.Pod.Name {
+		t.Fatalf("decoded %+v from %s", got, b)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/plexus-cni/plexus/core/source"
 	"github.com/plexus-cni/plexus/core/status"
 	"github.com/plexus-cni/plexus/internal/wasmbin"
+	"github.com/plexus-cni/plexus/sdk/abi"
 )
 
 const bridgeConf = `{"cniVersion":"1.0.0","name":"net","type":"bridge","bridge":"br0"}`
@@ -389,8 +390,8 @@ func TestModuleSeesOnlyOwnedKeys(t *testing.T) {
 	echoed := strings.TrimPrefix(w[0], `extension "misbehave" (prepare): `)
 	var in struct {
 		Keys    map[string]json.RawMessage `json:"keys"`
-		Pod     wirePod                    `json:"pod"`
-		Network wireNetwork                `json:"network"`
+		Pod     abi.Pod                    `json:"pod"`
+		Network abi.Network                `json:"network"`
 		CNIArgs map[string]string          `json:"cniArgs"`
 	}
 	if err := json.Unmarshal([]byte(echoed), &in); err != nil {

@@ -11,10 +11,11 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/plexus-cni/plexus/sdk/abi"
 	"github.com/plexus-cni/plexus/sdk/wasmfmt"
 )
 
-const section = "plexus.manifest"
+const section = abi.ManifestSection
 
 func main() {
 	manifest := flag.String("manifest", "manifest.json", "the declaration (JSON)")
@@ -34,9 +35,7 @@ func appendManifest(manifestPath, wasmPath string) error {
 	if err != nil {
 		return err
 	}
-	var probe struct {
-		ABI int `json:"abi"`
-	}
+	var probe abi.Manifest
 	if err := json.Unmarshal(payload, &probe); err != nil || probe.ABI == 0 {
 		return fmt.Errorf("%s: not a manifest with an \"abi\" version", manifestPath)
 	}
