@@ -441,8 +441,9 @@ func (r *rewriter) instruction(out, b []byte, i int) ([]byte, int, error) {
 // skipInstruction returns where the instruction at i ends. It knows the
 // MVP instruction set and the sign-extension, saturating-truncation,
 // bulk-memory, reference-type and multi-value additions, which is what
-// OPA's Wasm compiler emits; anything else is refused, and "auto" falls
-// back to the topdown evaluator.
+// OPA's Wasm compiler emits; anything else is refused: the policy engine's
+// "auto" falls back to the topdown evaluator, the extension host to
+// wazero's context check.
 func skipInstruction(b []byte, i int) (int, error) {
 	op := b[i]
 	i++
