@@ -2,7 +2,8 @@
 // reverse-domain keys of the selection annotation (s4.1.2.1) and of the
 // status annotation (s5.3), in a wazero sandbox. It implements the prepare
 // and enrich stages of core/pipeline. The guest side of the ABI is the sdk
-// module; sdk/ABI.md is the contract.
+// module; sdk/ABI.md is the contract, and sdk/abi its names and documents,
+// which both sides use.
 package extensions
 
 import (
@@ -11,17 +12,6 @@ import (
 	"strings"
 
 	"github.com/plexus-cni/plexus/sdk/abi"
-)
-
-// ABI constants (sdk/ABI.md), defined with the documents in sdk/abi.
-const (
-	ABIVersion      = abi.Version
-	ManifestSection = abi.ManifestSection
-	HostModule      = abi.HostModule
-	WASIModule      = abi.WASIModule
-
-	HookPrepare = abi.HookPrepare
-	HookEnrich  = abi.HookEnrich
 )
 
 // hostFuncs are the functions of the "plexus" host module.
@@ -53,7 +43,7 @@ type Manifest = abi.Manifest
 func ParseManifest(data []byte) (*Manifest, error) {
 	var m Manifest
 	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, fmt.Errorf("invalid %s section: %w", ManifestSection, err)
+		return nil, fmt.Errorf("invalid %s section: %w", abi.ManifestSection, err)
 	}
 	if err := validateManifest(&m); err != nil {
 		return nil, err
@@ -62,8 +52,8 @@ func ParseManifest(data []byte) (*Manifest, error) {
 }
 
 func validateManifest(m *Manifest) error {
-	if m.ABI != ABIVersion {
-		return fmt.Errorf("ABI version %d is not supported (this host speaks %d)", m.ABI, ABIVersion)
+	if m.ABI != abi.Version {
+		return fmt.Errorf("ABI version %d is not supported (this host speaks %d)", m.ABI, abi.Version)
 	}
 	if !validModuleName(m.Name) {
 		return fmt.Errorf("name %q must be 1-63 characters of a-z, 0-9 and -", m.Name)
@@ -84,7 +74,7 @@ func validateManifest(m *Manifest) error {
 		}
 	}
 	for _, h := range m.Hooks {
-		if h != HookPrepare && h != HookEnrich {
+		if h != abi.HookPrepare && h != abi.HookEnrich {
 			return fmt.Errorf("module %q: unknown hook %q", m.Name, h)
 		}
 	}
@@ -182,11 +172,11 @@ func checkImports(imports []Import) error {
 			return fmt.Errorf("import %s.%s: only functions may be imported", imp.Module, imp.Name)
 		}
 		switch {
-		case imp.Module == HostModule && hostFuncs[imp.Name]:
-		case imp.Module == WASIModule && wasiFuncs[imp.Name]:
+		case imp.Module == abi.HostModule && hostFuncs[imp.Name]:
+		case imp.Module == abi.WASIModule && wasiFuncs[imp.Name]:
 		default:
 			return fmt.Errorf("import %s.%s is not allowed (only %s functions of ABI v%d and WASI preview1 without sockets)",
-				imp.Module, imp.Name, HostModule, ABIVersion)
+				imp.Module, imp.Name, abi.HostModule, abi.Version)
 		}
 	}
 	return nil
@@ -215,7 +205,7 @@ type Declaration struct {
 
 // declare validates a parsed binary against the ABI.
 func declare(b *Binary) (*Declaration, error) {
-	data, err := b.CustomNamed(ManifestSection)
+	data, err := b.CustomNamed(abi.ManifestSection)
 	if err != nil {
 		return nil, fmt.Errorf("missing declaration: %w", err)
 	}

@@ -18,7 +18,7 @@ import (
 func TestParseBinaryReadsHeaderSections(t *testing.T) {
 	f := fakeWasm{
 		manifest: manifestJSON("x", "com.example.", `"prepare"`),
-		imports:  []Import{{Module: HostModule, Name: "input_read"}},
+		imports:  []Import{{Module: abi.HostModule, Name: "input_read"}},
 		exports:  []string{"prepare"},
 		body:     bodyReturn0,
 	}
@@ -27,7 +27,7 @@ func TestParseBinaryReadsHeaderSections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := b.CustomNamed(ManifestSection)
+	data, err := b.CustomNamed(abi.ManifestSection)
 	if err != nil || string(data) != f.manifest {
 		t.Fatalf("manifest = %q, %v", data, err)
 	}
@@ -52,7 +52,7 @@ func TestParseBinaryRefusesGarbage(t *testing.T) {
 
 func TestTwoManifestSectionsRefused(t *testing.T) {
 	raw := fakeWasm{manifest: manifestJSON("x", "com.example.", ""), exports: []string{"prepare"}, body: bodyReturn0}.bytes()
-	raw = wasmfmt.AppendCustomSection(raw, ManifestSection, []byte(manifestJSON("y", "org.other.", "")))
+	raw = wasmfmt.AppendCustomSection(raw, abi.ManifestSection, []byte(manifestJSON("y", "org.other.", "")))
 	b, err := ParseBinary(bytes.NewReader(raw), int64(len(raw)))
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +83,7 @@ func TestManifestValidation(t *testing.T) {
 		}
 	}
 	m, err := ParseManifest([]byte(`{"abi":1,"name":"ok","prefixes":["com.example."],"hooks":["enrich"],"future":1}`))
-	if err != nil || !m.Has(HookEnrich) || m.Has(HookPrepare) {
+	if err != nil || !m.Has(abi.HookEnrich) || m.Has(abi.HookPrepare) {
 		t.Fatalf("valid manifest: %+v, %v", m, err)
 	}
 }
@@ -121,7 +121,7 @@ func TestOverlapNamesBothModules(t *testing.T) {
 }
 
 func TestImportAllowList(t *testing.T) {
-	ok := []Import{{Module: WASIModule, Name: "fd_write"}, {Module: HostModule, Name: "output_write"}}
+	ok := []Import{{Module: abi.WASIModule, Name: "fd_write"}, {Module: abi.HostModule, Name: "output_write"}}
 	if err := checkImports(ok); err != nil {
 		t.Fatalf("allowed imports refused: %v", err)
 	}
@@ -130,8 +130,8 @@ func TestImportAllowList(t *testing.T) {
 		want string
 	}{
 		{Import{Module: "env", Name: "evil"}, "import env.evil is not allowed"},
-		{Import{Module: WASIModule, Name: "sock_accept"}, "import wasi_snapshot_preview1.sock_accept is not allowed"},
-		{Import{Module: HostModule, Name: "exec"}, "import plexus.exec is not allowed"},
+		{Import{Module: abi.WASIModule, Name: "sock_accept"}, "import wasi_snapshot_preview1.sock_accept is not allowed"},
+		{Import{Module: abi.HostModule, Name: "exec"}, "import plexus.exec is not allowed"},
 		{Import{Module: "env", Name: "memory", Kind: kindMemory}, "only functions may be imported"},
 	}
 	for _, c := range cases {
@@ -151,7 +151,7 @@ func TestReadDeclarationRefusals(t *testing.T) {
 	}{
 		{"no manifest", fakeWasm{exports: []string{"prepare"}, body: bodyReturn0}, "missing declaration"},
 		{"sock_accept", fakeWasm{manifest: good, exports: []string{"prepare"}, body: bodyReturn0,
-			imports: []Import{{Module: WASIModule, Name: "sock_accept"}}}, "sock_accept is not allowed"},
+			imports: []Import{{Module: abi.WASIModule, Name: "sock_accept"}}}, "sock_accept is not allowed"},
 		{"command", fakeWasm{manifest: good, exports: []string{"prepare", "_start"}, body: bodyReturn0}, "exports _start"},
 		{"hook missing", fakeWasm{manifest: good, exports: []string{"enrich"}, body: bodyReturn0}, `declares hook "prepare" but does not export it`},
 	}
@@ -334,7 +334,7 @@ func TestEnrichInputSendsTheWholeEntry(t *testing.T) {
 	if err := json.Unmarshal(b, &got); err != nil {
 		t.Fatal(err)
 	}
-	if got.Hook != HookEnrich || got.Status.Name != "ns/net" || got.Status.Interface != "net1" ||
+	if got.Hook != abi.HookEnrich || got.Status.Name != "ns/net" || got.Status.Interface != "net1" ||
 		len(got.Status.IPs) != 1 || string(got.ModuleConfig) != `{"k":1}` || got.Pod.Name != req.Pod.Name {
 		t.Fatalf("decoded %+v from %s", got, b)
 	}

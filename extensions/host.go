@@ -10,6 +10,7 @@ import (
 	"github.com/tetratelabs/wazero"
 
 	"github.com/plexus-cni/plexus/core/pipeline"
+	"github.com/plexus-cni/plexus/sdk/abi"
 )
 
 // Host runs the configured modules as the prepare and enrich stages.
@@ -188,7 +189,7 @@ func (m *module) invoke(ctx context.Context, hook string, input any) (*wireOutpu
 func (m *module) failed(hook string, err error, warn func(string)) error {
 	he := &HookError{Module: m.name(), Hook: hook, Err: err}
 	policy := m.lim.prepareFailure
-	if hook == HookEnrich {
+	if hook == abi.HookEnrich {
 		policy = m.lim.enrichFailure
 	}
 	if policy == PolicyFail {

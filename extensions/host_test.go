@@ -204,16 +204,16 @@ func TestHostileModules(t *testing.T) {
 		mc         ModuleConfig
 		want       string
 	}{
-		{"loop", HookPrepare, ModuleConfig{Timeout: Duration(100e6)}, "deadline of 100ms exceeded"},
-		{"membomb", HookPrepare, ModuleConfig{MemoryLimit: "32Mi", Timeout: Duration(20e9)}, "out of memory"},
-		{"trap", HookPrepare, ModuleConfig{}, "trap: wasm error: out of bounds memory access"},
-		{"bigoutput", HookPrepare, ModuleConfig{}, "exceeds the cap of 1048576 bytes"},
-		{"changetype", HookPrepare, ModuleConfig{}, `may not change "type" of the config`},
-		{"changeargs", HookPrepare, ModuleConfig{}, `may not change "args" of the config`},
-		{"cniargs", HookPrepare, ModuleConfig{}, `may not change CNI_ARGS key "K8S_POD_NAME"`},
-		{"panic", HookPrepare, ModuleConfig{}, "module error: panic in prepare hook: hostile panic"},
-		{"unowned", HookEnrich, ModuleConfig{EnrichFailure: PolicyFail}, `status key "org.other.key" is outside the module's prefixes`},
-		{"reserved", HookEnrich, ModuleConfig{EnrichFailure: PolicyFail}, `status key "ips" is reserved by the specification (s5.3)`},
+		{"loop", abi.HookPrepare, ModuleConfig{Timeout: Duration(100e6)}, "deadline of 100ms exceeded"},
+		{"membomb", abi.HookPrepare, ModuleConfig{MemoryLimit: "32Mi", Timeout: Duration(20e9)}, "out of memory"},
+		{"trap", abi.HookPrepare, ModuleConfig{}, "trap: wasm error: out of bounds memory access"},
+		{"bigoutput", abi.HookPrepare, ModuleConfig{}, "exceeds the cap of 1048576 bytes"},
+		{"changetype", abi.HookPrepare, ModuleConfig{}, `may not change "type" of the config`},
+		{"changeargs", abi.HookPrepare, ModuleConfig{}, `may not change "args" of the config`},
+		{"cniargs", abi.HookPrepare, ModuleConfig{}, `may not change CNI_ARGS key "K8S_POD_NAME"`},
+		{"panic", abi.HookPrepare, ModuleConfig{}, "module error: panic in prepare hook: hostile panic"},
+		{"unowned", abi.HookEnrich, ModuleConfig{EnrichFailure: PolicyFail}, `status key "org.other.key" is outside the module's prefixes`},
+		{"reserved", abi.HookEnrich, ModuleConfig{EnrichFailure: PolicyFail}, `status key "ips" is reserved by the specification (s5.3)`},
 	}
 	trapped := map[string]bool{"loop": true, "membomb": true, "trap": true, "bigoutput": true}
 	for _, c := range cases {
@@ -239,7 +239,7 @@ func TestHostileModules(t *testing.T) {
 func runHook(h *Host, hook string, warn func(string)) error {
 	ctx := context.Background()
 	req := prepareReq(bridgeConf, map[string]string{"com.hostile.x": "1"}, warn)
-	if hook == HookPrepare {
+	if hook == abi.HookPrepare {
 		return h.Prepare(ctx, req)
 	}
 	return h.Enrich(ctx, &pipeline.EnrichRequest{Attachment: req.Attachment, Entry: &status.Entry{Name: "ns/net"}, Warn: warn})
@@ -340,7 +340,7 @@ func TestFailurePolicies(t *testing.T) {
 	// enrich defaults to ignore: the entry stays unenriched, with a warning.
 	h = newHost(t, Config{Modules: []ModuleConfig{{Path: mc.Path, Config: mc.Config}}})
 	w = nil
-	if err := runHook(h, HookEnrich, w.add); err != nil {
+	if err := runHook(h, abi.HookEnrich, w.add); err != nil {
 		t.Fatalf("enrich: %v", err)
 	}
 	if len(w) != 1 || !strings.Contains(w[0], "panic in enrich hook") {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/plexus-cni/plexus/sdk/abi"
 	"github.com/plexus-cni/plexus/sdk/wasmfmt"
 )
 
@@ -93,5 +94,5 @@ func buildGoModule(moduleDir, pkg, out string) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(out, wasmfmt.AppendCustomSection(wasm, ManifestSection, manifest), 0o644)
+	return os.WriteFile(out, wasmfmt.AppendCustomSection(wasm, abi.ManifestSection, manifest), 0o644)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/plexus-cni/plexus/internal/wasmbin"
+	"github.com/plexus-cni/plexus/sdk/abi"
 )
 
 // module is one configured extension: its declaration, read at New, and
@@ -120,7 +121,7 @@ func (m *module) compile(ctx context.Context, rt wazero.Runtime, wasm []byte) (w
 func (m *module) verify(c wazero.CompiledModule, ticked bool) error {
 	var found []byte
 	for _, s := range c.CustomSections() {
-		if s.Name() == ManifestSection {
+		if s.Name() == abi.ManifestSection {
 			found = s.Data()
 		}
 	}
@@ -155,7 +156,7 @@ func instantiateHost(ctx context.Context, rt wazero.Runtime) error {
 	}
 	i32 := []api.ValueType{api.ValueTypeI32}
 	i32x2 := []api.ValueType{api.ValueTypeI32, api.ValueTypeI32}
-	_, err := rt.NewHostModuleBuilder(HostModule).
+	_, err := rt.NewHostModuleBuilder(abi.HostModule).
 		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(inputRead), i32x2, i32).Export("input_read").
 		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(outputWrite), i32x2, i32).Export("output_write").
 		Instantiate(ctx)

@@ -62,12 +62,12 @@ func RunHook(ctx context.Context, w io.Writer, path string, opt RunOptions) erro
 	}
 	defer h.Close(ctx)
 	switch opt.Hook {
-	case HookPrepare:
+	case abi.HookPrepare:
 		return runPrepare(ctx, w, h, opt.Input)
-	case HookEnrich:
+	case abi.HookEnrich:
 		return runEnrich(ctx, w, h, opt.Input)
 	}
-	return fmt.Errorf("unknown hook %q (want %s or %s)", opt.Hook, HookPrepare, HookEnrich)
+	return fmt.Errorf("unknown hook %q (want %s or %s)", opt.Hook, abi.HookPrepare, abi.HookEnrich)
 }
 
 type runReport struct {

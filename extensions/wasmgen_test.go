@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/plexus-cni/plexus/sdk/abi"
 	"github.com/plexus-cni/plexus/sdk/wasmfmt"
 )
 
@@ -57,7 +58,7 @@ func (f fakeWasm) bytes() []byte {
 	}
 	b = wasmfmt.AppendSection(b, 10, vec(len(f.exports), code))
 	if f.manifest != "" {
-		b = wasmfmt.AppendCustomSection(b, ManifestSection, []byte(f.manifest))
+		b = wasmfmt.AppendCustomSection(b, abi.ManifestSection, []byte(f.manifest))
 	}
 	return b
 }

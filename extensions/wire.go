@@ -35,7 +35,7 @@ func decodeOutput(b []byte) (*wireOutput, error) {
 
 func common(hook string, m *module, pod *source.Pod, a *pipeline.Attachment, keys map[string]json.RawMessage) abi.Request {
 	c := abi.Request{
-		ABI: ABIVersion, Hook: hook, IfName: a.IfName, Keys: keys,
+		ABI: abi.Version, Hook: hook, IfName: a.IfName, Keys: keys,
 		Network: abi.Network{StatusName: a.Name, Default: a.Default, Index: a.Index},
 	}
 	if keys == nil {
@@ -69,7 +69,7 @@ func cniArgsMap(pairs [][2]string) map[string]string {
 func newPrepareInput(m *module, req *pipeline.PrepareRequest, keys map[string]json.RawMessage) *abi.PrepareRequest {
 	a := req.Attachment
 	in := &abi.PrepareRequest{
-		Request: common(HookPrepare, m, req.Pod, a, keys),
+		Request: common(abi.HookPrepare, m, req.Pod, a, keys),
 		Config:  a.Config, CNIArgs: cniArgsMap(a.CNIArgs), ConfigArgs: a.ConfigArgs,
 	}
 	if in.ConfigArgs == nil {
@@ -80,7 +80,7 @@ func newPrepareInput(m *module, req *pipeline.PrepareRequest, keys map[string]js
 
 func newEnrichInput(m *module, req *pipeline.EnrichRequest, keys map[string]json.RawMessage) (*enrichInput, error) {
 	a := req.Attachment
-	in := &enrichInput{EnrichRequest: abi.EnrichRequest{Request: common(HookEnrich, m, req.Pod, a, keys)}}
+	in := &enrichInput{EnrichRequest: abi.EnrichRequest{Request: common(abi.HookEnrich, m, req.Pod, a, keys)}}
 	var err error
 	if in.Status, err = json.Marshal(req.Entry); err != nil {
 		return nil, fmt.Errorf("encoding the status entry: %w", err)
