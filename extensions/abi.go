@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/plexus-cni/plexus/sdk/abi"
+	"github.com/plexus-cni/plexus/sdk/wasmfmt"
 )
 
 // hostFuncs are the functions of the "plexus" host module.
@@ -168,7 +169,7 @@ func checkOverlaps(ms []*Manifest) error {
 // allow-list, naming the first offending import.
 func checkImports(imports []Import) error {
 	for _, imp := range imports {
-		if imp.Kind != kindFunc {
+		if imp.Kind != wasmfmt.KindFunc {
 			return fmt.Errorf("import %s.%s: only functions may be imported", imp.Module, imp.Name)
 		}
 		switch {

@@ -132,7 +132,7 @@ func TestImportAllowList(t *testing.T) {
 		{Import{Module: "env", Name: "evil"}, "import env.evil is not allowed"},
 		{Import{Module: abi.WASIModule, Name: "sock_accept"}, "import wasi_snapshot_preview1.sock_accept is not allowed"},
 		{Import{Module: abi.HostModule, Name: "exec"}, "import plexus.exec is not allowed"},
-		{Import{Module: "env", Name: "memory", Kind: kindMemory}, "only functions may be imported"},
+		{Import{Module: "env", Name: "memory", Kind: wasmfmt.KindMemory}, "only functions may be imported"},
 	}
 	for _, c := range cases {
 		err := checkImports(append(ok, c.imp))

@@ -17,6 +17,7 @@ import (
 
 	"github.com/plexus-cni/plexus/internal/wasmbin"
 	"github.com/plexus-cni/plexus/sdk/abi"
+	"github.com/plexus-cni/plexus/sdk/wasmfmt"
 )
 
 // module is one configured extension: its declaration, read at New, and
@@ -142,7 +143,7 @@ func (m *module) verify(c wazero.CompiledModule, ticked bool) error {
 			ticked = false
 			continue
 		}
-		imps = append(imps, Import{Module: mod, Name: name, Kind: kindFunc})
+		imps = append(imps, Import{Module: mod, Name: name, Kind: wasmfmt.KindFunc})
 	}
 	return checkImports(imps)
 }

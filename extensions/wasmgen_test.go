@@ -36,7 +36,7 @@ func (f fakeWasm) bytes() []byte {
 	var imps []byte
 	for _, i := range f.imports {
 		imps = wasmfmt.AppendName(wasmfmt.AppendName(imps, i.Module), i.Name)
-		imps = append(imps, kindFunc, 0x00)
+		imps = append(imps, wasmfmt.KindFunc, 0x00)
 	}
 	if len(f.imports) > 0 {
 		b = wasmfmt.AppendSection(b, 2, vec(len(f.imports), imps))
@@ -44,10 +44,10 @@ func (f fakeWasm) bytes() []byte {
 	funcs := make([]byte, len(f.exports)) // all type 0
 	b = wasmfmt.AppendSection(b, 3, vec(len(f.exports), funcs))
 	b = wasmfmt.AppendSection(b, 5, vec(1, []byte{0x00, 0x01})) // one page
-	exps := append(wasmfmt.AppendName(nil, "memory"), kindMemory, 0x00)
+	exps := append(wasmfmt.AppendName(nil, "memory"), wasmfmt.KindMemory, 0x00)
 	for i, e := range f.exports {
 		exps = wasmfmt.AppendName(exps, e)
-		exps = append(exps, kindFunc, byte(len(f.imports)+i))
+		exps = append(exps, wasmfmt.KindFunc, byte(len(f.imports)+i))
 	}
 	b = wasmfmt.AppendSection(b, 7, vec(len(f.exports)+1, exps))
 	var code []byte

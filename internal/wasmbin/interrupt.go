@@ -199,54 +199,19 @@ func appendToVector(body, elem []byte) []byte {
 }
 
 func countImports(body []byte) (funcs, globals int, err error) {
-	n, i, err := readU32(body, 0)
-	if err != nil {
-		return 0, 0, err
-	}
-	for range n {
-		for range 2 { // module and field names
-			var l int
-			if l, i, err = readU32(body, i); err != nil {
-				return 0, 0, err
-			}
-			i += l
-		}
-		if i >= len(body) {
-			return 0, 0, fmt.Errorf("%w: import section ends early", ErrFormat)
-		}
-		kind := body[i]
-		i++
-		switch kind {
-		case 0x00: // function: type index
+	d := wasmfmt.NewDecoder(body)
+	for _, imp := range d.Imports() {
+		switch imp.Kind {
+		case wasmfmt.KindFunc:
 			funcs++
-			_, i, err = readU32(body, i)
-		case 0x01: // table: reftype, limits
-			i, err = skipLimits(body, i+1)
-		case 0x02: // memory: limits
-			i, err = skipLimits(body, i)
-		case 0x03: // global: valtype, mutability
+		case wasmfmt.KindGlobal:
 			globals++
-			i += 2
-		default:
-			err = fmt.Errorf("%w: import kind %#x", ErrFormat, kind)
 		}
-		if err != nil {
-			return 0, 0, err
-		}
+	}
+	if d.Err() != nil {
+		return 0, 0, formatError{d.Err()}
 	}
 	return funcs, globals, nil
-}
-
-func skipLimits(b []byte, i int) (int, error) {
-	if i >= len(b) {
-		return 0, fmt.Errorf("%w: limits end early", ErrFormat)
-	}
-	flags := b[i]
-	_, i, err := readU32(b, i+1)
-	if err == nil && flags&1 != 0 {
-		_, i, err = readU32(b, i)
-	}
-	return i, err
 }
 
 // globalSection renumbers function references in the initializers.
@@ -269,24 +234,18 @@ func (r *rewriter) globalSection(body []byte) ([]byte, error) {
 }
 
 func (r *rewriter) exportSection(body []byte) ([]byte, error) {
-	n, i, err := readU32(body, 0)
-	if err != nil {
-		return nil, err
+	d := wasmfmt.NewDecoder(body)
+	exports := d.Exports()
+	if d.Err() != nil {
+		return nil, formatError{d.Err()}
 	}
-	out := wasmfmt.AppendU32(nil, uint32(n))
-	for range n {
-		var l, x int
-		if l, i, err = readU32(body, i); err != nil || i+l >= len(body) {
-			return nil, fmt.Errorf("%w: export section", ErrFormat)
+	out := wasmfmt.AppendU32(nil, uint32(len(exports)))
+	for _, e := range exports {
+		x := e.Index
+		if e.Kind == wasmfmt.KindFunc {
+			x = r.fn(int(x))
 		}
-		name, kind := body[i:i+l], body[i+l]
-		if x, i, err = readU32(body, i+l+1); err != nil {
-			return nil, err
-		}
-		if kind == 0x00 {
-			x = int(r.fn(x))
-		}
-		out = wasmfmt.AppendU32(append(wasmfmt.AppendName(out, string(name)), kind), uint32(x))
+		out = wasmfmt.AppendU32(append(wasmfmt.AppendName(out, e.Name), e.Kind), x)
 	}
 	return out, nil
 }

@@ -124,3 +124,148 @@ func Sections(module []byte) ([]Section, error) {
 	}
 	return out, nil
 }
+
+// Section ids of the sections plexus reads besides custom ones.
+const (
+	SectionImport = 2
+	SectionExport = 7
+)
+
+// External kinds of imports and exports.
+const (
+	KindFunc   = 0
+	KindTable  = 1
+	KindMemory = 2
+	KindGlobal = 3
+)
+
+// Import is one entry of the import section.
+type Import struct {
+	Module string `json:"module"`
+	Name   string `json:"name"`
+	Kind   byte   `json:"kind"`
+}
+
+// Export is one entry of the export section.
+type Export struct {
+	Name  string `json:"name"`
+	Kind  byte   `json:"kind"`
+	Index uint32 `json:"-"`
+}
+
+// Decoder reads bytes front to back; its first error sticks, and every
+// read after it returns zero values.
+type Decoder struct {
+	buf []byte
+	pos int
+	err error
+}
+
+// NewDecoder reads b.
+func NewDecoder(b []byte) *Decoder { return &Decoder{buf: b} }
+
+// Err is the first error.
+func (d *Decoder) Err() error { return d.err }
+
+// Pos is how many bytes have been read.
+func (d *Decoder) Pos() int { return d.pos }
+
+func (d *Decoder) fail(err error) {
+	if d.err == nil {
+		d.err = err
+	}
+}
+
+// Byte reads one byte.
+func (d *Decoder) Byte() byte {
+	if d.err != nil || d.pos >= len(d.buf) {
+		d.fail(fmt.Errorf("%w: unexpected end", ErrMalformed))
+		return 0
+	}
+	c := d.buf[d.pos]
+	d.pos++
+	return c
+}
+
+// U32 reads an unsigned LEB128 number.
+func (d *Decoder) U32() uint32 {
+	if d.err != nil {
+		return 0
+	}
+	v, next, err := ReadU32(d.buf, d.pos)
+	if err != nil {
+		d.fail(err)
+		return 0
+	}
+	d.pos = next
+	return v
+}
+
+// Bytes reads n bytes; the result aliases the decoder's input.
+func (d *Decoder) Bytes(n uint32) []byte {
+	if d.err != nil || uint64(d.pos)+uint64(n) > uint64(len(d.buf)) {
+		d.fail(fmt.Errorf("%w: unexpected end", ErrMalformed))
+		return nil
+	}
+	out := d.buf[d.pos : d.pos+int(n)]
+	d.pos += int(n)
+	return out
+}
+
+// Name reads a name.
+func (d *Decoder) Name() string { return string(d.Bytes(d.U32())) }
+
+// Rest returns the unread bytes; the result aliases the decoder's input.
+func (d *Decoder) Rest() []byte {
+	if d.err != nil {
+		return nil
+	}
+	rest := d.buf[d.pos:]
+	d.pos = len(d.buf)
+	return rest
+}
+
+// limits skips a table's or a memory's limits: flags, min and, with
+// bit 0, max.
+func (d *Decoder) limits() {
+	flags := d.Byte()
+	d.U32()
+	if flags&1 != 0 {
+		d.U32()
+	}
+}
+
+// Imports reads an import section's body.
+func (d *Decoder) Imports() []Import {
+	n := d.U32()
+	var out []Import
+	for i := uint32(0); i < n && d.err == nil; i++ {
+		imp := Import{Module: d.Name(), Name: d.Name(), Kind: d.Byte()}
+		switch imp.Kind {
+		case KindFunc:
+			d.U32() // type index
+		case KindTable:
+			d.Byte() // reference type
+			d.limits()
+		case KindMemory:
+			d.limits()
+		case KindGlobal:
+			d.Byte() // value type
+			d.Byte() // mutability
+		default:
+			d.fail(fmt.Errorf("%w: import %d has unknown kind %d", ErrMalformed, i, imp.Kind))
+		}
+		out = append(out, imp)
+	}
+	return out
+}
+
+// Exports reads an export section's body.
+func (d *Decoder) Exports() []Export {
+	n := d.U32()
+	var out []Export
+	for i := uint32(0); i < n && d.err == nil; i++ {
+		out = append(out, Export{Name: d.Name(), Kind: d.Byte(), Index: d.U32()})
+	}
+	return out
+}

@@ -100,3 +100,33 @@ func TestSections(t *testing.T) {
 		}
 	}
 }
+
+func TestDecoderReadsImportsAndExports(t *testing.T) {
+	imps := AppendU32(nil, 4)
+	imps = append(AppendName(AppendName(imps, "m"), "f"), KindFunc, 0x02)
+	imps = append(AppendName(AppendName(imps, "m"), "t"), KindTable, 0x70, 0x01, 0x01, 0x05) // funcref, min 1 max 5
+	imps = append(AppendName(AppendName(imps, "m"), "mem"), KindMemory, 0x00, 0x01)         // min 1
+	imps = append(AppendName(AppendName(imps, "m"), "g"), KindGlobal, 0x7F, 0x00)           // const i32
+	d := NewDecoder(imps)
+	got := d.Imports()
+	if d.Err() != nil || len(got) != 4 || got[1] != (Import{Module: "m", Name: "t", Kind: KindTable}) ||
+		got[3].Name != "g" || d.Pos() != len(imps) {
+		t.Fatalf("imports = %+v, %v", got, d.Err())
+	}
+	bad := append(AppendName(AppendName(AppendU32(nil, 1), "m"), "x"), 0x09)
+	d = NewDecoder(bad)
+	if d.Imports(); !errors.Is(d.Err(), ErrMalformed) {
+		t.Fatalf("unknown import kind: err = %v", d.Err())
+	}
+
+	exps := append(AppendName(AppendU32(nil, 1), "run"), KindFunc)
+	exps = AppendU32(exps, 300)
+	d = NewDecoder(exps)
+	if e := d.Exports(); d.Err() != nil || len(e) != 1 || e[0] != (Export{Name: "run", Kind: KindFunc, Index: 300}) {
+		t.Fatalf("exports = %+v, %v", e, d.Err())
+	}
+	d = NewDecoder(exps[:len(exps)-1])
+	if d.Exports(); !errors.Is(d.Err(), ErrMalformed) {
+		t.Fatalf("truncated export: err = %v", d.Err())
+	}
+}
