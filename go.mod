@@ -6,6 +6,7 @@ require (
 	github.com/containernetworking/cni v1.3.1
 	github.com/containernetworking/plugins v1.9.1
 	github.com/open-policy-agent/opa v1.22.0
+	github.com/plexus-cni/plexus/sdk v0.0.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.72.0
@@ -121,3 +122,5 @@ tool (
 	github.com/containernetworking/plugins/plugins/meta/portmap
 	github.com/containernetworking/plugins/plugins/meta/tuning
 )
+
+replace github.com/plexus-cni/plexus/sdk => ./sdk

@@ -2,25 +2,17 @@
 // reverse-domain keys of the selection annotation (s4.1.2.1) and of the
 // status annotation (s5.3), in a wazero sandbox. It implements the prepare
 // and enrich stages of core/pipeline. The guest side of the ABI is the sdk
-// module; sdk/ABI.md is the contract.
+// module; sdk/ABI.md is the contract, and sdk/abi its names and documents,
+// which both sides use.
 package extensions
 
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
-)
 
-// ABI constants (sdk/ABI.md).
-const (
-	ABIVersion      = 1
-	ManifestSection = "plexus.manifest"
-	HostModule      = "plexus"
-	WASIModule      = "wasi_snapshot_preview1"
-
-	HookPrepare = "prepare"
-	HookEnrich  = "enrich"
+	"github.com/plexus-cni/plexus/sdk/abi"
+	"github.com/plexus-cni/plexus/sdk/wasmfmt"
 )
 
 // hostFuncs are the functions of the "plexus" host module.
@@ -46,37 +38,23 @@ var wasiFuncs = map[string]bool{
 
 // Manifest is a module's declaration, the JSON in its "plexus.manifest"
 // custom section. Unknown fields are ignored.
-type Manifest struct {
-	ABI     int    `json:"abi"`
-	Name    string `json:"name"`
-	Version string `json:"version"`
-	// Prefixes are the reverse-domain key prefixes the module owns.
-	Prefixes []string `json:"prefixes"`
-	// Hooks are the hooks the module implements: "prepare", "enrich".
-	Hooks []string `json:"hooks"`
-	// EnrichAll asks for enrich on every attachment, not only those whose
-	// selection element carries the module's keys.
-	EnrichAll bool `json:"enrichAll,omitempty"`
-}
-
-// Has reports whether the module declares the hook.
-func (m *Manifest) Has(hook string) bool { return slices.Contains(m.Hooks, hook) }
+type Manifest = abi.Manifest
 
 // ParseManifest decodes and validates a declaration.
 func ParseManifest(data []byte) (*Manifest, error) {
 	var m Manifest
 	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, fmt.Errorf("invalid %s section: %w", ManifestSection, err)
+		return nil, fmt.Errorf("invalid %s section: %w", abi.ManifestSection, err)
 	}
-	if err := m.validate(); err != nil {
+	if err := validateManifest(&m); err != nil {
 		return nil, err
 	}
 	return &m, nil
 }
 
-func (m *Manifest) validate() error {
-	if m.ABI != ABIVersion {
-		return fmt.Errorf("ABI version %d is not supported (this host speaks %d)", m.ABI, ABIVersion)
+func validateManifest(m *Manifest) error {
+	if m.ABI != abi.Version {
+		return fmt.Errorf("ABI version %d is not supported (this host speaks %d)", m.ABI, abi.Version)
 	}
 	if !validModuleName(m.Name) {
 		return fmt.Errorf("name %q must be 1-63 characters of a-z, 0-9 and -", m.Name)
@@ -97,7 +75,7 @@ func (m *Manifest) validate() error {
 		}
 	}
 	for _, h := range m.Hooks {
-		if h != HookPrepare && h != HookEnrich {
+		if h != abi.HookPrepare && h != abi.HookEnrich {
 			return fmt.Errorf("module %q: unknown hook %q", m.Name, h)
 		}
 	}
@@ -191,15 +169,15 @@ func checkOverlaps(ms []*Manifest) error {
 // allow-list, naming the first offending import.
 func checkImports(imports []Import) error {
 	for _, imp := range imports {
-		if imp.Kind != kindFunc {
+		if imp.Kind != wasmfmt.KindFunc {
 			return fmt.Errorf("import %s.%s: only functions may be imported", imp.Module, imp.Name)
 		}
 		switch {
-		case imp.Module == HostModule && hostFuncs[imp.Name]:
-		case imp.Module == WASIModule && wasiFuncs[imp.Name]:
+		case imp.Module == abi.HostModule && hostFuncs[imp.Name]:
+		case imp.Module == abi.WASIModule && wasiFuncs[imp.Name]:
 		default:
 			return fmt.Errorf("import %s.%s is not allowed (only %s functions of ABI v%d and WASI preview1 without sockets)",
-				imp.Module, imp.Name, HostModule, ABIVersion)
+				imp.Module, imp.Name, abi.HostModule, abi.Version)
 		}
 	}
 	return nil
@@ -228,7 +206,7 @@ type Declaration struct {
 
 // declare validates a parsed binary against the ABI.
 func declare(b *Binary) (*Declaration, error) {
-	data, err := b.CustomNamed(ManifestSection)
+	data, err := b.CustomNamed(abi.ManifestSection)
 	if err != nil {
 		return nil, fmt.Errorf("missing declaration: %w", err)
 	}

@@ -11,12 +11,14 @@ import (
 	"github.com/plexus-cni/plexus/core/pipeline"
 	"github.com/plexus-cni/plexus/core/selection"
 	"github.com/plexus-cni/plexus/core/status"
+	"github.com/plexus-cni/plexus/sdk/abi"
+	"github.com/plexus-cni/plexus/sdk/wasmfmt"
 )
 
 func TestParseBinaryReadsHeaderSections(t *testing.T) {
 	f := fakeWasm{
 		manifest: manifestJSON("x", "com.example.", `"prepare"`),
-		imports:  []Import{{Module: HostModule, Name: "input_read"}},
+		imports:  []Import{{Module: abi.HostModule, Name: "input_read"}},
 		exports:  []string{"prepare"},
 		body:     bodyReturn0,
 	}
@@ -25,7 +27,7 @@ func TestParseBinaryReadsHeaderSections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := b.CustomNamed(ManifestSection)
+	data, err := b.CustomNamed(abi.ManifestSection)
 	if err != nil || string(data) != f.manifest {
 		t.Fatalf("manifest = %q, %v", data, err)
 	}
@@ -50,7 +52,7 @@ func TestParseBinaryRefusesGarbage(t *testing.T) {
 
 func TestTwoManifestSectionsRefused(t *testing.T) {
 	raw := fakeWasm{manifest: manifestJSON("x", "com.example.", ""), exports: []string{"prepare"}, body: bodyReturn0}.bytes()
-	raw = AppendCustomSection(raw, ManifestSection, []byte(manifestJSON("y", "org.other.", "")))
+	raw = wasmfmt.AppendCustomSection(raw, abi.ManifestSection, []byte(manifestJSON("y", "org.other.", "")))
 	b, err := ParseBinary(bytes.NewReader(raw), int64(len(raw)))
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +83,7 @@ func TestManifestValidation(t *testing.T) {
 		}
 	}
 	m, err := ParseManifest([]byte(`{"abi":1,"name":"ok","prefixes":["com.example."],"hooks":["enrich"],"future":1}`))
-	if err != nil || !m.Has(HookEnrich) || m.Has(HookPrepare) {
+	if err != nil || !m.Has(abi.HookEnrich) || m.Has(abi.HookPrepare) {
 		t.Fatalf("valid manifest: %+v, %v", m, err)
 	}
 }
@@ -119,7 +121,7 @@ func TestOverlapNamesBothModules(t *testing.T) {
 }
 
 func TestImportAllowList(t *testing.T) {
-	ok := []Import{{Module: WASIModule, Name: "fd_write"}, {Module: HostModule, Name: "output_write"}}
+	ok := []Import{{Module: abi.WASIModule, Name: "fd_write"}, {Module: abi.HostModule, Name: "output_write"}}
 	if err := checkImports(ok); err != nil {
 		t.Fatalf("allowed imports refused: %v", err)
 	}
@@ -128,9 +130,9 @@ func TestImportAllowList(t *testing.T) {
 		want string
 	}{
 		{Import{Module: "env", Name: "evil"}, "import env.evil is not allowed"},
-		{Import{Module: WASIModule, Name: "sock_accept"}, "import wasi_snapshot_preview1.sock_accept is not allowed"},
-		{Import{Module: HostModule, Name: "exec"}, "import plexus.exec is not allowed"},
-		{Import{Module: "env", Name: "memory", Kind: kindMemory}, "only functions may be imported"},
+		{Import{Module: abi.WASIModule, Name: "sock_accept"}, "import wasi_snapshot_preview1.sock_accept is not allowed"},
+		{Import{Module: abi.HostModule, Name: "exec"}, "import plexus.exec is not allowed"},
+		{Import{Module: "env", Name: "memory", Kind: wasmfmt.KindMemory}, "only functions may be imported"},
 	}
 	for _, c := range cases {
 		err := checkImports(append(ok, c.imp))
@@ -149,7 +151,7 @@ func TestReadDeclarationRefusals(t *testing.T) {
 	}{
 		{"no manifest", fakeWasm{exports: []string{"prepare"}, body: bodyReturn0}, "missing declaration"},
 		{"sock_accept", fakeWasm{manifest: good, exports: []string{"prepare"}, body: bodyReturn0,
-			imports: []Import{{Module: WASIModule, Name: "sock_accept"}}}, "sock_accept is not allowed"},
+			imports: []Import{{Module: abi.WASIModule, Name: "sock_accept"}}}, "sock_accept is not allowed"},
 		{"command", fakeWasm{manifest: good, exports: []string{"prepare", "_start"}, body: bodyReturn0}, "exports _start"},
 		{"hook missing", fakeWasm{manifest: good, exports: []string{"enrich"}, body: bodyReturn0}, `declares hook "prepare" but does not export it`},
 	}
@@ -302,5 +304,38 @@ func TestEnrichNeedsEntry(t *testing.T) {
 	e := &status.Entry{Name: "x"}
 	if err := h.Enrich(context.Background(), &pipeline.EnrichRequest{Attachment: &pipeline.Attachment{}, Entry: e}); err != nil || e.Extra != nil {
 		t.Fatalf("no modules: err %v, extra %v", err, e.Extra)
+	}
+}
+
+// The enrich input carries the whole status entry, reverse-domain keys
+// included, and still decodes as the SDK's abi.EnrichRequest.
+func TestEnrichInputSendsTheWholeEntry(t *testing.T) {
+	entry := &status.Entry{Name: "ns/net", Interface: "net1", IPs: []string{"10.0.0.2"}}
+	if err := entry.SetExtra("com.other.id", json.RawMessage(`7`)); err != nil {
+		t.Fatal(err)
+	}
+	m := &module{config: []byte(`{"k":1}`)}
+	req := prepareReq(bridgeConf, map[string]string{"com.example.vlan": "5"}, nil)
+	in, err := newEnrichInput(m, &pipeline.EnrichRequest{Pod: req.Pod, Attachment: req.Attachment, Entry: entry}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw struct {
+		Status map[string]json.RawMessage `json:"status"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil || string(raw.Status["com.other.id"]) != "7" {
+		t.Fatalf("status sent = %s (%v), want the entry's reverse-domain key", raw.Status, err)
+	}
+	var got abi.EnrichRequest
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Hook != abi.HookEnrich || got.Status.Name != "ns/net" || got.Status.Interface != "net1" ||
+		len(got.Status.IPs) != 1 || string(got.ModuleConfig) != `{"k":1}` || got.Pod.Name != req.Pod.Name {
+		t.Fatalf("decoded %+v from %s", got, b)
 	}
 }

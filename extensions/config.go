@@ -39,7 +39,8 @@ type Config struct {
 	// (wasmbin.AddDeadlineCheck), which makes hook calls about three times
 	// cheaper than wazero's per-iteration context check, for ~30 ms more
 	// per module load. A thin plugin loads a module for one call and keeps
-	// wazero's check. Both stop a call at its deadline.
+	// wazero's check, as does plexusd for a module the rewriter refuses
+	// (sdk/ABI.md lists what it takes). Both stop a call at its deadline.
 	LongLived bool `json:"-"`
 }
 

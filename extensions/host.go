@@ -10,6 +10,7 @@ import (
 	"github.com/tetratelabs/wazero"
 
 	"github.com/plexus-cni/plexus/core/pipeline"
+	"github.com/plexus-cni/plexus/sdk/abi"
 )
 
 // Host runs the configured modules as the prepare and enrich stages.
@@ -67,7 +68,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		lim, _ := mc.limits() // validated above
 		h.modules = append(h.modules, &module{
 			path: mc.Path, decl: decl, config: mc.Config, lim: lim, cache: cache, dir: cfg.CacheDir,
-			checked: cfg.LongLived,
+			longLived: cfg.LongLived,
 		})
 		manifests = append(manifests, &decl.Manifest)
 	}
@@ -188,7 +189,7 @@ func (m *module) invoke(ctx context.Context, hook string, input any) (*wireOutpu
 func (m *module) failed(hook string, err error, warn func(string)) error {
 	he := &HookError{Module: m.name(), Hook: hook, Err: err}
 	policy := m.lim.prepareFailure
-	if hook == HookEnrich {
+	if hook == abi.HookEnrich {
 		policy = m.lim.enrichFailure
 	}
 	if policy == PolicyFail {

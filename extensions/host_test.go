@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,6 +18,8 @@ import (
 	"github.com/plexus-cni/plexus/core/selection"
 	"github.com/plexus-cni/plexus/core/source"
 	"github.com/plexus-cni/plexus/core/status"
+	"github.com/plexus-cni/plexus/internal/wasmbin"
+	"github.com/plexus-cni/plexus/sdk/abi"
 )
 
 const bridgeConf = `{"cniVersion":"1.0.0","name":"net","type":"bridge","bridge":"br0"}`
@@ -201,16 +204,16 @@ func TestHostileModules(t *testing.T) {
 		mc         ModuleConfig
 		want       string
 	}{
-		{"loop", HookPrepare, ModuleConfig{Timeout: Duration(100e6)}, "deadline of 100ms exceeded"},
-		{"membomb", HookPrepare, ModuleConfig{MemoryLimit: "32Mi", Timeout: Duration(20e9)}, "out of memory"},
-		{"trap", HookPrepare, ModuleConfig{}, "trap: wasm error: out of bounds memory access"},
-		{"bigoutput", HookPrepare, ModuleConfig{}, "exceeds the cap of 1048576 bytes"},
-		{"changetype", HookPrepare, ModuleConfig{}, `may not change "type" of the config`},
-		{"changeargs", HookPrepare, ModuleConfig{}, `may not change "args" of the config`},
-		{"cniargs", HookPrepare, ModuleConfig{}, `may not change CNI_ARGS key "K8S_POD_NAME"`},
-		{"panic", HookPrepare, ModuleConfig{}, "module error: panic in prepare hook: hostile panic"},
-		{"unowned", HookEnrich, ModuleConfig{EnrichFailure: PolicyFail}, `status key "org.other.key" is outside the module's prefixes`},
-		{"reserved", HookEnrich, ModuleConfig{EnrichFailure: PolicyFail}, `status key "ips" is reserved by the specification (s5.3)`},
+		{"loop", abi.HookPrepare, ModuleConfig{Timeout: Duration(100e6)}, "deadline of 100ms exceeded"},
+		{"membomb", abi.HookPrepare, ModuleConfig{MemoryLimit: "32Mi", Timeout: Duration(20e9)}, "out of memory"},
+		{"trap", abi.HookPrepare, ModuleConfig{}, "trap: wasm error: out of bounds memory access"},
+		{"bigoutput", abi.HookPrepare, ModuleConfig{}, "exceeds the cap of 1048576 bytes"},
+		{"changetype", abi.HookPrepare, ModuleConfig{}, `may not change "type" of the config`},
+		{"changeargs", abi.HookPrepare, ModuleConfig{}, `may not change "args" of the config`},
+		{"cniargs", abi.HookPrepare, ModuleConfig{}, `may not change CNI_ARGS key "K8S_POD_NAME"`},
+		{"panic", abi.HookPrepare, ModuleConfig{}, "module error: panic in prepare hook: hostile panic"},
+		{"unowned", abi.HookEnrich, ModuleConfig{EnrichFailure: PolicyFail}, `status key "org.other.key" is outside the module's prefixes`},
+		{"reserved", abi.HookEnrich, ModuleConfig{EnrichFailure: PolicyFail}, `status key "ips" is reserved by the specification (s5.3)`},
 	}
 	trapped := map[string]bool{"loop": true, "membomb": true, "trap": true, "bigoutput": true}
 	for _, c := range cases {
@@ -236,7 +239,7 @@ func TestHostileModules(t *testing.T) {
 func runHook(h *Host, hook string, warn func(string)) error {
 	ctx := context.Background()
 	req := prepareReq(bridgeConf, map[string]string{"com.hostile.x": "1"}, warn)
-	if hook == HookPrepare {
+	if hook == abi.HookPrepare {
 		return h.Prepare(ctx, req)
 	}
 	return h.Enrich(ctx, &pipeline.EnrichRequest{Attachment: req.Attachment, Entry: &status.Entry{Name: "ns/net"}, Warn: warn})
@@ -266,6 +269,53 @@ func TestRawTrapThenRecovers(t *testing.T) {
 	}
 }
 
+// A module the deadline rewriter refuses (here for a SIMD instruction)
+// loads in plexusd as in thin mode, with wazero's context check in place of
+// the rewriter's: it runs, it still stops at its deadline, and its memory
+// is still capped.
+func TestUnrewritableModuleFallsBackToContextCheck(t *testing.T) {
+	manifest := manifestJSON("simd", "com.simd.", `"prepare"`)
+	cases := []struct {
+		name string
+		body []byte
+		mc   ModuleConfig
+		want string
+	}{
+		// Returning 0 without output proves the hook ran.
+		{"runs", bodyReturn0, ModuleConfig{}, "output is not a JSON object"},
+		{"deadline", bodyLoop, ModuleConfig{Timeout: Duration(50e6)}, "deadline of 50ms exceeded"},
+		// memory.grow returns -1 when the cap refuses the 64 pages.
+		{"memory cap", bodyGrow64, ModuleConfig{MemoryLimitPages: 16}, "hook returned status 4294967295"},
+	}
+	for _, c := range cases {
+		wasm := fakeWasm{manifest: manifest, exports: []string{"prepare"}, body: append(slices.Clone(simd), c.body...)}
+		if _, err := wasmbin.AddDeadlineCheck(wasm.bytes()); !errors.Is(err, wasmbin.ErrFormat) {
+			t.Fatalf("%s: the rewriter took the module (err = %v); the test needs one it refuses", c.name, err)
+		}
+		for _, longLived := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/longLived=%v", c.name, longLived), func(t *testing.T) {
+				mc := c.mc
+				mc.Path = wasm.write(t, "simd.wasm")
+				h := newHost(t, Config{Modules: []ModuleConfig{mc}, LongLived: longLived})
+				err := h.Prepare(context.Background(), prepareReq(bridgeConf, map[string]string{"com.simd.k": "1"}, nil))
+				if err == nil || !strings.Contains(err.Error(), c.want) {
+					t.Fatalf("err = %v\nwant %q", err, c.want)
+				}
+				if h.modules[0].ticked {
+					t.Fatal("module marked as carrying the rewriter's deadline check")
+				}
+			})
+		}
+	}
+	// The control: without the SIMD instruction plexusd's host rewrites.
+	plain := fakeWasm{manifest: manifest, exports: []string{"prepare"}, body: bodyReturn0}
+	h := newHost(t, Config{Modules: []ModuleConfig{{Path: plain.write(t, "plain.wasm")}}, LongLived: true})
+	_ = h.Prepare(context.Background(), prepareReq(bridgeConf, map[string]string{"com.simd.k": "1"}, nil))
+	if !h.modules[0].ticked {
+		t.Fatal("a module the rewriter takes was not rewritten")
+	}
+}
+
 // A hook that writes no output breaks the ABI: an empty output is not JSON.
 func TestNoOutputIsAnError(t *testing.T) {
 	quiet := fakeWasm{manifest: manifestJSON("quiet", "com.quiet.", `"prepare"`), exports: []string{"prepare"}, body: bodyReturn0}
@@ -290,7 +340,7 @@ func TestFailurePolicies(t *testing.T) {
 	// enrich defaults to ignore: the entry stays unenriched, with a warning.
 	h = newHost(t, Config{Modules: []ModuleConfig{{Path: mc.Path, Config: mc.Config}}})
 	w = nil
-	if err := runHook(h, HookEnrich, w.add); err != nil {
+	if err := runHook(h, abi.HookEnrich, w.add); err != nil {
 		t.Fatalf("enrich: %v", err)
 	}
 	if len(w) != 1 || !strings.Contains(w[0], "panic in enrich hook") {
@@ -340,8 +390,8 @@ func TestModuleSeesOnlyOwnedKeys(t *testing.T) {
 	echoed := strings.TrimPrefix(w[0], `extension "misbehave" (prepare): `)
 	var in struct {
 		Keys    map[string]json.RawMessage `json:"keys"`
-		Pod     wirePod                    `json:"pod"`
-		Network wireNetwork                `json:"network"`
+		Pod     abi.Pod                    `json:"pod"`
+		Network abi.Network                `json:"network"`
 		CNIArgs map[string]string          `json:"cniArgs"`
 	}
 	if err := json.Unmarshal([]byte(echoed), &in); err != nil {

@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/plexus-cni/plexus/sdk/abi"
+	"github.com/plexus-cni/plexus/sdk/wasmfmt"
 )
 
 // Go-built test modules: the shipped examples and the hostile modules.
@@ -91,5 +94,5 @@ func buildGoModule(moduleDir, pkg, out string) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(out, AppendCustomSection(wasm, ManifestSection, manifest), 0o644)
+	return os.WriteFile(out, wasmfmt.AppendCustomSection(wasm, abi.ManifestSection, manifest), 0o644)
 }

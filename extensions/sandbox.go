@@ -16,6 +16,8 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/plexus-cni/plexus/internal/wasmbin"
+	"github.com/plexus-cni/plexus/sdk/abi"
+	"github.com/plexus-cni/plexus/sdk/wasmfmt"
 )
 
 // module is one configured extension: its declaration, read at New, and
@@ -28,11 +30,14 @@ type module struct {
 	lim    limits
 	cache  wazero.CompilationCache // nil: compile in memory only
 	dir    string                  // cache dir for the compile lock
-	// checked: the module is compiled with wasmbin's deadline check, which
-	// stops calls instead of wazero's context check.
-	checked bool
+	// longLived asks for wasmbin's deadline check (Config.LongLived).
+	longLived bool
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// ticked: load compiled the module with wasmbin's deadline check,
+	// which stops calls instead of wazero's context check. A module the
+	// rewriter refuses gets wazero's check, as in thin mode.
+	ticked   bool
 	rt       wazero.Runtime
 	compiled wazero.CompiledModule
 	inst     api.Module
@@ -51,22 +56,18 @@ func (m *module) load(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if m.checked {
-		if wasm, err = wasmbin.AddDeadlineCheck(wasm); err != nil {
-			return fmt.Errorf("adding the deadline check: %w", err)
-		}
-	}
+	wasm, ticked := m.addDeadlineCheck(wasm)
 	rc := wazero.NewRuntimeConfig().
 		WithCustomSections(true).
 		WithMemoryLimitPages(m.lim.memoryPages).
-		WithCloseOnContextDone(!m.checked)
+		WithCloseOnContextDone(!ticked)
 	if m.cache != nil {
 		rc = rc.WithCompilationCache(m.cache)
 	}
 	rt := wazero.NewRuntimeWithConfig(ctx, rc)
 	compiled, err := m.compile(ctx, rt, wasm)
 	if err == nil {
-		err = m.verify(compiled)
+		err = m.verify(compiled, ticked)
 	}
 	if err == nil {
 		err = instantiateHost(ctx, rt)
@@ -75,8 +76,27 @@ func (m *module) load(ctx context.Context) error {
 		_ = rt.Close(ctx)
 		return err
 	}
-	m.rt, m.compiled = rt, compiled
+	m.rt, m.compiled, m.ticked = rt, compiled, ticked
 	return nil
+}
+
+// addDeadlineCheck returns the module with wasmbin's deadline check when
+// the host is long-lived and the rewriter takes the module. Otherwise the
+// module stays as it is and wazero's context check stops its calls: slower
+// per call, as in thin mode, but the same deadline and the same memory cap
+// (a runtime setting), so a module cannot escape either by being
+// unrewritable. The two kinds never share a compilation cache entry
+// (wazero's key is the module's bytes, not the check): a rewritten module
+// imports the tick, which no module may import itself (verify).
+func (m *module) addDeadlineCheck(wasm []byte) ([]byte, bool) {
+	if !m.longLived {
+		return wasm, false
+	}
+	checked, err := wasmbin.AddDeadlineCheck(wasm)
+	if err != nil {
+		return wasm, false // malformed modules fail to compile below
+	}
+	return checked, true
 }
 
 // compile holds a lock on the cache entry so that concurrent first calls
@@ -97,11 +117,12 @@ func (m *module) compile(ctx context.Context, rt wazero.Runtime, wasm []byte) (w
 }
 
 // verify re-reads the declaration from the compiled module: the file may
-// have changed since New read it.
-func (m *module) verify(c wazero.CompiledModule) error {
+// have changed since New read it. ticked allows the one tick import that
+// load added.
+func (m *module) verify(c wazero.CompiledModule, ticked bool) error {
 	var found []byte
 	for _, s := range c.CustomSections() {
-		if s.Name() == ManifestSection {
+		if s.Name() == abi.ManifestSection {
 			found = s.Data()
 		}
 	}
@@ -118,10 +139,11 @@ func (m *module) verify(c wazero.CompiledModule) error {
 	var imps []Import
 	for _, f := range c.ImportedFunctions() {
 		mod, name, _ := f.Import()
-		if m.checked && mod == wasmbin.TickModule && name == wasmbin.TickFunc {
-			continue // the deadline check's, added by load
+		if ticked && mod == wasmbin.TickModule && name == wasmbin.TickFunc {
+			ticked = false
+			continue
 		}
-		imps = append(imps, Import{Module: mod, Name: name, Kind: kindFunc})
+		imps = append(imps, Import{Module: mod, Name: name, Kind: wasmfmt.KindFunc})
 	}
 	return checkImports(imps)
 }
@@ -135,7 +157,7 @@ func instantiateHost(ctx context.Context, rt wazero.Runtime) error {
 	}
 	i32 := []api.ValueType{api.ValueTypeI32}
 	i32x2 := []api.ValueType{api.ValueTypeI32, api.ValueTypeI32}
-	_, err := rt.NewHostModuleBuilder(HostModule).
+	_, err := rt.NewHostModuleBuilder(abi.HostModule).
 		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(inputRead), i32x2, i32).Export("input_read").
 		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(outputWrite), i32x2, i32).Export("output_write").
 		Instantiate(ctx)
@@ -225,7 +247,7 @@ func (m *module) call(ctx context.Context, hook string, input []byte) ([]byte, e
 
 // explain turns a wazero error into the reason a user can act on.
 func (m *module) explain(ctx context.Context, err error) error {
-	if m.checked && ctx.Err() != nil { // the deadline check stopped it
+	if m.ticked && ctx.Err() != nil { // the deadline check stopped it
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return fmt.Errorf("deadline of %s exceeded", m.lim.timeout)
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/plexus-cni/plexus/core/pipeline"
+	"github.com/plexus-cni/plexus/sdk/abi"
 )
 
 // Prepare hands each module the keys it owns in the attachment's selection
@@ -28,7 +29,7 @@ func (h *Host) Prepare(ctx context.Context, req *pipeline.PrepareRequest) error 
 	}
 	for _, m := range h.modules {
 		keys, ok := groups[m]
-		if !ok || !m.decl.Has(HookPrepare) {
+		if !ok || !m.decl.Has(abi.HookPrepare) {
 			continue
 		}
 		if err := m.prepare(ctx, req, keys, warn); err != nil {
@@ -39,20 +40,20 @@ func (h *Host) Prepare(ctx context.Context, req *pipeline.PrepareRequest) error 
 }
 
 func (m *module) prepare(ctx context.Context, req *pipeline.PrepareRequest, keys map[string]json.RawMessage, warn func(string)) error {
-	out, err := m.invoke(ctx, HookPrepare, newPrepareInput(m, req, keys))
+	out, err := m.invoke(ctx, abi.HookPrepare, newPrepareInput(m, req, keys))
 	if err != nil {
-		return m.failed(HookPrepare, err, warn)
+		return m.failed(abi.HookPrepare, err, warn)
 	}
-	m.relayWarnings(HookPrepare, out.Warnings, warn)
+	m.relayWarnings(abi.HookPrepare, out.Warnings, warn)
 	if out.Reject != nil {
-		return &HookError{Module: m.name(), Hook: HookPrepare, Rejected: true, Err: errors.New(out.Reject.Message)}
+		return &HookError{Module: m.name(), Hook: abi.HookPrepare, Rejected: true, Err: errors.New(out.Reject.Message)}
 	}
 	if out.Error != "" {
-		return m.failed(HookPrepare, fmt.Errorf("module error: %s", out.Error), warn)
+		return m.failed(abi.HookPrepare, fmt.Errorf("module error: %s", out.Error), warn)
 	}
 	plan, err := planPrepare(req.Attachment, out)
 	if err != nil {
-		return m.failed(HookPrepare, err, warn)
+		return m.failed(abi.HookPrepare, err, warn)
 	}
 	plan.apply(req.Attachment)
 	return nil
@@ -74,7 +75,7 @@ func (h *Host) Enrich(ctx context.Context, req *pipeline.EnrichRequest) error {
 	warn := warner(req.Warn)
 	for _, m := range h.modules {
 		keys, ok := groups[m]
-		if !m.decl.Has(HookEnrich) || (!ok && !m.decl.EnrichAll) {
+		if !m.decl.Has(abi.HookEnrich) || (!ok && !m.decl.EnrichAll) {
 			continue
 		}
 		if err := m.enrich(ctx, req, keys, warn); err != nil {
@@ -87,21 +88,21 @@ func (h *Host) Enrich(ctx context.Context, req *pipeline.EnrichRequest) error {
 func (m *module) enrich(ctx context.Context, req *pipeline.EnrichRequest, keys map[string]json.RawMessage, warn func(string)) error {
 	in, err := newEnrichInput(m, req, keys)
 	if err != nil {
-		return m.failed(HookEnrich, err, warn)
+		return m.failed(abi.HookEnrich, err, warn)
 	}
-	out, err := m.invoke(ctx, HookEnrich, in)
+	out, err := m.invoke(ctx, abi.HookEnrich, in)
 	if err != nil {
-		return m.failed(HookEnrich, err, warn)
+		return m.failed(abi.HookEnrich, err, warn)
 	}
-	m.relayWarnings(HookEnrich, out.Warnings, warn)
+	m.relayWarnings(abi.HookEnrich, out.Warnings, warn)
 	if out.Error != "" {
-		return m.failed(HookEnrich, fmt.Errorf("module error: %s", out.Error), warn)
+		return m.failed(abi.HookEnrich, fmt.Errorf("module error: %s", out.Error), warn)
 	}
 	if err := checkStatusKeys(m.decl, out.Status); err != nil {
-		return m.failed(HookEnrich, err, warn)
+		return m.failed(abi.HookEnrich, err, warn)
 	}
 	if err := applyStatus(req.Entry, out.Status); err != nil {
-		return m.failed(HookEnrich, err, warn)
+		return m.failed(abi.HookEnrich, err, warn)
 	}
 	return nil
 }

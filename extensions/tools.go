@@ -19,6 +19,7 @@ import (
 	"github.com/plexus-cni/plexus/core/selection"
 	"github.com/plexus-cni/plexus/core/source"
 	"github.com/plexus-cni/plexus/core/status"
+	"github.com/plexus-cni/plexus/sdk/abi"
 )
 
 // The logic of "plexusctl ext": inspect a module, run one hook as plexus
@@ -61,12 +62,12 @@ func RunHook(ctx context.Context, w io.Writer, path string, opt RunOptions) erro
 	}
 	defer h.Close(ctx)
 	switch opt.Hook {
-	case HookPrepare:
+	case abi.HookPrepare:
 		return runPrepare(ctx, w, h, opt.Input)
-	case HookEnrich:
+	case abi.HookEnrich:
 		return runEnrich(ctx, w, h, opt.Input)
 	}
-	return fmt.Errorf("unknown hook %q (want %s or %s)", opt.Hook, HookPrepare, HookEnrich)
+	return fmt.Errorf("unknown hook %q (want %s or %s)", opt.Hook, abi.HookPrepare, abi.HookEnrich)
 }
 
 type runReport struct {
@@ -79,17 +80,17 @@ type runReport struct {
 }
 
 func runPrepare(ctx context.Context, w io.Writer, h *Host, input []byte) error {
-	var in prepareInput
+	var in abi.PrepareRequest
 	if err := json.Unmarshal(input, &in); err != nil {
 		return fmt.Errorf("input: %w", err)
 	}
-	a := attachmentOf(&in.wireCommon)
+	a := attachmentOf(&in.Request)
 	a.Config, a.ConfigArgs = in.Config, in.ConfigArgs
 	for _, k := range sortedKeys(in.CNIArgs) {
 		a.CNIArgs = append(a.CNIArgs, [2]string{k, in.CNIArgs[k]})
 	}
 	rep := &runReport{}
-	req := &pipeline.PrepareRequest{Pod: podOf(&in.wireCommon), Attachment: a, Warn: rep.warn}
+	req := &pipeline.PrepareRequest{Pod: podOf(&in.Request), Attachment: a, Warn: rep.warn}
 	err := h.Prepare(ctx, req)
 	rep.Config, rep.CNIArgs, rep.ConfigArgs = a.Config, a.CNIArgs, a.ConfigArgs
 	return rep.finish(w, err)
@@ -100,7 +101,7 @@ func runEnrich(ctx context.Context, w io.Writer, h *Host, input []byte) error {
 	if err := json.Unmarshal(input, &in); err != nil {
 		return fmt.Errorf("input: %w", err)
 	}
-	a := attachmentOf(&in.wireCommon)
+	a := attachmentOf(&in.Request)
 	if len(in.Result) > 0 {
 		r, err := types100.NewResult(in.Result)
 		if err != nil {
@@ -120,7 +121,7 @@ func runEnrich(ctx context.Context, w io.Writer, h *Host, input []byte) error {
 		}
 	}
 	rep := &runReport{}
-	err := h.Enrich(ctx, &pipeline.EnrichRequest{Pod: podOf(&in.wireCommon), Attachment: a, Entry: entry, Warn: rep.warn})
+	err := h.Enrich(ctx, &pipeline.EnrichRequest{Pod: podOf(&in.Request), Attachment: a, Entry: entry, Warn: rep.warn})
 	rep.Status = entry
 	return rep.finish(w, err)
 }
@@ -139,7 +140,7 @@ func (r *runReport) finish(w io.Writer, err error) error {
 	return err
 }
 
-func attachmentOf(c *wireCommon) *pipeline.Attachment {
+func attachmentOf(c *abi.Request) *pipeline.Attachment {
 	a := &pipeline.Attachment{
 		Index: c.Network.Index, Default: c.Network.Default, Name: c.Network.StatusName, IfName: c.IfName,
 	}
@@ -152,7 +153,7 @@ func attachmentOf(c *wireCommon) *pipeline.Attachment {
 	return a
 }
 
-func podOf(c *wireCommon) *source.Pod {
+func podOf(c *abi.Request) *source.Pod {
 	return &source.Pod{Namespace: c.Pod.Namespace, Name: c.Pod.Name, UID: c.Pod.UID}
 }
 

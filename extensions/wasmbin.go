@@ -1,10 +1,11 @@
 package extensions
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/plexus-cni/plexus/sdk/wasmfmt"
 )
 
 // A tiny reader for the parts of a wasm binary plexus needs before it
@@ -13,39 +14,16 @@ import (
 // a few small reads instead of a compilation. Section bodies it does not need
 // (code, data) are skipped by offset, never read.
 
-const (
-	wasmMagic   = "\x00asm"
-	wasmVersion = "\x01\x00\x00\x00"
+// maxHeaderSection bounds what is read for one import/export/custom
+// section; real modules have a few KiB there.
+const maxHeaderSection = 4 << 20
 
-	sectionCustom = 0
-	sectionImport = 2
-	sectionExport = 7
-
-	// maxHeaderSection bounds what is read for one import/export/custom
-	// section; real modules have a few KiB there.
-	maxHeaderSection = 4 << 20
+// Import is one entry of the import section; Export one of the export
+// section.
+type (
+	Import = wasmfmt.Import
+	Export = wasmfmt.Export
 )
-
-// External kinds of imports and exports.
-const (
-	kindFunc   = 0
-	kindTable  = 1
-	kindMemory = 2
-	kindGlobal = 3
-)
-
-// Import is one entry of the import section.
-type Import struct {
-	Module string `json:"module"`
-	Name   string `json:"name"`
-	Kind   byte   `json:"kind"`
-}
-
-// Export is one entry of the export section.
-type Export struct {
-	Name string `json:"name"`
-	Kind byte   `json:"kind"`
-}
 
 // CustomSection is a named custom section (id 0).
 type CustomSection struct {
@@ -82,7 +60,7 @@ func (b *Binary) CustomNamed(name string) ([]byte, error) {
 // ExportedFunc reports whether the module exports a function with the name.
 func (b *Binary) ExportedFunc(name string) bool {
 	for _, e := range b.Exports {
-		if e.Name == name && e.Kind == kindFunc {
+		if e.Name == name && e.Kind == wasmfmt.KindFunc {
 			return true
 		}
 	}
@@ -95,10 +73,10 @@ func ParseBinary(r io.ReaderAt, size int64) (*Binary, error) {
 	if _, err := r.ReadAt(head, 0); err != nil {
 		return nil, fmt.Errorf("reading wasm header: %w", err)
 	}
-	if string(head[:4]) != wasmMagic {
+	if string(head[:4]) != wasmfmt.Header[:4] {
 		return nil, errors.New("not a wasm binary (bad magic)")
 	}
-	if string(head[4:]) != wasmVersion {
+	if string(head[4:]) != wasmfmt.Header[4:] {
 		return nil, errors.New("unsupported wasm binary version")
 	}
 	b := &Binary{}
@@ -123,12 +101,11 @@ func sectionAt(r io.ReaderAt, off, size int64) (id byte, body, next int64, err e
 	if n < 2 && err != nil {
 		return 0, 0, 0, fmt.Errorf("section at offset %d: %w", off, err)
 	}
-	d := decoder{buf: hdr[1:n]}
-	length := d.u32()
-	if d.err != nil {
-		return 0, 0, 0, fmt.Errorf("section at offset %d: bad size: %w", off, d.err)
+	length, end, err := wasmfmt.ReadU32(hdr[:n], 1)
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("section at offset %d: bad size: %w", off, err)
 	}
-	body = off + 1 + int64(d.pos)
+	body = off + int64(end)
 	next = body + int64(length)
 	if next > size {
 		return 0, 0, 0, fmt.Errorf("section %d at offset %d runs past the end of the file", hdr[0], off)
@@ -137,7 +114,7 @@ func sectionAt(r io.ReaderAt, off, size int64) (id byte, body, next int64, err e
 }
 
 func (b *Binary) readSection(r io.ReaderAt, id byte, off, length int64) error {
-	if id != sectionCustom && id != sectionImport && id != sectionExport {
+	if id != wasmfmt.SectionCustom && id != wasmfmt.SectionImport && id != wasmfmt.SectionExport {
 		return nil
 	}
 	if length > maxHeaderSection {
@@ -147,143 +124,18 @@ func (b *Binary) readSection(r io.ReaderAt, id byte, off, length int64) error {
 	if _, err := r.ReadAt(buf, off); err != nil {
 		return fmt.Errorf("reading section %d: %w", id, err)
 	}
-	d := &decoder{buf: buf}
+	d := wasmfmt.NewDecoder(buf)
 	switch id {
-	case sectionCustom:
-		name := d.name()
-		b.Custom = append(b.Custom, CustomSection{Name: name, Data: d.rest()})
-	case sectionImport:
-		b.Imports = d.imports()
-	case sectionExport:
-		b.Exports = d.exports()
+	case wasmfmt.SectionCustom:
+		name := d.Name()
+		b.Custom = append(b.Custom, CustomSection{Name: name, Data: d.Rest()})
+	case wasmfmt.SectionImport:
+		b.Imports = d.Imports()
+	case wasmfmt.SectionExport:
+		b.Exports = d.Exports()
 	}
-	if d.err != nil {
-		return fmt.Errorf("section %d at offset %d: %w", id, off, d.err)
+	if d.Err() != nil {
+		return fmt.Errorf("section %d at offset %d: %w", id, off, d.Err())
 	}
 	return nil
-}
-
-// decoder reads LEB128 integers and names; the first error sticks.
-type decoder struct {
-	buf []byte
-	pos int
-	err error
-}
-
-func (d *decoder) fail(msg string) {
-	if d.err == nil {
-		d.err = errors.New(msg)
-	}
-}
-
-func (d *decoder) byte() byte {
-	if d.err != nil || d.pos >= len(d.buf) {
-		d.fail("unexpected end of section")
-		return 0
-	}
-	c := d.buf[d.pos]
-	d.pos++
-	return c
-}
-
-func (d *decoder) u32() uint32 {
-	var v uint32
-	for shift := 0; shift < 35; shift += 7 {
-		c := d.byte()
-		if d.err != nil {
-			return 0
-		}
-		v |= uint32(c&0x7f) << shift
-		if c&0x80 == 0 {
-			return v
-		}
-	}
-	d.fail("LEB128 integer too long")
-	return 0
-}
-
-func (d *decoder) bytes(n uint32) []byte {
-	if d.err != nil || uint64(d.pos)+uint64(n) > uint64(len(d.buf)) {
-		d.fail("unexpected end of section")
-		return nil
-	}
-	out := d.buf[d.pos : d.pos+int(n)]
-	d.pos += int(n)
-	return out
-}
-
-func (d *decoder) name() string { return string(d.bytes(d.u32())) }
-
-func (d *decoder) rest() []byte {
-	if d.err != nil {
-		return nil
-	}
-	return bytes.Clone(d.buf[d.pos:])
-}
-
-// limits skips a table or memory limits: flags, min and, with bit 0, max.
-func (d *decoder) limits() {
-	flags := d.byte()
-	d.u32()
-	if flags&1 != 0 {
-		d.u32()
-	}
-}
-
-func (d *decoder) imports() []Import {
-	n := d.u32()
-	var out []Import
-	for i := uint32(0); i < n && d.err == nil; i++ {
-		imp := Import{Module: d.name(), Name: d.name(), Kind: d.byte()}
-		switch imp.Kind {
-		case kindFunc:
-			d.u32() // type index
-		case kindTable:
-			d.byte() // reference type
-			d.limits()
-		case kindMemory:
-			d.limits()
-		case kindGlobal:
-			d.byte() // value type
-			d.byte() // mutability
-		default:
-			d.fail(fmt.Sprintf("import %d has unknown kind %d", i, imp.Kind))
-		}
-		out = append(out, imp)
-	}
-	return out
-}
-
-func (d *decoder) exports() []Export {
-	n := d.u32()
-	var out []Export
-	for i := uint32(0); i < n && d.err == nil; i++ {
-		e := Export{Name: d.name(), Kind: d.byte()}
-		d.u32() // index
-		out = append(out, e)
-	}
-	return out
-}
-
-// AppendCustomSection returns wasm with a custom section appended: id 0,
-// LEB128 size, LEB128 name length, name, payload.
-func AppendCustomSection(wasm []byte, name string, payload []byte) []byte {
-	var body []byte
-	body = appendU32(body, uint32(len(name)))
-	body = append(body, name...)
-	body = append(body, payload...)
-	out := append(bytes.Clone(wasm), sectionCustom)
-	out = appendU32(out, uint32(len(body)))
-	return append(out, body...)
-}
-
-func appendU32(b []byte, v uint32) []byte {
-	for {
-		c := byte(v & 0x7f)
-		v >>= 7
-		if v == 0 {
-			return append(b, c)
-		}
-		b = append(b, c|0x80)
-	}
 }

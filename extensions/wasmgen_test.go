@@ -4,6 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/plexus-cni/plexus/sdk/abi"
+	"github.com/plexus-cni/plexus/sdk/wasmfmt"
 )
 
 // fakeWasm describes a hand-assembled module: enough wasm to test what the
@@ -21,50 +24,46 @@ var (
 	bodyReturn0     = []byte{0x41, 0x00}                               // i32.const 0
 	bodyUnreachable = []byte{0x00}                                     // unreachable
 	bodyLoop        = []byte{0x03, 0x40, 0x0c, 0x00, 0x0b, 0x41, 0x00} // loop br 0 end; i32.const 0
+	bodyGrow64      = []byte{0x41, 0x40, 0x40, 0x00}                   // i32.const 64; memory.grow
+	// simd is v128.const 0; drop: a SIMD instruction, which wazero runs
+	// and wasmbin.AddDeadlineCheck refuses.
+	simd = append(append([]byte{0xfd, 0x0c}, make([]byte, 16)...), 0x1a)
 )
 
 func (f fakeWasm) bytes() []byte {
-	b := []byte(wasmMagic + wasmVersion)
-	b = section(b, 1, vec(1, []byte{0x60, 0x01, 0x7f, 0x01, 0x7f}))
+	b := []byte(wasmfmt.Header)
+	b = wasmfmt.AppendSection(b, 1, vec(1, []byte{0x60, 0x01, 0x7f, 0x01, 0x7f}))
 	var imps []byte
 	for _, i := range f.imports {
-		imps = append(imps, name(i.Module)...)
-		imps = append(imps, name(i.Name)...)
-		imps = append(imps, kindFunc, 0x00)
+		imps = wasmfmt.AppendName(wasmfmt.AppendName(imps, i.Module), i.Name)
+		imps = append(imps, wasmfmt.KindFunc, 0x00)
 	}
 	if len(f.imports) > 0 {
-		b = section(b, 2, vec(len(f.imports), imps))
+		b = wasmfmt.AppendSection(b, 2, vec(len(f.imports), imps))
 	}
 	funcs := make([]byte, len(f.exports)) // all type 0
-	b = section(b, 3, vec(len(f.exports), funcs))
-	b = section(b, 5, vec(1, []byte{0x00, 0x01})) // one page
-	exps := append(name("memory"), kindMemory, 0x00)
+	b = wasmfmt.AppendSection(b, 3, vec(len(f.exports), funcs))
+	b = wasmfmt.AppendSection(b, 5, vec(1, []byte{0x00, 0x01})) // one page
+	exps := append(wasmfmt.AppendName(nil, "memory"), wasmfmt.KindMemory, 0x00)
 	for i, e := range f.exports {
-		exps = append(exps, name(e)...)
-		exps = append(exps, kindFunc, byte(len(f.imports)+i))
+		exps = wasmfmt.AppendName(exps, e)
+		exps = append(exps, wasmfmt.KindFunc, byte(len(f.imports)+i))
 	}
-	b = section(b, 7, vec(len(f.exports)+1, exps))
+	b = wasmfmt.AppendSection(b, 7, vec(len(f.exports)+1, exps))
 	var code []byte
 	for range f.exports {
 		fn := append([]byte{0x00}, f.body...) // no locals
 		fn = append(fn, 0x0b)
-		code = append(appendU32(code, uint32(len(fn))), fn...)
+		code = append(wasmfmt.AppendU32(code, uint32(len(fn))), fn...)
 	}
-	b = section(b, 10, vec(len(f.exports), code))
+	b = wasmfmt.AppendSection(b, 10, vec(len(f.exports), code))
 	if f.manifest != "" {
-		b = AppendCustomSection(b, ManifestSection, []byte(f.manifest))
+		b = wasmfmt.AppendCustomSection(b, abi.ManifestSection, []byte(f.manifest))
 	}
 	return b
 }
 
-func section(b []byte, id byte, body []byte) []byte {
-	b = appendU32(append(b, id), uint32(len(body)))
-	return append(b, body...)
-}
-
-func vec(n int, items []byte) []byte { return append(appendU32(nil, uint32(n)), items...) }
-
-func name(s string) []byte { return append(appendU32(nil, uint32(len(s))), s...) }
+func vec(n int, items []byte) []byte { return append(wasmfmt.AppendU32(nil, uint32(n)), items...) }
 
 // write puts the module in a test temp dir and returns its path.
 func (f fakeWasm) write(t testing.TB, file string) string {

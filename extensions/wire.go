@@ -8,64 +8,22 @@ import (
 
 	"github.com/plexus-cni/plexus/core/pipeline"
 	"github.com/plexus-cni/plexus/core/source"
+	"github.com/plexus-cni/plexus/sdk/abi"
 )
 
-// The JSON documents of ABI v1 (sdk/ABI.md). Unknown fields are ignored in
-// both directions, so either side may add fields without a new ABI version.
+// The JSON documents of ABI v1 (sdk/ABI.md) are sdk/abi's, shared with
+// the SDK.
 
-type wirePod struct {
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
-	UID       string `json:"uid"`
-}
-
-type wireNetwork struct {
-	// Namespace and Name are the NetworkAttachmentDefinition's.
-	Namespace  string `json:"namespace,omitempty"`
-	Name       string `json:"name,omitempty"`
-	StatusName string `json:"statusName"`
-	Default    bool   `json:"default"`
-	Index      int    `json:"index"`
-}
-
-type wireCommon struct {
-	ABI          int                        `json:"abi"`
-	Hook         string                     `json:"hook"`
-	Pod          wirePod                    `json:"pod"`
-	Network      wireNetwork                `json:"network"`
-	IfName       string                     `json:"ifName"`
-	Keys         map[string]json.RawMessage `json:"keys"`
-	ModuleConfig json.RawMessage            `json:"moduleConfig,omitempty"`
-}
-
-type prepareInput struct {
-	wireCommon
-	Config     json.RawMessage   `json:"config"`
-	CNIArgs    map[string]string `json:"cniArgs"`
-	ConfigArgs map[string]any    `json:"configArgs"`
-}
-
+// enrichInput sends the whole status entry, reverse-domain keys included,
+// where abi.EnrichRequest decodes only the specification's fields: the
+// shallower Status field wins in encoding/json.
 type enrichInput struct {
-	wireCommon
-	Status         json.RawMessage   `json:"status"`
-	Result         json.RawMessage   `json:"result,omitempty"`
-	NADAnnotations map[string]string `json:"nadAnnotations,omitempty"`
+	abi.EnrichRequest
+	Status json.RawMessage `json:"status"`
 }
 
-type wireRejection struct {
-	Message string `json:"message"`
-}
-
-// wireOutput is what a hook writes; each hook reads its own fields.
-type wireOutput struct {
-	Config        json.RawMessage            `json:"config,omitempty"`
-	AddCNIArgs    map[string]string          `json:"addCNIArgs,omitempty"`
-	AddConfigArgs map[string]json.RawMessage `json:"addConfigArgs,omitempty"`
-	Status        map[string]json.RawMessage `json:"status,omitempty"`
-	Warnings      []string                   `json:"warnings,omitempty"`
-	Reject        *wireRejection             `json:"reject,omitempty"`
-	Error         string                     `json:"error,omitempty"`
-}
+// wireOutput is what a hook writes, values kept as the guest wrote them.
+type wireOutput = abi.Output[json.RawMessage]
 
 func decodeOutput(b []byte) (*wireOutput, error) {
 	var out wireOutput
@@ -75,10 +33,10 @@ func decodeOutput(b []byte) (*wireOutput, error) {
 	return &out, nil
 }
 
-func common(hook string, m *module, pod *source.Pod, a *pipeline.Attachment, keys map[string]json.RawMessage) wireCommon {
-	c := wireCommon{
-		ABI: ABIVersion, Hook: hook, IfName: a.IfName, Keys: keys,
-		Network: wireNetwork{StatusName: a.Name, Default: a.Default, Index: a.Index},
+func common(hook string, m *module, pod *source.Pod, a *pipeline.Attachment, keys map[string]json.RawMessage) abi.Request {
+	c := abi.Request{
+		ABI: abi.Version, Hook: hook, IfName: a.IfName, Keys: keys,
+		Network: abi.Network{StatusName: a.Name, Default: a.Default, Index: a.Index},
 	}
 	if keys == nil {
 		c.Keys = map[string]json.RawMessage{}
@@ -87,7 +45,7 @@ func common(hook string, m *module, pod *source.Pod, a *pipeline.Attachment, key
 		c.ModuleConfig = m.config
 	}
 	if pod != nil {
-		c.Pod = wirePod{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}
+		c.Pod = abi.Pod{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}
 	}
 	switch {
 	case a.NAD != nil:
@@ -108,11 +66,11 @@ func cniArgsMap(pairs [][2]string) map[string]string {
 	return m
 }
 
-func newPrepareInput(m *module, req *pipeline.PrepareRequest, keys map[string]json.RawMessage) *prepareInput {
+func newPrepareInput(m *module, req *pipeline.PrepareRequest, keys map[string]json.RawMessage) *abi.PrepareRequest {
 	a := req.Attachment
-	in := &prepareInput{
-		wireCommon: common(HookPrepare, m, req.Pod, a, keys),
-		Config:     a.Config, CNIArgs: cniArgsMap(a.CNIArgs), ConfigArgs: a.ConfigArgs,
+	in := &abi.PrepareRequest{
+		Request: common(abi.HookPrepare, m, req.Pod, a, keys),
+		Config:  a.Config, CNIArgs: cniArgsMap(a.CNIArgs), ConfigArgs: a.ConfigArgs,
 	}
 	if in.ConfigArgs == nil {
 		in.ConfigArgs = map[string]any{}
@@ -122,7 +80,7 @@ func newPrepareInput(m *module, req *pipeline.PrepareRequest, keys map[string]js
 
 func newEnrichInput(m *module, req *pipeline.EnrichRequest, keys map[string]json.RawMessage) (*enrichInput, error) {
 	a := req.Attachment
-	in := &enrichInput{wireCommon: common(HookEnrich, m, req.Pod, a, keys)}
+	in := &enrichInput{EnrichRequest: abi.EnrichRequest{Request: common(abi.HookEnrich, m, req.Pod, a, keys)}}
 	var err error
 	if in.Status, err = json.Marshal(req.Entry); err != nil {
 		return nil, fmt.Errorf("encoding the status entry: %w", err)

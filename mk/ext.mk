@@ -18,7 +18,7 @@ EXT_MANIFEST := $(abspath $(EXT_BIN))/.tools/plexus-manifest
 
 .PHONY: ext-examples ext-hostile ext-test
 
-$(EXT_MANIFEST): $(wildcard sdk/cmd/plexus-manifest/*.go)
+$(EXT_MANIFEST): $(wildcard sdk/cmd/plexus-manifest/*.go sdk/abi/*.go sdk/wasmfmt/*.go)
 	cd sdk && GOWORK=off $(EXT_GO) build -o $(EXT_MANIFEST) ./cmd/plexus-manifest
 
 # ext_build(moduleDir, pkgs, outDir): build each module and append its manifest.

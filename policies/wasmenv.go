@@ -1,6 +1,6 @@
 package policies
 
-import "github.com/plexus-cni/plexus/internal/wasmbin"
+import "github.com/plexus-cni/plexus/sdk/wasmfmt"
 
 // OPA's compiled policies import their memory and their host functions
 // from one module named "env". wazero's host modules cannot export a
@@ -33,12 +33,12 @@ var envImports = []struct {
 // that may grow to maxPages (64 KiB each), and envImports re-exported.
 func envModule(minPages, maxPages uint32) []byte {
 	var types, imports, memory, exports []byte
-	types = wasmbin.AppendU32(types, uint32(len(envImports)))
-	imports = wasmbin.AppendU32(imports, uint32(len(envImports)))
-	exports = wasmbin.AppendU32(exports, uint32(len(envImports)+1))
+	types = wasmfmt.AppendU32(types, uint32(len(envImports)))
+	imports = wasmfmt.AppendU32(imports, uint32(len(envImports)))
+	exports = wasmfmt.AppendU32(exports, uint32(len(envImports)+1))
 	for i, f := range envImports {
 		types = append(types, 0x60) // func type
-		types = wasmbin.AppendU32(types, uint32(f.params))
+		types = wasmfmt.AppendU32(types, uint32(f.params))
 		for range f.params {
 			types = append(types, 0x7f) // i32
 		}
@@ -47,24 +47,24 @@ func envModule(minPages, maxPages uint32) []byte {
 		} else {
 			types = append(types, 0)
 		}
-		imports = wasmbin.AppendName(imports, hostModuleName)
-		imports = wasmbin.AppendName(imports, f.name)
+		imports = wasmfmt.AppendName(imports, hostModuleName)
+		imports = wasmfmt.AppendName(imports, f.name)
 		imports = append(imports, 0x00) // a function, of type i
-		imports = wasmbin.AppendU32(imports, uint32(i))
-		exports = wasmbin.AppendName(exports, f.name)
+		imports = wasmfmt.AppendU32(imports, uint32(i))
+		exports = wasmfmt.AppendName(exports, f.name)
 		exports = append(exports, 0x00) // function index i (the imports come first)
-		exports = wasmbin.AppendU32(exports, uint32(i))
+		exports = wasmfmt.AppendU32(exports, uint32(i))
 	}
-	memory = wasmbin.AppendU32(memory, 1)
+	memory = wasmfmt.AppendU32(memory, 1)
 	memory = append(memory, 0x01) // limits with a maximum
-	memory = wasmbin.AppendU32(memory, minPages)
-	memory = wasmbin.AppendU32(memory, maxPages)
-	exports = wasmbin.AppendName(exports, "memory")
+	memory = wasmfmt.AppendU32(memory, minPages)
+	memory = wasmfmt.AppendU32(memory, maxPages)
+	exports = wasmfmt.AppendName(exports, "memory")
 	exports = append(exports, 0x02, 0) // memory index 0
 
-	out := []byte{0x00, 'a', 's', 'm', 0x01, 0x00, 0x00, 0x00}
-	out = wasmbin.AppendSection(out, 1, types)
-	out = wasmbin.AppendSection(out, 2, imports)
-	out = wasmbin.AppendSection(out, 5, memory)
-	return wasmbin.AppendSection(out, 7, exports)
+	out := []byte(wasmfmt.Header)
+	out = wasmfmt.AppendSection(out, 1, types)
+	out = wasmfmt.AppendSection(out, 2, imports)
+	out = wasmfmt.AppendSection(out, 5, memory)
+	return wasmfmt.AppendSection(out, 7, exports)
 }

@@ -19,6 +19,8 @@ package wasmbin
 import (
 	"errors"
 	"fmt"
+
+	"github.com/plexus-cni/plexus/sdk/wasmfmt"
 )
 
 // The function a checked module imports; the host provides it, with no
@@ -49,6 +51,13 @@ const (
 // rewrite: malformed, or using instructions it does not know.
 var ErrFormat = errors.New("malformed or unsupported Wasm")
 
+// formatError is an error of the format's codec (wasmfmt.ErrMalformed),
+// which is an ErrFormat too.
+type formatError struct{ error }
+
+func (e formatError) Unwrap() error        { return e.error }
+func (e formatError) Is(target error) bool { return target == ErrFormat }
+
 // AddDeadlineCheck returns bin with the tick imported, a counter global
 // added, and the countdown in every loop and before every tail call.
 //
@@ -58,24 +67,21 @@ var ErrFormat = errors.New("malformed or unsupported Wasm")
 // section, which only names functions for debuggers, is dropped rather
 // than renumbered.
 func AddDeadlineCheck(bin []byte) ([]byte, error) {
-	if len(bin) < 8 || string(bin[:4]) != "\x00asm" {
-		return nil, fmt.Errorf("%w: no Wasm header", ErrFormat)
-	}
-	sections, err := splitSections(bin[8:])
+	sections, err := wasmfmt.Sections(bin)
 	if err != nil {
-		return nil, err
+		return nil, formatError{err}
 	}
 	sections = ensureSections(sections, secType, secImport, secGlobal)
 	r := &rewriter{}
 	for _, s := range sections {
 		var err error
-		switch s.id {
+		switch s.ID {
 		case secType:
-			r.types, _, err = readU32(s.body, 0)
+			r.types, _, err = readU32(s.Body, 0)
 		case secImport:
-			r.funcImports, r.globalImports, err = countImports(s.body)
+			r.funcImports, r.globalImports, err = countImports(s.Body)
 		case secGlobal:
-			r.globals, _, err = readU32(s.body, 0)
+			r.globals, _, err = readU32(s.Body, 0)
 		}
 		if err != nil {
 			return nil, err
@@ -85,46 +91,15 @@ func AddDeadlineCheck(bin []byte) ([]byte, error) {
 	r.counter = uint32(r.globalImports + r.globals)
 	r.check = r.countdown()
 
-	out := append([]byte{}, bin[:8]...)
+	out := append([]byte{}, bin[:len(wasmfmt.Header)]...)
 	for _, s := range sections {
 		body, keep, err := r.section(s)
 		if err != nil {
 			return nil, err
 		}
 		if keep {
-			out = AppendSection(out, s.id, body)
+			out = wasmfmt.AppendSection(out, s.ID, body)
 		}
-	}
-	return out, nil
-}
-
-type section struct {
-	id   byte
-	name string // of a custom section
-	body []byte
-}
-
-func splitSections(b []byte) ([]section, error) {
-	var out []section
-	for i := 0; i < len(b); {
-		id := b[i]
-		n, next, err := readU32(b, i+1)
-		if err != nil {
-			return nil, err
-		}
-		if next+n > len(b) {
-			return nil, fmt.Errorf("%w: section %d overruns the module", ErrFormat, id)
-		}
-		s := section{id: id, body: b[next : next+n]}
-		if id == secCustom {
-			l, j, err := readU32(s.body, 0)
-			if err != nil || j+l > len(s.body) {
-				return nil, fmt.Errorf("%w: custom section name", ErrFormat)
-			}
-			s.name = string(s.body[j : j+l])
-		}
-		out = append(out, s)
-		i = next + n
 	}
 	return out, nil
 }
@@ -134,21 +109,21 @@ func splitSections(b []byte) ([]section, error) {
 var sectionOrder = map[byte]int{1: 1, 2: 2, 3: 3, 4: 4, 5: 5, 13: 6, 6: 7, 7: 8, 8: 9, 9: 10, 12: 11, 10: 12, 11: 13}
 
 // ensureSections adds, empty, each of ids the module lacks, in its place.
-func ensureSections(sections []section, ids ...byte) []section {
+func ensureSections(sections []wasmfmt.Section, ids ...byte) []wasmfmt.Section {
 	for _, id := range ids {
 		at := len(sections)
 		found := false
 		for i, s := range sections {
-			if s.id == id {
+			if s.ID == id {
 				found = true
 				break
 			}
-			if s.id != secCustom && sectionOrder[s.id] > sectionOrder[id] && i < at {
+			if s.ID != secCustom && sectionOrder[s.ID] > sectionOrder[id] && i < at {
 				at = i
 			}
 		}
 		if !found {
-			sections = append(sections[:at], append([]section{{id: id, body: []byte{0}}}, sections[at:]...)...)
+			sections = append(sections[:at], append([]wasmfmt.Section{{ID: id, Body: []byte{0}}}, sections[at:]...)...)
 		}
 	}
 	return sections
@@ -164,15 +139,15 @@ type rewriter struct {
 
 // countdown is the code run at every loop iteration and tail call.
 func (r *rewriter) countdown() []byte {
-	c := AppendU32([]byte{0x23}, r.counter)      // global.get counter
-	c = append(c, 0x41, 0x01, 0x6B)              // i32.const 1, i32.sub
-	c = AppendU32(append(c, 0x24), r.counter)    // global.set counter
-	c = AppendU32(append(c, 0x23), r.counter)    // global.get counter
-	c = append(c, 0x45, 0x04, 0x40)              // i32.eqz, if
-	c = appendS32(append(c, 0x41), TickInterval) // i32.const interval
-	c = AppendU32(append(c, 0x24), r.counter)    // global.set counter
-	c = AppendU32(append(c, 0x10), r.tick)       // call tick
-	return append(c, 0x0B)                       // end
+	c := wasmfmt.AppendU32([]byte{0x23}, r.counter)      // global.get counter
+	c = append(c, 0x41, 0x01, 0x6B)                      // i32.const 1, i32.sub
+	c = wasmfmt.AppendU32(append(c, 0x24), r.counter)    // global.set counter
+	c = wasmfmt.AppendU32(append(c, 0x23), r.counter)    // global.get counter
+	c = append(c, 0x45, 0x04, 0x40)                      // i32.eqz, if
+	c = wasmfmt.AppendS32(append(c, 0x41), TickInterval) // i32.const interval
+	c = wasmfmt.AppendU32(append(c, 0x24), r.counter)    // global.set counter
+	c = wasmfmt.AppendU32(append(c, 0x10), r.tick)       // call tick
+	return append(c, 0x0B)                               // end
 }
 
 // fn renumbers a function index.
@@ -183,33 +158,33 @@ func (r *rewriter) fn(x int) uint32 {
 	return uint32(x)
 }
 
-func (r *rewriter) section(s section) (body []byte, keep bool, err error) {
-	switch s.id {
+func (r *rewriter) section(s wasmfmt.Section) (body []byte, keep bool, err error) {
+	switch s.ID {
 	case secCustom:
-		return s.body, s.name != "name", nil
+		return s.Body, s.Name != "name", nil
 	case secType:
-		body = appendToVector(s.body, []byte{0x60, 0x00, 0x00}) // () -> ()
+		body = appendToVector(s.Body, []byte{0x60, 0x00, 0x00}) // () -> ()
 	case secImport:
-		imp := AppendName(AppendName(nil, TickModule), TickFunc)
-		body = appendToVector(s.body, AppendU32(append(imp, 0x00), uint32(r.types)))
+		imp := wasmfmt.AppendName(wasmfmt.AppendName(nil, TickModule), TickFunc)
+		body = appendToVector(s.Body, wasmfmt.AppendU32(append(imp, 0x00), uint32(r.types)))
 	case secGlobal:
-		if body, err = r.globalSection(s.body); err == nil {
-			counter := appendS32([]byte{0x7F, 0x01, 0x41}, TickInterval) // mutable i32
+		if body, err = r.globalSection(s.Body); err == nil {
+			counter := wasmfmt.AppendS32([]byte{0x7F, 0x01, 0x41}, TickInterval) // mutable i32
 			body = appendToVector(body, append(counter, 0x0B))
 		}
 	case secExport:
-		body, err = r.exportSection(s.body)
+		body, err = r.exportSection(s.Body)
 	case secStart:
 		var x int
-		if x, _, err = readU32(s.body, 0); err == nil {
-			body = AppendU32(nil, r.fn(x))
+		if x, _, err = readU32(s.Body, 0); err == nil {
+			body = wasmfmt.AppendU32(nil, r.fn(x))
 		}
 	case secElement:
-		body, err = r.elementSection(s.body)
+		body, err = r.elementSection(s.Body)
 	case secCode:
-		body, err = r.codeSection(s.body)
+		body, err = r.codeSection(s.Body)
 	default:
-		body = s.body
+		body = s.Body
 	}
 	return body, err == nil, err
 }
@@ -218,60 +193,25 @@ func (r *rewriter) section(s section) (body []byte, keep bool, err error) {
 // whose count the caller has already read successfully.
 func appendToVector(body, elem []byte) []byte {
 	n, next, _ := readU32(body, 0)
-	out := AppendU32(nil, uint32(n+1))
+	out := wasmfmt.AppendU32(nil, uint32(n+1))
 	out = append(out, body[next:]...)
 	return append(out, elem...)
 }
 
 func countImports(body []byte) (funcs, globals int, err error) {
-	n, i, err := readU32(body, 0)
-	if err != nil {
-		return 0, 0, err
-	}
-	for range n {
-		for range 2 { // module and field names
-			var l int
-			if l, i, err = readU32(body, i); err != nil {
-				return 0, 0, err
-			}
-			i += l
-		}
-		if i >= len(body) {
-			return 0, 0, fmt.Errorf("%w: import section ends early", ErrFormat)
-		}
-		kind := body[i]
-		i++
-		switch kind {
-		case 0x00: // function: type index
+	d := wasmfmt.NewDecoder(body)
+	for _, imp := range d.Imports() {
+		switch imp.Kind {
+		case wasmfmt.KindFunc:
 			funcs++
-			_, i, err = readU32(body, i)
-		case 0x01: // table: reftype, limits
-			i, err = skipLimits(body, i+1)
-		case 0x02: // memory: limits
-			i, err = skipLimits(body, i)
-		case 0x03: // global: valtype, mutability
+		case wasmfmt.KindGlobal:
 			globals++
-			i += 2
-		default:
-			err = fmt.Errorf("%w: import kind %#x", ErrFormat, kind)
 		}
-		if err != nil {
-			return 0, 0, err
-		}
+	}
+	if d.Err() != nil {
+		return 0, 0, formatError{d.Err()}
 	}
 	return funcs, globals, nil
-}
-
-func skipLimits(b []byte, i int) (int, error) {
-	if i >= len(b) {
-		return 0, fmt.Errorf("%w: limits end early", ErrFormat)
-	}
-	flags := b[i]
-	_, i, err := readU32(b, i+1)
-	if err == nil && flags&1 != 0 {
-		_, i, err = readU32(b, i)
-	}
-	return i, err
 }
 
 // globalSection renumbers function references in the initializers.
@@ -280,7 +220,7 @@ func (r *rewriter) globalSection(body []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := AppendU32(nil, uint32(n))
+	out := wasmfmt.AppendU32(nil, uint32(n))
 	for range n {
 		if i+2 > len(body) {
 			return nil, fmt.Errorf("%w: global section ends early", ErrFormat)
@@ -294,24 +234,18 @@ func (r *rewriter) globalSection(body []byte) ([]byte, error) {
 }
 
 func (r *rewriter) exportSection(body []byte) ([]byte, error) {
-	n, i, err := readU32(body, 0)
-	if err != nil {
-		return nil, err
+	d := wasmfmt.NewDecoder(body)
+	exports := d.Exports()
+	if d.Err() != nil {
+		return nil, formatError{d.Err()}
 	}
-	out := AppendU32(nil, uint32(n))
-	for range n {
-		var l, x int
-		if l, i, err = readU32(body, i); err != nil || i+l >= len(body) {
-			return nil, fmt.Errorf("%w: export section", ErrFormat)
+	out := wasmfmt.AppendU32(nil, uint32(len(exports)))
+	for _, e := range exports {
+		x := e.Index
+		if e.Kind == wasmfmt.KindFunc {
+			x = r.fn(int(x))
 		}
-		name, kind := body[i:i+l], body[i+l]
-		if x, i, err = readU32(body, i+l+1); err != nil {
-			return nil, err
-		}
-		if kind == 0x00 {
-			x = int(r.fn(x))
-		}
-		out = AppendU32(append(AppendName(out, string(name)), kind), uint32(x))
+		out = wasmfmt.AppendU32(append(wasmfmt.AppendName(out, e.Name), e.Kind), x)
 	}
 	return out, nil
 }
@@ -323,18 +257,18 @@ func (r *rewriter) elementSection(body []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := AppendU32(nil, uint32(n))
+	out := wasmfmt.AppendU32(nil, uint32(n))
 	for range n {
 		var flags, table int
 		if flags, i, err = readU32(body, i); err != nil || flags > 7 {
 			return nil, fmt.Errorf("%w: element segment kind", ErrFormat)
 		}
-		out = AppendU32(out, uint32(flags))
+		out = wasmfmt.AppendU32(out, uint32(flags))
 		if flags == 2 || flags == 6 { // an explicit table
 			if table, i, err = readU32(body, i); err != nil {
 				return nil, err
 			}
-			out = AppendU32(out, uint32(table))
+			out = wasmfmt.AppendU32(out, uint32(table))
 		}
 		if flags&1 == 0 { // active: an offset
 			if out, i, err = r.expr(out, body, i); err != nil {
@@ -361,7 +295,7 @@ func (r *rewriter) elements(out, body []byte, i int, exprs bool) ([]byte, int, e
 	if err != nil {
 		return nil, 0, err
 	}
-	out = AppendU32(out, uint32(n))
+	out = wasmfmt.AppendU32(out, uint32(n))
 	for range n {
 		if exprs {
 			if out, i, err = r.expr(out, body, i); err != nil {
@@ -373,7 +307,7 @@ func (r *rewriter) elements(out, body []byte, i int, exprs bool) ([]byte, int, e
 		if x, i, err = readU32(body, i); err != nil {
 			return nil, 0, err
 		}
-		out = AppendU32(out, r.fn(x))
+		out = wasmfmt.AppendU32(out, r.fn(x))
 	}
 	return out, i, nil
 }
@@ -401,7 +335,7 @@ func (r *rewriter) codeSection(body []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := AppendU32(nil, uint32(n))
+	out := wasmfmt.AppendU32(nil, uint32(n))
 	for f := range n {
 		size, start, err := readU32(body, i)
 		if err != nil || start+size > len(body) {
@@ -411,7 +345,7 @@ func (r *rewriter) codeSection(body []byte) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("function %d: %w", f, err)
 		}
-		out = AppendU32(out, uint32(len(fn)))
+		out = wasmfmt.AppendU32(out, uint32(len(fn)))
 		out = append(out, fn...)
 		i = start + size
 	}
@@ -458,7 +392,7 @@ func (r *rewriter) instruction(out, b []byte, i int) ([]byte, int, error) {
 		if err != nil {
 			return nil, 0, err
 		}
-		return AppendU32(append(out, b[i]), r.fn(x)), next, nil
+		return wasmfmt.AppendU32(append(out, b[i]), r.fn(x)), next, nil
 	}
 	return append(out, b[i:next]...), next, nil
 }
@@ -466,8 +400,9 @@ func (r *rewriter) instruction(out, b []byte, i int) ([]byte, int, error) {
 // skipInstruction returns where the instruction at i ends. It knows the
 // MVP instruction set and the sign-extension, saturating-truncation,
 // bulk-memory, reference-type and multi-value additions, which is what
-// OPA's Wasm compiler emits; anything else is refused, and "auto" falls
-// back to the topdown evaluator.
+// OPA's Wasm compiler emits; anything else is refused: the policy engine's
+// "auto" falls back to the topdown evaluator, the extension host to
+// wazero's context check.
 func skipInstruction(b []byte, i int) (int, error) {
 	op := b[i]
 	i++
@@ -560,32 +495,19 @@ func skipPrefixed(b []byte, i int) (int, error) {
 	return 0, fmt.Errorf("%w: unsupported opcode 0xfc %d", ErrFormat, sub)
 }
 
+// readU32 reads an index, count or size.
 func readU32(b []byte, i int) (int, int, error) {
-	var v uint64
-	for shift := 0; shift < 35; shift += 7 {
-		if i >= len(b) {
-			break
-		}
-		c := b[i]
-		i++
-		v |= uint64(c&0x7F) << shift
-		if c&0x80 == 0 {
-			if v > 1<<32-1 {
-				break
-			}
-			return int(v), i, nil
-		}
+	v, next, err := wasmfmt.ReadU32(b, i)
+	if err != nil {
+		return 0, 0, formatError{err}
 	}
-	return 0, 0, fmt.Errorf("%w: bad LEB128 number", ErrFormat)
+	return int(v), next, nil
 }
 
 func skipLEB(b []byte, i, max int) (int, error) {
-	for n := 0; n < max && i < len(b); n++ {
-		c := b[i]
-		i++
-		if c&0x80 == 0 {
-			return i, nil
-		}
+	next, err := wasmfmt.Skip(b, i, max)
+	if err != nil {
+		return 0, formatError{err}
 	}
-	return 0, fmt.Errorf("%w: bad LEB128 number", ErrFormat)
+	return next, nil
 }

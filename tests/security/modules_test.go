@@ -7,7 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plexus-cni/plexus/extensions"
+	"github.com/plexus-cni/plexus/sdk/abi"
+	"github.com/plexus-cni/plexus/sdk/wasmfmt"
 	"github.com/plexus-cni/plexus/tests/harness"
 )
 
@@ -32,7 +33,7 @@ func hostileModule(t *testing.T, name string) string {
 	harness.Must(t, err)
 	wasm, err := os.ReadFile(out)
 	harness.Must(t, err)
-	harness.Must(t, os.WriteFile(out, extensions.AppendCustomSection(wasm, extensions.ManifestSection, manifest), 0o644))
+	harness.Must(t, os.WriteFile(out, wasmfmt.AppendCustomSection(wasm, abi.ManifestSection, manifest), 0o644))
 	return out
 }
 

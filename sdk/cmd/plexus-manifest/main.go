@@ -10,9 +10,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
+
+	"github.com/plexus-cni/plexus/sdk/abi"
+	"github.com/plexus-cni/plexus/sdk/wasmfmt"
 )
 
-const section = "plexus.manifest"
+const section = abi.ManifestSection
 
 func main() {
 	manifest := flag.String("manifest", "manifest.json", "the declaration (JSON)")
@@ -32,9 +35,7 @@ func appendManifest(manifestPath, wasmPath string) error {
 	if err != nil {
 		return err
 	}
-	var probe struct {
-		ABI int `json:"abi"`
-	}
+	var probe abi.Manifest
 	if err := json.Unmarshal(payload, &probe); err != nil || probe.ABI == 0 {
 		return fmt.Errorf("%s: not a manifest with an \"abi\" version", manifestPath)
 	}
@@ -51,63 +52,20 @@ func appendManifest(manifestPath, wasmPath string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", wasmPath, err)
 	}
-	return os.WriteFile(wasmPath, appendSection(wasm, section, payload), 0o644)
+	return os.WriteFile(wasmPath, wasmfmt.AppendCustomSection(wasm, section, payload), 0o644)
 }
 
 // withoutSection copies a module without its custom sections named name.
 func withoutSection(wasm []byte, name string) ([]byte, error) {
-	out := append([]byte(nil), wasm[:8]...)
-	for i := 8; i < len(wasm); {
-		id := wasm[i]
-		size, n, err := readULEB(wasm[i+1:])
-		if err != nil {
-			return nil, fmt.Errorf("section at offset %d: %w", i, err)
+	sections, err := wasmfmt.Sections(wasm)
+	if err != nil {
+		return nil, err
+	}
+	out := append([]byte(nil), wasm[:len(wasmfmt.Header)]...)
+	for _, s := range sections {
+		if s.ID != wasmfmt.SectionCustom || s.Name != name {
+			out = wasmfmt.AppendSection(out, s.ID, s.Body)
 		}
-		end := i + 1 + n + int(size)
-		if end > len(wasm) {
-			return nil, fmt.Errorf("section at offset %d runs past the end", i)
-		}
-		if id != 0 || customName(wasm[i+1+n:end]) != name {
-			out = append(out, wasm[i:end]...)
-		}
-		i = end
 	}
 	return out, nil
-}
-
-// customName is the name at the start of a custom section's content.
-func customName(content []byte) string {
-	l, n, err := readULEB(content)
-	if err != nil || n+int(l) > len(content) {
-		return ""
-	}
-	return string(content[n : n+int(l)])
-}
-
-func readULEB(b []byte) (uint32, int, error) {
-	var v uint32
-	for i := 0; i < 5 && i < len(b); i++ {
-		v |= uint32(b[i]&0x7f) << (7 * i)
-		if b[i]&0x80 == 0 {
-			return v, i + 1, nil
-		}
-	}
-	return 0, 0, fmt.Errorf("bad LEB128 size")
-}
-
-// appendSection adds a custom section: id 0, LEB128 size, LEB128 name
-// length, name, payload.
-func appendSection(wasm []byte, name string, payload []byte) []byte {
-	body := uleb(nil, uint32(len(name)))
-	body = append(append(body, name...), payload...)
-	out := uleb(append(wasm, 0), uint32(len(body)))
-	return append(out, body...)
-}
-
-func uleb(b []byte, v uint32) []byte {
-	for v >= 0x80 {
-		b = append(b, byte(v)|0x80)
-		v >>= 7
-	}
-	return append(b, byte(v))
 }
