@@ -8,9 +8,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -235,29 +233,14 @@ func formatFile(path string, check bool) (bool, error) {
 	return true, nil
 }
 
-// regoFiles lists the .rego files named by paths, walking directories and
-// skipping hidden entries as LoadPaths does.
+// regoFiles lists the .rego files named by paths, test modules included,
+// walking directories as LoadPaths does.
 func regoFiles(paths []string) ([]string, error) {
 	var files []string
-	for _, root := range paths {
-		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if p != root && strings.HasPrefix(d.Name(), ".") {
-				if d.IsDir() {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			if !d.IsDir() && (p == root || strings.HasSuffix(p, ".rego")) {
-				files = append(files, p)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("listing Rego files: %w", err)
+	err := walk(paths, loadOptions{tests: true}, func(path string, depth int) {
+		if depth == 0 || strings.HasSuffix(path, ".rego") {
+			files = append(files, path)
 		}
-	}
-	return files, nil
+	})
+	return files, err
 }

@@ -1,9 +1,10 @@
 // Command plexus is the CNI plugin kubelet's runtime invokes. It runs the
-// NPWG v1 pipeline in this process (thin mode).
+// NPWG v1 pipeline in this process (thin mode), or forwards the call to
+// plexusd when its config names plexusd's socket.
 package main
 
 import (
-	"github.com/containernetworking/cni/pkg/skel"
+	"os"
 
 	"github.com/plexus-cni/plexus/internal/cniplugin"
 	"github.com/plexus-cni/plexus/internal/stages"
@@ -13,9 +14,5 @@ import (
 var Version = "dev"
 
 func main() {
-	skel.PluginMainFuncs(
-		cniplugin.Funcs(cniplugin.Options{Stages: stages.Build}),
-		cniplugin.Versions,
-		"plexus "+Version+": NPWG multi-network CNI meta-plugin",
-	)
+	os.Exit(cniplugin.Main(cniplugin.Options{Stages: stages.Build}, "plexus "+Version+": NPWG multi-network CNI meta-plugin"))
 }

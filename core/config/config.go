@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/containernetworking/cni/pkg/types"
 	"github.com/containernetworking/cni/pkg/version"
 
 	"github.com/plexus-cni/plexus/core/config/daemonconf"
@@ -31,6 +32,8 @@ type Config struct {
 	// RuntimeConfig is what the runtime sends for the declared
 	// capabilities; it goes to the default network's delegates.
 	RuntimeConfig map[string]any `json:"runtimeConfig,omitempty"`
+	// ValidAttachments is what a runtime's GC keeps (CNI spec, GC).
+	ValidAttachments []types.GCAttachment `json:"cni.dev/valid-attachments,omitempty"`
 
 	// ClusterNetwork is the cluster-wide default network (s6): a conf or
 	// conflist file, a directory (its first config by name), or the name

@@ -32,6 +32,19 @@ func TestParseAcceptsCNIStandardKeys(t *testing.T) {
 	}
 }
 
+// A GC's valid attachments are read with the rest of the config, so the
+// plugin reads its stdin once.
+func TestParseReadsGCValidAttachments(t *testing.T) {
+	c, err := Parse([]byte(`{"cniVersion":"1.1.0","name":"p","type":"plexus","clusterNetwork":"x",
+	  "cni.dev/valid-attachments":[{"containerID":"c1","ifname":"eth0"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.ValidAttachments) != 1 || c.ValidAttachments[0].ContainerID != "c1" || c.ValidAttachments[0].IfName != "eth0" {
+		t.Errorf("valid attachments = %+v", c.ValidAttachments)
+	}
+}
+
 func TestParseErrors(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{`[]`, "not a JSON object"},

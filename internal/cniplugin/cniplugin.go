@@ -5,15 +5,12 @@ package cniplugin
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/containernetworking/cni/libcni"
@@ -47,15 +44,9 @@ type Options struct {
 	Log *slog.Logger
 	// WrapCNI, when set, wraps libcni (plexusd counts attachments).
 	WrapCNI func(libcni.CNI) libcni.CNI
-}
 
-// Funcs returns the skel callbacks of the plexus binary: a shim when the
-// config names a daemon socket, the whole pipeline in this process otherwise.
-func Funcs(o Options) skel.CNIFuncs {
-	call := func(cmd Command) func(*skel.CmdArgs) error {
-		return func(a *skel.CmdArgs) error { return o.plugin(a, cmd) }
-	}
-	return skel.CNIFuncs{Add: call(CmdAdd), Del: call(CmdDel), Check: call(CmdCheck), GC: call(CmdGC), Status: call(CmdStatus)}
+	// parse replaces config.Parse in tests, which count the parses.
+	parse func([]byte) (*config.Config, error)
 }
 
 // Command is a CNI command plexus runs.
@@ -84,26 +75,10 @@ func ParseCommand(s string) (Command, error) {
 	return 0, fmt.Errorf("CNI_COMMAND %q is not one of ADD, DEL, CHECK, GC, STATUS", s)
 }
 
-func (o Options) plugin(a *skel.CmdArgs, cmd Command) error {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	conf, err := config.Parse(a.StdinData)
-	if err != nil {
-		return types.NewError(types.ErrInvalidNetworkConfig, err.Error(), "")
-	}
-	if conf.DaemonSocket != "" {
-		return o.forward(ctx, conf, a, cmd)
-	}
-	return o.Run(ctx, cmd, a, os.Stdout)
-}
-
-// Run runs one CNI command through the pipeline; ADD's result is written to
-// stdout in the runtime's cniVersion.
-func (o Options) Run(ctx context.Context, cmd Command, a *skel.CmdArgs, stdout io.Writer) error {
-	conf, err := config.Parse(a.StdinData)
-	if err != nil {
-		return types.NewError(types.ErrInvalidNetworkConfig, err.Error(), "")
-	}
+// Run runs one CNI command through the pipeline with plexus's config,
+// parsed once by the caller; ADD's result is written to stdout in the
+// runtime's cniVersion.
+func (o Options) Run(ctx context.Context, conf *config.Config, cmd Command, a *skel.CmdArgs, stdout io.Writer) error {
 	log, closeLog, err := o.logger(conf)
 	if err != nil {
 		return types.NewError(types.ErrInvalidNetworkConfig, err.Error(), "")
@@ -125,7 +100,7 @@ func (o Options) Run(ctx context.Context, cmd Command, a *skel.CmdArgs, stdout i
 		return types.NewError(types.ErrInvalidEnvironmentVariables, err.Error(), "")
 	}
 	p.Log = log.With("cmd", cmd.String(), "container", a.ContainerID, "ifName", a.IfName)
-	return dispatch(ctx, p, req, cmd, a, stdout)
+	return dispatch(ctx, p, req, cmd, stdout)
 }
 
 func (o Options) logger(conf *config.Config) (*slog.Logger, func(), error) {
@@ -135,7 +110,7 @@ func (o Options) logger(conf *config.Config) (*slog.Logger, func(), error) {
 	return openLog(conf)
 }
 
-func dispatch(ctx context.Context, p *pipeline.Pipeline, req *pipeline.Request, cmd Command, a *skel.CmdArgs, stdout io.Writer) error {
+func dispatch(ctx context.Context, p *pipeline.Pipeline, req *pipeline.Request, cmd Command, stdout io.Writer) error {
 	switch cmd {
 	case CmdAdd:
 		res, err := p.Add(ctx, req)
@@ -150,11 +125,7 @@ func dispatch(ctx context.Context, p *pipeline.Pipeline, req *pipeline.Request, 
 	case CmdCheck:
 		return logged(p, "CHECK", p.Check(ctx, req))
 	case CmdGC:
-		var gc types.PluginConf
-		if err := json.Unmarshal(a.StdinData, &gc); err != nil {
-			return types.NewError(types.ErrDecodingFailure, "GC: "+err.Error(), "")
-		}
-		return logged(p, "GC", p.GC(ctx, gc.ValidAttachments))
+		return logged(p, "GC", p.GC(ctx, p.Config.ValidAttachments))
 	default:
 		return logged(p, "STATUS", p.Status(ctx))
 	}

@@ -6,7 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/containernetworking/cni/pkg/ns"
 	"github.com/containernetworking/cni/pkg/skel"
@@ -14,33 +18,76 @@ import (
 	"github.com/containernetworking/cni/pkg/utils"
 	"github.com/containernetworking/cni/pkg/version"
 
+	"github.com/plexus-cni/plexus/core/config"
 	"github.com/plexus-cni/plexus/internal/daemon"
+	"github.com/plexus-cni/plexus/internal/shim"
 )
 
 // Versions are the CNI versions plexus supports.
 var Versions = version.PluginSupports("0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0")
 
+// Main is the plexus binary. It answers VERSION, and a call without a
+// command, as the CNI library's skel does; it checks every other call as
+// skel would, parses plexus's config once, and forwards the call to
+// plexusd (daemonSocket set) or runs it here. It returns the exit status;
+// a failure is printed on stdout as skel prints it.
+func Main(o Options, about string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := o.main(ctx, os.Environ(), os.Stdin, os.Stdout, os.Stderr, about); err != nil {
+		_, _ = os.Stdout.Write(errorDocument(err))
+		return 1
+	}
+	return 0
+}
+
+func (o Options) main(ctx context.Context, environ []string, stdin io.Reader, stdout, stderr io.Writer, about string) error {
+	env := shim.CNIEnv(environ)
+	switch env["CNI_COMMAND"] {
+	case "":
+		fmt.Fprintf(stderr, "%s\nCNI protocol versions supported: %s\n", about, strings.Join(Versions.SupportedVersions(), ", "))
+		return nil
+	case "VERSION":
+		if err := Versions.Encode(stdout); err != nil {
+			return types.NewError(types.ErrIOFailure, err.Error(), "")
+		}
+		return nil
+	}
+	in, err := io.ReadAll(stdin)
+	if err != nil {
+		return types.NewError(types.ErrIOFailure, fmt.Sprintf("error reading from stdin: %v", err), "")
+	}
+	cmd, a, conf, err := o.accept(&daemon.Call{Env: env, Stdin: in})
+	if err != nil {
+		return err
+	}
+	if conf.DaemonSocket != "" {
+		return o.forward(ctx, conf, a, cmd)
+	}
+	return o.Run(ctx, conf, cmd, a, stdout)
+}
+
 // Handle runs a call forwarded by the shim (plexusd's side): the same
-// command with the same environment and config, checked as the CNI
-// library's skel checks a plugin's call, answered with exactly what the
-// plugin would print.
+// command with the same environment and config, checked as the plugin
+// checks it, answered with exactly what the plugin would print.
 func (o Options) Handle(ctx context.Context, c *daemon.Call) *daemon.Reply {
-	cmd, a, err := cmdArgs(c)
+	cmd, a, conf, err := o.accept(c)
 	if err == nil {
 		var out bytes.Buffer
-		if err = o.Run(ctx, cmd, a, &out); err == nil {
+		if err = o.Run(ctx, conf, cmd, a, &out); err == nil {
 			return &daemon.Reply{Stdout: out.Bytes()}
 		}
 	}
 	return &daemon.Reply{Stdout: errorDocument(err), Failed: true}
 }
 
-// cmdArgs reads the CNI environment and config and checks them as skel
-// does before it calls a plugin: the shim forwards without looking.
-func cmdArgs(c *daemon.Call) (Command, *skel.CmdArgs, error) {
+// accept reads the CNI environment and config and checks them as skel
+// does before it calls a plugin (the shim forwards without looking), and
+// parses plexus's config: once, for the whole call.
+func (o Options) accept(c *daemon.Call) (Command, *skel.CmdArgs, *config.Config, error) {
 	cmd, err := ParseCommand(c.Env["CNI_COMMAND"])
 	if err != nil {
-		return 0, nil, types.NewError(types.ErrInvalidEnvironmentVariables, err.Error(), "")
+		return 0, nil, nil, types.NewError(types.ErrInvalidEnvironmentVariables, err.Error(), "")
 	}
 	a := &skel.CmdArgs{
 		ContainerID:   c.Env["CNI_CONTAINERID"],
@@ -52,12 +99,56 @@ func cmdArgs(c *daemon.Call) (Command, *skel.CmdArgs, error) {
 		StdinData:     c.Stdin,
 	}
 	if err := checkEnv(cmd, a); err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
-	if err := checkConfig(cmd, a); err != nil {
-		return 0, nil, err
+	conf, err := o.parseConfig(cmd, a.StdinData)
+	if err != nil {
+		return 0, nil, nil, err
 	}
-	return cmd, a, nil
+	if err := checkNetNS(cmd, a); err != nil {
+		return 0, nil, nil, err
+	}
+	return cmd, a, conf, nil
+}
+
+// parseConfig parses plexus's config and checks its name and cniVersion
+// as skel checks them. When plexus refuses the config, skel's reading of
+// it comes first, so the runtime sees skel's error for what skel refuses.
+func (o Options) parseConfig(cmd Command, stdin []byte) (*config.Config, error) {
+	parse := o.parse
+	if parse == nil {
+		parse = config.Parse
+	}
+	conf, err := parse(stdin)
+	if err != nil {
+		if serr := skelRefuses(cmd, stdin); serr != nil {
+			return nil, serr
+		}
+		return nil, types.NewError(types.ErrInvalidNetworkConfig, err.Error(), "")
+	}
+	if err := checkNetwork(cmd, conf.Name, conf.CNIVersion); err != nil {
+		return nil, err
+	}
+	return conf, nil
+}
+
+// skelRefuses reads a config plexus could not parse as skel reads it; only
+// this failure path reads the config a second time.
+func skelRefuses(cmd Command, stdin []byte) error {
+	var conf struct {
+		Name string `json:"name"`
+	}
+	if err := json.Unmarshal(stdin, &conf); err != nil {
+		return types.NewError(types.ErrDecodingFailure, fmt.Sprintf("error unmarshall network config: %v", err), "")
+	}
+	if conf.Name == "" {
+		return checkNetwork(cmd, "", "")
+	}
+	v, err := (&version.ConfigDecoder{}).Decode(stdin)
+	if err != nil {
+		return types.NewError(types.ErrDecodingFailure, err.Error(), "")
+	}
+	return checkNetwork(cmd, conf.Name, v)
 }
 
 // checkEnv requires and checks the variables each command needs.
@@ -89,45 +180,45 @@ func checkEnv(cmd Command, a *skel.CmdArgs) error {
 	return nil
 }
 
-// checkConfig checks the network name, that plexus speaks the config's
-// CNI version, and that the version has the command at all; an ADD or a
-// DEL must not name plexusd's own network namespace.
-func checkConfig(cmd Command, a *skel.CmdArgs) error {
-	var conf struct {
-		Name string `json:"name"`
-	}
-	if err := json.Unmarshal(a.StdinData, &conf); err != nil {
-		return types.NewError(types.ErrDecodingFailure, fmt.Sprintf("error unmarshall network config: %v", err), "")
-	}
-	if conf.Name == "" {
+// checkNetwork checks the network name, that plexus speaks the config's
+// CNI version, and that the version has the command at all.
+func checkNetwork(cmd Command, name, cniVersion string) error {
+	if name == "" {
 		return types.NewError(types.ErrInvalidNetworkConfig, "missing network name", "")
 	}
-	if err := utils.ValidateNetworkName(conf.Name); err != nil {
+	if err := utils.ValidateNetworkName(name); err != nil {
 		return err
 	}
-	confVersion, err := (&version.ConfigDecoder{}).Decode(a.StdinData)
-	if err != nil {
-		return types.NewError(types.ErrDecodingFailure, err.Error(), "")
+	if cniVersion == "" {
+		cniVersion = "0.1.0" // the CNI library's reading of a config without one
 	}
-	if verr := (&version.Reconciler{}).Check(confVersion, Versions); verr != nil {
+	if verr := (&version.Reconciler{}).Check(cniVersion, Versions); verr != nil {
 		return types.NewError(types.ErrIncompatibleCNIVersion, "incompatible CNI versions", verr.Details())
 	}
 	since := map[Command]string{CmdCheck: "0.4.0", CmdGC: "1.1.0", CmdStatus: "1.1.0"}[cmd]
-	if since != "" {
-		if ok, err := version.GreaterThanOrEqualTo(confVersion, since); err != nil {
-			return types.NewError(types.ErrDecodingFailure, err.Error(), "")
-		} else if !ok {
-			return types.NewError(types.ErrIncompatibleCNIVersion, fmt.Sprintf("config version does not allow %s", cmd), "")
-		}
+	if since == "" {
+		return nil
 	}
-	if (cmd == CmdAdd || cmd == CmdDel) && a.Netns != "" && a.NetnsOverride != "1" && !strings.EqualFold(a.NetnsOverride, "true") {
-		own, err := ns.CheckNetNS(a.Netns)
-		if err != nil {
-			return err
-		}
-		if own {
-			return types.NewError(types.ErrInvalidNetNS, "plugin's netns and netns from CNI_NETNS should not be the same", "")
-		}
+	if ok, err := version.GreaterThanOrEqualTo(cniVersion, since); err != nil {
+		return types.NewError(types.ErrDecodingFailure, err.Error(), "")
+	} else if !ok {
+		return types.NewError(types.ErrIncompatibleCNIVersion, fmt.Sprintf("config version does not allow %s", cmd), "")
+	}
+	return nil
+}
+
+// checkNetNS refuses an ADD or a DEL naming the plugin's (or plexusd's)
+// own network namespace.
+func checkNetNS(cmd Command, a *skel.CmdArgs) error {
+	if (cmd != CmdAdd && cmd != CmdDel) || a.Netns == "" || a.NetnsOverride == "1" || strings.EqualFold(a.NetnsOverride, "true") {
+		return nil
+	}
+	own, err := ns.CheckNetNS(a.Netns)
+	if err != nil {
+		return err
+	}
+	if own {
+		return types.NewError(types.ErrInvalidNetNS, "plugin's netns and netns from CNI_NETNS should not be the same", "")
 	}
 	return nil
 }

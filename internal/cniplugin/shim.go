@@ -22,7 +22,7 @@ func (o Options) forward(ctx context.Context, conf *config.Config, a *skel.CmdAr
 	target := &daemonconf.Daemon{Socket: conf.DaemonSocket, Wait: conf.DaemonWaitDuration}
 	call := &wire.Call{Env: shim.CNIEnv(os.Environ()), Stdin: a.StdinData}
 	reply, err := shim.Forward(target, call, func() error {
-		return o.Run(ctx, CmdDel, a, os.Stdout)
+		return o.Run(ctx, conf, CmdDel, a, os.Stdout)
 	})
 	var se *shim.Error
 	if errors.As(err, &se) {

@@ -8,9 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"sort"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -113,30 +111,12 @@ func (r *reloadingPolicy) fail(err error) {
 	r.log.Error("policy change rejected; the previous policy stays in force", "err", err)
 }
 
-// digestPaths hashes the names and contents of every policy and data file
-// under paths, following symlinks as the loader does.
+// digestPaths hashes the names and contents of the policy and data files
+// the engine reads under paths (policies.Files: the loader's own walk).
 func digestPaths(paths []string) (string, error) {
-	var files []string
-	for _, p := range paths {
-		_, p = splitPrefix(p)
-		err := filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if path != p && strings.HasPrefix(d.Name(), ".") {
-				if d.IsDir() {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			if !d.IsDir() {
-				files = append(files, path)
-			}
-			return nil
-		})
-		if err != nil {
-			return "", fmt.Errorf("policy path %s: %w", p, err)
-		}
+	files, err := policies.Files(paths)
+	if err != nil {
+		return "", err
 	}
 	sort.Strings(files)
 	h := sha256.New()
@@ -149,12 +129,4 @@ func digestPaths(paths []string) (string, error) {
 		h.Write(b)
 	}
 	return fmt.Sprintf("%x", h.Sum(nil)), nil
-}
-
-// splitPrefix drops a "data.path:" prefix the loader accepts on paths.
-func splitPrefix(p string) (string, string) {
-	if i := strings.Index(p, ":"); i > 0 && !strings.Contains(p[:i], string(filepath.Separator)) {
-		return p[:i], p[i+1:]
-	}
-	return "", p
 }

@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -22,13 +21,7 @@ func BenchmarkConcurrentAdd50(b *testing.B) {
 		b.Run(mode, func(b *testing.B) {
 			w := harness.New(b)
 			w.BridgeNAD("demo", "net-a")
-			const n = 50
-			cs := make([]*harness.Container, n)
-			for i := range cs {
-				name := fmt.Sprintf("pod-%d", i)
-				w.Pod("demo", name, "net-a")
-				cs[i] = w.Container("demo", name)
-			}
+			cs := w.Pods("demo", 50, "net-a")
 			if mode == "thick" {
 				w.StartDaemon(deployedLogLevel...)
 			}

@@ -155,10 +155,7 @@ func benchStages(b *testing.B, thick bool) {
 // usePolicy enables every rule of the shipped library in a way that allows
 // the benchmark pod.
 func usePolicy(b *testing.B, s *setup) {
-	lib, err := filepath.Abs("../../policies/library")
-	harness.Must(b, err)
-	data := filepath.Join(s.w.Dir, "admin.yaml")
-	s.w.WriteFile(data, `plexus:
+	s.w.UseLibraryPolicy("admin.yaml", `plexus:
   config:
     namespace_isolation: {enabled: true, global_namespaces: [shared]}
     nad_allowlist: {enabled: true}
@@ -167,7 +164,6 @@ func usePolicy(b *testing.B, s *setup) {
     mac_request: {enabled: true, namespaces: [demo]}
     interface_request: {enabled: true, namespaces: [demo]}
 `)
-	s.w.Set("policy", map[string]any{"paths": []string{lib, data}})
 }
 
 // useExtension loads the overrides module and puts its key on the first

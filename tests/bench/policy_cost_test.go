@@ -1,12 +1,9 @@
 package bench
 
 import (
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/plexus-cni/plexus/tests/harness"
 )
 
 // BenchmarkThinPolicyCost is the whole-process cost a policy adds to a
@@ -20,11 +17,7 @@ import (
 func BenchmarkThinPolicyCost(b *testing.B) {
 	s := newSetup(b, 1)
 	plain := plexusRunner(b, s, "plain")
-	lib, err := filepath.Abs("../../policies/library")
-	harness.Must(b, err)
-	data := filepath.Join(s.w.Dir, "isolation.yaml")
-	s.w.WriteFile(data, "plexus:\n  config:\n    namespace_isolation: {enabled: true}\n")
-	s.w.Set("policy", map[string]any{"paths": []string{lib, data}})
+	s.w.UseLibraryPolicy("isolation.yaml", "plexus:\n  config:\n    namespace_isolation: {enabled: true}\n")
 	withPolicy := plexusRunner(b, s, "policy")
 	var diffs []time.Duration
 	var sum time.Duration

@@ -53,12 +53,8 @@ func (s *suite) testRotatedCredentials(t *testing.T) {
 	if e == nil || e.Code != 106 || !strings.Contains(e.Msg, "get pod "+ns+"/second") || !strings.Contains(e.Msg, "unauthorized") {
 		t.Fatalf("ADD with the invalidated token: %+v, want CNI error 106 naming the call and Unauthorized", e)
 	}
-	if got := harness.IfNames(second.Links(t)); len(got) != 0 {
-		t.Errorf("interfaces after the refused ADD: %v", got)
-	}
-	if _, e := w.Plugin(second, "DEL"); e != nil {
-		t.Fatalf("DEL after the refused ADD: %+v", e)
-	}
+	w.AssertInterfaces(second, 0, "none after the refused ADD")
+	w.MustPlugin(second, "DEL", "DEL after the refused ADD")
 
 	// The installer rewrites the file with the new token; no restart of
 	// anything, the next invocation reads it.

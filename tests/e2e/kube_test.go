@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -153,9 +152,7 @@ func (s *suite) testPodRecreated(t *testing.T) {
 		}
 	}
 	w.AssertDetached(stale, before)
-	if _, e := w.Plugin(stale, "DEL"); e != nil {
-		t.Fatalf("DEL after the refused ADD: %+v", e)
-	}
+	w.MustPlugin(stale, "DEL", "DEL after the refused ADD")
 	if _, ok := s.getPod(t, ns, "web").Annotations[statusAnnotation]; ok {
 		t.Error("the re-created pod got a network-status from the old pod's ADD")
 	}
@@ -178,9 +175,7 @@ func (s *suite) testMissingNAD(t *testing.T) {
 		t.Errorf("want one Warning NetworkNotFound naming %s/nope; events:\n%s", ns, describeEvents(s.events(t, pod)))
 	}
 	w.AssertDetached(c, before)
-	if _, e := w.Plugin(c, "DEL"); e != nil {
-		t.Fatalf("DEL after the failed ADD: %+v", e)
-	}
+	w.MustPlugin(c, "DEL", "DEL after the failed ADD")
 }
 
 // testInvalidSelection: s4.1 - an invalid annotation is ignored: the pod
@@ -235,9 +230,7 @@ func (s *suite) testFailedAttachment(t *testing.T) {
 		t.Error("a failed ADD published network-status")
 	}
 	w.AssertDetached(c, before)
-	if _, e := w.Plugin(c, "DEL"); e != nil {
-		t.Fatalf("DEL after the failed ADD: %+v", e)
-	}
+	w.MustPlugin(c, "DEL", "DEL after the failed ADD")
 }
 
 // testPolicyDenial: s7.4 - a Rego denial fails the ADD before any
@@ -247,11 +240,7 @@ func (s *suite) testPolicyDenial(t *testing.T) {
 	other := ns + "-other"
 	harness.Must(t, s.env.CreateNamespace(t.Context(), other, nil))
 	s.nad(t, other, "foreign", w.BridgeNADConfig("foreign"))
-	lib, err := filepath.Abs("../../policies/library")
-	harness.Must(t, err)
-	data := filepath.Join(w.Dir, "admin.yaml")
-	w.WriteFile(data, "plexus:\n  config:\n    namespace_isolation: {enabled: true}\n")
-	w.Set("policy", map[string]any{"paths": []string{lib, data}})
+	w.UseLibraryPolicy("admin.yaml", "plexus:\n  config:\n    namespace_isolation: {enabled: true}\n")
 	pod := s.pod(t, ns, "web", other+"/foreign")
 	c := container(w, pod)
 	before := harness.HostVeths(t)

@@ -28,9 +28,7 @@ func (s *suite) testThickLifecycle(t *testing.T) {
 	d.Kill()
 	w.Del(two)
 	for _, c := range []*harness.Container{one, two} {
-		if got := harness.IfNames(c.Links(t)); len(got) != 0 {
-			t.Errorf("%s still has %v", c.Name, got)
-		}
+		w.AssertInterfaces(c, 0, "none after DEL")
 	}
 	w.AssertNoLeaks(before)
 }

@@ -53,16 +53,9 @@ func TestFaultToolWorks(t *testing.T) {
 			f := newFault(t, "ok", "ok")
 			h, c := faultWorld(t, pos, f)
 			before := harness.HostVeths(t)
-			if _, e := h.Plugin(c, "ADD"); e != nil {
-				t.Fatalf("ADD with badplugin in ok mode: %+v", e)
-			}
-			if got := harness.IfNames(c.Links(t)); len(got) != 4 {
-				t.Errorf("interfaces %v, want eth0 and net1-3", got)
-			}
-			if _, e := h.Plugin(c, "DEL"); e != nil {
-				t.Fatalf("DEL: %+v", e)
-			}
-			assertClean(t, h, c, before)
+			h.MustPlugin(c, "ADD", "ADD with badplugin in ok mode")
+			h.AssertInterfaces(c, 4, "eth0 and net1-3")
+			delClean(t, h, c, before, "")
 		})
 	}
 }

@@ -105,9 +105,14 @@ func assertClean(t *testing.T, h *harness.World, c *harness.Container, before ma
 func assertCleanThroughDel(t *testing.T, h *harness.World, c *harness.Container, before map[string]bool, after string) {
 	t.Helper()
 	assertClean(t, h, c, before)
-	if _, e := h.Plugin(c, "DEL"); e != nil {
-		t.Fatalf("DEL after the %s: %+v", after, e)
-	}
+	delClean(t, h, c, before, "DEL after the "+after)
+}
+
+// delClean runs a DEL that must succeed (what names it, as in MustPlugin)
+// and checks that nothing is left (assertClean).
+func delClean(t *testing.T, h *harness.World, c *harness.Container, before map[string]bool, what string) {
+	t.Helper()
+	h.MustPlugin(c, "DEL", what)
 	assertClean(t, h, c, before)
 }
 

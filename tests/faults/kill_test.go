@@ -31,13 +31,8 @@ func TestPlexusKilledBetweenAttachments(t *testing.T) {
 	// The orphaned delegate finishes its ADD after plexus is gone.
 	f.release(t)
 	waitNoProcess(t, h)
-	if got := harness.IfNames(c.Links(t)); len(got) != 3 {
-		t.Errorf("before DEL the sandbox has %v, want eth0, net1 and net2 (the killed call's attachments)", got)
-	}
-	if _, e := h.Plugin(c, "DEL"); e != nil {
-		t.Fatalf("DEL after plexus was killed: %+v", e)
-	}
-	assertClean(t, h, c, before)
+	h.AssertInterfaces(c, 3, "eth0, net1 and net2 before DEL (the killed call's attachments)")
+	delClean(t, h, c, before, "DEL after plexus was killed")
 }
 
 // TestPlexusKilledWhileDelegateHangs: a runtime whose deadline passes
@@ -54,10 +49,7 @@ func TestPlexusKilledWhileDelegateHangs(t *testing.T) {
 	harness.Must(t, run.Cmd.Process.Kill())
 	_, _, _ = run.Wait()
 	waitNoProcess(t, h)
-	if _, e := h.Plugin(c, "DEL"); e != nil {
-		t.Fatalf("DEL after plexus was killed: %+v", e)
-	}
-	assertClean(t, h, c, before)
+	delClean(t, h, c, before, "DEL after plexus was killed")
 }
 
 // killAll ends what a failed test left running.

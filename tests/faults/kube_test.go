@@ -80,9 +80,7 @@ func TestAPIServerStopsDuringAddAndDel(t *testing.T) {
 	leaving := k.pod(t, "leaving", "plain,slowdel")
 	arriving := k.pod(t, "arriving", "plain,slowadd")
 	before := harness.HostVeths(t)
-	if _, e := k.h.Plugin(leaving, "ADD"); e != nil {
-		t.Fatalf("ADD of the pod to be deleted: %+v", e)
-	}
+	k.h.MustPlugin(leaving, "ADD", "ADD of the pod to be deleted")
 
 	add := k.h.StartPlugin(arriving, "ADD")
 	del := k.h.StartPlugin(leaving, "DEL")
@@ -97,15 +95,11 @@ func TestAPIServerStopsDuringAddAndDel(t *testing.T) {
 	_, e, err := add.Wait()
 	harness.Must(t, err)
 	assertCNIError(t, e, 107, "pod faults/arriving", "network-status")
-	if got := harness.IfNames(arriving.Links(t)); len(got) != 0 {
-		t.Errorf("the failed ADD left interfaces %v", got)
-	}
+	k.h.AssertInterfaces(arriving, 0, "none after the failed ADD")
 	if _, e, err := del.Wait(); err != nil || e != nil {
 		t.Fatalf("DEL while the control plane went away: %+v %v", e, err)
 	}
 	assertClean(t, k.h, leaving, before)
-	if _, e := k.h.Plugin(arriving, "DEL"); e != nil {
-		t.Fatalf("DEL after the failed ADD: %+v", e)
-	}
+	k.h.MustPlugin(arriving, "DEL", "DEL after the failed ADD")
 	assertClean(t, k.h, arriving, before)
 }

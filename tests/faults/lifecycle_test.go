@@ -77,9 +77,7 @@ func TestDelBeforeAddThenTwiceViaCNITool(t *testing.T) {
 	h.Del(c)
 	assertClean(t, h, c, before)
 	h.Add(c)
-	if got := harness.IfNames(c.Links(t)); len(got) != 3 {
-		t.Errorf("interfaces %v, want eth0, net1, net2", got)
-	}
+	h.AssertInterfaces(c, 3, "eth0, net1, net2")
 	h.Del(c)
 	h.Del(c)
 	assertClean(t, h, c, before)
@@ -91,10 +89,7 @@ func TestDelOfUnknownPodAndContainer(t *testing.T) {
 	h := harness.New(t)
 	c := h.Container("nowhere", "nobody")
 	before := harness.HostVeths(t)
-	if _, e := h.Plugin(c, "DEL"); e != nil {
-		t.Fatalf("DEL of an unknown pod's container: %+v", e)
-	}
-	assertClean(t, h, c, before)
+	delClean(t, h, c, before, "DEL of an unknown pod's container")
 }
 
 // TestRetryAfterFailedAdd: after an ADD failed and was undone, the
@@ -107,19 +102,12 @@ func TestRetryAfterFailedAdd(t *testing.T) {
 	assertCNIError(t, e, 104, "demo/bad (net2)")
 	f.Mode = "ok"
 	faultyNAD(h, "demo", "bad", f)
-	if _, e := h.Plugin(c, "ADD"); e != nil {
-		t.Fatalf("retried ADD: %+v", e)
-	}
-	if got := harness.IfNames(c.Links(t)); len(got) != 4 {
-		t.Errorf("interfaces %v, want eth0 and net1-3", got)
-	}
+	h.MustPlugin(c, "ADD", "retried ADD")
+	h.AssertInterfaces(c, 4, "eth0 and net1-3")
 	if n := len(harness.HostVeths(t)) - len(before); n != 4 {
 		t.Errorf("%d new host veths, want 4", n)
 	}
-	if _, e := h.Plugin(c, "DEL"); e != nil {
-		t.Fatalf("DEL: %+v", e)
-	}
-	assertClean(t, h, c, before)
+	delClean(t, h, c, before, "")
 }
 
 // TestDelAfterSandboxGone: the runtime destroyed the sandbox's netns
@@ -128,14 +116,10 @@ func TestRetryAfterFailedAdd(t *testing.T) {
 func TestDelAfterSandboxGone(t *testing.T) {
 	h := harness.New(t)
 	c, before := h.BridgePod("demo", "web", "n1", "n2")
-	if _, e := h.Plugin(c, "ADD"); e != nil {
-		t.Fatalf("ADD: %+v", e)
-	}
+	h.MustPlugin(c, "ADD", "")
 	harness.Must(t, c.NS.Close())
 	harness.Must(t, testutils.UnmountNS(c.NS))
-	if _, e := h.Plugin(c, "DEL"); e != nil {
-		t.Fatalf("DEL after the netns was destroyed: %+v", e)
-	}
+	h.MustPlugin(c, "DEL", "DEL after the netns was destroyed")
 	// The kernel removes a dead namespace's veths asynchronously.
 	deadline := time.Now().Add(exitBound)
 	for time.Now().Before(deadline) && len(h.NewVeths(before)) > 0 {

@@ -68,9 +68,7 @@ func TestDelWithUnusableRecord(t *testing.T) {
 			h.Pod("demo", "web", "n1,n2")
 			c := h.Container("demo", "web")
 			before := harness.HostVeths(t)
-			if _, e := h.Plugin(c, "ADD"); e != nil {
-				t.Fatalf("ADD: %+v", e)
-			}
+			h.MustPlugin(c, "ADD", "")
 			rec := filepath.Join(h.CacheDir, "records", "direct-web.json")
 			good, err := os.ReadFile(rec)
 			harness.Must(t, err)
@@ -89,21 +87,12 @@ func TestDelWithUnusableRecord(t *testing.T) {
 func TestAddOverUnusableRecord(t *testing.T) {
 	h := harness.New(t)
 	c, before := h.BridgePod("demo", "web", "n1")
-	if _, e := h.Plugin(c, "ADD"); e != nil {
-		t.Fatalf("ADD: %+v", e)
-	}
+	h.MustPlugin(c, "ADD", "")
 	harness.Must(t, os.WriteFile(filepath.Join(h.CacheDir, "records", "direct-web.json"), []byte("{"), 0o600))
-	if _, e := h.Plugin(c, "ADD"); e != nil {
-		t.Fatalf("second ADD over a torn record: %+v", e)
-	}
-	if got := harness.IfNames(c.Links(t)); len(got) != 2 {
-		t.Errorf("interfaces %v, want eth0 and net1 once", got)
-	}
+	h.MustPlugin(c, "ADD", "second ADD over a torn record")
+	h.AssertInterfaces(c, 2, "eth0 and net1 once")
 	if n := len(harness.HostVeths(t)) - len(before); n != 2 {
 		t.Errorf("%d new host veths, want 2 (one per attachment)", n)
 	}
-	if _, e := h.Plugin(c, "DEL"); e != nil {
-		t.Fatalf("DEL: %+v", e)
-	}
-	assertClean(t, h, c, before)
+	delClean(t, h, c, before, "")
 }

@@ -2,7 +2,6 @@ package netns
 
 import (
 	"encoding/json"
-	"fmt"
 	"github.com/plexus-cni/plexus/tests/harness"
 	"os"
 	"path/filepath"
@@ -19,20 +18,12 @@ func TestS7_3ParallelContainers(t *testing.T) {
 	h := harness.New(t)
 	h.BridgeNAD("demo", "net-a")
 	tuningNAD(h, "demo", "net-b")
-	const n = 20
-	cs := make([]*harness.Container, n)
-	for i := range cs {
-		name := fmt.Sprintf("pod-%d", i)
-		h.Pod("demo", name, "net-a,net-b")
-		cs[i] = h.Container("demo", name)
-	}
+	cs := h.Pods("demo", 20, "net-a,net-b")
 	before := harness.HostVeths(t)
-	harness.Parallel(t, cs, func(c *harness.Container) error { _, err := h.CNITool(c, "add"); return err })
+	h.AddAll(cs)
 	seen := map[string]bool{}
 	for _, c := range cs {
-		if got := harness.IfNames(c.Links(t)); len(got) != 3 {
-			t.Errorf("%s has %v", c.Name, got)
-		}
+		h.AssertInterfaces(c, 3, "3")
 		for _, e := range h.Status("demo", c.Name) {
 			for _, ip := range e.IPs {
 				if seen[ip] {
@@ -42,11 +33,9 @@ func TestS7_3ParallelContainers(t *testing.T) {
 			}
 		}
 	}
-	harness.Parallel(t, cs, func(c *harness.Container) error { _, err := h.CNITool(c, "del"); return err })
+	h.DelAll(cs)
 	for _, c := range cs {
-		if got := harness.IfNames(c.Links(t)); len(got) != 0 {
-			t.Errorf("%s still has %v", c.Name, got)
-		}
+		h.AssertInterfaces(c, 0, "none after DEL")
 	}
 	h.AssertNoLeaks(before)
 }
@@ -56,15 +45,9 @@ func TestS7_3ParallelContainers(t *testing.T) {
 func TestAddTwiceReplacesAttachments(t *testing.T) {
 	h := harness.New(t)
 	c, before := h.BridgePod("demo", "web", "net-a")
-	if _, e := h.Plugin(c, "ADD"); e != nil {
-		t.Fatal(e)
-	}
-	if _, e := h.Plugin(c, "ADD"); e != nil {
-		t.Fatalf("second ADD: %+v", e)
-	}
-	if got := harness.IfNames(c.Links(t)); len(got) != 2 {
-		t.Errorf("interfaces %v", got)
-	}
+	h.MustPlugin(c, "ADD", "")
+	h.MustPlugin(c, "ADD", "second ADD")
+	h.AssertInterfaces(c, 2, "2")
 	leases := 0
 	_ = filepath.WalkDir(h.IPAMDir, func(p string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && strings.Count(d.Name(), ".") == 3 {
@@ -75,9 +58,7 @@ func TestAddTwiceReplacesAttachments(t *testing.T) {
 	if leases != 2 {
 		t.Errorf("%d leases held, want 2 (one per attachment)", leases)
 	}
-	if _, e := h.Plugin(c, "DEL"); e != nil {
-		t.Fatal(e)
-	}
+	h.MustPlugin(c, "DEL", "")
 	h.AssertNoLeaks(before)
 }
 
@@ -86,9 +67,7 @@ func TestDelOfUnknownContainer(t *testing.T) {
 	h.Pod("demo", "ghost", "")
 	c := h.Container("demo", "ghost")
 	before := harness.HostVeths(t)
-	if _, e := h.Plugin(c, "DEL"); e != nil {
-		t.Fatalf("DEL before any ADD: %+v", e)
-	}
+	h.MustPlugin(c, "DEL", "DEL before any ADD")
 	h.AssertNoLeaks(before)
 }
 
@@ -98,11 +77,7 @@ func TestMissingNADFailsNamingIt(t *testing.T) {
 	h.BridgeNAD("demo", "net-a")
 	c := h.Container("demo", "web")
 	before := harness.HostVeths(t)
-	_, e := h.Plugin(c, "ADD")
-	if e == nil || e.Code != 101 || !strings.Contains(e.Msg, "elsewhere/ghost") {
-		t.Fatalf("want code 101 naming the NAD, got %+v", e)
-	}
-	h.AssertDetached(c, before)
+	h.AddRefused(c, before, 101, "elsewhere/ghost")
 }
 
 // TestS3_4_2NameInjectedForThickConfig: a NAD config without "name".
@@ -140,12 +115,8 @@ func TestGCKeepsLiveAttachments(t *testing.T) {
 	h.Plugin(stale, "ADD")
 	gc := `{"cniVersion":"1.1.0","name":"plexus","cni.dev/valid-attachments":[{"containerID":"direct-live","ifname":"eth0"}]}`
 	h.PluginStdin(t, "GC", gc)
-	if got := harness.IfNames(live.Links(t)); len(got) != 2 {
-		t.Errorf("live container lost interfaces: %v", got)
-	}
-	if got := harness.IfNames(stale.Links(t)); len(got) != 0 {
-		t.Errorf("stale container kept %v", got)
-	}
+	h.AssertInterfaces(live, 2, "the live container's 2")
+	h.AssertInterfaces(stale, 0, "none in the stale container")
 	if _, err := os.Stat(filepath.Join(h.CacheDir, "records", "direct-stale.json")); !os.IsNotExist(err) {
 		t.Error("stale record kept")
 	}

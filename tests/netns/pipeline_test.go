@@ -66,9 +66,7 @@ func TestAddDelBothFormats(t *testing.T) {
 			}
 
 			h.Del(c)
-			if got := harness.IfNames(c.Links(t)); len(got) != 0 {
-				t.Errorf("interfaces left after DEL: %v", got)
-			}
+			h.AssertInterfaces(c, 0, "none after DEL")
 			if h.StatusExists("demo", "web") {
 				t.Error("status file left after DEL")
 			}

@@ -60,9 +60,7 @@ func TestS4_1_2_1_3IPsNotHonoredFailsAndLeavesNothing(t *testing.T) {
 	}
 	h.AssertDetached(c, before)
 	// The runtime follows a failed ADD with DEL; it must succeed.
-	if _, e := h.Plugin(c, "DEL"); e != nil {
-		t.Fatalf("DEL after failed ADD: %+v", e)
-	}
+	h.MustPlugin(c, "DEL", "DEL after failed ADD")
 	h.AssertNoLeaks(before)
 }
 
@@ -90,11 +88,7 @@ func TestS4_1_2_1_4MACNotHonoredFails(t *testing.T) {
 	h.Pod("demo", "web", `[{"name":"plain","mac":"02:42:ac:11:00:98"}]`)
 	c := h.Container("demo", "web")
 	before := harness.HostVeths(t)
-	_, e := h.Plugin(c, "ADD")
-	if e == nil || e.Code != 105 || !strings.Contains(e.Msg, "02:42:ac:11:00:98") || !strings.Contains(e.Msg, "demo/plain (net1)") {
-		t.Fatalf("want code 105 naming the MAC, got %+v", e)
-	}
-	h.AssertDetached(c, before)
+	h.AddRefused(c, before, 105, "02:42:ac:11:00:98", "demo/plain (net1)")
 }
 
 // TestS7_2FailingMiddleAttachment: the second of three selections fails;
@@ -113,16 +107,12 @@ func TestS7_2FailingMiddleAttachment(t *testing.T) {
 	if e == nil || e.Code != 104 || !strings.Contains(e.Msg, "demo/broken (net2)") || !strings.Contains(e.Msg, "macvlan") {
 		t.Fatalf("want code 104 naming the failed network and the cause, got %+v", e)
 	}
-	if got := harness.IfNames(c.Links(t)); len(got) != 0 {
-		t.Errorf("interfaces left after the failure: %v", got)
-	}
+	h.AssertInterfaces(c, 0, "none after the failure")
 	if _, err := os.Stat(thirdDir); !os.IsNotExist(err) {
 		t.Error("the attachment after the failed one was invoked (its IPAM dir exists)")
 	}
 	h.AssertNoLeaks(before)
-	if _, e := h.Plugin(c, "DEL"); e != nil {
-		t.Fatalf("DEL after the failed ADD: %+v", e)
-	}
+	h.MustPlugin(c, "DEL", "DEL after the failed ADD")
 	h.AssertNoLeaks(before)
 }
 

@@ -19,11 +19,7 @@ import (
 // the pod, the network and the rule; a same-namespace one attaches.
 func TestS7_4PolicyDenialLeavesNothing(t *testing.T) {
 	h := harness.New(t)
-	lib, err := filepath.Abs("../../policies/library")
-	harness.Must(t, err)
-	data := filepath.Join(h.Dir, "admin.yaml")
-	h.WriteFile(data, "plexus:\n  config:\n    namespace_isolation:\n      enabled: true\n      global_namespaces: [shared]\n")
-	h.Set("policy", map[string]any{"paths": []string{lib, data}})
+	h.UseLibraryPolicy("admin.yaml", "plexus:\n  config:\n    namespace_isolation:\n      enabled: true\n      global_namespaces: [shared]\n")
 	h.BridgeNAD("demo", "net-a")
 	h.BridgeNAD("other", "net-b")
 	h.BridgeNAD("shared", "net-s")
@@ -31,18 +27,12 @@ func TestS7_4PolicyDenialLeavesNothing(t *testing.T) {
 	h.Pod("demo", "denied", "net-a,other/net-b")
 	c := h.Container("demo", "denied")
 	before := harness.HostVeths(t)
-	_, e := h.Plugin(c, "ADD")
-	if e == nil || e.Code != 102 || !strings.Contains(e.Msg, "pod demo/denied") || !strings.Contains(e.Msg, "other/net-b") || !strings.Contains(e.Msg, "[namespace-isolation]") {
-		t.Fatalf("want a policy denial (102) naming pod, network and rule, got %+v", e)
-	}
-	h.AssertDetached(c, before)
+	h.AddRefused(c, before, 102, "pod demo/denied", "other/net-b", "[namespace-isolation]")
 
 	h.Pod("demo", "allowed", "net-a,shared/net-s")
 	ok := h.Container("demo", "allowed")
 	h.Add(ok)
-	if got := harness.IfNames(ok.Links(t)); len(got) != 3 {
-		t.Errorf("allowed pod has %v", got)
-	}
+	h.AssertInterfaces(ok, 3, "3 in the allowed pod")
 	h.Del(ok)
 	h.AssertNoLeaks(before)
 }
@@ -91,11 +81,7 @@ func TestExtensionOverridesAppliedAndStatusEnriched(t *testing.T) {
 
 	h.Pod("demo", "bad", `[{"name":"jumbo","io.plexus.overrides":{"bridge":"hijack0"}}]`)
 	bad := h.Container("demo", "bad")
-	_, e := h.Plugin(bad, "ADD")
-	if e == nil || e.Code != 103 || !strings.Contains(e.Msg, "bridge") || !strings.Contains(e.Msg, "demo/jumbo") {
-		t.Fatalf("want an extension rejection (103) naming the key and network, got %+v", e)
-	}
-	h.AssertDetached(bad, before)
+	h.AddRefused(bad, before, 103, "bridge", "demo/jumbo")
 }
 
 // TestExtensionVLANAppliedInKernel: com.example.vlan becomes the vlan
@@ -128,11 +114,7 @@ func TestExtensionVLANRejectsOutOfRange(t *testing.T) {
 	h.Pod("demo", "bad", `[{"name":"trunk","com.example.vlan":5000}]`)
 	bad := h.Container("demo", "bad")
 	before := harness.HostVeths(t)
-	_, e := h.Plugin(bad, "ADD")
-	if e == nil || e.Code != 103 || !strings.Contains(e.Msg, "5000") {
-		t.Fatalf("want an extension rejection (103) naming the value, got %+v", e)
-	}
-	h.AssertDetached(bad, before)
+	h.AddRefused(bad, before, 103, "5000")
 }
 
 // vlanCapableMaster creates a veth to carry VLANs, skipping the test when

@@ -23,11 +23,21 @@ func assertNothingAttached(t *testing.T, h *harness.World, c *harness.Container,
 // without strictSelection, so the pod gets the default network alone.
 func assertDefaultOnly(t *testing.T, h *harness.World, c *harness.Container, before map[string]bool) {
 	t.Helper()
-	if got := harness.IfNames(c.Links(t)); len(got) != 1 || got[0] != "eth0" {
-		t.Errorf("interfaces %v, want the default network's eth0 only", got)
+	h.AssertIfNames(c, "eth0")
+	h.DelDetached(c, before, "")
+}
+
+// eachStrictness runs f with strictSelection on and off, each in a World
+// of its own holding the bridge NAD demo/net-a and the pod demo/web
+// selecting ann.
+func eachStrictness(t *testing.T, name, ann string, f func(t *testing.T, h *harness.World, c *harness.Container, strict bool)) {
+	for _, strict := range []bool{true, false} {
+		t.Run(name+map[bool]string{true: "/strict", false: "/lenient"}[strict], func(t *testing.T) {
+			h := harness.New(t)
+			h.Set("strictSelection", strict)
+			h.BridgeNAD("demo", "net-a")
+			h.Pod("demo", "web", ann)
+			f(t, h, h.Container("demo", "web"), strict)
+		})
 	}
-	if _, e := h.Plugin(c, "DEL"); e != nil {
-		t.Fatalf("DEL: %+v", e)
-	}
-	assertNothingAttached(t, h, c, before)
 }

@@ -81,7 +81,5 @@ func TestModuleWithForbiddenImportRefused(t *testing.T) {
 	h.Pod("demo", "web", `[{"name":"net-a","org.evil.x":1}]`)
 	c := h.Container("demo", "web")
 	before := harness.HostVeths(t)
-	_, e := h.Plugin(c, "ADD")
-	harness.AssertCNIError(t, e, 7, "evilimport.wasm", "import env.evil is not allowed")
-	assertNothingAttached(t, h, c, before)
+	h.AddRefused(c, before, 7, "evilimport.wasm", "import env.evil is not allowed")
 }

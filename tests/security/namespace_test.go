@@ -1,7 +1,6 @@
 package security
 
 import (
-	"path/filepath"
 	"testing"
 
 	"github.com/plexus-cni/plexus/tests/harness"
@@ -29,16 +28,7 @@ func TestCrossNamespaceWithoutPolicyIsAllowed(t *testing.T) {
 			h.Pod("demo", "web", ann)
 			c := h.Container("demo", "web")
 			before := harness.HostVeths(t)
-			if _, e := h.Plugin(c, "ADD"); e != nil {
-				t.Fatalf("cross-namespace ADD without a policy: %+v", e)
-			}
-			if got := harness.IfNames(c.Links(t)); len(got) != 2 {
-				t.Errorf("interfaces %v, want the default and other/net-b", got)
-			}
-			if _, e := h.Plugin(c, "DEL"); e != nil {
-				t.Fatalf("DEL: %+v", e)
-			}
-			assertNothingAttached(t, h, c, before)
+			h.AddDel(c, before, 2, "the default and other/net-b")
 		})
 	}
 }
@@ -50,18 +40,12 @@ func TestCrossNamespaceDeniedByIsolation(t *testing.T) {
 	for form, ann := range crossNamespace() {
 		t.Run(form, func(t *testing.T) {
 			h := harness.New(t)
-			lib, err := filepath.Abs("../../policies/library")
-			harness.Must(t, err)
-			data := filepath.Join(h.Dir, "admin.yaml")
-			h.WriteFile(data, "plexus:\n  config:\n    namespace_isolation:\n      enabled: true\n")
-			h.Set("policy", map[string]any{"paths": []string{lib, data}})
+			h.UseLibraryPolicy("admin.yaml", "plexus:\n  config:\n    namespace_isolation:\n      enabled: true\n")
 			h.BridgeNAD("other", "net-b")
 			h.Pod("demo", "web", ann)
 			c := h.Container("demo", "web")
 			before := harness.HostVeths(t)
-			_, e := h.Plugin(c, "ADD")
-			harness.AssertCNIError(t, e, 102, "pod demo/web", "other/net-b", "[namespace-isolation]")
-			assertNothingAttached(t, h, c, before)
+			h.AddRefused(c, before, 102, "pod demo/web", "other/net-b", "[namespace-isolation]")
 		})
 	}
 }

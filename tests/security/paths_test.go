@@ -58,29 +58,21 @@ func TestPathLikeSelectionRefused(t *testing.T) {
 		{"namespace", `[{"name":"net-a","namespace":"../../etc"}]`, `"../../etc"`},
 	}
 	for _, tc := range cases {
-		for _, strict := range []bool{true, false} {
-			name := tc.name + map[bool]string{true: "/strict", false: "/lenient"}[strict]
-			t.Run(name, func(t *testing.T) {
-				h := harness.New(t)
-				h.Set("strictSelection", strict)
-				h.BridgeNAD("demo", "net-a")
-				h.Pod("demo", "web", tc.ann)
-				c := h.Container("demo", "web")
-				check := watch(t, h)
-				before := harness.HostVeths(t)
-				_, e := h.Plugin(c, "ADD")
-				if strict {
-					harness.AssertCNIError(t, e, 100, "pod demo/web", tc.want)
-					assertNothingAttached(t, h, c, before)
-				} else {
-					if e != nil {
-						t.Fatalf("lenient ADD: %+v", e)
-					}
-					assertDefaultOnly(t, h, c, before)
+		eachStrictness(t, tc.name, tc.ann, func(t *testing.T, h *harness.World, c *harness.Container, strict bool) {
+			check := watch(t, h)
+			before := harness.HostVeths(t)
+			_, e := h.Plugin(c, "ADD")
+			if strict {
+				harness.AssertCNIError(t, e, 100, "pod demo/web", tc.want)
+				assertNothingAttached(t, h, c, before)
+			} else {
+				if e != nil {
+					t.Fatalf("lenient ADD: %+v", e)
 				}
-				check()
-			})
-		}
+				assertDefaultOnly(t, h, c, before)
+			}
+			check()
+		})
 	}
 }
 
@@ -105,9 +97,7 @@ func TestPathLikeNADConfigRefused(t *testing.T) {
 			c := h.Container("demo", "web")
 			check := watch(t, h)
 			before := harness.HostVeths(t)
-			_, e := h.Plugin(c, "ADD")
-			harness.AssertCNIError(t, e, 101, "pod demo/web", "demo/evil", tc.want)
-			assertNothingAttached(t, h, c, before)
+			h.AddRefused(c, before, 101, "pod demo/web", "demo/evil", tc.want)
 			check()
 		})
 	}

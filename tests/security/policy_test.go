@@ -26,7 +26,5 @@ decision := {"allowed": true} if {
 	h.Pod("demo", "web", "net-a")
 	c := h.Container("demo", "web")
 	before := harness.HostVeths(t)
-	_, e := h.Plugin(c, "ADD")
-	harness.AssertCNIError(t, e, 7, "http.send")
-	assertNothingAttached(t, h, c, before)
+	h.AddRefused(c, before, 7, "http.send")
 }

@@ -20,30 +20,22 @@ func TestOversizedAnnotationsRefused(t *testing.T) {
 		{"1000 selections json", "[" + strings.TrimSuffix(strings.Repeat(`{"name":"net-a"},`, 1000), ",") + "]", "1000 selections exceed the limit of 64"},
 	}
 	for _, tc := range cases {
-		for _, strict := range []bool{true, false} {
-			name := tc.name + map[bool]string{true: "/strict", false: "/lenient"}[strict]
-			t.Run(name, func(t *testing.T) {
-				h := harness.New(t)
-				h.Set("strictSelection", strict)
-				h.BridgeNAD("demo", "net-a")
-				h.Pod("demo", "web", tc.ann)
-				c := h.Container("demo", "web")
-				before := harness.HostVeths(t)
-				_, e := h.Plugin(c, "ADD")
-				if !strict {
-					if e != nil {
-						t.Fatalf("lenient ADD: %+v", e)
-					}
-					assertDefaultOnly(t, h, c, before)
-					return
+		eachStrictness(t, tc.name, tc.ann, func(t *testing.T, h *harness.World, c *harness.Container, strict bool) {
+			before := harness.HostVeths(t)
+			_, e := h.Plugin(c, "ADD")
+			if !strict {
+				if e != nil {
+					t.Fatalf("lenient ADD: %+v", e)
 				}
-				harness.AssertCNIError(t, e, 100, "pod demo/web", tc.want)
-				if len(e.Msg) > 1024 {
-					t.Errorf("the error repeats the oversized input: %d bytes", len(e.Msg))
-				}
-				assertNothingAttached(t, h, c, before)
-			})
-		}
+				assertDefaultOnly(t, h, c, before)
+				return
+			}
+			harness.AssertCNIError(t, e, 100, "pod demo/web", tc.want)
+			if len(e.Msg) > 1024 {
+				t.Errorf("the error repeats the oversized input: %d bytes", len(e.Msg))
+			}
+			assertNothingAttached(t, h, c, before)
+		})
 	}
 }
 

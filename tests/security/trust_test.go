@@ -20,16 +20,11 @@ func TestNADAuthorControlsDelegateConfig(t *testing.T) {
 	h.Pod("demo", "web", "net-a")
 	c := h.Container("demo", "web")
 	before := harness.HostVeths(t)
-	if _, e := h.Plugin(c, "ADD"); e != nil {
-		t.Fatalf("ADD: %+v", e)
-	}
+	h.MustPlugin(c, "ADD", "")
 	if _, err := os.Stat(filepath.Join(chosen, "net-a")); err != nil {
 		t.Errorf("host-local did not use the NAD's dataDir: %v", err)
 	}
-	if _, e := h.Plugin(c, "DEL"); e != nil {
-		t.Fatalf("DEL: %+v", e)
-	}
-	assertNothingAttached(t, h, c, before)
+	h.DelDetached(c, before, "")
 }
 
 // TestStateIsPrivate: records, locks, libcni's results and the log are
@@ -40,9 +35,7 @@ func TestStateIsPrivate(t *testing.T) {
 	h.BridgeNAD("demo", "net-a")
 	h.Pod("demo", "web", "net-a")
 	c := h.Container("demo", "web")
-	if _, e := h.Plugin(c, "ADD"); e != nil {
-		t.Fatalf("ADD: %+v", e)
-	}
+	h.MustPlugin(c, "ADD", "")
 	for _, p := range []string{
 		filepath.Join(h.CacheDir, "records"),
 		filepath.Join(h.CacheDir, "records", "direct-web.json"),
@@ -56,7 +49,5 @@ func TestStateIsPrivate(t *testing.T) {
 			t.Errorf("%s has mode %v: group or others can access it", p, fi.Mode().Perm())
 		}
 	}
-	if _, e := h.Plugin(c, "DEL"); e != nil {
-		t.Fatalf("DEL: %+v", e)
-	}
+	h.MustPlugin(c, "DEL", "")
 }

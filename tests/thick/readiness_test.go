@@ -87,9 +87,7 @@ func TestS6_1_2BlockUntilDefaultNetwork(t *testing.T) {
 	harness.Must(t, rerr)
 	w.WriteFile(filepath.Join(confDir, "10-default.conflist"), string(raw))
 	w.Add(c)
-	if got := harness.IfNames(c.Links(t)); len(got) != 1 {
-		t.Errorf("interfaces %v", got)
-	}
+	w.AssertInterfaces(c, 1, "1")
 	w.Del(c)
 	w.AssertNoLeaks(before)
 }

@@ -1,7 +1,6 @@
 package thick
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -79,11 +78,7 @@ func TestThickAddWithoutDaemonFailsClearly(t *testing.T) {
 	w.Pod("demo", "web", "")
 	c := w.Container("demo", "web")
 	before := harness.HostVeths(t)
-	_, e := w.Plugin(c, "ADD")
-	if e == nil || e.Code != 115 || !strings.Contains(e.Msg, "plexusd") || !strings.Contains(e.Msg, d.Socket) {
-		t.Fatalf("want code 115 naming plexusd and its socket, got %+v", e)
-	}
-	w.AssertDetached(c, before)
+	w.AddRefused(c, before, 115, "plexusd", d.Socket)
 }
 
 // TestThickDaemonRestartMidRun: attachments made before a restart are
@@ -126,9 +121,7 @@ func TestThickPolicyReload(t *testing.T) {
 	reloads := d.Metric("plexus_policy_reloads_total", `result="ok"`)
 	w.WriteFile(data, "plexus:\n  config:\n    max_attachments: {enabled: true, max: 4}\n")
 	waitFor(t, func() bool { return d.Metric("plexus_policy_reloads_total", `result="ok"`) > reloads })
-	if _, e := w.Plugin(c, "ADD"); e != nil {
-		t.Fatalf("after raising the cap: %+v", e)
-	}
+	w.MustPlugin(c, "ADD", "after raising the cap")
 	w.Plugin(c, "DEL")
 
 	// A policy that does not compile is refused; the last good one stays.
@@ -143,9 +136,7 @@ func TestThickPolicyReload(t *testing.T) {
 	if !strings.Contains(d.Log(), "previous policy stays in force") {
 		t.Errorf("the log must say the change was rejected:\n%s", d.Log())
 	}
-	if _, e := w.Plugin(c, "ADD"); e != nil {
-		t.Fatalf("the last good policy must stay in force: %+v", e)
-	}
+	w.MustPlugin(c, "ADD", "the last good policy must stay in force")
 	w.Plugin(c, "DEL")
 	w.AssertNoLeaks(before)
 	if n := d.Metric("plexus_policy_denials_total", `code="max-attachments"`); n != 1 {
@@ -159,19 +150,12 @@ func TestThickFiftyPodsConcurrently(t *testing.T) {
 	w := harness.New(t)
 	w.StartDaemon("--max-parallel", "8")
 	w.BridgeNAD("demo", "net-a")
-	cs := make([]*harness.Container, 50)
-	for i := range cs {
-		name := fmt.Sprintf("pod-%d", i)
-		w.Pod("demo", name, "net-a")
-		cs[i] = w.Container("demo", name)
-	}
+	cs := w.Pods("demo", 50, "net-a")
 	before := harness.HostVeths(t)
-	harness.Parallel(t, cs, func(c *harness.Container) error { _, err := w.CNITool(c, "add"); return err })
+	w.AddAll(cs)
 	for _, c := range cs {
-		if got := harness.IfNames(c.Links(t)); len(got) != 2 {
-			t.Errorf("%s has %v", c.Name, got)
-		}
+		w.AssertInterfaces(c, 2, "2")
 	}
-	harness.Parallel(t, cs, func(c *harness.Container) error { _, err := w.CNITool(c, "del"); return err })
+	w.DelAll(cs)
 	w.AssertNoLeaks(before)
 }

@@ -51,13 +51,18 @@ func New(ctx context.Context, cfg *rest.Config, nodeName string, opts kube.Optio
 	if err != nil {
 		return nil, fmt.Errorf("building the Kubernetes client: %w", err)
 	}
+	return start(ctx, direct, dyn, nodeName)
+}
+
+// start runs the informers on dyn; direct serves cache misses and writes.
+func start(ctx context.Context, direct *kube.Source, dyn dynamic.Interface, nodeName string) (*Source, error) {
 	s := &Source{Source: direct, Misses: func(string) {}}
 	onNode := fields.OneTermEqualSelector("spec.nodeName", nodeName).String()
-	s.pods = informer(dyn.Resource(podResource), onNode)
+	s.pods = informer(dyn, podResource, onNode)
 	if err := s.pods.SetTransform(trimPod); err != nil {
 		return nil, err
 	}
-	s.nads = informer(dyn.Resource(nadResource), "")
+	s.nads = informer(dyn, nadResource, "")
 	if err := s.nads.SetTransform(toNAD); err != nil {
 		return nil, err
 	}
@@ -70,8 +75,10 @@ func New(ctx context.Context, cfg *rest.Config, nodeName string, opts kube.Optio
 // informer caches one resource in every namespace. Built on the dynamic
 // client and client-go's cache directly: the informer factories link and
 // register every built-in API group, most of plexusd's start-up work and
-// resident code, for the two kinds it reads.
-func informer(r dynamic.NamespaceableResourceInterface, fieldSelector string) cache.SharedIndexInformer {
+// resident code, for the two kinds it reads. A client that cannot stream
+// its initial list (client-go's fakes) says so, as the factories ask.
+func informer(dyn dynamic.Interface, gvr schema.GroupVersionResource, fieldSelector string) cache.SharedIndexInformer {
+	r := dyn.Resource(gvr)
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = fieldSelector
@@ -82,7 +89,7 @@ func informer(r dynamic.NamespaceableResourceInterface, fieldSelector string) ca
 			return r.Watch(ctx, o)
 		},
 	}
-	return cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	return cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, dyn), &unstructured.Unstructured{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 }
 
 // HasSynced reports whether both caches are filled.

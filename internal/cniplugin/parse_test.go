@@ -1,0 +1,131 @@
+package cniplugin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/plexus-cni/plexus/core/config"
+	"github.com/plexus-cni/plexus/internal/daemon"
+)
+
+// TestEachCallParsesTheConfigOnce: the entry point (thin plugin, shim
+// decision, DEL without plexusd) and plexusd's handler each parse plexus's
+// config exactly once per call, on success and on failure.
+func TestEachCallParsesTheConfigOnce(t *testing.T) {
+	dir := t.TempDir()
+	cluster := filepath.Join(dir, "default.conf")
+	if err := os.WriteFile(cluster, []byte(`{"cniVersion":"1.1.0","name":"default","type":"noop"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A fake delegate: it attaches nothing and succeeds.
+	noop := "#!/bin/sh\ncase \"$CNI_COMMAND\" in\nADD) echo '{\"cniVersion\":\"1.1.0\"}' ;;\n" +
+		"VERSION) echo '{\"cniVersion\":\"1.1.0\",\"supportedVersions\":[\"1.1.0\"]}' ;;\nesac\n"
+	if err := os.WriteFile(filepath.Join(dir, "noop"), []byte(noop), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	conf := func(extra string) string {
+		return `{"cniVersion":"1.1.0","name":"plexus","type":"plexus","clusterNetwork":"` + cluster +
+			`","cacheDir":"` + filepath.Join(dir, "cache") + `","logFile":"` + filepath.Join(dir, "log") + `"` + extra + `}`
+	}
+	absentSocket := `,"daemonSocket":"` + filepath.Join(dir, "plexusd.sock") + `","daemonWait":"1ms"`
+	tests := []struct {
+		name    string
+		command string
+		conf    string
+		handler bool   // plexusd's side instead of the binary's
+		code    uint   // 0: the call succeeds
+		msg     string // part of the error
+	}{
+		{"ADD", "ADD", conf(""), false, 0, ""},
+		{"DEL without a record", "DEL", conf(""), false, 0, ""},
+		{"GC", "GC", conf(""), false, 0, ""},
+		{"STATUS", "STATUS", conf(""), false, 0, ""},
+		{"DEL with plexusd down runs here", "DEL", conf(absentSocket), false, 0, ""},
+		{"ADD with plexusd down", "ADD", conf(absentSocket), false, 115, "plexusd"},
+		{"refused config", "DEL", conf(`,"bogus":1`), false, types.ErrInvalidNetworkConfig, `"bogus"`},
+		{"config skel refuses", "CHECK", strings.Replace(conf(""), "1.1.0", "0.3.1", 1), false, types.ErrIncompatibleCNIVersion, "CHECK"},
+		{"plexusd's ADD", "ADD", conf(""), true, 0, ""},
+		{"plexusd's DEL", "DEL", conf(""), true, 0, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := map[string]string{
+				"CNI_COMMAND": tt.command, "CNI_CONTAINERID": "c1", "CNI_NETNS": filepath.Join(dir, "no-netns"),
+				"CNI_IFNAME": "eth0", "CNI_PATH": dir,
+			}
+			for k, v := range env {
+				t.Setenv(k, v) // the DEL fallback forwards the process's CNI_* environment
+			}
+			parses := 0
+			o := Options{parse: func(b []byte) (*config.Config, error) { parses++; return config.Parse(b) }}
+			var stdout []byte
+			var err error
+			if tt.handler {
+				r := o.Handle(context.Background(), &daemon.Call{Env: env, Stdin: []byte(tt.conf)})
+				stdout = r.Stdout
+				if r.Failed {
+					var e types.Error
+					if jerr := json.Unmarshal(r.Stdout, &e); jerr != nil {
+						t.Fatalf("unreadable error %q", r.Stdout)
+					}
+					err = &e
+				}
+			} else {
+				var out, stderr bytes.Buffer
+				err = o.main(context.Background(), os.Environ(), strings.NewReader(tt.conf), &out, &stderr, "")
+				stdout = out.Bytes()
+			}
+			if parses != 1 {
+				t.Errorf("parsed the config %d times, want once", parses)
+			}
+			checkOutcome(t, err, stdout, tt.code, tt.msg)
+			if tt.code == 0 && tt.command == "ADD" && !bytes.Contains(stdout, []byte(`"cniVersion": "1.1.0"`)) {
+				t.Errorf("ADD printed %q, want the result", stdout)
+			}
+		})
+	}
+}
+
+func checkOutcome(t *testing.T, err error, stdout []byte, code uint, msg string) {
+	t.Helper()
+	if code == 0 {
+		if err != nil {
+			t.Errorf("failed: %v", err)
+		}
+		return
+	}
+	var te *types.Error
+	if e, ok := err.(*types.Error); ok {
+		te = e
+	}
+	if te == nil || te.Code != code || !strings.Contains(te.Msg+te.Details, msg) {
+		t.Errorf("error %v (stdout %q), want code %d with %q", err, stdout, code, msg)
+	}
+}
+
+// TestMainAnswersWithoutAConfig: VERSION and a call without a command are
+// answered as skel answers them, without reading stdin.
+func TestMainAnswersWithoutAConfig(t *testing.T) {
+	tests := []struct {
+		name, command, stdout, stderr string
+	}{
+		{"VERSION", "VERSION", `"supportedVersions":["0.3.0","0.3.1","0.4.0","1.0.0","1.1.0"]`, ""},
+		{"no command", "", "", "about plexus\nCNI protocol versions supported: 0.3.0, 0.3.1, 0.4.0, 1.0.0, 1.1.0\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			err := Options{}.main(context.Background(), []string{"CNI_COMMAND=" + tt.command}, strings.NewReader("not read"), &out, &errOut, "about plexus")
+			if err != nil || !strings.Contains(out.String(), tt.stdout) || errOut.String() != tt.stderr || (tt.stdout == "") != (out.Len() == 0) {
+				t.Errorf("err %v, stdout %q, stderr %q", err, out.String(), errOut.String())
+			}
+		})
+	}
+}
