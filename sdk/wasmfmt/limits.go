@@ -22,7 +22,7 @@ const (
 
 // ErrLimit is wrapped by CheckLimits' errors about a module that is well
 // formed as far as it read but over one of the limits above.
-var ErrLimit = errors.New("Wasm module over plexus's limits")
+var ErrLimit = errors.New("module over plexus's Wasm limits")
 
 // Section ids besides custom, import and export.
 const (

@@ -81,7 +81,7 @@ func TestCheckLimitsRefuses(t *testing.T) {
 		{"function bodies", mod(sec{SectionCode, huge}), "code section at offset 8: malformed Wasm: 4294967295 function bodies claimed in 0 bytes"},
 		{"local declarations", mod(sec{SectionCode, code(cat(huge, b(0x0B)))}), "function body 0: malformed Wasm: 4294967295 local declarations claimed in 1 bytes"},
 		{"locals of a function", mod(sec{SectionCode, code(cat(b(1), huge, b(0x7F, 0x0B)))}),
-			"code section at offset 8: Wasm module over plexus's limits: function body 0 declares 4294967295 locals, more than 50000"},
+			"code section at offset 8: module over plexus's Wasm limits: function body 0 declares 4294967295 locals, more than 50000"},
 		{"locals of a function, in two declarations", mod(sec{SectionCode, code(cat(b(2), AppendU32(nil, 40000), b(0x7F), AppendU32(nil, 10001), b(0x7E, 0x0B)))}),
 			"function body 0 declares 50001 locals, more than 50000"},
 		{"locals of a module", mod(sec{SectionCode, code(manyBodies...)}), "function bodies up to 83 declare 4200000 locals in all, more than 4194304"},
