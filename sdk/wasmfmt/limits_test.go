@@ -190,3 +190,19 @@ func TestCheckLimitsAllocatesLittle(t *testing.T) {
 		}
 	}
 }
+
+// CheckLimits never panics, whatever the bytes, and takes every module
+// it once took with a custom section appended (sections are independent).
+func FuzzCheckLimits(f *testing.F) {
+	f.Add(validModule())
+	f.Add(mod(sec{SectionCode, code(cat(b(1), huge, b(0x7F, 0x0B)))}))
+	f.Add(mod(nameSection(2, cat(b(1, 0), huge))))
+	f.Fuzz(func(t *testing.T, m []byte) {
+		if CheckLimits(m) != nil {
+			return
+		}
+		if err := CheckLimits(AppendCustomSection(m, "x", nil)); err != nil {
+			t.Fatalf("a custom section made a module fail: %v", err)
+		}
+	})
+}
