@@ -23,6 +23,10 @@ const (
 	DefaultMaxOutputBytes   = 1 << 20
 	wasmPageSize            = 64 << 10
 	maxMemoryLimitPages     = 65536 // the 4 GiB of a 32-bit memory
+	// MaxModuleBytes bounds a module file. A Go wasip1 module is a few
+	// MiB; wazero's decoded form and compiled code cost a small multiple
+	// of the file, which wasmfmt.CheckLimits keeps so.
+	MaxModuleBytes = 64 << 20
 )
 
 // Config is the "extensions" key of plexus's plugin config.

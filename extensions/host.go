@@ -104,6 +104,9 @@ func ReadDeclaration(path string) (*Declaration, error) {
 	if err != nil {
 		return nil, err
 	}
+	if st.Size() > MaxModuleBytes {
+		return nil, fmt.Errorf("module is %d bytes, more than the %d plexus loads", st.Size(), MaxModuleBytes)
+	}
 	b, err := ParseBinary(f, st.Size())
 	if err != nil {
 		return nil, err

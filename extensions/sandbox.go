@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"reflect"
@@ -52,9 +53,13 @@ func (m *module) load(ctx context.Context) error {
 	if m.compiled != nil {
 		return nil
 	}
-	wasm, err := os.ReadFile(m.path)
+	wasm, err := readModule(m.path)
 	if err != nil {
 		return err
+	}
+	// Before wazero sees it: wazero allocates what a vector claims.
+	if err := wasmfmt.CheckLimits(wasm); err != nil {
+		return fmt.Errorf("checking: %w", err)
 	}
 	wasm, ticked := m.addDeadlineCheck(wasm)
 	rc := wazero.NewRuntimeConfig().
@@ -78,6 +83,23 @@ func (m *module) load(ctx context.Context) error {
 	}
 	m.rt, m.compiled, m.ticked = rt, compiled, ticked
 	return nil
+}
+
+// readModule reads a module file of at most MaxModuleBytes.
+func readModule(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	wasm, err := io.ReadAll(io.LimitReader(f, MaxModuleBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(wasm) > MaxModuleBytes {
+		return nil, fmt.Errorf("module is more than the %d bytes plexus loads", MaxModuleBytes)
+	}
+	return wasm, nil
 }
 
 // addDeadlineCheck returns the module with wasmbin's deadline check when

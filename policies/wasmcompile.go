@@ -14,6 +14,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/types"
 
 	"github.com/plexus-cni/plexus/internal/wasmbin"
+	"github.com/plexus-cni/plexus/sdk/wasmfmt"
 )
 
 // The wasm evaluator compiles the policy with OPA's Wasm compiler after
@@ -114,6 +115,12 @@ func compileWasm(ctx context.Context, modules map[string]*ast.Module, query ast.
 	wms := c.Bundle().WasmModules
 	if len(wms) != 1 {
 		return nil, fmt.Errorf("compiling to Wasm: %d modules built, want 1", len(wms))
+	}
+	// OPA's compiler wrote it, from the admin's policy: trusted, but the
+	// structural check costs some 50 µs and keeps one rule for every
+	// module wazero compiles here (wasmfmt.CheckLimits).
+	if err := wasmfmt.CheckLimits(wms[0].Raw); err != nil {
+		return nil, fmt.Errorf("checking the policy's Wasm: %w", err)
 	}
 	bin, err := wasmbin.AddDeadlineCheck(wms[0].Raw)
 	if err != nil {

@@ -105,8 +105,8 @@ func TestDecoderReadsImportsAndExports(t *testing.T) {
 	imps := AppendU32(nil, 4)
 	imps = append(AppendName(AppendName(imps, "m"), "f"), KindFunc, 0x02)
 	imps = append(AppendName(AppendName(imps, "m"), "t"), KindTable, 0x70, 0x01, 0x01, 0x05) // funcref, min 1 max 5
-	imps = append(AppendName(AppendName(imps, "m"), "mem"), KindMemory, 0x00, 0x01)         // min 1
-	imps = append(AppendName(AppendName(imps, "m"), "g"), KindGlobal, 0x7F, 0x00)           // const i32
+	imps = append(AppendName(AppendName(imps, "m"), "mem"), KindMemory, 0x00, 0x01)          // min 1
+	imps = append(AppendName(AppendName(imps, "m"), "g"), KindGlobal, 0x7F, 0x00)            // const i32
 	d := NewDecoder(imps)
 	got := d.Imports()
 	if d.Err() != nil || len(got) != 4 || got[1] != (Import{Module: "m", Name: "t", Kind: KindTable}) ||
