@@ -80,6 +80,7 @@ fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		$(GO) test ./$${t%%:*} -run '^$$' -fuzz "^$${t##*:}\$$" -fuzztime $(FUZZTIME); \
 	done
+	cd sdk && GOWORK=off $(GO) test ./wasmfmt -run '^$$' -fuzz '^FuzzCheckLimits$$' -fuzztime $(FUZZTIME)
 
 ## test-unit: tests that need neither root nor a control plane
 test-unit:
