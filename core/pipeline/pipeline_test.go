@@ -163,17 +163,50 @@ func TestAddMinimalStatusWithoutResult(t *testing.T) {
 	}
 }
 
-func TestAddPodUIDMismatch(t *testing.T) {
-	f := newFixture(t, "net-a")
-	f.req.Args[2][1] = "other-uid"
-	_, err := f.p.Add(context.Background(), f.req)
-	if te := cniErr(t, err); te.Code != CodePodLookup || !strings.Contains(te.Msg, "other-uid") {
-		t.Errorf("error %+v", te)
-	}
-	if len(f.cni.calls) != 0 {
-		t.Errorf("delegates ran: %v", f.cni.calls)
+// TestAddPodUIDMatchesRuntimeOrItsStaticPod: the pod read by name must be
+// the runtime's (K8S_POD_UID), or the mirror pod kubelet created for that
+// static pod; every other UID is a pod re-created under the same name.
+func TestAddPodUIDMatchesRuntimeOrItsStaticPod(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		runtimeUID string
+		mirror     *string // the API pod's kubernetes.io/config.mirror; nil: absent
+		ok         bool
+	}{
+		{name: "matching UID", runtimeUID: "u1", ok: true},
+		{name: "no UID from the runtime", runtimeUID: "", ok: true},
+		{name: "mirror annotation names the runtime's static pod", runtimeUID: "static-hash", mirror: ptr("static-hash"), ok: true},
+		{name: "mirror annotation names another static pod", runtimeUID: "static-hash", mirror: ptr("other-hash")},
+		{name: "empty mirror annotation", runtimeUID: "static-hash", mirror: ptr("")},
+		{name: "annotation absent", runtimeUID: "other-uid"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, "net-a")
+			f.req.Args[2][1] = tc.runtimeUID
+			if tc.mirror != nil {
+				f.src.pods["demo/web"].Annotations[MirrorAnnotation] = *tc.mirror
+			}
+			_, err := f.p.Add(context.Background(), f.req)
+			if tc.ok {
+				if err != nil {
+					t.Fatalf("ADD refused: %v", err)
+				}
+				if want := []string{"ADD default-net eth0", "ADD net-a net1"}; !reflect.DeepEqual(f.cni.calls, want) {
+					t.Errorf("calls %v, want %v", f.cni.calls, want)
+				}
+				return
+			}
+			if te := cniErr(t, err); te.Code != CodePodLookup || !strings.Contains(te.Msg, tc.runtimeUID) || !strings.Contains(te.Msg, "u1") {
+				t.Errorf("error %+v, want code %d naming both UIDs", te, CodePodLookup)
+			}
+			if len(f.cni.calls) != 0 {
+				t.Errorf("delegates ran: %v", f.cni.calls)
+			}
+		})
 	}
 }
+
+func ptr[T any](v T) *T { return &v }
 
 func TestAddWithoutPodArgsAttachesDefaultOnly(t *testing.T) {
 	f := newFixture(t, "net-a")

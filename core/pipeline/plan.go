@@ -80,15 +80,40 @@ func (p *Pipeline) lookupPod(ctx context.Context, req *Request) (*source.Pod, er
 		return nil, newError(CodePodLookup, ref, "", err)
 	}
 	uid := req.Arg(ArgPodUID)
-	if fresh, ok := p.Source.(source.FreshPodGetter); ok && uid != "" && pod.UID != uid {
+	if fresh, ok := p.Source.(source.FreshPodGetter); ok && !isRuntimesPod(pod, uid) {
 		if pod, err = fresh.FreshPod(ctx, ns, name); err != nil {
 			return nil, newError(CodePodLookup, ref, "", err)
 		}
 	}
-	if uid != "" && pod.UID != "" && uid != pod.UID {
-		return nil, newError(CodePodLookup, ref, "", fmt.Errorf("the runtime asked for pod UID %s but the pod now has UID %s (re-created under the same name)", uid, pod.UID))
+	if !isRuntimesPod(pod, uid) {
+		return nil, newError(CodePodLookup, ref, "", uidMismatch(pod, uid))
 	}
 	return pod, nil
+}
+
+// MirrorAnnotation is set by kubelet on the mirror pod it creates in the
+// API for a static pod (k8s.io/kubernetes pkg/kubelet/pod/mirror_client.go,
+// CreateMirrorPod: the value is the static pod's kubernetes.io/config.hash,
+// which pkg/kubelet/config/common.go applyDefaults sets to the static pod's
+// UID). The runtime knows the static pod, so its K8S_POD_UID is that UID,
+// never the mirror pod's own.
+const MirrorAnnotation = "kubernetes.io/config.mirror"
+
+// isRuntimesPod reports whether the pod read by name is the one the runtime
+// means by K8S_POD_UID: the same UID, or the mirror of that static pod.
+// Anything else is a pod re-created under the same name.
+func isRuntimesPod(pod *source.Pod, uid string) bool {
+	if uid == "" || pod.UID == "" || pod.UID == uid {
+		return true
+	}
+	return pod.Annotations[MirrorAnnotation] == uid
+}
+
+func uidMismatch(pod *source.Pod, uid string) error {
+	if mirror, ok := pod.Annotations[MirrorAnnotation]; ok {
+		return fmt.Errorf("the runtime asked for pod UID %s but the pod has UID %s and mirrors static pod %s (%s)", uid, pod.UID, mirror, MirrorAnnotation)
+	}
+	return fmt.Errorf("the runtime asked for pod UID %s but the pod now has UID %s (re-created under the same name)", uid, pod.UID)
 }
 
 func defaultAttachment(req *Request, c *clusterNetwork) *Attachment {
