@@ -36,6 +36,13 @@ func (p *Pipeline) hasRecord(containerID string) bool {
 }
 
 func (p *Pipeline) add(ctx context.Context, req *Request) (types.Result, error) {
+	// From here on the container has attachments again: a later DEL
+	// without a record must not take it for a repeat of an earlier one.
+	if p.Deleted != nil {
+		if err := p.Deleted.Remove(req.ContainerID); err != nil {
+			return nil, newError(CodeRecord, req.podRef(), "", err)
+		}
+	}
 	// A repeated ADD without DEL: undo the earlier attachments first, so
 	// nothing is attached twice and no lease is held twice.
 	if err := p.undoPrevious(ctx, req); err != nil {

@@ -193,6 +193,7 @@ func newFixture(t *testing.T, networks string) *fixture {
 		Source:  src,
 		CNI:     cni,
 		Records: &record.Store{Dir: filepath.Join(dir, "records")},
+		Deleted: &record.Tombstones{Dir: filepath.Join(dir, "deleted")},
 		Locks:   &lock.Locker{Dir: filepath.Join(dir, "locks")},
 		Log:     slog.New(slog.DiscardHandler),
 	}

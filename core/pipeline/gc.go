@@ -37,6 +37,11 @@ func (p *Pipeline) GC(ctx context.Context, valid []types.GCAttachment) error {
 		}
 		p.collectLive(id, nets, pairs)
 	}
+	if p.Deleted != nil {
+		if err := p.Deleted.Prune(func(id string) bool { return live[id] }); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	p.addClusterNetwork(ctx, nets)
 	for name, list := range nets {
 		if err := p.CNI.GCNetworkList(ctx, list, &libcni.GCArgs{ValidAttachments: pairs[name]}); err != nil {

@@ -24,6 +24,9 @@ type Pipeline struct {
 	Stages  Stages
 	CNI     libcni.CNI
 	Records *record.Store
+	// Deleted remembers finished DELs so a repeated DEL runs no delegate;
+	// nil: every DEL without a record detaches from libcni's cache.
+	Deleted *record.Tombstones
 	Locks   *lock.Locker
 	Log     *slog.Logger
 }

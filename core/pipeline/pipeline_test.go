@@ -424,3 +424,103 @@ func TestClusterNetworkIsNeverPlexusItself(t *testing.T) {
 		}
 	}
 }
+
+// TestRepeatedDelRunsNoDelegate: containerd repeats DEL without a netns
+// after the first finished; plexus answers it from the tombstone. A DEL
+// without a record and without a finished one still detaches the default
+// network, and an ADD in between makes the next DEL a real one.
+func TestRepeatedDelRunsNoDelegate(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, "net-a")
+	if _, err := f.p.Add(ctx, f.req); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.p.Del(ctx, f.req); err != nil {
+		t.Fatal(err)
+	}
+	f.cni.calls = nil
+	again := *f.req
+	again.NetNS = ""
+	if err := f.p.Del(ctx, &again); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.cni.calls) != 0 {
+		t.Errorf("repeated DEL ran delegates: %v", f.cni.calls)
+	}
+
+	for _, tc := range []struct {
+		name string
+		edit func(*Request)
+		want []string
+	}{
+		{name: "another interface", edit: func(r *Request) { r.IfName = "eth1" }, want: []string{"DEL default-net eth1"}},
+		{name: "another container", edit: func(r *Request) { r.ContainerID = "c2" }, want: []string{"DEL default-net eth0"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f.cni.calls = nil
+			r := again
+			tc.edit(&r)
+			if err := f.p.Del(ctx, &r); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(f.cni.calls, tc.want) {
+				t.Errorf("calls %v, want %v", f.cni.calls, tc.want)
+			}
+		})
+	}
+
+	t.Run("libcni still caches an attachment", func(t *testing.T) {
+		f.cni.calls = nil
+		f.cni.cached = []*libcni.NetworkAttachment{{ContainerID: "c1", Network: "lost", IfName: "net9", Config: []byte(`{"cniVersion":"1.0.0","name":"lost","type":"bridge"}`)}}
+		defer func() { f.cni.cached = nil }()
+		if err := f.p.Del(ctx, &again); err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{"DEL lost net9", "DEL default-net eth0"}; !reflect.DeepEqual(f.cni.calls, want) {
+			t.Errorf("calls %v, want %v", f.cni.calls, want)
+		}
+	})
+
+	t.Run("ADD in between", func(t *testing.T) {
+		if _, err := f.p.Add(ctx, f.req); err != nil {
+			t.Fatal(err)
+		}
+		if f.p.Deleted.Has("c1", "eth0") {
+			t.Fatal("ADD left the tombstone")
+		}
+		// A record lost after the ADD: DEL must detach from the cache again.
+		if err := f.p.Records.Remove("c1"); err != nil {
+			t.Fatal(err)
+		}
+		f.cni.calls = nil
+		if err := f.p.Del(ctx, &again); err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{"DEL default-net eth0"}; !reflect.DeepEqual(f.cni.calls, want) {
+			t.Errorf("calls %v, want %v", f.cni.calls, want)
+		}
+	})
+
+	t.Run("GC forgets containers the runtime does not list", func(t *testing.T) {
+		if !f.p.Deleted.Has("c1", "eth0") {
+			t.Fatal("no tombstone after a finished DEL")
+		}
+		if err := f.p.GC(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		if f.p.Deleted.Has("c1", "eth0") {
+			t.Error("GC kept the tombstone")
+		}
+	})
+}
+
+// TestDelWithoutRecordNamesTheDefaultNetwork: the default network is
+// called by its configured name in logs and errors, not "default".
+func TestDelWithoutRecordNamesTheDefaultNetwork(t *testing.T) {
+	f := newFixture(t, "")
+	f.cni.fail["DEL default-net"] = errors.New("stuck")
+	err := f.p.Del(context.Background(), f.req)
+	if te := cniErr(t, err); !strings.Contains(te.Msg, "default network default-net (eth0): stuck") {
+		t.Errorf("error %+v", te)
+	}
+}

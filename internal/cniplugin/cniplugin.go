@@ -175,6 +175,7 @@ func (o Options) build(ctx context.Context, conf *config.Config, a *skel.CmdArgs
 		Config:  conf,
 		CNI:     libcni.NewCNIConfigWithCacheDir(pluginPaths(conf, a), conf.CacheDir, &delegateExec{}),
 		Records: &record.Store{Dir: filepath.Join(conf.CacheDir, "records")},
+		Deleted: &record.Tombstones{Dir: filepath.Join(conf.CacheDir, "deleted")},
 		Locks:   &lock.Locker{Dir: filepath.Join(conf.CacheDir, "locks")},
 		Log:     log,
 	}
