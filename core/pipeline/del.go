@@ -224,11 +224,12 @@ func (p *Pipeline) delDefault(ctx context.Context, req *Request) error {
 		p.Log.Warn("no record and no default network config: nothing to detach", "err", err)
 		return nil
 	}
-	name := "the default network"
-	if c, err := netconf.Parse(raw); err == nil && c.Name() != "" {
-		name = c.Name()
+	c, err := clusterFromConfig(raw, p.Config.ClusterNetwork, nil)
+	if err != nil {
+		return err
 	}
-	a := &record.Attachment{Name: name, IfName: req.IfName, Config: raw, CNIArgs: delegateArgs(req.Args), CapabilityArgs: req.RuntimeConfig}
+	name := c.name
+	a := &record.Attachment{Name: name, IfName: req.IfName, Config: raw, CNIArgs: delegateArgs(req.Args), CapabilityArgs: defaultCapabilityArgs(req.RuntimeConfig, c)}
 	if err := p.detachOne(ctx, req, a); err != nil {
 		return fmt.Errorf("default network %s (%s): %w", name, req.IfName, err)
 	}

@@ -138,9 +138,11 @@ type fakeSource struct {
 	status   []byte
 	events   []string
 	nadReads int
+	podReads int
 }
 
 func (s *fakeSource) Pod(_ context.Context, ns, name string) (*source.Pod, error) {
+	s.podReads++
 	if p, ok := s.pods[ns+"/"+name]; ok {
 		return p, nil
 	}

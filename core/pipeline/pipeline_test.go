@@ -524,3 +524,72 @@ func TestDelWithoutRecordNamesTheDefaultNetwork(t *testing.T) {
 		t.Errorf("error %+v", te)
 	}
 }
+
+// TestPodAnnotationsFromTheRuntime: with the runtime's pod annotations and
+// K8S_POD_UID, the selection comes from the runtime and the pod is not read,
+// unless something else needs the pod object.
+func TestPodAnnotationsFromTheRuntime(t *testing.T) {
+	runtimeSays := map[string]any{"k8s.v1.cni.cncf.io/networks": "net-b", configSourceAnnotation: "api"}
+	for _, tc := range []struct {
+		name     string
+		edit     func(*fixture)
+		readsPod bool
+	}{
+		{name: "annotations and UID", edit: func(*fixture) {}},
+		{name: "no UID", edit: func(f *fixture) { f.req.Args = f.req.Args[:2] }, readsPod: true},
+		{name: "no annotations", edit: func(f *fixture) { delete(f.req.RuntimeConfig, PodAnnotationsCapability) }, readsPod: true},
+		{name: "annotations not strings", edit: func(f *fixture) {
+			f.req.RuntimeConfig[PodAnnotationsCapability] = map[string]any{"k8s.v1.cni.cncf.io/networks": 7}
+		}, readsPod: true},
+		{name: "static pod", edit: func(f *fixture) {
+			f.req.RuntimeConfig[PodAnnotationsCapability] = map[string]any{"k8s.v1.cni.cncf.io/networks": "net-b", configSourceAnnotation: "file"}
+			f.src.pods["demo/web"].Annotations[MirrorAnnotation] = "u1"
+		}, readsPod: true},
+		{name: "a policy reads the pod", edit: func(f *fixture) { f.p.Stages.Authorizer = &fakeAuthorizer{} }, readsPod: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, "net-a")
+			f.req.RuntimeConfig = map[string]any{PodAnnotationsCapability: runtimeSays, "portMappings": []any{}}
+			tc.edit(f)
+			if _, err := f.p.Add(context.Background(), f.req); err != nil {
+				t.Fatal(err)
+			}
+			wantNet := "ADD net-b net1"
+			if tc.readsPod {
+				wantNet = "ADD net-a net1"
+			}
+			if want := []string{"ADD default-net eth0", wantNet}; !reflect.DeepEqual(f.cni.calls, want) {
+				t.Errorf("calls %v, want %v", f.cni.calls, want)
+			}
+			if got := f.src.podReads == 1; got != tc.readsPod {
+				t.Errorf("%d pod reads, want the pod read: %v", f.src.podReads, tc.readsPod)
+			}
+			if f.src.status == nil {
+				t.Error("no network-status published")
+			}
+			// The default network declares no pod-annotations capability: the
+			// annotations are neither handed on nor recorded.
+			if _, leaked := f.cni.lastRT["default-net"].CapabilityArgs[PodAnnotationsCapability]; leaked {
+				t.Error("the pod annotations reached a default network that did not declare the capability")
+			}
+			if _, kept := f.cni.lastRT["default-net"].CapabilityArgs["portMappings"]; !kept {
+				t.Error("the other runtimeConfig keys did not reach the default network")
+			}
+		})
+	}
+}
+
+// TestPodAnnotationsReachADefaultNetworkDeclaringThem: a default network
+// plugin declaring the capability gets the annotations as the runtime sent them.
+func TestPodAnnotationsReachADefaultNetworkDeclaringThem(t *testing.T) {
+	f := newFixture(t, "")
+	writeFile(t, f.p.Config.ClusterNetwork, `{"cniVersion":"1.0.0","name":"default-net","type":"bridge","capabilities":{"`+PodAnnotationsCapability+`":true}}`)
+	ann := map[string]any{"a": "b"}
+	f.req.RuntimeConfig = map[string]any{PodAnnotationsCapability: ann}
+	if _, err := f.p.Add(context.Background(), f.req); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.cni.lastRT["default-net"].CapabilityArgs[PodAnnotationsCapability]; !reflect.DeepEqual(got, ann) {
+		t.Errorf("default network got %v, want %v", got, ann)
+	}
+}

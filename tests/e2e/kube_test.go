@@ -19,6 +19,7 @@ func TestKubernetes(t *testing.T) {
 	s := newSuite(t)
 	t.Run("AttachStatusAndEvent", s.testAttachStatusAndEvent)
 	t.Run("RequestCounts", s.testRequestCounts)
+	t.Run("RuntimeAnnotationsRequestCounts", s.testRuntimeAnnotationsRequestCounts)
 	t.Run("ThickRequestCounts", s.testThickRequestCounts)
 	t.Run("ThickLifecycle", s.testThickLifecycle)
 	t.Run("ThickFiftyPods", s.testThickFiftyPods)
