@@ -63,7 +63,7 @@ func (p *Pipeline) del(ctx context.Context, req *Request) error {
 	rec, err := p.Records.Load(req.ContainerID)
 	switch {
 	case errors.Is(err, record.ErrCorrupt):
-		p.Log.Warn("attachment record unusable: detaching what libcni's cache knows", "container", req.ContainerID, "err", err)
+		p.Log.Warn("attachment record unusable: detaching what libcni's cache knows", "err", err)
 		if err := p.delFromCache(ctx, req); err != nil {
 			return err
 		}
@@ -129,7 +129,7 @@ func (p *Pipeline) detachOne(ctx context.Context, req *Request, a *record.Attach
 	if err != nil {
 		return err
 	}
-	p.Log.Debug("delegate DEL", "network", a.Name, "ifName", a.IfName)
+	p.Log.Debug("delegate DEL", "network", a.Name, "interface", a.IfName)
 	return p.delegateCall(ctx, func(ctx context.Context) error {
 		return p.CNI.DelNetworkList(ctx, list, p.runtimeConf(req, a))
 	})
@@ -149,7 +149,7 @@ func (p *Pipeline) delLeftovers(ctx context.Context, req *Request) error {
 	var msgs []string
 	for i := len(cached) - 1; i >= 0; i-- {
 		c := cached[i]
-		p.Log.Warn("detaching an attachment the record did not list", "network", c.Network, "ifName", c.IfName)
+		p.Log.Warn("detaching an attachment the record did not list", "network", c.Network, "interface", c.IfName)
 		if err := p.delCached(ctx, req, c); err != nil {
 			msgs = append(msgs, fmt.Sprintf("%s (%s): %v", c.Network, c.IfName, err))
 		}

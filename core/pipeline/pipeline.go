@@ -28,7 +28,10 @@ type Pipeline struct {
 	// nil: every DEL without a record detaches from libcni's cache.
 	Deleted *record.Tombstones
 	Locks   *lock.Locker
-	Log     *slog.Logger
+	// Log carries the call's "cmd", "container" (CNI_CONTAINERID) and
+	// "ifName" (CNI_IFNAME) when set; the pipeline's own lines add
+	// "interface" for an attachment's interface and never repeat those keys.
+	Log *slog.Logger
 }
 
 // Request is one CNI call's runtime parameters.
