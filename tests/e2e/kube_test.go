@@ -25,6 +25,7 @@ func TestKubernetes(t *testing.T) {
 	t.Run("ThickFiftyPods", s.testThickFiftyPods)
 	t.Run("AddTwiceKeepsStatusExact", s.testAddTwice)
 	t.Run("PodRecreatedUnderSameName", s.testPodRecreated)
+	t.Run("StaticPod", s.testStaticPod)
 	t.Run("MissingNAD", s.testMissingNAD)
 	t.Run("InvalidSelectionIgnored", s.testInvalidSelection)
 	t.Run("FailedAttachment", s.testFailedAttachment)

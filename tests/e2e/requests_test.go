@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
@@ -222,4 +223,61 @@ func formatCounts(m map[string]float64) string {
 		parts[i] = fmt.Sprintf("%s=%v", k, m[k])
 	}
 	return strings.Join(parts, ", ")
+}
+
+// testStaticPod: kubelet runs a static pod under the UID it derived from
+// the manifest and creates a mirror pod in the API, with its own UID and
+// kubernetes.io/config.mirror set to the static pod's. The runtime's
+// K8S_POD_UID is the static pod's: ADD accepts the mirror pod exactly when
+// its annotation names that UID, also with the runtime's annotations
+// (config.source "file": the mirror pod is read), and publishes the status
+// on the mirror pod; any other UID is still refused (106).
+func (s *suite) testStaticPod(t *testing.T) {
+	w, ns := s.world(t)
+	s.nad(t, ns, "blue", w.BridgeNADConfig("blue"))
+	const staticUID = "6f2b1c0e8d7a4c3b9a1e2f3d4c5b6a79"
+	mirror := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "etcd-node-a", Namespace: ns, Annotations: map[string]string{
+			networksAnnotation:            "blue",
+			"kubernetes.io/config.mirror": staticUID,
+			"kubernetes.io/config.hash":   staticUID,
+			"kubernetes.io/config.source": "file",
+		}},
+		Spec: corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "c", Image: "example.invalid/pause"}}},
+	}
+	mirror, err := s.admin.CoreV1().Pods(ns).Create(t.Context(), mirror, metav1.CreateOptions{})
+	harness.Must(t, err)
+	if string(mirror.UID) == staticUID {
+		t.Fatal("the mirror pod got the static pod's UID")
+	}
+	before := harness.HostVeths(t)
+
+	other := w.Container(ns, "etcd-node-a")
+	other.UID = "0123456789abcdef0123456789abcdef"
+	_, e := w.Plugin(other, "ADD")
+	if e == nil || e.Code != 106 || !strings.Contains(e.Msg, other.UID) || !strings.Contains(e.Msg, staticUID) {
+		t.Fatalf("ADD for another static pod: %+v, want 106 naming both UIDs", e)
+	}
+	w.AssertDetached(other, before)
+
+	runtimeAnnotations := map[string]any{pipeline.PodAnnotationsCapability: map[string]string{
+		networksAnnotation: "blue", "kubernetes.io/config.hash": staticUID, "kubernetes.io/config.source": "file",
+	}}
+	for _, conf := range []map[string]any{nil, {"runtimeConfig": runtimeAnnotations}} {
+		c := w.Container(ns, "etcd-node-a")
+		c.UID = staticUID
+		if _, e := w.PluginEdited(c, "ADD", nil, conf); e != nil {
+			t.Fatalf("ADD for the static pod (config %v): %+v", conf, e)
+		}
+		if got := harness.IfNames(c.Links(t)); !reflect.DeepEqual(got, []string{"eth0", "net1"}) {
+			t.Errorf("interfaces %v, want eth0 and net1", got)
+		}
+		if st := s.status(t, ns, "etcd-node-a"); len(st) != 2 || st[1].Name != ns+"/blue" {
+			t.Errorf("mirror pod's network-status %+v, want the default network and %s/blue", st, ns)
+		}
+		if _, e := w.PluginEdited(c, "DEL", nil, conf); e != nil {
+			t.Fatalf("DEL: %+v", e)
+		}
+		w.AssertDetached(c, before)
+	}
 }
