@@ -46,6 +46,7 @@ func parseFlags(args []string) (plexusd.Options, error) {
 	fs.StringVar(&o.ConfName, "conf-name", install.DefaultConfName, "plexus's CNI config file name; must sort first")
 	fs.StringVar(&o.Readiness, "readiness", plexusd.ReadinessWait, "wait: install plexus's config only once the default network's exists (s6.1.1); block: install at once and hold ADDs until it does (s6.1.2)")
 	fs.DurationVar(&o.BlockDeadline, "block-deadline", 2*time.Minute, "with --readiness=block, how long an ADD waits for the default network")
+	fs.StringVar(&o.CNIVersion, "cni-version", "", "cniVersion of the CNI config --install-config writes (default: the default network's, at most "+install.DefaultCNIVersion+", which containerd 1.6 accepts)")
 	fs.BoolVar(&o.Uninstall, "uninstall", os.Getenv("PLEXUS_UNINSTALL") == "true", "remove plexus's CNI config when stopping (env PLEXUS_UNINSTALL=true)")
 	fs.BoolVar(&o.Profiling, "profiling", false, "serve Go's pprof under /debug/pprof/ on --metrics-addr")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
@@ -55,6 +56,11 @@ func parseFlags(args []string) (plexusd.Options, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(*level)); err != nil {
 		return o, fmt.Errorf("--log-level: %w", err)
+	}
+	if o.CNIVersion != "" {
+		if err := install.CheckCNIVersion(o.CNIVersion); err != nil {
+			return o, fmt.Errorf("--cni-version: %w", err)
+		}
 	}
 	if o.Readiness != plexusd.ReadinessWait && o.Readiness != plexusd.ReadinessBlock {
 		return o, fmt.Errorf("--readiness %q: want wait or block", o.Readiness)

@@ -36,6 +36,13 @@ func (p *Pipeline) hasRecord(containerID string) bool {
 }
 
 func (p *Pipeline) add(ctx context.Context, req *Request) (types.Result, error) {
+	// From here on the container has attachments again: a later DEL
+	// without a record must not take it for a repeat of an earlier one.
+	if p.Deleted != nil {
+		if err := p.Deleted.Remove(req.ContainerID); err != nil {
+			return nil, newError(CodeRecord, req.podRef(), "", err)
+		}
+	}
 	// A repeated ADD without DEL: undo the earlier attachments first, so
 	// nothing is attached twice and no lease is held twice.
 	if err := p.undoPrevious(ctx, req); err != nil {
@@ -62,7 +69,7 @@ func (p *Pipeline) undoPrevious(ctx context.Context, req *Request) error {
 	if prev == nil && err == nil {
 		return nil
 	}
-	p.Log.Warn("ADD for a container that is already attached: detaching the earlier attachments first", "container", req.ContainerID)
+	p.Log.Warn("ADD for a container that is already attached: detaching the earlier attachments first")
 	if err := p.del(ctx, req); err != nil {
 		return asCNIError(CodeDetachFailed, req.podRef(), "", err)
 	}
@@ -106,7 +113,7 @@ func attachmentLabel(a *Attachment) string {
 }
 
 func (p *Pipeline) attachOne(ctx context.Context, req *Request, ra *record.Attachment, list *libcni.NetworkConfigList) (types.Result, error) {
-	p.Log.Debug("delegate ADD", "network", ra.Name, "ifName", ra.IfName, "plugins", len(list.Plugins))
+	p.Log.Debug("delegate ADD", "network", ra.Name, "interface", ra.IfName, "plugins", len(list.Plugins))
 	var res types.Result
 	var err error
 	err = p.delegateCall(ctx, func(ctx context.Context) error {

@@ -21,6 +21,9 @@ type clusterNetwork struct {
 	name   string // status name (s5.3.1): the config's "name"
 	config json.RawMessage
 	nad    *source.NAD
+	// podAnnotations: a plugin of the config declares the pod-annotations
+	// capability.
+	podAnnotations bool
 }
 
 // isPath tells a file or directory reference from a NAD name: NAD names
@@ -68,7 +71,7 @@ func clusterFromConfig(raw []byte, where string, n *source.NAD) (*clusterNetwork
 		// plexus delegating to itself would recurse until the runtime gives up.
 		return nil, fmt.Errorf("clusterNetwork %s is plexus's own config, not the cluster-wide default network's", where)
 	}
-	return &clusterNetwork{name: c.Name(), config: raw, nad: n}, nil
+	return &clusterNetwork{name: c.Name(), config: raw, nad: n, podAnnotations: c.HasCapability(PodAnnotationsCapability)}, nil
 }
 
 // readClusterFile reads a conf or conflist file, or the first config by

@@ -29,8 +29,33 @@ func (p *Pipeline) Del(ctx context.Context, req *Request) error {
 		unlock(false)
 		return asCNIError(CodeDetachFailed, req.podRef(), "", err)
 	}
+	p.rememberDeleted(req)
 	unlock(true)
 	return nil
+}
+
+// rememberDeleted leaves a tombstone once a DEL has detached everything,
+// for the runtime's repeated DEL. Best effort: without it, that DEL runs
+// the default network's delegates again, which is still correct.
+func (p *Pipeline) rememberDeleted(req *Request) {
+	if p.Deleted == nil || req.IfName == "" {
+		return
+	}
+	if err := p.Deleted.Put(req.ContainerID, req.IfName); err != nil {
+		p.Log.Warn("remembering the finished DEL", "err", err)
+	}
+}
+
+// deletedBefore reports a DEL this container's earlier DEL already did:
+// its tombstone names this interface and libcni caches no attachment of
+// the container (every delegate DEL that succeeded removed its entry), so
+// there is nothing a delegate could still detach.
+func (p *Pipeline) deletedBefore(req *Request) bool {
+	if p.Deleted == nil || !p.Deleted.Has(req.ContainerID, req.IfName) {
+		return false
+	}
+	cached, err := p.CNI.GetCachedAttachments(req.ContainerID)
+	return err == nil && len(cached) == 0
 }
 
 // del is DEL with the container lock held.
@@ -38,13 +63,16 @@ func (p *Pipeline) del(ctx context.Context, req *Request) error {
 	rec, err := p.Records.Load(req.ContainerID)
 	switch {
 	case errors.Is(err, record.ErrCorrupt):
-		p.Log.Warn("attachment record unusable: detaching what libcni's cache knows", "container", req.ContainerID, "err", err)
+		p.Log.Warn("attachment record unusable: detaching what libcni's cache knows", "err", err)
 		if err := p.delFromCache(ctx, req); err != nil {
 			return err
 		}
 		return p.Records.Remove(req.ContainerID)
 	case err != nil:
 		return err
+	case rec == nil && p.deletedBefore(req):
+		p.Log.Info("DEL repeated after a finished DEL of this container: nothing left to detach")
+		return nil
 	case rec == nil:
 		return p.delFromCache(ctx, req)
 	}
@@ -101,7 +129,7 @@ func (p *Pipeline) detachOne(ctx context.Context, req *Request, a *record.Attach
 	if err != nil {
 		return err
 	}
-	p.Log.Debug("delegate DEL", "network", a.Name, "ifName", a.IfName)
+	p.Log.Debug("delegate DEL", "network", a.Name, "interface", a.IfName)
 	return p.delegateCall(ctx, func(ctx context.Context) error {
 		return p.CNI.DelNetworkList(ctx, list, p.runtimeConf(req, a))
 	})
@@ -121,7 +149,7 @@ func (p *Pipeline) delLeftovers(ctx context.Context, req *Request) error {
 	var msgs []string
 	for i := len(cached) - 1; i >= 0; i-- {
 		c := cached[i]
-		p.Log.Warn("detaching an attachment the record did not list", "network", c.Network, "ifName", c.IfName)
+		p.Log.Warn("detaching an attachment the record did not list", "network", c.Network, "interface", c.IfName)
 		if err := p.delCached(ctx, req, c); err != nil {
 			msgs = append(msgs, fmt.Sprintf("%s (%s): %v", c.Network, c.IfName, err))
 		}
@@ -196,9 +224,14 @@ func (p *Pipeline) delDefault(ctx context.Context, req *Request) error {
 		p.Log.Warn("no record and no default network config: nothing to detach", "err", err)
 		return nil
 	}
-	a := &record.Attachment{Name: "default", IfName: req.IfName, Config: raw, CNIArgs: delegateArgs(req.Args), CapabilityArgs: req.RuntimeConfig}
+	c, err := clusterFromConfig(raw, p.Config.ClusterNetwork, nil)
+	if err != nil {
+		return err
+	}
+	name := c.name
+	a := &record.Attachment{Name: name, IfName: req.IfName, Config: raw, CNIArgs: delegateArgs(req.Args), CapabilityArgs: defaultCapabilityArgs(req.RuntimeConfig, c)}
 	if err := p.detachOne(ctx, req, a); err != nil {
-		return fmt.Errorf("default network (%s): %w", req.IfName, err)
+		return fmt.Errorf("default network %s (%s): %w", name, req.IfName, err)
 	}
 	return nil
 }

@@ -138,9 +138,11 @@ type fakeSource struct {
 	status   []byte
 	events   []string
 	nadReads int
+	podReads int
 }
 
 func (s *fakeSource) Pod(_ context.Context, ns, name string) (*source.Pod, error) {
+	s.podReads++
 	if p, ok := s.pods[ns+"/"+name]; ok {
 		return p, nil
 	}
@@ -193,6 +195,7 @@ func newFixture(t *testing.T, networks string) *fixture {
 		Source:  src,
 		CNI:     cni,
 		Records: &record.Store{Dir: filepath.Join(dir, "records")},
+		Deleted: &record.Tombstones{Dir: filepath.Join(dir, "deleted")},
 		Locks:   &lock.Locker{Dir: filepath.Join(dir, "locks")},
 		Log:     slog.New(slog.DiscardHandler),
 	}

@@ -30,12 +30,20 @@ func (p *Pipeline) GC(ctx context.Context, valid []types.GCAttachment) error {
 	pairs := map[string][]types.GCAttachment{}
 	for _, id := range ids {
 		if !live[id] {
-			if err := p.Del(ctx, &Request{ContainerID: id}); err != nil {
+			// The call's logger names no container (GC has none): this DEL's does.
+			stale := *p
+			stale.Log = p.Log.With("container", id)
+			if err := stale.Del(ctx, &Request{ContainerID: id}); err != nil {
 				errs = append(errs, fmt.Errorf("stale container %s: %w", id, err))
 			}
 			continue
 		}
 		p.collectLive(id, nets, pairs)
+	}
+	if p.Deleted != nil {
+		if err := p.Deleted.Prune(func(id string) bool { return live[id] }); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	p.addClusterNetwork(ctx, nets)
 	for name, list := range nets {

@@ -24,8 +24,14 @@ type Pipeline struct {
 	Stages  Stages
 	CNI     libcni.CNI
 	Records *record.Store
+	// Deleted remembers finished DELs so a repeated DEL runs no delegate;
+	// nil: every DEL without a record detaches from libcni's cache.
+	Deleted *record.Tombstones
 	Locks   *lock.Locker
-	Log     *slog.Logger
+	// Log carries the call's "cmd", "container" (CNI_CONTAINERID) and
+	// "ifName" (CNI_IFNAME) when set; the pipeline's own lines add
+	// "interface" for an attachment's interface and never repeat those keys.
+	Log *slog.Logger
 }
 
 // Request is one CNI call's runtime parameters.

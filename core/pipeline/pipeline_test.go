@@ -163,17 +163,50 @@ func TestAddMinimalStatusWithoutResult(t *testing.T) {
 	}
 }
 
-func TestAddPodUIDMismatch(t *testing.T) {
-	f := newFixture(t, "net-a")
-	f.req.Args[2][1] = "other-uid"
-	_, err := f.p.Add(context.Background(), f.req)
-	if te := cniErr(t, err); te.Code != CodePodLookup || !strings.Contains(te.Msg, "other-uid") {
-		t.Errorf("error %+v", te)
-	}
-	if len(f.cni.calls) != 0 {
-		t.Errorf("delegates ran: %v", f.cni.calls)
+// TestAddPodUIDMatchesRuntimeOrItsStaticPod: the pod read by name must be
+// the runtime's (K8S_POD_UID), or the mirror pod kubelet created for that
+// static pod; every other UID is a pod re-created under the same name.
+func TestAddPodUIDMatchesRuntimeOrItsStaticPod(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		runtimeUID string
+		mirror     *string // the API pod's kubernetes.io/config.mirror; nil: absent
+		ok         bool
+	}{
+		{name: "matching UID", runtimeUID: "u1", ok: true},
+		{name: "no UID from the runtime", runtimeUID: "", ok: true},
+		{name: "mirror annotation names the runtime's static pod", runtimeUID: "static-hash", mirror: ptr("static-hash"), ok: true},
+		{name: "mirror annotation names another static pod", runtimeUID: "static-hash", mirror: ptr("other-hash")},
+		{name: "empty mirror annotation", runtimeUID: "static-hash", mirror: ptr("")},
+		{name: "annotation absent", runtimeUID: "other-uid"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, "net-a")
+			f.req.Args[2][1] = tc.runtimeUID
+			if tc.mirror != nil {
+				f.src.pods["demo/web"].Annotations[MirrorAnnotation] = *tc.mirror
+			}
+			_, err := f.p.Add(context.Background(), f.req)
+			if tc.ok {
+				if err != nil {
+					t.Fatalf("ADD refused: %v", err)
+				}
+				if want := []string{"ADD default-net eth0", "ADD net-a net1"}; !reflect.DeepEqual(f.cni.calls, want) {
+					t.Errorf("calls %v, want %v", f.cni.calls, want)
+				}
+				return
+			}
+			if te := cniErr(t, err); te.Code != CodePodLookup || !strings.Contains(te.Msg, tc.runtimeUID) || !strings.Contains(te.Msg, "u1") {
+				t.Errorf("error %+v, want code %d naming both UIDs", te, CodePodLookup)
+			}
+			if len(f.cni.calls) != 0 {
+				t.Errorf("delegates ran: %v", f.cni.calls)
+			}
+		})
 	}
 }
+
+func ptr[T any](v T) *T { return &v }
 
 func TestAddWithoutPodArgsAttachesDefaultOnly(t *testing.T) {
 	f := newFixture(t, "net-a")
@@ -389,5 +422,174 @@ func TestClusterNetworkIsNeverPlexusItself(t *testing.T) {
 		if len(f.cni.calls) != 0 {
 			t.Errorf("%s: delegated to itself: %v", typ, f.cni.calls)
 		}
+	}
+}
+
+// TestRepeatedDelRunsNoDelegate: containerd repeats DEL without a netns
+// after the first finished; plexus answers it from the tombstone. A DEL
+// without a record and without a finished one still detaches the default
+// network, and an ADD in between makes the next DEL a real one.
+func TestRepeatedDelRunsNoDelegate(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, "net-a")
+	if _, err := f.p.Add(ctx, f.req); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.p.Del(ctx, f.req); err != nil {
+		t.Fatal(err)
+	}
+	f.cni.calls = nil
+	again := *f.req
+	again.NetNS = ""
+	if err := f.p.Del(ctx, &again); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.cni.calls) != 0 {
+		t.Errorf("repeated DEL ran delegates: %v", f.cni.calls)
+	}
+
+	for _, tc := range []struct {
+		name string
+		edit func(*Request)
+		want []string
+	}{
+		{name: "another interface", edit: func(r *Request) { r.IfName = "eth1" }, want: []string{"DEL default-net eth1"}},
+		{name: "another container", edit: func(r *Request) { r.ContainerID = "c2" }, want: []string{"DEL default-net eth0"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f.cni.calls = nil
+			r := again
+			tc.edit(&r)
+			if err := f.p.Del(ctx, &r); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(f.cni.calls, tc.want) {
+				t.Errorf("calls %v, want %v", f.cni.calls, tc.want)
+			}
+		})
+	}
+
+	t.Run("libcni still caches an attachment", func(t *testing.T) {
+		f.cni.calls = nil
+		f.cni.cached = []*libcni.NetworkAttachment{{ContainerID: "c1", Network: "lost", IfName: "net9", Config: []byte(`{"cniVersion":"1.0.0","name":"lost","type":"bridge"}`)}}
+		defer func() { f.cni.cached = nil }()
+		if err := f.p.Del(ctx, &again); err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{"DEL lost net9", "DEL default-net eth0"}; !reflect.DeepEqual(f.cni.calls, want) {
+			t.Errorf("calls %v, want %v", f.cni.calls, want)
+		}
+	})
+
+	t.Run("ADD in between", func(t *testing.T) {
+		if _, err := f.p.Add(ctx, f.req); err != nil {
+			t.Fatal(err)
+		}
+		if f.p.Deleted.Has("c1", "eth0") {
+			t.Fatal("ADD left the tombstone")
+		}
+		// A record lost after the ADD: DEL must detach from the cache again.
+		if err := f.p.Records.Remove("c1"); err != nil {
+			t.Fatal(err)
+		}
+		f.cni.calls = nil
+		if err := f.p.Del(ctx, &again); err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{"DEL default-net eth0"}; !reflect.DeepEqual(f.cni.calls, want) {
+			t.Errorf("calls %v, want %v", f.cni.calls, want)
+		}
+	})
+
+	t.Run("GC forgets containers the runtime does not list", func(t *testing.T) {
+		if !f.p.Deleted.Has("c1", "eth0") {
+			t.Fatal("no tombstone after a finished DEL")
+		}
+		if err := f.p.GC(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		if f.p.Deleted.Has("c1", "eth0") {
+			t.Error("GC kept the tombstone")
+		}
+	})
+}
+
+// TestDelWithoutRecordNamesTheDefaultNetwork: the default network is
+// called by its configured name in logs and errors, not "default".
+func TestDelWithoutRecordNamesTheDefaultNetwork(t *testing.T) {
+	f := newFixture(t, "")
+	f.cni.fail["DEL default-net"] = errors.New("stuck")
+	err := f.p.Del(context.Background(), f.req)
+	if te := cniErr(t, err); !strings.Contains(te.Msg, "default network default-net (eth0): stuck") {
+		t.Errorf("error %+v", te)
+	}
+}
+
+// TestPodAnnotationsFromTheRuntime: with the runtime's pod annotations and
+// K8S_POD_UID, the selection comes from the runtime and the pod is not read,
+// unless something else needs the pod object.
+func TestPodAnnotationsFromTheRuntime(t *testing.T) {
+	runtimeSays := map[string]any{"k8s.v1.cni.cncf.io/networks": "net-b", configSourceAnnotation: "api"}
+	for _, tc := range []struct {
+		name     string
+		edit     func(*fixture)
+		readsPod bool
+	}{
+		{name: "annotations and UID", edit: func(*fixture) {}},
+		{name: "no UID", edit: func(f *fixture) { f.req.Args = f.req.Args[:2] }, readsPod: true},
+		{name: "no annotations", edit: func(f *fixture) { delete(f.req.RuntimeConfig, PodAnnotationsCapability) }, readsPod: true},
+		{name: "annotations not strings", edit: func(f *fixture) {
+			f.req.RuntimeConfig[PodAnnotationsCapability] = map[string]any{"k8s.v1.cni.cncf.io/networks": 7}
+		}, readsPod: true},
+		{name: "static pod", edit: func(f *fixture) {
+			f.req.RuntimeConfig[PodAnnotationsCapability] = map[string]any{"k8s.v1.cni.cncf.io/networks": "net-b", configSourceAnnotation: "file"}
+			f.src.pods["demo/web"].Annotations[MirrorAnnotation] = "u1"
+		}, readsPod: true},
+		{name: "a policy reads the pod", edit: func(f *fixture) { f.p.Stages.Authorizer = &fakeAuthorizer{} }, readsPod: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, "net-a")
+			f.req.RuntimeConfig = map[string]any{PodAnnotationsCapability: runtimeSays, "portMappings": []any{}}
+			tc.edit(f)
+			if _, err := f.p.Add(context.Background(), f.req); err != nil {
+				t.Fatal(err)
+			}
+			wantNet := "ADD net-b net1"
+			if tc.readsPod {
+				wantNet = "ADD net-a net1"
+			}
+			if want := []string{"ADD default-net eth0", wantNet}; !reflect.DeepEqual(f.cni.calls, want) {
+				t.Errorf("calls %v, want %v", f.cni.calls, want)
+			}
+			if got := f.src.podReads == 1; got != tc.readsPod {
+				t.Errorf("%d pod reads, want the pod read: %v", f.src.podReads, tc.readsPod)
+			}
+			if f.src.status == nil {
+				t.Error("no network-status published")
+			}
+			// The default network declares no pod-annotations capability: the
+			// annotations are neither handed on nor recorded.
+			if _, leaked := f.cni.lastRT["default-net"].CapabilityArgs[PodAnnotationsCapability]; leaked {
+				t.Error("the pod annotations reached a default network that did not declare the capability")
+			}
+			if _, kept := f.cni.lastRT["default-net"].CapabilityArgs["portMappings"]; !kept {
+				t.Error("the other runtimeConfig keys did not reach the default network")
+			}
+		})
+	}
+}
+
+// TestPodAnnotationsReachADefaultNetworkDeclaringThem: a default network
+// plugin declaring the capability gets the annotations as the runtime sent them.
+func TestPodAnnotationsReachADefaultNetworkDeclaringThem(t *testing.T) {
+	f := newFixture(t, "")
+	writeFile(t, f.p.Config.ClusterNetwork, `{"cniVersion":"1.0.0","name":"default-net","type":"bridge","capabilities":{"`+PodAnnotationsCapability+`":true}}`)
+	ann := map[string]any{"a": "b"}
+	f.req.RuntimeConfig = map[string]any{PodAnnotationsCapability: ann}
+	if _, err := f.p.Add(context.Background(), f.req); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.cni.lastRT["default-net"].CapabilityArgs[PodAnnotationsCapability]; !reflect.DeepEqual(got, ann) {
+		t.Errorf("default network got %v, want %v", got, ann)
 	}
 }

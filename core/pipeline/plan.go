@@ -75,20 +75,104 @@ func (p *Pipeline) lookupPod(ctx context.Context, req *Request) (*source.Pod, er
 	if err := names.Subdomain("K8S_POD_NAME", name); err != nil {
 		return nil, newError(CodeInvalidEnvironment, ref, "", err)
 	}
+	if pod := p.podFromRuntime(req, ns, name); pod != nil {
+		return pod, nil
+	}
 	pod, err := p.Source.Pod(ctx, ns, name)
 	if err != nil {
 		return nil, newError(CodePodLookup, ref, "", err)
 	}
 	uid := req.Arg(ArgPodUID)
-	if fresh, ok := p.Source.(source.FreshPodGetter); ok && uid != "" && pod.UID != uid {
+	if fresh, ok := p.Source.(source.FreshPodGetter); ok && !isRuntimesPod(pod, uid) {
 		if pod, err = fresh.FreshPod(ctx, ns, name); err != nil {
 			return nil, newError(CodePodLookup, ref, "", err)
 		}
 	}
-	if uid != "" && pod.UID != "" && uid != pod.UID {
-		return nil, newError(CodePodLookup, ref, "", fmt.Errorf("the runtime asked for pod UID %s but the pod now has UID %s (re-created under the same name)", uid, pod.UID))
+	if !isRuntimesPod(pod, uid) {
+		return nil, newError(CodePodLookup, ref, "", uidMismatch(pod, uid))
 	}
 	return pod, nil
+}
+
+// PodAnnotationsCapability is the capability under which the runtime
+// passes the pod's annotations, as kubelet gave them in the sandbox config,
+// in runtimeConfig (containerd and CRI-O do, for a config declaring it).
+const PodAnnotationsCapability = "io.kubernetes.cri.pod-annotations"
+
+// configSourceAnnotation is set by kubelet on every pod it runs: "api" for a
+// pod from the API server, "file" or "http" for a static pod
+// (k8s.io/kubernetes pkg/kubelet/config/config.go, pkg/kubelet/types).
+const configSourceAnnotation = "kubernetes.io/config.source"
+
+// podFromRuntime is the pod as the runtime describes it, when that is all
+// the ADD needs, so no pod is read from the source: the runtime passed the
+// pod's annotations (the selection) and its UID (K8S_POD_UID, which the
+// status update then requires of the pod it changes), no stage is
+// configured (the policy, extensions and enricher read the pod's labels,
+// service account and node, and the policy namespace labels), and the pod
+// is not a static pod (its API object is the mirror, whose own UID the
+// source must tell). nil means: read the pod.
+func (p *Pipeline) podFromRuntime(req *Request, ns, name string) *source.Pod {
+	uid := req.Arg(ArgPodUID)
+	if uid == "" || p.Stages.Authorizer != nil || p.Stages.Preparer != nil || p.Stages.Enricher != nil {
+		return nil
+	}
+	raw, ok := req.RuntimeConfig[PodAnnotationsCapability]
+	if !ok {
+		return nil
+	}
+	ann, err := annotations(raw)
+	if err != nil {
+		p.Log.Warn("ignoring the runtime's pod annotations: reading the pod instead", "capability", PodAnnotationsCapability, "err", err)
+		return nil
+	}
+	if src, ok := ann[configSourceAnnotation]; ok && src != "api" {
+		return nil
+	}
+	p.Log.Debug("pod annotations from the runtime: the pod is not read", "pod", ns+"/"+name)
+	return &source.Pod{Namespace: ns, Name: name, UID: uid, Annotations: ann}
+}
+
+// annotations checks the runtime's annotations: an object of strings.
+func annotations(raw any) (map[string]string, error) {
+	m, ok := raw.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("want an object of strings, got %T", raw)
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		s, ok := v.(string)
+		if !ok {
+			return nil, fmt.Errorf("annotation %q: want a string, got %T", k, v)
+		}
+		out[k] = s
+	}
+	return out, nil
+}
+
+// MirrorAnnotation is set by kubelet on the mirror pod it creates in the
+// API for a static pod (k8s.io/kubernetes pkg/kubelet/pod/mirror_client.go,
+// CreateMirrorPod: the value is the static pod's kubernetes.io/config.hash,
+// which pkg/kubelet/config/common.go applyDefaults sets to the static pod's
+// UID). The runtime knows the static pod, so its K8S_POD_UID is that UID,
+// never the mirror pod's own.
+const MirrorAnnotation = "kubernetes.io/config.mirror"
+
+// isRuntimesPod reports whether the pod read by name is the one the runtime
+// means by K8S_POD_UID: the same UID, or the mirror of that static pod.
+// Anything else is a pod re-created under the same name.
+func isRuntimesPod(pod *source.Pod, uid string) bool {
+	if uid == "" || pod.UID == "" || pod.UID == uid {
+		return true
+	}
+	return pod.Annotations[MirrorAnnotation] == uid
+}
+
+func uidMismatch(pod *source.Pod, uid string) error {
+	if mirror, ok := pod.Annotations[MirrorAnnotation]; ok {
+		return fmt.Errorf("the runtime asked for pod UID %s but the pod has UID %s and mirrors static pod %s (%s)", uid, pod.UID, mirror, MirrorAnnotation)
+	}
+	return fmt.Errorf("the runtime asked for pod UID %s but the pod now has UID %s (re-created under the same name)", uid, pod.UID)
 }
 
 func defaultAttachment(req *Request, c *clusterNetwork) *Attachment {
@@ -100,8 +184,25 @@ func defaultAttachment(req *Request, c *clusterNetwork) *Attachment {
 		IfName:         req.IfName,
 		Config:         c.config,
 		CNIArgs:        delegateArgs(req.Args),
-		CapabilityArgs: req.RuntimeConfig,
+		CapabilityArgs: defaultCapabilityArgs(req.RuntimeConfig, c),
 	}
+}
+
+// defaultCapabilityArgs is the runtime's runtimeConfig for the default
+// network. The pod's annotations are plexus's own capability: they go on
+// (and into the record) only when a default network plugin declares it;
+// libcni hands every other key only to plugins declaring it.
+func defaultCapabilityArgs(rc map[string]any, c *clusterNetwork) map[string]any {
+	if _, ok := rc[PodAnnotationsCapability]; !ok || c.podAnnotations {
+		return rc
+	}
+	out := make(map[string]any, len(rc))
+	for k, v := range rc {
+		if k != PodAnnotationsCapability {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // planSelections turns the pod's annotation into secondary attachments.

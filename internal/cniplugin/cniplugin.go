@@ -99,8 +99,22 @@ func (o Options) Run(ctx context.Context, conf *config.Config, cmd Command, a *s
 	if err != nil {
 		return types.NewError(types.ErrInvalidEnvironmentVariables, err.Error(), "")
 	}
-	p.Log = log.With("cmd", cmd.String(), "container", a.ContainerID, "ifName", a.IfName)
+	p.Log = callLogger(log, cmd, a)
 	return dispatch(ctx, p, req, cmd, stdout)
+}
+
+// callLogger names the call in every line: the command, and the container
+// and the runtime's interface when the command has them (GC and STATUS do
+// not; GC names each container it detaches itself).
+func callLogger(log *slog.Logger, cmd Command, a *skel.CmdArgs) *slog.Logger {
+	attrs := []any{"cmd", cmd.String()}
+	if a.ContainerID != "" {
+		attrs = append(attrs, "container", a.ContainerID)
+	}
+	if a.IfName != "" {
+		attrs = append(attrs, "ifName", a.IfName)
+	}
+	return log.With(attrs...)
 }
 
 func (o Options) logger(conf *config.Config) (*slog.Logger, func(), error) {
@@ -146,6 +160,7 @@ func (o Options) build(ctx context.Context, conf *config.Config, a *skel.CmdArgs
 		Config:  conf,
 		CNI:     libcni.NewCNIConfigWithCacheDir(pluginPaths(conf, a), conf.CacheDir, &delegateExec{}),
 		Records: &record.Store{Dir: filepath.Join(conf.CacheDir, "records")},
+		Deleted: &record.Tombstones{Dir: filepath.Join(conf.CacheDir, "deleted")},
 		Locks:   &lock.Locker{Dir: filepath.Join(conf.CacheDir, "locks")},
 		Log:     log,
 	}

@@ -39,6 +39,7 @@ func ParseArgs(args []string, getenv func(string) string, stderr io.Writer) (Opt
 	fs.StringVar(&extra, "config", "", `JSON object of plexus config keys to add, e.g. '{"logLevel":"debug"}'`)
 	fs.DurationVar(&o.Poll, "poll", DefaultPoll, "how often to check the token and the default network")
 	fs.BoolVar(&o.BinariesOnly, "binaries-only", false, "copy the binaries and exit (thick mode: plexusd maintains the config)")
+	fs.StringVar(&o.CNIVersion, "cni-version", "", "cniVersion of plexus's config (default: the default network's, at most "+DefaultCNIVersion+", which containerd 1.6 accepts)")
 	fs.BoolVar(&o.Uninstall, "uninstall", false, "on SIGTERM, remove what was installed (env PLEXUS_UNINSTALL=true)")
 	if err := fs.Parse(args); err != nil {
 		return o, err

@@ -8,12 +8,18 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strings"
+
+	"github.com/containernetworking/cni/pkg/version"
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/plexus-cni/plexus/core/config"
+	"github.com/plexus-cni/plexus/core/pipeline"
+	"github.com/plexus-cni/plexus/internal/cniplugin"
 )
 
 // InstallBinaries copies each binary to BinDir through a temporary file
@@ -199,16 +205,17 @@ func (c *conf) capabilities() map[string]bool {
 	return out
 }
 
-// plexusConfig is plexus's conflist, in the default network's cniVersion
-// so the runtime gets results in the version it already uses.
+// plexusConfig is plexus's conflist. Its capabilities are the default
+// network's, plus the pod annotations, which plexus reads the selection
+// from instead of the API when the runtime passes them.
 func (in *Installer) plexusConfig(def string, raw []byte) ([]byte, error) {
 	c, err := parseConf(raw)
 	if err != nil {
 		return nil, fmt.Errorf("default network config %s: %w", def, err)
 	}
-	version := c.CNIVersion
+	version := in.o.CNIVersion
 	if version == "" {
-		version = "1.0.0"
+		version = defaultVersion(c.CNIVersion)
 	}
 	plugin := map[string]any{}
 	for k, v := range in.o.Extra {
@@ -222,15 +229,46 @@ func (in *Installer) plexusConfig(def string, raw []byte) ([]byte, error) {
 	if !in.o.ConfigOnly {
 		plugin["kubeconfig"] = in.o.Kubeconfig
 	}
-	if caps := c.capabilities(); len(caps) > 0 {
-		plugin["capabilities"] = caps
+	if in.o.Manifests != "" {
+		plugin["manifests"] = in.o.Manifests
 	}
+	caps := c.capabilities()
+	caps[pipeline.PodAnnotationsCapability] = true
+	plugin["capabilities"] = caps
 	list := map[string]any{"cniVersion": version, "name": "plexus", "plugins": []any{plugin}}
 	data, err := json.MarshalIndent(list, "", "  ")
 	if err != nil {
 		return nil, err
 	}
 	return append(data, '\n'), nil
+}
+
+// DefaultCNIVersion is the highest cniVersion the installer writes unless
+// told otherwise: the runtime checks the result plexus returns against the
+// conflist's version, and containerd 1.6's libcni rejects a 1.1.0 result,
+// failing the sandbox after every network was attached.
+const DefaultCNIVersion = "1.0.0"
+
+// defaultVersion is the default network's cniVersion, which the runtime
+// already accepts, when plexus supports it and it is not above
+// DefaultCNIVersion; DefaultCNIVersion otherwise.
+func defaultVersion(def string) string {
+	if CheckCNIVersion(def) != nil {
+		return DefaultCNIVersion
+	}
+	if above, err := version.GreaterThan(def, DefaultCNIVersion); err != nil || above {
+		return DefaultCNIVersion
+	}
+	return def
+}
+
+// CheckCNIVersion accepts a cniVersion plexus supports.
+func CheckCNIVersion(v string) error {
+	supported := cniplugin.Versions.SupportedVersions()
+	if !slices.Contains(supported, v) {
+		return fmt.Errorf("cniVersion %q: plexus supports %s", v, strings.Join(supported, ", "))
+	}
+	return nil
 }
 
 // writeIfChanged writes atomically unless the file already has data.

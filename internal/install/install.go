@@ -63,6 +63,13 @@ type Options struct {
 	// the s6.1.2 alternative, where plexusd blocks attachments until the
 	// default network is ready.
 	Immediate bool
+	// CNIVersion is the cniVersion of the config written; "" is the
+	// default network's, at most DefaultCNIVersion.
+	CNIVersion string
+	// Manifests is written as the config's "manifests" (plexusd with the
+	// manifests source): the shim's DEL without plexusd then removes the
+	// pod's status file as plexusd's DEL would.
+	Manifests string
 	Log       *slog.Logger
 }
 
@@ -112,6 +119,14 @@ func (o *Options) check() error {
 		if _, ok := o.Extra[k]; ok {
 			return fmt.Errorf("extra config key %q is set by the installer", k)
 		}
+	}
+	if o.CNIVersion != "" {
+		if err := CheckCNIVersion(o.CNIVersion); err != nil {
+			return err
+		}
+	}
+	if o.Manifests != "" && (!o.ConfigOnly || !filepath.IsAbs(o.Manifests)) {
+		return fmt.Errorf("manifests %q: only for a config-only install, as an absolute path", o.Manifests)
 	}
 	if o.Poll <= 0 {
 		o.Poll = DefaultPoll

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/plexus-cni/plexus/core/config"
+	"github.com/plexus-cni/plexus/core/pipeline"
 )
 
 // node is a fake node's filesystem in temp dirs (the installer's whole
@@ -135,8 +136,39 @@ func TestNoConfigBeforeTheDefaultNetwork(t *testing.T) {
 	if list["cniVersion"] != "0.4.0" || list["name"] != "plexus" {
 		t.Errorf("conflist cniVersion %v name %v, want the default network's version and plexus", list["cniVersion"], list["name"])
 	}
-	if !c.Capabilities["portMappings"] {
-		t.Errorf("capabilities %v, want the default network's portMappings", c.Capabilities)
+	if !c.Capabilities["portMappings"] || !c.Capabilities[pipeline.PodAnnotationsCapability] || len(c.Capabilities) != 2 {
+		t.Errorf("capabilities %v, want the default network's portMappings and the pod annotations", c.Capabilities)
+	}
+}
+
+// TestConfigCNIVersion: the runtime checks plexus's result against the
+// conflist's cniVersion, so the installer writes one the runtime accepts:
+// the default network's (the runtime already uses it) up to 1.0.0, which
+// containerd 1.6 accepts, or the one it is told.
+func TestConfigCNIVersion(t *testing.T) {
+	for _, tc := range []struct {
+		name, defaultVersion, flag, want string
+	}{
+		{name: "default network's 0.4.0", defaultVersion: "0.4.0", want: "0.4.0"},
+		{name: "default network's 1.0.0", defaultVersion: "1.0.0", want: "1.0.0"},
+		{name: "default network's 1.1.0 capped", defaultVersion: "1.1.0", want: "1.0.0"},
+		{name: "default network without one", defaultVersion: "", want: "1.0.0"},
+		{name: "default network's unsupported 0.2.0", defaultVersion: "0.2.0", want: "1.0.0"},
+		{name: "told 1.1.0", defaultVersion: "1.0.0", flag: "1.1.0", want: "1.1.0"},
+		{name: "told 0.3.1", defaultVersion: "1.1.0", flag: "0.3.1", want: "0.3.1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := newNode(t)
+			o := n.options()
+			o.CNIVersion = tc.flag
+			in, err := New(o)
+			must(t, err)
+			n.write(filepath.Join(n.conf, "10-default.conflist"), `{"cniVersion":"`+tc.defaultVersion+`","name":"d","plugins":[{"type":"bridge"}]}`)
+			must(t, in.Reconcile())
+			if list, _ := n.pluginConfig(); list["cniVersion"] != tc.want {
+				t.Errorf("cniVersion %v, want %s", list["cniVersion"], tc.want)
+			}
+		})
 	}
 }
 
@@ -323,9 +355,9 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 func TestParseArgs(t *testing.T) {
 	env := map[string]string{"KUBERNETES_SERVICE_HOST": "fd00::1", "KUBERNETES_SERVICE_PORT": "443", "PLEXUS_UNINSTALL": "true"}
-	o, err := ParseArgs([]string{"--binaries", "plexus, plexusd", "--config", `{"logLevel":"info"}`}, func(k string) string { return env[k] }, &bytes.Buffer{})
+	o, err := ParseArgs([]string{"--binaries", "plexus, plexusd", "--config", `{"logLevel":"info"}`, "--cni-version", "0.4.0"}, func(k string) string { return env[k] }, &bytes.Buffer{})
 	must(t, err)
-	if o.Server != "https://[fd00::1]:443" || !o.Uninstall || o.ConfDir != DefaultConfDir || len(o.Binaries) != 2 || o.Extra["logLevel"] != "info" {
+	if o.Server != "https://[fd00::1]:443" || !o.Uninstall || o.ConfDir != DefaultConfDir || len(o.Binaries) != 2 || o.Extra["logLevel"] != "info" || o.CNIVersion != "0.4.0" {
 		t.Errorf("options %+v", o)
 	}
 	for _, tt := range []struct {
@@ -356,6 +388,9 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{func(o *Options) { o.BinDir = "opt/cni/bin" }, "absolute"},
 		{func(o *Options) { o.Server = "http://10.96.0.1" }, "https://"},
 		{func(o *Options) { o.Extra = map[string]any{"clusterNetwork": "x"} }, `"clusterNetwork" is set by the installer`},
+		{func(o *Options) { o.CNIVersion = "2.0.0" }, `cniVersion "2.0.0": plexus supports 0.3.0, 0.3.1, 0.4.0, 1.0.0, 1.1.0`},
+		{func(o *Options) { o.CNIVersion = "1.0" }, `cniVersion "1.0": plexus supports`},
+		{func(o *Options) { o.Manifests = "/etc/plexus/manifests" }, "only for a config-only install"},
 	} {
 		o := n.options()
 		tt.edit(&o)
@@ -399,7 +434,7 @@ func TestBinariesOnlyCopiesAndReturns(t *testing.T) {
 func TestConfigOnlyImmediateWritesBeforeTheDefaultNetwork(t *testing.T) {
 	conf := t.TempDir()
 	in, err := New(Options{ConfigOnly: true, Immediate: true, ConfDir: conf, DefaultConfDir: conf, ConfName: DefaultConfName,
-		Extra: map[string]any{"daemonSocket": "/run/plexus/plexusd.sock"}})
+		Extra: map[string]any{"daemonSocket": "/run/plexus/plexusd.sock"}, Manifests: "/etc/plexus/manifests"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -410,7 +445,7 @@ func TestConfigOnlyImmediateWritesBeforeTheDefaultNetwork(t *testing.T) {
 	if err != nil {
 		t.Fatalf("s6.1.2 writes the config at once: %v", err)
 	}
-	for _, want := range []string{`"clusterNetwork": "` + conf + `"`, `"daemonSocket": "/run/plexus/plexusd.sock"`} {
+	for _, want := range []string{`"clusterNetwork": "` + conf + `"`, `"daemonSocket": "/run/plexus/plexusd.sock"`, `"manifests": "/etc/plexus/manifests"`, `"cniVersion": "1.0.0"`} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("config lacks %s:\n%s", want, b)
 		}

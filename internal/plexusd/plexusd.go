@@ -60,6 +60,9 @@ type Options struct {
 	ConfName       string
 	Readiness      string
 	BlockDeadline  time.Duration
+	// CNIVersion is the cniVersion of the CNI config installed ("": the
+	// default network's, at most install.DefaultCNIVersion).
+	CNIVersion string
 	// Uninstall removes plexus's CNI config when plexusd stops.
 	Uninstall bool
 	// Profiling serves Go's pprof under /debug/pprof/ on MetricsAddr.
@@ -275,6 +278,7 @@ func (d *Daemon) startInstaller(ctx context.Context) error {
 	}
 	in, err := install.New(install.Options{
 		ConfigOnly: true, Immediate: d.o.Readiness == ReadinessBlock, PluginType: "plexus-shim",
+		CNIVersion: d.o.CNIVersion, Manifests: d.conf.Manifests,
 		ConfDir: d.o.ConfDir, DefaultConfDir: d.o.DefaultConfDir, ConfName: d.o.ConfName,
 		Extra: extra, Uninstall: d.o.Uninstall, Poll: time.Second, Log: d.o.Log,
 	})

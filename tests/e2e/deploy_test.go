@@ -158,3 +158,89 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// TestThickDaemonSetGivesDelegatesTheHost: plexusd runs every delegate in
+// its own container, so deploy/thick mounts each host path delegates use
+// at the same path (a config naming a host path means the same file inside),
+// with HostToContainer where agents or the runtime mount or create things
+// after plexusd starts.
+func TestThickDaemonSetGivesDelegatesTheHost(t *testing.T) {
+	raw, err := os.ReadFile(deployFile(t, "thick/daemonset.yaml"))
+	harness.Must(t, err)
+	var ds appsv1.DaemonSet
+	if err := yaml.UnmarshalStrict(raw, &ds); err != nil {
+		t.Fatalf("deploy/thick/daemonset.yaml: %v", err)
+	}
+	spec := ds.Spec.Template.Spec
+	hostPaths := map[string]string{}
+	for _, v := range spec.Volumes {
+		if v.HostPath != nil {
+			hostPaths[v.Name] = v.HostPath.Path
+		}
+	}
+	var plexusd *corev1.Container
+	for i := range spec.Containers {
+		if spec.Containers[i].Name == "plexusd" {
+			plexusd = &spec.Containers[i]
+		}
+	}
+	if plexusd == nil {
+		t.Fatal("no plexusd container")
+	}
+	type mount struct {
+		host        string
+		propagation corev1.MountPropagationMode
+	}
+	mounts := map[string]mount{}
+	for _, m := range plexusd.VolumeMounts {
+		host, ok := hostPaths[m.Name]
+		if !ok {
+			continue
+		}
+		if host != m.MountPath {
+			t.Errorf("host %s is mounted at %s: delegates' configs name host paths, mount it at the same path", host, m.MountPath)
+		}
+		p := corev1.MountPropagationNone
+		if m.MountPropagation != nil {
+			p = *m.MountPropagation
+		}
+		mounts[m.MountPath] = mount{host: host, propagation: p}
+	}
+	for _, tc := range []struct {
+		path        string // a path a delegate uses on the host
+		propagation corev1.MountPropagationMode
+	}{
+		{"/opt/cni/bin/bridge", corev1.MountPropagationNone},
+		{"/etc/cni/net.d/10-flannel.conflist", corev1.MountPropagationNone},
+		{"/var/lib/cni/networks/cbr0/10.244.1.2", corev1.MountPropagationNone},
+		{"/var/lib/cni/plexus/records", corev1.MountPropagationNone},
+		{"/run/flannel/subnet.env", corev1.MountPropagationHostToContainer},
+		{"/run/k8s.cni.cncf.io/devinfo/dp/0000:03:00.1-device-info.json", corev1.MountPropagationHostToContainer},
+		{"/run/cilium/cilium.sock", corev1.MountPropagationHostToContainer},
+		{"/run/netns/cni-1234", corev1.MountPropagationHostToContainer},
+		{"/var/run/netns/cni-1234", corev1.MountPropagationHostToContainer},
+		{"/var/lib/kubelet/pod-resources/kubelet.sock", corev1.MountPropagationNone},
+		{"/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint", corev1.MountPropagationNone},
+		{"/run/plexus/plexusd.sock", corev1.MountPropagationNone},
+	} {
+		// The deepest mount holding the path is the one the delegate sees.
+		best := ""
+		for mp := range mounts {
+			if (tc.path == mp || strings.HasPrefix(tc.path, mp+"/")) && len(mp) > len(best) {
+				best = mp
+			}
+		}
+		if best == "" {
+			t.Errorf("%s: no hostPath mount in plexusd's container holds it", tc.path)
+			continue
+		}
+		if got := mounts[best].propagation; tc.propagation != corev1.MountPropagationNone && got != tc.propagation {
+			t.Errorf("%s: mounted through %s with propagation %s, want %s", tc.path, best, got, tc.propagation)
+		}
+	}
+	// The ServiceAccount token is mounted under the container's /var/run:
+	// the host's /run must not be mounted there.
+	if m, ok := mounts["/var/run"]; ok {
+		t.Errorf("host %s mounted at /var/run, where the ServiceAccount token goes", m.host)
+	}
+}

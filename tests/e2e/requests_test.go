@@ -2,12 +2,18 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/plexus-cni/plexus/core/pipeline"
 	"github.com/plexus-cni/plexus/tests/harness"
 )
 
@@ -38,6 +44,65 @@ func (s *suite) testRequestCounts(t *testing.T) {
 	del := s.measure(t, "DEL", map[string]float64{}, func() { w.Del(c) })
 	w.AssertNoLeaks(before)
 	t.Logf("API requests per pod (4 selections, 3 distinct NADs): ADD %v [%s]; DEL %v [%s]", sum(add), formatCounts(add), sum(del), formatCounts(del))
+}
+
+// testRuntimeAnnotationsRequestCounts: with the pod-annotations capability
+// declared, the runtime passes the pod's annotations (as kubelet gave them,
+// with kubernetes.io/config.source) and K8S_POD_UID; thin mode without
+// policy or extensions then reads no pod: 5 requests per ADD for the pod of
+// testRequestCounts (3 NAD GETs, the status PATCH, the event), 0 per DEL.
+// The PATCH requires the runtime's UID: a pod re-created under the same
+// name is not touched by a late ADD for the old one.
+func (s *suite) testRuntimeAnnotationsRequestCounts(t *testing.T) {
+	w, ns := s.world(t)
+	for _, n := range []string{"a", "b", "c"} {
+		s.nad(t, ns, n, w.BridgeNADConfig(n))
+	}
+	pod := s.pod(t, ns, "web", `[{"name":"a"},{"name":"b"},{"name":"c"},{"name":"a"}]`)
+	w.Set("capabilities", map[string]any{pipeline.PodAnnotationsCapability: true})
+	runtimeConfig := map[string]any{pipeline.PodAnnotationsCapability: kubeletAnnotations(pod)}
+	c := container(w, pod)
+	capArgs, err := json.Marshal(runtimeConfig)
+	harness.Must(t, err)
+	c.Env = append(c.Env, "CAP_ARGS="+string(capArgs))
+	before := harness.HostVeths(t)
+
+	add := s.measure(t, "ADD with the runtime's annotations", map[string]float64{
+		"GET network-attachment-definitions": 3, "PATCH pods": 1, "POST events": 1,
+	}, func() { w.Add(c) })
+	if got := len(s.status(t, ns, "web")); got != 5 {
+		t.Errorf("network-status has %d entries, want 5", got)
+	}
+	if evs := s.events(t, pod); len(eventsWith(evs, "Normal", "AddedInterfaces")) != 1 {
+		t.Errorf("want one AddedInterfaces event for the pod, got: %s", describeEvents(evs))
+	}
+	del := s.measure(t, "DEL", map[string]float64{}, func() { w.Del(c) })
+	w.AssertNoLeaks(before)
+	t.Logf("API requests per pod with the runtime's annotations (4 selections, 3 distinct NADs): ADD %v [%s]; DEL %v [%s]", sum(add), formatCounts(add), sum(del), formatCounts(del))
+
+	if err := s.admin.CoreV1().Pods(ns).Delete(t.Context(), "web", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+	s.pod(t, ns, "web", `[{"name":"a"}]`)
+	stale := container(w, pod)
+	_, e := w.PluginEdited(stale, "ADD", nil, map[string]any{"runtimeConfig": runtimeConfig})
+	if e == nil || e.Code != 107 || !strings.Contains(e.Msg, string(pod.UID)) || !strings.Contains(e.Msg, "re-created") {
+		t.Fatalf("late ADD for the deleted pod: %+v, want CNI error 107 naming its UID and a re-created pod", e)
+	}
+	w.AssertDetached(stale, before)
+	if _, ok := s.getPod(t, ns, "web").Annotations[statusAnnotation]; ok {
+		t.Error("the re-created pod got a network-status from the old pod's ADD")
+	}
+}
+
+// kubeletAnnotations are the annotations kubelet puts in the sandbox config:
+// the pod's, with the config source it adds to every pod.
+func kubeletAnnotations(pod *corev1.Pod) map[string]string {
+	out := map[string]string{"kubernetes.io/config.source": "api"}
+	for k, v := range pod.Annotations {
+		out[k] = v
+	}
+	return out
 }
 
 // testThickRequestCounts: plexusd serves reads from its informer caches,
@@ -158,4 +223,61 @@ func formatCounts(m map[string]float64) string {
 		parts[i] = fmt.Sprintf("%s=%v", k, m[k])
 	}
 	return strings.Join(parts, ", ")
+}
+
+// testStaticPod: kubelet runs a static pod under the UID it derived from
+// the manifest and creates a mirror pod in the API, with its own UID and
+// kubernetes.io/config.mirror set to the static pod's. The runtime's
+// K8S_POD_UID is the static pod's: ADD accepts the mirror pod exactly when
+// its annotation names that UID, also with the runtime's annotations
+// (config.source "file": the mirror pod is read), and publishes the status
+// on the mirror pod; any other UID is still refused (106).
+func (s *suite) testStaticPod(t *testing.T) {
+	w, ns := s.world(t)
+	s.nad(t, ns, "blue", w.BridgeNADConfig("blue"))
+	const staticUID = "6f2b1c0e8d7a4c3b9a1e2f3d4c5b6a79"
+	mirror := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "etcd-node-a", Namespace: ns, Annotations: map[string]string{
+			networksAnnotation:            "blue",
+			"kubernetes.io/config.mirror": staticUID,
+			"kubernetes.io/config.hash":   staticUID,
+			"kubernetes.io/config.source": "file",
+		}},
+		Spec: corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "c", Image: "example.invalid/pause"}}},
+	}
+	mirror, err := s.admin.CoreV1().Pods(ns).Create(t.Context(), mirror, metav1.CreateOptions{})
+	harness.Must(t, err)
+	if string(mirror.UID) == staticUID {
+		t.Fatal("the mirror pod got the static pod's UID")
+	}
+	before := harness.HostVeths(t)
+
+	other := w.Container(ns, "etcd-node-a")
+	other.UID = "0123456789abcdef0123456789abcdef"
+	_, e := w.Plugin(other, "ADD")
+	if e == nil || e.Code != 106 || !strings.Contains(e.Msg, other.UID) || !strings.Contains(e.Msg, staticUID) {
+		t.Fatalf("ADD for another static pod: %+v, want 106 naming both UIDs", e)
+	}
+	w.AssertDetached(other, before)
+
+	runtimeAnnotations := map[string]any{pipeline.PodAnnotationsCapability: map[string]string{
+		networksAnnotation: "blue", "kubernetes.io/config.hash": staticUID, "kubernetes.io/config.source": "file",
+	}}
+	for _, conf := range []map[string]any{nil, {"runtimeConfig": runtimeAnnotations}} {
+		c := w.Container(ns, "etcd-node-a")
+		c.UID = staticUID
+		if _, e := w.PluginEdited(c, "ADD", nil, conf); e != nil {
+			t.Fatalf("ADD for the static pod (config %v): %+v", conf, e)
+		}
+		if got := harness.IfNames(c.Links(t)); !reflect.DeepEqual(got, []string{"eth0", "net1"}) {
+			t.Errorf("interfaces %v, want eth0 and net1", got)
+		}
+		if st := s.status(t, ns, "etcd-node-a"); len(st) != 2 || st[1].Name != ns+"/blue" {
+			t.Errorf("mirror pod's network-status %+v, want the default network and %s/blue", st, ns)
+		}
+		if _, e := w.PluginEdited(c, "DEL", nil, conf); e != nil {
+			t.Fatalf("DEL: %+v", e)
+		}
+		w.AssertDetached(c, before)
+	}
 }

@@ -71,6 +71,39 @@ func TestDelOfUnknownContainer(t *testing.T) {
 	h.AssertNoLeaks(before)
 }
 
+// TestRepeatedDelWithoutNetnsRunsNoDelegate: containerd sends DEL again,
+// without a netns, after the first DEL finished. plexus answers it without
+// running the default network's delegates: the default network is broken
+// after the first DEL (its plugin does not exist), and the repeated DEL
+// still succeeds. A DEL that follows no finished DEL runs them, so it
+// fails on the broken network, naming it.
+func TestRepeatedDelWithoutNetnsRunsNoDelegate(t *testing.T) {
+	h := harness.New(t)
+	c, before := h.BridgePod("demo", "web", "net-a")
+	if _, e := h.Plugin(c, "ADD"); e != nil {
+		t.Fatalf("ADD: %+v", e)
+	}
+	if _, e := h.Plugin(c, "DEL"); e != nil {
+		t.Fatalf("DEL: %+v", e)
+	}
+	h.AssertDetached(c, before)
+	h.WriteFile(filepath.Join(h.Dir, "default.conflist"), `{"cniVersion":"1.0.0","name":"cluster-default","plugins":[{"type":"plexus-test-no-such-plugin"}]}`)
+	noNetns := []string{"CNI_NETNS="}
+	if _, e := h.PluginEdited(c, "DEL", noNetns, nil); e != nil {
+		t.Fatalf("repeated DEL without a netns ran a delegate: %+v", e)
+	}
+	log, err := os.ReadFile(filepath.Join(h.Dir, "plexus.log"))
+	harness.Must(t, err)
+	if !strings.Contains(string(log), "DEL repeated after a finished DEL") {
+		t.Errorf("plexus.log does not say the repeated DEL was answered from the finished one:\n%s", log)
+	}
+	other := h.Container("demo", "other")
+	_, e := h.PluginEdited(other, "DEL", noNetns, nil)
+	if e == nil || !strings.Contains(e.Msg, "cluster-default") || !strings.Contains(e.Msg, "plexus-test-no-such-plugin") {
+		t.Errorf("DEL of a container never deleted: want the default network's delegate to run and fail naming cluster-default, got %+v", e)
+	}
+}
+
 func TestMissingNADFailsNamingIt(t *testing.T) {
 	h := harness.New(t)
 	h.Pod("demo", "web", "net-a,elsewhere/ghost")

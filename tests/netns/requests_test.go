@@ -230,3 +230,36 @@ func TestCapabilitiesReachDefaultNetwork(t *testing.T) {
 	h.Del(c)
 	h.AssertNoLeaks(before)
 }
+
+// TestPodAnnotationsFromTheRuntime: with the pod-annotations capability the
+// selection comes from the runtime's annotations and the pod is not read
+// (the manifests source has no such pod, which would fail the ADD with 106);
+// the default network, which does not declare the capability, is not handed
+// the annotations, and the record does not keep them.
+func TestPodAnnotationsFromTheRuntime(t *testing.T) {
+	h := harness.New(t)
+	h.Set("capabilities", map[string]bool{"io.kubernetes.cri.pod-annotations": true, "bandwidth": true})
+	h.BridgeNAD("demo", "net-a")
+	c := h.Container("demo", "web")
+	c.Env = []string{`CAP_ARGS={"io.kubernetes.cri.pod-annotations":{"k8s.v1.cni.cncf.io/networks":"net-a","kubernetes.io/config.source":"api","big":"` + strings.Repeat("x", 4096) + `"}}`}
+	before := harness.HostVeths(t)
+	h.Add(c)
+	if got := harness.IfNames(c.Links(t)); !reflect.DeepEqual(got, []string{"eth0", "net1"}) {
+		t.Errorf("interfaces %v, want eth0 and net1 from the runtime's selection", got)
+	}
+	if st := h.Status("demo", "web"); len(st) != 2 || st[1].Name != "demo/net-a" {
+		t.Errorf("network-status %+v, want the default network and demo/net-a", st)
+	}
+	recs, err := filepath.Glob(filepath.Join(h.CacheDir, "records", "*.json"))
+	harness.Must(t, err)
+	if len(recs) != 1 {
+		t.Fatalf("records %v, want one", recs)
+	}
+	rec, err := os.ReadFile(recs[0])
+	harness.Must(t, err)
+	if strings.Contains(string(rec), "pod-annotations") {
+		t.Errorf("the record keeps the pod's annotations:\n%s", rec)
+	}
+	h.Del(c)
+	h.AssertNoLeaks(before)
+}

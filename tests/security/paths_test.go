@@ -30,7 +30,7 @@ func watch(t *testing.T, h *harness.World) func() {
 	dirs := []string{"/", "/etc", "/bin", "/usr/bin", filepath.Dir(h.Dir), h.Dir, h.CacheDir, filepath.Join(h.CacheDir, "results")}
 	before := entries(dirs...)
 	expected := map[string]bool{h.CacheDir: true, filepath.Join(h.Dir, "plexus.log"): true}
-	for _, sub := range []string{"records", "results", "locks"} {
+	for _, sub := range []string{"records", "results", "locks", "deleted"} {
 		expected[filepath.Join(h.CacheDir, sub)] = true
 	}
 	return func() {

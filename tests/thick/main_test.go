@@ -9,4 +9,7 @@ import (
 	"github.com/plexus-cni/plexus/tests/harness"
 )
 
-func TestMain(m *testing.M) { os.Exit(harness.Main(m)) }
+// hostFile is a test delegate that reads a file a node agent wrote.
+const hostFile = "github.com/plexus-cni/plexus/tests/thick/testdata/hostfile"
+
+func TestMain(m *testing.M) { os.Exit(harness.MainBuilding(m, hostFile)) }

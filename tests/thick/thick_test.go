@@ -66,6 +66,39 @@ func TestThickDaemonKilledThenDel(t *testing.T) {
 	d.Kill()
 	w.Del(c)
 	w.AssertDetached(c, before)
+	if w.StatusExists("demo", "web") {
+		t.Error("the DEL without plexusd left the pod's status file")
+	}
+}
+
+// TestThickDaemonKilledThenDelWithInstalledConfig: the same through the
+// config plexusd installs for kubelet, which is all the shim's DEL has
+// without plexusd: it still tears down from the record and removes the
+// manifests source's status file (<manifests>/status/<ns>_<pod>.json).
+func TestThickDaemonKilledThenDelWithInstalledConfig(t *testing.T) {
+	w := harness.New(t)
+	confDir, ours := readinessDirs(t, w)
+	raw, err := os.ReadFile(filepath.Join(w.Dir, "default.conflist"))
+	harness.Must(t, err)
+	w.WriteFile(filepath.Join(confDir, "10-default.conflist"), string(raw))
+	d := w.StartDaemon("--install-config", "--cni-conf-dir", confDir, "--default-conf-dir", confDir)
+	waitFor(t, func() bool { _, err := os.Stat(ours); return err == nil })
+	w.Plexus = nil
+	w.NetConf = confDir
+	w.BridgeNAD("demo", "net-a")
+	w.Pod("demo", "web", "net-a")
+	c := w.Container("demo", "web")
+	before := harness.HostVeths(t)
+	w.Add(c)
+	if !w.StatusExists("demo", "web") {
+		t.Fatal("ADD through plexusd wrote no status file")
+	}
+	d.Kill()
+	w.Del(c)
+	w.AssertDetached(c, before)
+	if w.StatusExists("demo", "web") {
+		t.Error("the shim's DEL without plexusd left the pod's status file")
+	}
 }
 
 // TestThickAddWithoutDaemonFailsClearly: ADD waits daemonWait, then fails

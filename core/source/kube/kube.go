@@ -167,17 +167,26 @@ func (s *Source) NamespaceLabels(ctx context.Context, namespace string) (map[str
 // PublishStatus sets the one annotation with a merge patch: other
 // annotations and fields are never read or rewritten, so there is nothing
 // to conflict with. The whole list is replaced, so a retried ADD never
-// duplicates entries.
+// duplicates entries. The patch carries the pod's UID, which the API
+// server refuses to change: a pod re-created under the same name since
+// the ADD began (or since the runtime described it, when plexus took the
+// pod's annotations from the runtime and did not read it) is left alone.
 func (s *Source) PublishStatus(ctx context.Context, pod *source.Pod, doc []byte) error {
-	patch, err := json.Marshal(map[string]any{
-		"metadata": map[string]any{"annotations": map[string]string{status.Annotation: string(doc)}},
-	})
+	meta := map[string]any{"annotations": map[string]string{status.Annotation: string(doc)}}
+	if pod.UID != "" {
+		meta["uid"] = pod.UID
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": meta})
 	if err != nil {
 		return err
 	}
-	return s.retry(ctx, "patch pod "+pod.Ref(), func(ctx context.Context) error {
+	err = s.retry(ctx, "patch pod "+pod.Ref(), func(ctx context.Context) error {
 		return s.client.Patch(types.MergePatchType).MaxRetries(0).AbsPath("/api/v1/namespaces", pod.Namespace, "pods", pod.Name).Body(patch).Do(ctx).Error()
 	})
+	if pod.UID != "" && apierrors.IsInvalid(err) {
+		return fmt.Errorf("pod %s no longer has UID %s (re-created under the same name?): %w", pod.Ref(), pod.UID, err)
+	}
+	return err
 }
 
 // Event implements source.EventRecorder; events are best effort.

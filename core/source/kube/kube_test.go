@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -150,29 +151,46 @@ func TestPerRequestTimeoutIsRetriedWithinBudget(t *testing.T) {
 	}
 }
 
+// TestPublishStatusPatchesOnlyTheAnnotation: the merge patch sets the one
+// annotation and carries the pod's UID, which the API server refuses to
+// change: a pod re-created under the same name is not patched.
 func TestPublishStatusPatchesOnlyTheAnnotation(t *testing.T) {
-	s, f := newFake(t, Options{}, `{}`, http.StatusOK)
 	doc := []byte(`[{"name":"default","interface":"eth0","default":true}]`)
-	pod := &source.Pod{Namespace: "ns", Name: "p", UID: "u1"}
-	if err := s.PublishStatus(t.Context(), pod, doc); err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		uid  string
+		want string
+	}{
+		{uid: "u1", want: `{"metadata":{"annotations":{"` + status.Annotation + `":` + strconvQuote(doc) + `},"uid":"u1"}}`},
+		{uid: "", want: `{"metadata":{"annotations":{"` + status.Annotation + `":` + strconvQuote(doc) + `}}}`},
+	} {
+		s, f := newFake(t, Options{}, `{}`, http.StatusOK)
+		pod := &source.Pod{Namespace: "ns", Name: "p", UID: tc.uid}
+		if err := s.PublishStatus(t.Context(), pod, doc); err != nil {
+			t.Fatal(err)
+		}
+		if f.count() != 1 {
+			t.Fatalf("requests = %d, want 1", f.count())
+		}
+		r := f.requests[0]
+		if r.method != http.MethodPatch || r.path != "/api/v1/namespaces/ns/pods/p" || r.contentType != "application/merge-patch+json" {
+			t.Errorf("request %s %s (%s), want a merge PATCH of the pod", r.method, r.path, r.contentType)
+		}
+		var got, want any
+		if err := json.Unmarshal([]byte(r.body), &got); err != nil {
+			t.Fatalf("patch body %s: %v", r.body, err)
+		}
+		if err := json.Unmarshal([]byte(tc.want), &want); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("patch body %s, want %s: only the %s annotation and the UID", r.body, tc.want, status.Annotation)
+		}
 	}
-	if f.count() != 1 {
-		t.Fatalf("requests = %d, want 1", f.count())
-	}
-	r := f.requests[0]
-	if r.method != http.MethodPatch || r.path != "/api/v1/namespaces/ns/pods/p" || r.contentType != "application/merge-patch+json" {
-		t.Errorf("request %s %s (%s), want a merge PATCH of the pod", r.method, r.path, r.contentType)
-	}
-	var body map[string]map[string]map[string]string
-	if err := json.Unmarshal([]byte(r.body), &body); err != nil {
-		t.Fatalf("patch body %s: %v", r.body, err)
-	}
-	want := map[string]map[string]map[string]string{"metadata": {"annotations": {status.Annotation: string(doc)}}}
-	if len(body) != 1 || len(body["metadata"]) != 1 || len(body["metadata"]["annotations"]) != 1 ||
-		body["metadata"]["annotations"][status.Annotation] != want["metadata"]["annotations"][status.Annotation] {
-		t.Errorf("patch body %s, want only the %s annotation", r.body, status.Annotation)
-	}
+}
+
+func strconvQuote(b []byte) string {
+	q, _ := json.Marshal(string(b))
+	return string(q)
 }
 
 func TestEventIsBestEffortAndNamesThePod(t *testing.T) {
