@@ -56,7 +56,7 @@ demo: build
 ## the example extensions (needs root)
 # One package at a time (-p 1): the integration suites check the host's
 # interfaces for leaks, which another suite running beside them would add.
-test: build k8s-bins
+test: build k8s-bins node-bins node-deps
 	PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 $(GO) test -p 1 -count=1 ./...
 	cd sdk && GOWORK=off $(GO) test -count=1 ./...
 	cd extensions/examples && GOWORK=off $(GO) test -count=1 ./...
@@ -99,4 +99,5 @@ clean:
 	rm -rf $(BIN)
 
 include mk/k8s.mk
+include mk/node.mk
 include mk/ext.mk
