@@ -30,6 +30,10 @@ func (n *Node) PlexusWorld() *harness.World {
 	w := harness.New(n.t)
 	w.Set("manifests", nil)
 	w.Set("kubeconfig", n.Kubeconfig)
+	// Before the World's own cleanups (they run last in, first out):
+	// its config is still installed and its files still there, so the
+	// pods' DELs work.
+	n.t.Cleanup(n.Reset)
 	return w
 }
 

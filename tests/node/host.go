@@ -88,18 +88,6 @@ func (h *hostState) restore() error {
 	return errors.Join(errs...)
 }
 
-// changedSysctls lists the recorded sysctls whose value differs now.
-func (h *hostState) changedSysctls() []string {
-	var out []string
-	for s, want := range h.sysctls {
-		if cur, err := os.ReadFile(filepath.Join("/proc/sys", s)); err != nil || strings.TrimSpace(string(cur)) != want {
-			out = append(out, s)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
 // unmountUnder detaches every mount point below dir, deepest first: what
 // containerd left mounted (sandbox network namespaces, container root
 // filesystems) when a test failed before its pods were removed.

@@ -12,10 +12,13 @@
 package node
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -29,7 +32,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -71,11 +76,12 @@ type Node struct {
 	Dyn    dynamic.Interface
 
 	binDir, cniBinDir string
-	healthz           string // kubelet's host:port
+	healthz           string // kubelet's healthz host:port
+	kubeletAddr       string // kubelet's API host:port
 	containerd        *proc
 	kubelet           *proc
 	host              *hostState
-	crdOnce           sync.Once
+	crdOnce           *sync.Once
 }
 
 // Binaries a node needs besides the control plane's: built into BinDir by
@@ -132,6 +138,7 @@ func Start(t testing.TB, env *kubeenv.Env, opts Options) *Node {
 		Socket:       filepath.Join(dir, "containerd.sock"),
 		Kubeconfig:   filepath.Join(dir, "admin.kubeconfig"),
 		binDir:       opts.BinDir,
+		crdOnce:      new(sync.Once),
 		cniBinDir:    opts.CNIBinDir,
 	}
 	if n.host, err = recordHost(); err != nil {
@@ -155,6 +162,7 @@ func Start(t testing.TB, env *kubeenv.Env, opts Options) *Node {
 
 	n.containerd = newProc("containerd", mustLookPath(t, "containerd"), filepath.Join(dir, "containerd.log"),
 		"--config", filepath.Join(dir, "containerd.toml"))
+	n.containerd.env = []string{"PATH=" + pathEnv()}
 	n.StartContainerd()
 	harness.Must(t, n.importPauseImage())
 
@@ -167,6 +175,14 @@ func Start(t testing.TB, env *kubeenv.Env, opts Options) *Node {
 	)
 	n.StartKubelet()
 	return n
+}
+
+// With is the node for a subtest: its helpers report to t. The node is
+// still stopped when the test that started it ends.
+func (n *Node) With(t testing.TB) *Node {
+	c := *n
+	c.t = t
+	return &c
 }
 
 func skipOrFail(t testing.TB, why string) {
@@ -305,6 +321,60 @@ func (n *Node) readiness(ctx context.Context) string {
 	return "no Ready condition"
 }
 
+// KubeletMetric is the sum of the samples of a metric on kubelet's
+// /metrics whose line contains every filter.
+func (n *Node) KubeletMetric(ctx context.Context, name string, filters ...string) (float64, error) {
+	// kubelet serves its API with a certificate it signed itself.
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+n.kubeletAddr+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("kubelet /metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("kubelet /metrics: %s %v", resp.Status, err)
+	}
+	var sum float64
+	for _, line := range strings.Split(string(body), "\n") {
+		if !strings.HasPrefix(line, name) || (len(line) > len(name) && line[len(name)] != '{' && line[len(name)] != ' ') {
+			continue
+		}
+		ok := true
+		for _, f := range filters {
+			ok = ok && strings.Contains(line, f)
+		}
+		var v float64
+		if _, err := fmt.Sscan(line[strings.LastIndex(line, " ")+1:], &v); ok && err == nil {
+			sum += v
+		}
+	}
+	return sum, nil
+}
+
+// WaitPodsSynced waits until the running kubelet has synced pods pods
+// (kubelet_pod_worker_duration_seconds counts each sync; a restarted
+// kubelet starts from zero).
+func (n *Node) WaitPodsSynced(pods int) {
+	n.t.Helper()
+	ctx, cancel := context.WithTimeout(n.t.Context(), readyTimeout)
+	defer cancel()
+	for {
+		got, err := n.KubeletMetric(ctx, "kubelet_pod_worker_duration_seconds_count")
+		if err == nil && got >= float64(pods) {
+			return
+		}
+		if ctx.Err() != nil {
+			n.t.Fatalf("kubelet synced %v pods within %s, want %d (%v)", got, readyTimeout, pods, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 // Crictl runs crictl against the node's containerd.
 func (n *Node) Crictl(ctx context.Context, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, filepath.Join(n.binDir, "crictl"),
@@ -365,21 +435,65 @@ func (n *Node) cleanup() {
 	}
 }
 
+// Reset removes every pod from the node: the static pod manifests, the
+// pods bound to it in the API (at once, without grace), then every sandbox
+// through the CRI, so each gets its CNI DELs. Errors are reported, not
+// fatal: it runs in cleanups.
+func (n *Node) Reset() {
+	var errs []error
+	entries, _ := os.ReadDir(n.StaticPodDir)
+	for _, e := range entries {
+		errs = append(errs, os.Remove(filepath.Join(n.StaticPodDir, e.Name())))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
+	defer cancel()
+	pods, err := n.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", n.Name).String(),
+	})
+	errs = append(errs, err)
+	if err == nil {
+		zero := int64(0)
+		for _, p := range pods.Items {
+			err := n.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+			if err != nil && !apierrors.IsNotFound(err) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	errs = append(errs, n.removeAllSandboxes())
+	if err := errors.Join(errs...); err != nil {
+		n.t.Errorf("reset node %s: %v", n.Name, err)
+	}
+}
+
+// removeAllSandboxes stops and removes every sandbox through the CRI. A
+// sandbox gone meanwhile (kubelet removing it too) is fine; one created
+// meanwhile (kubelet still retrying a pod) is removed in a later round.
 func (n *Node) removeAllSandboxes() error {
 	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
 	defer cancel()
-	out, err := n.Crictl(ctx, "pods", "-q")
-	if err != nil {
-		return err
-	}
 	var errs []error
-	for _, id := range strings.Fields(out) {
-		if _, err := n.Crictl(ctx, "stopp", id); err != nil {
-			errs = append(errs, err)
+	for range 5 {
+		out, err := n.Crictl(ctx, "pods", "-q")
+		if err != nil {
+			return err
 		}
-		if _, err := n.Crictl(ctx, "rmp", "-f", id); err != nil {
-			errs = append(errs, err)
+		ids := strings.Fields(out)
+		if len(ids) == 0 {
+			return nil
 		}
+		errs = errs[:0]
+		for _, id := range ids {
+			for _, verb := range []string{"stopp", "rmp"} {
+				if _, err := n.Crictl(ctx, verb, id); err != nil && !strings.Contains(err.Error(), "not found") {
+					errs = append(errs, err)
+				}
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if len(errs) == 0 {
+		errs = append(errs, errors.New("sandboxes keep appearing"))
 	}
 	return errors.Join(errs...)
 }
@@ -515,7 +629,7 @@ func (n *Node) writeCrictlConfig() error {
 // kubeletConfig is kubelet's configuration for this host: cgroup v1 with
 // the cgroupfs driver and no per-QoS cgroups or node allocatable
 // enforcement, swap allowed, no authentication of its own API (bound to
-// loopback), eviction and image GC off (the host's disk is shared),
+// loopback, so tests read its /metrics), eviction and image GC off (the host's disk is shared),
 // everything it writes under its directories.
 const kubeletConfig = `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -534,7 +648,7 @@ healthzBindAddress: 127.0.0.1
 healthzPort: %[6]d
 authentication:
   anonymous:
-    enabled: false
+    enabled: true
   webhook:
     enabled: false
 authorization:
@@ -557,6 +671,7 @@ func (n *Node) writeKubeletConfig() error {
 	if err != nil {
 		return err
 	}
+	n.kubeletAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	healthz, err := freePort()
 	if err != nil {
 		return err
@@ -622,35 +737,33 @@ func RemovePauseArchive() {
 	}
 }
 
-// cniConfig is what containerd reports of the CNI config it loaded.
-type cniConfig struct {
-	Networks []struct {
-		Config struct {
-			Name string `json:"Name"`
-		} `json:"Config"`
-		IFName string `json:"IFName"`
-	} `json:"Networks"`
-}
-
-// loadedNetwork is the name of the pod network containerd uses now (the
-// network it attaches as eth0), "" when it has none.
-func (n *Node) loadedNetwork(ctx context.Context) (string, error) {
+// loadedNetwork is the pod network config containerd uses now (the one it
+// attaches as eth0): its name and its bytes as read from conf_dir.
+func (n *Node) loadedNetwork(ctx context.Context) (name string, data []byte, err error) {
 	out, err := n.Crictl(ctx, "info")
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	var info struct {
-		CNIConfig cniConfig `json:"cniconfig"`
+		CNIConfig struct {
+			Networks []struct {
+				Config struct {
+					Name   string `json:"Name"`
+					Source string `json:"Source"`
+				} `json:"Config"`
+				IFName string `json:"IFName"`
+			} `json:"Networks"`
+		} `json:"cniconfig"`
 	}
 	if err := json.Unmarshal([]byte(out), &info); err != nil {
-		return "", fmt.Errorf("crictl info: %w", err)
+		return "", nil, fmt.Errorf("crictl info: %w", err)
 	}
 	for _, nw := range info.CNIConfig.Networks {
 		if nw.IFName != "lo" {
-			return nw.Config.Name, nil
+			return nw.Config.Name, []byte(nw.Config.Source), nil
 		}
 	}
-	return "", nil
+	return "", nil, nil
 }
 
 // writeCNIConfig makes file the only config in ConfDir (atomically: the
@@ -670,13 +783,17 @@ func (n *Node) writeCNIConfig(file string, data []byte, network string) {
 	}
 	ctx, cancel := context.WithTimeout(n.t.Context(), readyTimeout)
 	defer cancel()
+	last := "no answer"
 	for {
-		got, err := n.loadedNetwork(ctx)
-		if err == nil && got == network {
+		got, loaded, err := n.loadedNetwork(ctx)
+		if err == nil && got == network && bytes.Equal(loaded, data) {
 			break
 		}
+		if err == nil {
+			last = fmt.Sprintf("it uses %q", got)
+		}
 		if ctx.Err() != nil {
-			n.t.Fatalf("containerd did not load CNI network %q from %s (has %q, %v)", network, file, got, err)
+			n.t.Fatalf("containerd did not load CNI network %q from %s (%s)", network, file, last)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -77,12 +77,40 @@ func (n *Node) RunPod(namespace, name, networks string) *corev1.Pod {
 }
 
 // WaitRunning waits until the pod's phase is Running and returns it. It
-// fails at once when the pod fails, and on timeout names the pod's events
-// (a failed sandbox says why there).
+// fails at once when the pod fails or kubelet reports a failed sandbox
+// (FailedCreatePodSandBox, whose message carries the CNI error).
 func (n *Node) WaitRunning(namespace, name string) *corev1.Pod {
 	n.t.Helper()
-	ctx, cancel := context.WithTimeout(n.t.Context(), podTimeout)
+	p, err := n.waitRunning(namespace, name)
+	if err != nil {
+		n.t.Fatalf("pod %s/%s not Running: %v\nevents:\n%s", namespace, name, err, n.PodEvents(namespace, name))
+	}
+	return p
+}
+
+// SandboxError is the error WaitRunning's wait ends with when kubelet
+// reports a failed sandbox.
+type SandboxError struct{ Message string }
+
+func (e *SandboxError) Error() string { return "sandbox failed: " + e.Message }
+
+func (n *Node) waitRunning(namespace, name string) (*corev1.Pod, error) {
+	ctx, cancel := context.WithTimeoutCause(n.t.Context(), podTimeout, fmt.Errorf("not Running within %s", podTimeout))
 	defer cancel()
+	ctx, fail := context.WithCancelCause(ctx)
+	defer fail(nil)
+	go func() {
+		for ctx.Err() == nil {
+			if msg := n.sandboxFailure(ctx, namespace, name); msg != "" {
+				fail(&SandboxError{Message: msg})
+				return
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(250 * time.Millisecond):
+			}
+		}
+	}()
 	ev, err := n.untilPod(ctx, namespace, name, func(e watch.Event) (bool, error) {
 		p, ok := e.Object.(*corev1.Pod)
 		if !ok || e.Type == watch.Deleted {
@@ -94,22 +122,55 @@ func (n *Node) WaitRunning(namespace, name string) *corev1.Pod {
 		return p.Status.Phase == corev1.PodRunning, nil
 	})
 	if err != nil {
-		n.t.Fatalf("pod %s/%s not Running: %v\nevents:\n%s", namespace, name, err, n.PodEvents(namespace, name))
+		if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
+			return nil, cause
+		}
+		return nil, err
 	}
-	return ev.Object.(*corev1.Pod)
+	return ev.Object.(*corev1.Pod), nil
 }
 
-// DeletePod deletes the pod gracefully and waits until it is gone from the
-// API. Kubelet removes a gracefully deleted pod only once it has stopped
-// the pod's sandbox, so by then the CNI DEL has run.
+// sandboxFailure is the message of the pod's first FailedCreatePodSandBox
+// event, "" if there is none.
+func (n *Node) sandboxFailure(ctx context.Context, namespace, name string) string {
+	list, err := n.Client.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.AndSelectors(
+			fields.OneTermEqualSelector("involvedObject.name", name),
+			fields.OneTermEqualSelector("reason", "FailedCreatePodSandBox")).String(),
+	})
+	if err != nil || len(list.Items) == 0 {
+		return ""
+	}
+	return list.Items[0].Message
+}
+
+// DeletePod deletes the pod gracefully, waits until it is gone from the
+// API, then removes its sandboxes. Kubelet removes a gracefully deleted pod
+// only once it has stopped the pod's sandbox, so by then the CNI DEL has
+// run; removing the sandbox is what kubelet's periodic garbage collection
+// would do later, and containerd sends a second DEL for it.
 func (n *Node) DeletePod(namespace, name string) {
 	n.t.Helper()
+	pod := n.GetPod(namespace, name)
 	ctx, cancel := context.WithTimeout(n.t.Context(), podTimeout)
 	defer cancel()
 	if err := n.Client.CoreV1().Pods(namespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 		n.t.Fatalf("delete pod %s/%s: %v", namespace, name, err)
 	}
 	n.WaitGone(namespace, name)
+	n.RemoveSandboxes(pod)
+}
+
+// RemoveSandboxes removes every sandbox of the pod through the CRI, as
+// kubelet's garbage collection does once the pod is gone (RemovePodSandbox
+// alone). The sandboxes must be stopped.
+func (n *Node) RemoveSandboxes(pod *corev1.Pod) {
+	n.t.Helper()
+	for _, sb := range n.Sandboxes(pod, "") {
+		if _, err := n.Crictl(n.t.Context(), "rmp", sb.ID); err != nil {
+			n.t.Fatal(err)
+		}
+	}
 }
 
 // WaitGone waits until the pod no longer exists in the API.
@@ -125,17 +186,26 @@ func (n *Node) WaitGone(namespace, name string) {
 	}
 }
 
-// untilPod watches one pod until cond holds. A pod already gone counts as
-// a Deleted event.
+// untilPod watches one pod until cond holds and returns the event it held
+// on. A pod already gone counts as a Deleted event.
 func (n *Node) untilPod(ctx context.Context, namespace, name string, cond watchtools.ConditionFunc) (*watch.Event, error) {
 	lw := cache.NewListWatchFromClient(n.Client.CoreV1().RESTClient(), "pods", namespace,
 		fields.OneTermEqualSelector("metadata.name", name))
-	return watchtools.UntilWithSync(ctx, lw, &corev1.Pod{}, func(store cache.Store) (bool, error) {
-		if len(store.List()) == 0 {
-			return cond(watch.Event{Type: watch.Deleted, Object: &corev1.Pod{}})
+	var last watch.Event
+	check := func(e watch.Event) (bool, error) {
+		last = e
+		return cond(e)
+	}
+	_, err := watchtools.UntilWithSync(ctx, lw, &corev1.Pod{}, func(store cache.Store) (bool, error) {
+		if items := store.List(); len(items) > 0 {
+			return check(watch.Event{Type: watch.Added, Object: items[0].(runtime.Object)})
 		}
-		return cond(watch.Event{Type: watch.Added, Object: store.List()[0].(runtime.Object)})
-	}, cond)
+		return check(watch.Event{Type: watch.Deleted, Object: &corev1.Pod{}})
+	}, check)
+	if err != nil {
+		return nil, err
+	}
+	return &last, nil
 }
 
 // PodEvents lists the events about a pod, oldest first, one per line.
@@ -192,7 +262,7 @@ type Sandbox struct {
 // "notready", "" for all), newest first.
 func (n *Node) Sandboxes(pod *corev1.Pod, state string) []Sandbox {
 	n.t.Helper()
-	args := []string{"pods", "-o", "json", "--label", "io.kubernetes.pod.uid=" + string(pod.UID)}
+	args := []string{"pods", "-o", "json", "--label", "io.kubernetes.pod.uid=" + SandboxUID(pod)}
 	if state != "" {
 		args = append(args, "--state", state)
 	}
@@ -215,6 +285,36 @@ func (n *Node) Sandboxes(pod *corev1.Pod, state string) []Sandbox {
 		sbs = append(sbs, n.inspectSandbox(it.ID))
 	}
 	return sbs
+}
+
+// SandboxUID is the pod UID kubelet gives the pod's sandboxes: a mirror
+// pod's sandbox has its static pod's UID (kubernetes.io/config.mirror).
+func SandboxUID(pod *corev1.Pod) string {
+	if uid, ok := pod.Annotations[corev1.MirrorPodAnnotationKey]; ok {
+		return uid
+	}
+	return string(pod.UID)
+}
+
+// WaitSandboxStopped waits until the sandbox is not ready (stopped, so its
+// networks were torn down) or removed.
+func (n *Node) WaitSandboxStopped(id string) {
+	n.t.Helper()
+	ctx, cancel := context.WithTimeout(n.t.Context(), podTimeout)
+	defer cancel()
+	for {
+		out, err := n.Crictl(ctx, "inspectp", "-o", "go-template", "--template", "{{.status.state}}", id)
+		if err != nil && strings.Contains(err.Error(), "not found") {
+			return
+		}
+		if err == nil && strings.TrimSpace(out) != "SANDBOX_READY" {
+			return
+		}
+		if ctx.Err() != nil {
+			n.t.Fatalf("sandbox %s still ready after %s (%q, %v)", id, podTimeout, out, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // ReadySandbox is the pod's one ready sandbox.
@@ -268,7 +368,7 @@ func (n *Node) PodNetns(pod *corev1.Pod) *harness.Container {
 	netns, err := ns.GetNS(filepath.Join("/proc", strconv.Itoa(sb.PID), "ns", "net"))
 	harness.Must(n.t, err)
 	n.t.Cleanup(func() { netns.Close() })
-	return &harness.Container{NS: netns, Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID)}
+	return &harness.Container{NS: netns, Namespace: pod.Namespace, Name: pod.Name, UID: SandboxUID(pod)}
 }
 
 // WriteStaticPod writes pod as a manifest into kubelet's staticPodPath.

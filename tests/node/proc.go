@@ -18,6 +18,7 @@ type proc struct {
 	bin     string
 	args    []string
 	logPath string
+	env     []string // added to the test's environment
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed once cmd.Wait returned
 	waitErr error         // valid after exited is closed
@@ -42,6 +43,7 @@ func (p *proc) start() error {
 	fmt.Fprintf(log, "=== %s start %s\n", time.Now().Format(time.RFC3339Nano), strings.Join(p.args, " "))
 	cmd := exec.Command(p.bin, p.args...)
 	cmd.Stdout, cmd.Stderr = log, log
+	cmd.Env = append(os.Environ(), p.env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	exited := make(chan struct{})
 	started := make(chan error)
