@@ -18,9 +18,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "skipping node tests (containerd + kubelet on this host): set %s=1 to run them (needs root)\n", kubeenv.E2EEnv)
 		os.Exit(0)
 	}
-	code := harness.MainBuilding(m,
+	os.Exit(harness.MainBuilding(m,
 		"github.com/plexus-cni/plexus/tests/node/pause",
-		"github.com/plexus-cni/plexus/tests/node/cnispy")
-	RemovePauseArchive()
-	os.Exit(code)
+		"github.com/plexus-cni/plexus/tests/node/cnispy"))
 }

@@ -693,22 +693,17 @@ func freePort() (int, error) {
 
 var (
 	pauseArchiveOnce sync.Once
-	pauseArchive     string
 	pauseArchiveErr  error
 )
 
 // importPauseImage imports PauseImage into the node's containerd, in the
 // CRI's namespace and unpacked for its snapshotter. The archive is packed
-// once per test binary from the pause command built into harness.BinDir.
+// once per test binary, beside the pause command built into
+// harness.BinDir (removed with it).
 func (n *Node) importPauseImage() error {
+	archive := filepath.Join(harness.BinDir, "pause-image.tar")
 	pauseArchiveOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "pxnode-image-")
-		if err != nil {
-			pauseArchiveErr = err
-			return
-		}
-		pauseArchive = filepath.Join(dir, "pause.tar")
-		pauseArchiveErr = writeImageArchive(pauseArchive, filepath.Join(harness.BinDir, "pause"), PauseImage)
+		pauseArchiveErr = writeImageArchive(archive, filepath.Join(harness.BinDir, "pause"), PauseImage)
 	})
 	if pauseArchiveErr != nil {
 		return fmt.Errorf("pack the pause image: %w", pauseArchiveErr)
@@ -722,19 +717,11 @@ func (n *Node) importPauseImage() error {
 		return err
 	}
 	out, err := exec.Command(ctr, "--address", n.Socket, "--namespace", "k8s.io",
-		"images", "import", "--snapshotter", snap, pauseArchive).CombinedOutput()
+		"images", "import", "--snapshotter", snap, archive).CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("ctr images import %s: %w: %s", pauseArchive, err, out)
+		return fmt.Errorf("ctr images import %s: %w: %s", archive, err, out)
 	}
 	return nil
-}
-
-// RemovePauseArchive removes the packed pause image; call it from TestMain
-// after the tests ran.
-func RemovePauseArchive() {
-	if pauseArchive != "" {
-		os.RemoveAll(filepath.Dir(pauseArchive))
-	}
 }
 
 // loadedNetwork is the pod network config containerd uses now (the one it
