@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -44,6 +45,18 @@ var hostPaths = []string{
 type hostState struct {
 	sysctls map[string]string
 	absent  []string // hostPaths that did not exist
+	// hintChain: kubelet's iptables hint chain existed (see pathWithout).
+	hintChain bool
+}
+
+// hasKubeletChain reports whether kubelet's KUBE-IPTABLES-HINT chain
+// exists (false when there is no iptables).
+func hasKubeletChain() bool {
+	ipt, err := lookPath("iptables")
+	if err != nil {
+		return false
+	}
+	return exec.Command(ipt, "-w", "-t", "mangle", "-S", "KUBE-IPTABLES-HINT").Run() == nil
 }
 
 func recordHost() (*hostState, error) {
@@ -60,6 +73,7 @@ func recordHost() (*hostState, error) {
 			h.absent = append(h.absent, p)
 		}
 	}
+	h.hintChain = hasKubeletChain()
 	return h, nil
 }
 
@@ -84,6 +98,9 @@ func (h *hostState) restore() error {
 		if err := os.RemoveAll(p); err != nil {
 			errs = append(errs, fmt.Errorf("remove %s, which the node created: %w", p, err))
 		}
+	}
+	if !h.hintChain && hasKubeletChain() {
+		errs = append(errs, errors.New("kubelet created iptables chains (KUBE-IPTABLES-HINT, KUBE-FIREWALL, KUBE-KUBELET-CANARY) though it runs without iptables in its PATH"))
 	}
 	return errors.Join(errs...)
 }

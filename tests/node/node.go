@@ -173,6 +173,7 @@ func Start(t testing.TB, env *kubeenv.Env, opts Options) *Node {
 		"--hostname-override="+n.Name,
 		"--v=2",
 	)
+	n.kubelet.env = []string{"PATH=" + pathWithout("iptables", "ip6tables")}
 	n.StartKubelet()
 	return n
 }
@@ -225,6 +226,27 @@ func pathEnv() string {
 		}
 	}
 	return path
+}
+
+// pathWithout is PATH without the directories holding any of cmds. kubelet
+// gets it without iptables: with iptables it creates chains (KUBE-FIREWALL
+// with jumps from INPUT and OUTPUT, KUBE-KUBELET-CANARY, KUBE-IPTABLES-HINT)
+// that would outlive it on the host, and it needs none of them itself. The
+// CNI plugins (portmap) get iptables through containerd's PATH.
+func pathWithout(cmds ...string) string {
+	var keep []string
+	for _, d := range filepath.SplitList(os.Getenv("PATH")) {
+		has := false
+		for _, c := range cmds {
+			if _, err := os.Stat(filepath.Join(d, c)); err == nil {
+				has = true
+			}
+		}
+		if !has {
+			keep = append(keep, d)
+		}
+	}
+	return strings.Join(keep, string(filepath.ListSeparator))
 }
 
 // StartContainerd starts containerd (again, after StopContainerd) and waits
