@@ -178,6 +178,28 @@ func TestThick(t *testing.T) {
 		}
 	})
 
+	// plexusd is down when the pod is deleted: the shim tears the pod's
+	// attachments down from plexus's record itself (DEL never waits).
+	t.Run("PlexusdDownAtDelete", func(t *testing.T) {
+		n := node.With(t)
+		w := n.PlexusWorld()
+		d := w.StartDaemon("--node-name", n.Name)
+		n.InstallPlexus(w)
+		const ns = "thick-down"
+		bridgeNADs(t, n, w, ns, "blue", "red")
+		before := harness.HostVeths(t)
+		pod := n.RunPod(ns, "pod-a", "blue,red")
+		assertAttached(t, n, pod, threeNetworks(ns))
+		sb := n.ReadySandbox(pod)
+
+		d.Stop()
+		n.DeletePod(ns, "pod-a")
+		assertCleanedUp(t, w, before, sb.ID)
+		if t.Failed() {
+			t.Logf("plexusd log:\n%s", d.Log())
+		}
+	})
+
 	// The node "reboots" in simulation: kubelet and containerd stop and
 	// start again while the pod runs. The pod keeps its sandbox, its
 	// interfaces and its network-status; a later delete cleans up.
