@@ -48,22 +48,27 @@ func (n *Node) applyCRD() {
 	})
 }
 
+// PodAnnotationsCapability makes containerd hand the pod's annotations to
+// a config declaring it (runtimeConfig), so plexus can take the selection
+// from there.
+const PodAnnotationsCapability = "io.kubernetes.cri.pod-annotations"
+
 // InstallPlexus makes plexus the node's CNI config, as plexus's installer
 // writes it: a conflist whose only plugin is w's plexus config (thin, or
 // the shim after w.StartDaemon), declaring the default network's
-// capabilities, and waits until containerd uses it and the node is Ready.
+// capabilities and the pod annotations', and waits until containerd uses
+// it and the node is Ready.
 func (n *Node) InstallPlexus(w *harness.World) {
 	n.t.Helper()
 	n.writeCNIConfig("00-plexus.conflist", n.plexusConflist(w, nil), PlexusNetwork)
 }
 
 // InstallSpy is InstallPlexus with cnispy in front of plexus: every call
-// containerd makes is appended to logPath (see cnispy). extraCaps are
-// capabilities declared besides the default network's.
-func (n *Node) InstallSpy(w *harness.World, logPath string, extraCaps ...string) {
+// containerd makes is appended to logPath (see cnispy).
+func (n *Node) InstallSpy(w *harness.World, logPath string) {
 	n.t.Helper()
 	spy := map[string]any{"type": "cnispy", "cnispyType": w.Plexus["type"], "cnispyLog": logPath}
-	n.writeCNIConfig("00-plexus.conflist", n.plexusConflist(w, spy, extraCaps...), PlexusNetwork)
+	n.writeCNIConfig("00-plexus.conflist", n.plexusConflist(w, spy), PlexusNetwork)
 }
 
 // InstallDefault makes w's default network alone the node's CNI config
@@ -75,7 +80,7 @@ func (n *Node) InstallDefault(w *harness.World) {
 	n.writeCNIConfig("10-default.conflist", data, DefaultNetwork)
 }
 
-func (n *Node) plexusConflist(w *harness.World, override map[string]any, extraCaps ...string) []byte {
+func (n *Node) plexusConflist(w *harness.World, override map[string]any) []byte {
 	n.t.Helper()
 	plugin := map[string]any{}
 	for k, v := range w.Plexus {
@@ -87,12 +92,8 @@ func (n *Node) plexusConflist(w *harness.World, override map[string]any, extraCa
 		plugin[k] = v
 	}
 	caps := defaultCapabilities(n, w)
-	for _, c := range extraCaps {
-		caps[c] = true
-	}
-	if len(caps) > 0 {
-		plugin["capabilities"] = caps
-	}
+	caps[PodAnnotationsCapability] = true
+	plugin["capabilities"] = caps
 	data, err := json.MarshalIndent(map[string]any{
 		"cniVersion": CNIVersion, "name": PlexusNetwork, "plugins": []any{plugin},
 	}, "", "  ")
