@@ -7,8 +7,9 @@
 // Nothing system-wide is configured: containerd and kubelet get their own
 // config files and directories under a scratch directory. What they change
 // anyway (kubelet's sysctls and fixed directories, containerd's shim socket
-// directory) is recorded before and put back after (host.go); every process
-// is stopped by its PID.
+// directory) is recorded before and put back after (host.go); kubelet runs
+// without iptables in its PATH so it adds no chains; every process is
+// stopped by its PID.
 package node
 
 import (
