@@ -1,0 +1,140 @@
+package node
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/plexus-cni/plexus/tests/harness"
+	"github.com/plexus-cni/plexus/tests/kubeenv"
+)
+
+// benchConfig is one CNI setup the benchmarks compare.
+type benchConfig struct {
+	name     string
+	install  func()
+	networks string
+}
+
+// benchSetup is a node with a thin and a thick plexus World and two bridge
+// NADs in namespace "bench", and the setups to compare: the default
+// network installed alone, plexus thin and thick with 0 and 2 selections.
+func benchSetup(b *testing.B, name string) (*Node, []benchConfig) {
+	env := kubeenv.ForTest(b, kubeenv.Options{})
+	n := Start(b, env, Options{Name: name})
+	thin := n.PlexusWorld()
+	thick := n.PlexusWorld()
+	thick.StartDaemon("--node-name", n.Name)
+	harness.Must(b, env.CreateNamespace(b.Context(), benchNS, nil))
+	for _, nad := range []string{"blue", "red"} {
+		// On thin's bridges and leases; thick's pods use them too (the
+		// leak checks are not run here).
+		harness.Must(b, kubeenv.CreateNAD(b.Context(), n.Dyn, benchNS, nad, thin.BridgeNADConfig(nad)))
+	}
+	return n, []benchConfig{
+		{"default-alone", func() { n.InstallDefault(thin) }, ""},
+		{"thin-0", func() { n.InstallPlexus(thin) }, ""},
+		{"thin-2", func() { n.InstallPlexus(thin) }, "blue,red"},
+		{"thick-0", func() { n.InstallPlexus(thick) }, ""},
+		{"thick-2", func() { n.InstallPlexus(thick) }, "blue,red"},
+	}
+}
+
+const benchNS = "bench"
+
+// reportMedians reports each setup's median in ms and logs every sample.
+func reportMedians(b *testing.B, configs []benchConfig, times [][]time.Duration) {
+	for j, c := range configs {
+		b.ReportMetric(float64(median(times[j]).Microseconds())/1000, "ms-median-"+c.name)
+		b.Logf("%s: %v", c.name, times[j])
+	}
+}
+
+// BenchmarkPodStart measures a pod's start through the API (create to
+// Running, seen by a watch) on a real node, with the default network
+// installed alone and with plexus thin and thick in front of the same
+// default network, with 0 and 2 bridge selections. The setups are
+// interleaved within every iteration, so drift of the shared machine hits
+// them alike; each reports its median in ms.
+//
+//	PLEXUS_E2E=1 go test -run '^$' -bench PodStart -benchtime 9x ./tests/node/
+func BenchmarkPodStart(b *testing.B) {
+	n, configs := benchSetup(b, "node-bench")
+	times := make([][]time.Duration, len(configs))
+	for i := range b.N {
+		for j, c := range configs {
+			c.install()
+			name := fmt.Sprintf("%s-%d", c.name, i)
+			start := time.Now()
+			n.CreatePod(n.PodSpec(benchNS, name, c.networks))
+			n.WaitRunning(benchNS, name)
+			times[j] = append(times[j], time.Since(start))
+			n.DeletePod(benchNS, name)
+		}
+	}
+	reportMedians(b, configs, times)
+}
+
+// BenchmarkSandboxStart measures the CRI's RunPodSandbox alone (crictl
+// runp: the sandbox's creation and its CNI ADD), without kubelet, for the
+// same setups as BenchmarkPodStart. The pod exists in the API (bound to
+// another node) so plexus finds it by the UID the sandbox carries.
+//
+//	PLEXUS_E2E=1 go test -run '^$' -bench SandboxStart -benchtime 15x ./tests/node/
+func BenchmarkSandboxStart(b *testing.B) {
+	n, configs := benchSetup(b, "node-bench")
+	// kubelet would stop sandboxes of pods it does not run.
+	n.StopKubelet()
+	times := make([][]time.Duration, len(configs))
+	for i := range b.N {
+		for j, c := range configs {
+			c.install()
+			name := fmt.Sprintf("%s-%d", c.name, i)
+			spec := n.PodSpec(benchNS, name, c.networks)
+			spec.Spec.NodeName = "elsewhere"
+			pod := n.CreatePod(spec)
+			cfg := filepath.Join(b.TempDir(), "sandbox.json")
+			harness.Must(b, writeSandboxConfig(cfg, pod.Namespace, pod.Name, string(pod.UID), pod.Annotations))
+			start := time.Now()
+			out, err := n.Crictl(b.Context(), "runp", cfg)
+			times[j] = append(times[j], time.Since(start))
+			harness.Must(b, err)
+			id := strings.TrimSpace(out)
+			for _, verb := range []string{"stopp", "rmp"} {
+				_, err := n.Crictl(b.Context(), verb, id)
+				harness.Must(b, err)
+			}
+			harness.Must(b, n.Client.CoreV1().Pods(benchNS).Delete(b.Context(), name, metav1.DeleteOptions{}))
+		}
+	}
+	reportMedians(b, configs, times)
+}
+
+// writeSandboxConfig writes crictl's pod sandbox config: the metadata
+// kubelet would send (containerd derives CNI_ARGS from it) and the pod's
+// annotations.
+func writeSandboxConfig(path, namespace, name, uid string, annotations map[string]string) error {
+	data, err := json.Marshal(map[string]any{
+		"metadata":      map[string]any{"name": name, "namespace": namespace, "uid": uid, "attempt": 0},
+		"annotations":   annotations,
+		"log_directory": filepath.Dir(path),
+		"linux":         map[string]any{},
+	})
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o644)
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}

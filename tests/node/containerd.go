@@ -1,0 +1,214 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/plexus-cni/plexus/tests/harness"
+)
+
+// containerdConfig is containerd's whole configuration: everything it
+// writes goes under the node's directory, its CRI plugin uses the node's
+// CNI directories and the locally built pause image.
+const containerdConfig = `version = 2
+root = %[1]q
+state = %[2]q
+# Plugins that would look at system paths (/opt/containerd) or need disks
+# and kernel features this node does not use.
+disabled_plugins = [
+  "io.containerd.internal.v1.opt",
+  "io.containerd.snapshotter.v1.aufs",
+  "io.containerd.snapshotter.v1.btrfs",
+  "io.containerd.snapshotter.v1.devmapper",
+  "io.containerd.snapshotter.v1.zfs",
+  "io.containerd.tracing.processor.v1.otlp",
+  "io.containerd.internal.v1.tracing",
+]
+
+[grpc]
+  address = %[3]q
+
+[ttrpc]
+  address = %[4]q
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = %[5]q
+  # The VM refuses lowering oom_score_adj; without this runc fails every
+  # sandbox with "can't get final child's PID from pipe: EOF".
+  restrict_oom_score_adj = true
+  # Sandbox network namespaces under the state directory, not /run/netns.
+  netns_mounts_under_state_dir = true
+  enable_cdi = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = %[6]q
+    conf_dir = %[7]q
+    max_conf_num = 1
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = %[8]q
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        # runc's state, otherwise in /run/containerd/runc.
+        Root = %[9]q
+`
+
+func (n *Node) writeContainerdConfig() error {
+	snap, err := snapshotter(n.Dir)
+	if err != nil {
+		return err
+	}
+	conf := fmt.Sprintf(containerdConfig,
+		filepath.Join(n.Dir, "containerd"), filepath.Join(n.Dir, "state"),
+		n.Socket, n.Socket+".ttrpc", PauseImage,
+		n.cniBinDir, n.ConfDir, snap, filepath.Join(n.Dir, "runc"))
+	return os.WriteFile(filepath.Join(n.Dir, "containerd.toml"), []byte(conf), 0o644)
+}
+
+var (
+	snapshotterOnce sync.Once
+	snapshotterName string
+	snapshotterErr  error
+)
+
+// snapshotter is overlayfs when the kernel mounts an overlay of dir's
+// filesystem, else native (plain copies).
+func snapshotter(dir string) (string, error) {
+	snapshotterOnce.Do(func() {
+		probe, err := os.MkdirTemp(dir, "overlay-probe-")
+		if err != nil {
+			snapshotterErr = err
+			return
+		}
+		defer os.RemoveAll(probe)
+		for _, d := range []string{"lower", "upper", "work", "merged"} {
+			if err := os.Mkdir(filepath.Join(probe, d), 0o755); err != nil {
+				snapshotterErr = err
+				return
+			}
+		}
+		merged := filepath.Join(probe, "merged")
+		data := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s",
+			filepath.Join(probe, "lower"), filepath.Join(probe, "upper"), filepath.Join(probe, "work"))
+		if err := syscall.Mount("overlay", merged, "overlay", 0, data); err != nil {
+			snapshotterName = "native"
+			return
+		}
+		_ = syscall.Unmount(merged, 0)
+		snapshotterName = "overlayfs"
+	})
+	return snapshotterName, snapshotterErr
+}
+
+func (n *Node) writeCrictlConfig() error {
+	ep := "unix://" + n.Socket
+	conf := fmt.Sprintf("runtime-endpoint: %s\nimage-endpoint: %s\ntimeout: 30\n", ep, ep)
+	return os.WriteFile(filepath.Join(n.Dir, "crictl.yaml"), []byte(conf), 0o644)
+}
+
+var (
+	pauseArchiveOnce sync.Once
+	pauseArchiveErr  error
+)
+
+// importPauseImage imports PauseImage into the node's containerd, in the
+// CRI's namespace and unpacked for its snapshotter. The archive is packed
+// once per test binary, beside the pause command built into
+// harness.BinDir (removed with it).
+func (n *Node) importPauseImage() error {
+	archive := filepath.Join(harness.BinDir, "pause-image.tar")
+	pauseArchiveOnce.Do(func() {
+		pauseArchiveErr = writeImageArchive(archive, filepath.Join(harness.BinDir, "pause"), PauseImage)
+	})
+	if pauseArchiveErr != nil {
+		return fmt.Errorf("pack the pause image: %w", pauseArchiveErr)
+	}
+	snap, err := snapshotter(n.Dir)
+	if err != nil {
+		return err
+	}
+	ctr, err := lookPath("ctr")
+	if err != nil {
+		return err
+	}
+	out, err := exec.Command(ctr, "--address", n.Socket, "--namespace", "k8s.io",
+		"images", "import", "--snapshotter", snap, archive).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("ctr images import %s: %w: %s", archive, err, out)
+	}
+	return nil
+}
+
+// loadedNetwork is the pod network config containerd uses now (the one it
+// attaches as eth0): its name and its bytes as read from conf_dir.
+func (n *Node) loadedNetwork(ctx context.Context) (name string, data []byte, err error) {
+	out, err := n.Crictl(ctx, "info")
+	if err != nil {
+		return "", nil, err
+	}
+	var info struct {
+		CNIConfig struct {
+			Networks []struct {
+				Config struct {
+					Name   string `json:"Name"`
+					Source string `json:"Source"`
+				} `json:"Config"`
+				IFName string `json:"IFName"`
+			} `json:"Networks"`
+		} `json:"cniconfig"`
+	}
+	if err := json.Unmarshal([]byte(out), &info); err != nil {
+		return "", nil, fmt.Errorf("crictl info: %w", err)
+	}
+	for _, nw := range info.CNIConfig.Networks {
+		if nw.IFName != "lo" {
+			return nw.Config.Name, []byte(nw.Config.Source), nil
+		}
+	}
+	return "", nil, nil
+}
+
+// writeCNIConfig makes file the only config in ConfDir (atomically: the
+// CRI plugin reloads on every change of the directory) and waits until
+// containerd uses the network named network and, while kubelet runs, the
+// node is Ready.
+func (n *Node) writeCNIConfig(file string, data []byte, network string) {
+	n.t.Helper()
+	tmp := filepath.Join(n.ConfDir, ".tmp-"+file)
+	harness.Must(n.t, os.WriteFile(tmp, data, 0o644))
+	harness.Must(n.t, os.Rename(tmp, filepath.Join(n.ConfDir, file)))
+	entries, err := os.ReadDir(n.ConfDir)
+	harness.Must(n.t, err)
+	for _, e := range entries {
+		if e.Name() != file {
+			harness.Must(n.t, os.Remove(filepath.Join(n.ConfDir, e.Name())))
+		}
+	}
+	ctx, cancel := context.WithTimeout(n.t.Context(), readyTimeout)
+	defer cancel()
+	last := "no answer"
+	for {
+		got, loaded, err := n.loadedNetwork(ctx)
+		if err == nil && got == network && bytes.Equal(loaded, data) {
+			break
+		}
+		if err == nil {
+			last = fmt.Sprintf("it uses %q", got)
+		}
+		if ctx.Err() != nil {
+			n.t.Fatalf("containerd did not load CNI network %q from %s (%s)", network, file, last)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n.kubelet.running() {
+		n.WaitReady()
+	}
+}

@@ -1,0 +1,188 @@
+package node
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// WaitReady waits until kubelet answers on /healthz and the node's Ready
+// condition is True.
+func (n *Node) WaitReady() {
+	n.t.Helper()
+	ctx, cancel := context.WithTimeout(n.t.Context(), readyTimeout)
+	defer cancel()
+	var last string
+	for {
+		last = n.readiness(ctx)
+		if last == "" {
+			return
+		}
+		if err := n.kubelet.exitError(); err != nil {
+			n.t.Fatal(err)
+		}
+		if ctx.Err() != nil {
+			n.t.Fatalf("node %s not Ready within %s: %s", n.Name, readyTimeout, last)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// readiness is "" when the node is ready, else what is not.
+func (n *Node) readiness(ctx context.Context) string {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+n.healthz+"/healthz", nil)
+	if err != nil {
+		return err.Error()
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "kubelet /healthz: " + err.Error()
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "kubelet /healthz: " + resp.Status
+	}
+	node, err := n.Client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			if c.Status == corev1.ConditionTrue {
+				return ""
+			}
+			return fmt.Sprintf("Ready=%s (%s: %s)", c.Status, c.Reason, c.Message)
+		}
+	}
+	return "no Ready condition"
+}
+
+// KubeletMetric is the sum of the samples of a metric on kubelet's
+// /metrics whose line contains every filter.
+func (n *Node) KubeletMetric(ctx context.Context, name string, filters ...string) (float64, error) {
+	// kubelet serves its API with a certificate it signed itself.
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+n.kubeletAddr+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("kubelet /metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("kubelet /metrics: %s %v", resp.Status, err)
+	}
+	var sum float64
+	for _, line := range strings.Split(string(body), "\n") {
+		if !strings.HasPrefix(line, name) || (len(line) > len(name) && line[len(name)] != '{' && line[len(name)] != ' ') {
+			continue
+		}
+		ok := true
+		for _, f := range filters {
+			ok = ok && strings.Contains(line, f)
+		}
+		var v float64
+		if _, err := fmt.Sscan(line[strings.LastIndex(line, " ")+1:], &v); ok && err == nil {
+			sum += v
+		}
+	}
+	return sum, nil
+}
+
+// WaitPodsSynced waits until the running kubelet has synced pods pods
+// (kubelet_pod_worker_duration_seconds counts each sync; a restarted
+// kubelet starts from zero).
+func (n *Node) WaitPodsSynced(pods int) {
+	n.t.Helper()
+	ctx, cancel := context.WithTimeout(n.t.Context(), readyTimeout)
+	defer cancel()
+	for {
+		got, err := n.KubeletMetric(ctx, "kubelet_pod_worker_duration_seconds_count")
+		if err == nil && got >= float64(pods) {
+			return
+		}
+		if ctx.Err() != nil {
+			n.t.Fatalf("kubelet synced %v pods within %s, want %d (%v)", got, readyTimeout, pods, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// kubeletConfig is kubelet's configuration for this host: cgroup v1 with
+// the cgroupfs driver and no per-QoS cgroups or node allocatable
+// enforcement, swap allowed, no authentication of its own API (bound to
+// loopback, so tests read its /metrics), eviction and image GC off (the host's disk is shared),
+// everything it writes under its directories.
+const kubeletConfig = `apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+cgroupDriver: cgroupfs
+failCgroupV1: false
+cgroupsPerQOS: false
+enforceNodeAllocatable: []
+failSwapOn: false
+containerRuntimeEndpoint: unix://%[1]s
+staticPodPath: %[2]s
+fileCheckFrequency: 1s
+address: 127.0.0.1
+port: %[3]d
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: %[6]d
+authentication:
+  anonymous:
+    enabled: true
+  webhook:
+    enabled: false
+authorization:
+  mode: AlwaysAllow
+podLogsDir: %[4]s
+volumePluginDir: %[5]s
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard:
+  memory.available: "1Mi"
+  nodefs.available: "1%%"
+  imagefs.available: "1%%"
+rotateCertificates: false
+serverTLSBootstrap: false
+registerNode: true
+`
+
+func (n *Node) writeKubeletConfig() error {
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	n.kubeletAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	healthz, err := freePort()
+	if err != nil {
+		return err
+	}
+	n.healthz = net.JoinHostPort("127.0.0.1", strconv.Itoa(healthz))
+	conf := fmt.Sprintf(kubeletConfig, n.Socket, n.StaticPodDir, port,
+		filepath.Join(n.Dir, "pod-logs"), filepath.Join(n.Dir, "volume-plugins"), healthz)
+	return os.WriteFile(filepath.Join(n.Dir, "kubelet.yaml"), []byte(conf), 0o644)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

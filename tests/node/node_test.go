@@ -1,0 +1,246 @@
+package node
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/plexus-cni/plexus/tests/harness"
+	"github.com/plexus-cni/plexus/tests/kubeenv"
+)
+
+// startNode is a control plane and a node on it, for one top-level test.
+func startNode(t *testing.T, name string) *Node {
+	t.Helper()
+	env := kubeenv.ForTest(t, kubeenv.Options{})
+	return Start(t, env, Options{Name: name})
+}
+
+// bridgeNADs creates a bridge NAD with host-local IPAM for each name, in a
+// fresh namespace ns, on bridges and leases of w.
+func bridgeNADs(t *testing.T, n *Node, w *harness.World, ns string, names ...string) {
+	t.Helper()
+	harness.Must(t, n.Env.CreateNamespace(t.Context(), ns, nil))
+	for _, nad := range names {
+		harness.Must(t, kubeenv.CreateNAD(t.Context(), n.Dyn, ns, nad, w.BridgeNADConfig(nad)))
+	}
+}
+
+// attachment is what a pod should have on one interface.
+type attachment struct{ network, ifName string }
+
+// assertAttached checks the pod's namespace has exactly the interfaces of
+// want, each with an address, and that network-status lists them in order
+// (default first) with those addresses.
+func assertAttached(t *testing.T, n *Node, pod *corev1.Pod, want []attachment) *harness.Container {
+	t.Helper()
+	c := n.PodNetns(pod)
+	var wantIfs []string
+	for _, a := range want {
+		wantIfs = append(wantIfs, a.ifName)
+	}
+	slices.Sort(wantIfs)
+	if got := harness.IfNames(c.Links(t)); !reflect.DeepEqual(got, wantIfs) {
+		t.Errorf("pod %s interfaces %v, want %v", pod.Name, got, wantIfs)
+	}
+	st := n.NetworkStatus(pod.Namespace, pod.Name)
+	if len(st) != len(want) {
+		t.Fatalf("network-status has %d entries, want %d: %+v", len(st), len(want), st)
+	}
+	for i, a := range want {
+		e := st[i]
+		if e.Name != a.network || e.Interface != a.ifName || e.Default != (i == 0) {
+			t.Errorf("network-status[%d] = {name %q interface %q default %v}, want {%q %q %v}",
+				i, e.Name, e.Interface, e.Default, a.network, a.ifName, i == 0)
+		}
+		addrs := c.Addrs(t, a.ifName)
+		if len(addrs) == 0 {
+			t.Errorf("%s has no address", a.ifName)
+		}
+		if ips := slices.Sorted(slices.Values(e.IPs)); !reflect.DeepEqual(ips, addrs) {
+			t.Errorf("network-status[%d] ips %v, but %s has %v", i, e.IPs, a.ifName, addrs)
+		}
+	}
+	return c
+}
+
+// assertCleanedUp checks that nothing of a deleted pod's attachments is
+// left: no host veth on w's bridges, no host-local lease, no plexus
+// record, result or lock, no entry of the runtime's libcni cache.
+func assertCleanedUp(t *testing.T, w *harness.World, before map[string]bool, sandboxID string) {
+	t.Helper()
+	w.AssertNoLeaks(before)
+	if left := CNICacheEntries(sandboxID); len(left) > 0 {
+		t.Errorf("libcni cache entries left for sandbox %s: %v", sandboxID, left)
+	}
+}
+
+func threeNetworks(ns string) []attachment {
+	return []attachment{{DefaultNetwork, "eth0"}, {ns + "/blue", "net1"}, {ns + "/red", "net2"}}
+}
+
+// TestThin is plexus installed as the node's CNI plugin, thin mode (the
+// runtime runs plexus for every call), under kubelet and containerd.
+func TestThin(t *testing.T) {
+	node := startNode(t, "node-thin")
+
+	// A pod created through the API selecting two NADs runs with eth0,
+	// net1 and net2; deleting it removes every attachment.
+	t.Run("PodWithSelections", func(t *testing.T) {
+		n := node.With(t)
+		w := n.PlexusWorld()
+		n.InstallPlexus(w)
+		const ns = "thin-sel"
+		bridgeNADs(t, n, w, ns, "blue", "red")
+		before := harness.HostVeths(t)
+		pod := n.RunPod(ns, "pod-a", "blue,red")
+		assertAttached(t, n, pod, threeNetworks(ns))
+		sb := n.ReadySandbox(pod)
+		n.DeletePod(ns, "pod-a")
+		assertCleanedUp(t, w, before, sb.ID)
+	})
+
+	// A static pod's sandbox carries the static pod's UID, not its mirror
+	// pod's: plexus must accept the mirror (kubernetes.io/config.mirror).
+	t.Run("StaticPod", func(t *testing.T) {
+		n := node.With(t)
+		w := n.PlexusWorld()
+		n.InstallPlexus(w)
+		const ns = "thin-static"
+		bridgeNADs(t, n, w, ns, "blue", "red")
+		before := harness.HostVeths(t)
+		manifest := n.WriteStaticPod(n.PodSpec(ns, "static-a", "blue,red"))
+		mirror := n.MirrorPodName("static-a")
+		pod, err := n.waitRunning(ns, mirror)
+		var sbErr *SandboxError
+		if errors.As(err, &sbErr) && strings.Contains(sbErr.Message, "the runtime asked for pod UID") {
+			n.removeStaticPod(manifest, ns, mirror)
+			t.Skipf("static pods need the runtime branch's fix (accept the mirror pod when kubernetes.io/config.mirror equals K8S_POD_UID); today: %s", sbErr.Message)
+		}
+		if err != nil {
+			t.Fatalf("static pod's mirror %s/%s not Running: %v\nevents:\n%s", ns, mirror, err, n.PodEvents(ns, mirror))
+		}
+		assertAttached(t, n, pod, threeNetworks(ns))
+		sb := n.ReadySandbox(pod)
+		n.removeStaticPod(manifest, ns, mirror)
+		assertCleanedUp(t, w, before, sb.ID)
+	})
+
+	t.Run("RuntimeCalls", func(t *testing.T) { testRuntimeCalls(t, node.With(t)) })
+}
+
+// removeStaticPod removes a static pod's manifest and waits until kubelet
+// has stopped it (its mirror gone, none of its sandboxes ready), then
+// removes its sandboxes as kubelet's garbage collection would.
+func (n *Node) removeStaticPod(manifest, namespace, mirror string) {
+	n.t.Helper()
+	pod := n.GetPod(namespace, mirror)
+	harness.Must(n.t, os.Remove(manifest))
+	n.WaitGone(namespace, mirror)
+	for _, sb := range n.Sandboxes(pod, "") {
+		n.WaitSandboxStopped(sb.ID)
+	}
+	n.RemoveSandboxes(pod)
+}
+
+// TestThick is plexus in thick mode under kubelet: plexusd serves the node
+// and the runtime runs the shim.
+func TestThick(t *testing.T) {
+	node := startNode(t, "node-thick")
+
+	// plexusd restarted while a pod runs: the pod keeps its networks, and
+	// its delete, served by the new plexusd, cleans up.
+	t.Run("PlexusdRestart", func(t *testing.T) {
+		n := node.With(t)
+		w := n.PlexusWorld()
+		d := w.StartDaemon("--node-name", n.Name)
+		n.InstallPlexus(w)
+		const ns = "thick-restart"
+		bridgeNADs(t, n, w, ns, "blue", "red")
+		before := harness.HostVeths(t)
+		pod := n.RunPod(ns, "pod-a", "blue,red")
+		assertAttached(t, n, pod, threeNetworks(ns))
+		sb := n.ReadySandbox(pod)
+
+		d.Stop()
+		d.Start()
+		assertAttached(t, n, pod, threeNetworks(ns))
+		n.DeletePod(ns, "pod-a")
+		assertCleanedUp(t, w, before, sb.ID)
+		if t.Failed() {
+			t.Logf("plexusd log:\n%s", d.Log())
+		}
+	})
+
+	// plexusd is down when the pod is deleted: the shim tears the pod's
+	// attachments down from plexus's record itself (DEL never waits).
+	t.Run("PlexusdDownAtDelete", func(t *testing.T) {
+		n := node.With(t)
+		w := n.PlexusWorld()
+		d := w.StartDaemon("--node-name", n.Name)
+		n.InstallPlexus(w)
+		const ns = "thick-down"
+		bridgeNADs(t, n, w, ns, "blue", "red")
+		before := harness.HostVeths(t)
+		pod := n.RunPod(ns, "pod-a", "blue,red")
+		assertAttached(t, n, pod, threeNetworks(ns))
+		sb := n.ReadySandbox(pod)
+
+		d.Stop()
+		n.DeletePod(ns, "pod-a")
+		assertCleanedUp(t, w, before, sb.ID)
+		if t.Failed() {
+			t.Logf("plexusd log:\n%s", d.Log())
+		}
+	})
+
+	// The node "reboots" in simulation: kubelet and containerd stop and
+	// start again while the pod runs. The pod keeps its sandbox, its
+	// interfaces and its network-status; a later delete cleans up.
+	t.Run("NodeReboot", func(t *testing.T) {
+		n := node.With(t)
+		w := n.PlexusWorld()
+		d := w.StartDaemon("--node-name", n.Name)
+		spyLog := filepath.Join(w.Dir, "cnispy.log")
+		n.InstallSpy(w, spyLog)
+		const ns = "thick-reboot"
+		bridgeNADs(t, n, w, ns, "blue", "red")
+		before := harness.HostVeths(t)
+		pod := n.RunPod(ns, "pod-a", "blue,red")
+		assertAttached(t, n, pod, threeNetworks(ns))
+		sb := n.ReadySandbox(pod)
+		status := n.GetPod(ns, "pod-a").Annotations[StatusAnnotation]
+
+		n.StopKubelet()
+		n.StopContainerd()
+		n.StartContainerd()
+		n.StartKubelet()
+		n.WaitReady()
+		// The pod's first sync by the new kubelet is where it would decide
+		// to re-create the sandbox.
+		n.WaitPodsSynced(1)
+
+		running := n.WaitRunning(ns, "pod-a")
+		if got := n.ReadySandbox(running); got.ID != sb.ID {
+			t.Errorf("after the restart the pod's sandbox is %s, want the same %s", got.ID, sb.ID)
+		}
+		if got := n.GetPod(ns, "pod-a").Annotations[StatusAnnotation]; got != status {
+			t.Errorf("network-status changed across the restart:\nbefore %s\nafter  %s", status, got)
+		}
+		assertAttached(t, n, running, threeNetworks(ns))
+		if adds := spyCalls(t, spyLog, "ADD", sb.ID); len(adds) != 1 {
+			t.Errorf("containerd sent %d ADDs for sandbox %s, want the 1 before the restart", len(adds), sb.ID)
+		}
+		n.DeletePod(ns, "pod-a")
+		assertCleanedUp(t, w, before, sb.ID)
+		if t.Failed() {
+			t.Logf("plexusd log:\n%s", d.Log())
+		}
+	})
+}
