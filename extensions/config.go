@@ -109,6 +109,20 @@ type limits struct {
 	enrichFailure  string
 }
 
+// tableEntries bounds the entries of a module's tables together
+// (wasmbin.BoundTables). wazero keeps a table in the host's memory, 8
+// bytes an entry, outside the memory cap, and grows it as far as the
+// table's maximum, which a Go module does not declare. The bound keeps
+// tables to a quarter of the memory cap again (memory cap / 32 entries),
+// and never below 65536 entries (512 KiB), so that a small cap still
+// takes a Go module: its table holds about one entry per function, 6,300
+// in plexus's examples, and never grows.
+func (l limits) tableEntries() uint32 {
+	return max(minTableEntries, uint32(uint64(l.memoryPages)*wasmPageSize/32))
+}
+
+const minTableEntries = 1 << 16
+
 func (m *ModuleConfig) limits() (limits, error) {
 	l := limits{
 		memoryPages: DefaultMemoryLimitPages, timeout: DefaultTimeout, maxOutput: DefaultMaxOutputBytes,

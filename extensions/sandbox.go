@@ -61,9 +61,20 @@ func (m *module) load(ctx context.Context) error {
 	if err := wasmfmt.CheckLimits(wasm); err != nil {
 		return fmt.Errorf("checking: %w", err)
 	}
+	// The table bound is part of the bytes compiled, and so of the
+	// compilation cache's key: a module under another memory cap is
+	// another entry.
+	wasm, err = wasmbin.BoundTables(wasm, m.lim.tableEntries())
+	if err != nil {
+		return fmt.Errorf("bounding its tables: %w", err)
+	}
 	wasm, ticked := m.addDeadlineCheck(wasm)
 	rc := wazero.NewRuntimeConfig().
 		WithCustomSections(true).
+		// DWARF only adds source lines to wazero's stack traces, which
+		// explain drops; reading it would be parsing debug sections with
+		// debug/dwarf, which CheckLimits does not look at, for nothing.
+		WithDebugInfoEnabled(false).
 		WithMemoryLimitPages(m.lim.memoryPages).
 		WithCloseOnContextDone(!ticked)
 	if m.cache != nil {
