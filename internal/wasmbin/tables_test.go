@@ -125,3 +125,54 @@ func TestBoundTableGrowInWazero(t *testing.T) {
 		r.Close(ctx)
 	}
 }
+
+// BoundTables never panics; for a module wazero accepts it refuses with
+// ErrTableLimit or returns a module wazero accepts, within wasmfmt's
+// limits, whose tables all declare maximums summing to at most the bound.
+func FuzzBoundTables(f *testing.F) {
+	f.Add(tables(nil, funcref(1, -1)), uint32(10))
+	f.Add(tables(nil, funcref(3, -1), funcref(2, 4)), uint32(10))
+	f.Add(endlessLoop, uint32(0))
+	ctx := context.Background()
+	r := wazero.NewRuntime(ctx)
+	defer r.Close(ctx)
+	f.Fuzz(func(t *testing.T, bin []byte, bound uint32) {
+		out, err := BoundTables(bin, bound)
+		if wasmfmt.CheckLimits(bin) != nil {
+			return
+		}
+		if _, cerr := r.CompileModule(ctx, bin); cerr != nil {
+			return // not a valid module to begin with
+		}
+		if err != nil {
+			if !errors.Is(err, ErrTableLimit) {
+				t.Fatalf("a valid module refused: %v", err)
+			}
+			return
+		}
+		if err := wasmfmt.CheckLimits(out); err != nil {
+			t.Fatalf("the bounded module is over the limits: %v", err)
+		}
+		if _, err := r.CompileModule(ctx, out); err != nil {
+			t.Fatalf("a valid module became invalid: %v", err)
+		}
+		sections, _ := wasmfmt.Sections(out)
+		for _, s := range sections {
+			if s.ID != wasmfmt.SectionTable {
+				continue
+			}
+			d := wasmfmt.NewDecoder(s.Body)
+			var sum uint64
+			for n := d.U32(); n > 0; n-- {
+				_, lim, _ := d.TableType()
+				if !lim.HasMax {
+					t.Fatalf("a table without a maximum: %+v", lim)
+				}
+				sum += uint64(lim.Max)
+			}
+			if sum > uint64(bound) {
+				t.Fatalf("maximums sum to %d, over the bound %d", sum, bound)
+			}
+		}
+	})
+}
