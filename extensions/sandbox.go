@@ -61,10 +61,9 @@ func (m *module) load(ctx context.Context) error {
 	if err := wasmfmt.CheckLimits(wasm); err != nil {
 		return fmt.Errorf("checking: %w", err)
 	}
-	// The table bound is part of the bytes compiled, and so of the
-	// compilation cache's key: a module under another memory cap is
-	// another entry.
-	wasm, err = wasmbin.BoundTables(wasm, m.lim.tableEntries())
+	// The table bound becomes part of the bytes compiled, the compilation
+	// cache's key; it is the same for every config (MaxTableEntries).
+	wasm, err = wasmbin.BoundTables(wasm, MaxTableEntries)
 	if err != nil {
 		return fmt.Errorf("bounding its tables: %w", err)
 	}

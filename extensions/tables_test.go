@@ -1,11 +1,13 @@
 package extensions
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -39,38 +41,38 @@ func allocated(f func()) uint64 {
 }
 
 // table.grow stops at the bound plexus declares on a table without a
-// maximum (memory cap / 32 entries, at least 65536): a grow past it
-// returns -1, as the spec says for a grow past the maximum, instead of
-// the host allocating 8 bytes an entry outside the module's memory cap
-// (128 MiB for 2^24 entries). A grow within the bound works.
+// maximum (MaxTableEntries): a grow past it returns -1, as the spec says
+// for a grow past the maximum, instead of the host allocating 8 bytes an
+// entry outside the module's memory cap (128 MiB for 2^24 entries). A
+// grow within the bound works, under the smallest memory cap too.
 func TestTableGrowBounded(t *testing.T) {
+	const refused = "hook returned status 4294967295, want 0"
 	cases := []struct {
-		name  string
-		pages uint32
-		delta uint32
-		want  string
+		name     string
+		delta    uint32
+		want     string
+		maxAlloc uint64
 	}{
-		{"2^24 entries", 1, 1 << 24, "hook returned status 4294967295, want 0"},
-		{"2^32-1 entries", 1, 1<<32 - 1, "hook returned status 4294967295, want 0"},
-		{"2^31 entries", DefaultMemoryLimitPages, 1 << 31, "hook returned status 4294967295, want 0"},
-		{"one past the floor", 1, minTableEntries, "hook returned status 4294967295, want 0"},
-		{"up to the floor", 1, minTableEntries - 1, "hook returned status 1, want 0"},
-		// 64 MiB / 32 = 2^21 entries; one more is refused.
-		{"one past the default cap's bound", DefaultMemoryLimitPages, 1 << 21, "hook returned status 4294967295, want 0"},
+		// wazero's runtime and the module take well under 4 MiB; the
+		// grows refused would take 128 MiB to 32 GiB.
+		{"2^24 entries", 1 << 24, refused, 4 << 20},
+		{"2^31 entries", 1 << 31, refused, 4 << 20},
+		{"2^32-1 entries", 1<<32 - 1, refused, 4 << 20},
+		{"one past the bound", MaxTableEntries, refused, 4 << 20},
+		// The table's 8 MiB (8.6 measured with the rest).
+		{"up to the bound", MaxTableEntries - 1, "hook returned status 1, want 0", 12 << 20},
 	}
 	for _, c := range cases {
 		for _, longLived := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/longLived=%v", c.name, longLived), func(t *testing.T) {
-				h := newHost(t, Config{Modules: []ModuleConfig{{Path: tableModule(t, 1, c.delta), MemoryLimitPages: c.pages}}, LongLived: longLived})
+				h := newHost(t, Config{Modules: []ModuleConfig{{Path: tableModule(t, 1, c.delta), MemoryLimitPages: 1}}, LongLived: longLived})
 				var err error
 				n := allocated(func() { err = runHook(h, "prepare", nil) })
 				if err == nil || !strings.Contains(err.Error(), c.want) {
 					t.Fatalf("err = %v\nwant %q", err, c.want)
 				}
-				// wazero's runtime and the module take well under 4 MiB;
-				// the grows refused would take 16 MiB to 32 GiB.
-				if n > 4<<20 {
-					t.Fatalf("the call allocated %d KiB", n>>10)
+				if n > c.maxAlloc {
+					t.Fatalf("the call allocated %d KiB, more than %d", n>>10, c.maxAlloc>>10)
 				}
 				t.Logf("%v (%d KiB allocated)", err, n>>10)
 			})
@@ -83,17 +85,17 @@ func TestTableGrowBounded(t *testing.T) {
 // host allocating the table (2^27 entries, wazero's largest, are 1 GiB).
 func TestTableMinimumOverBoundRefused(t *testing.T) {
 	cases := []struct {
-		pages, min uint32
-		want       string
+		min  uint32
+		want string
 	}{
-		{1, minTableEntries + 1, "table 0 declares a minimum of 65537 entries, more than the 65536 entries allowed"},
-		{DefaultMemoryLimitPages, 1 << 27, "table 0 declares a minimum of 134217728 entries, more than the 2097152 entries allowed"},
+		{MaxTableEntries + 1, "table 0 declares a minimum of 1048577 entries, more than the 1048576 entries allowed"},
+		{1 << 27, "table 0 declares a minimum of 134217728 entries, more than the 1048576 entries allowed"},
 	}
 	for _, c := range cases {
 		for _, longLived := range []bool{false, true} {
 			t.Run(fmt.Sprintf("min=%d/longLived=%v", c.min, longLived), func(t *testing.T) {
 				p := tableModule(t, c.min, 1)
-				h := newHost(t, Config{Modules: []ModuleConfig{{Path: p, MemoryLimitPages: c.pages}}, LongLived: longLived})
+				h := newHost(t, Config{Modules: []ModuleConfig{{Path: p}}, LongLived: longLived})
 				var err error
 				n := allocated(func() { err = runHook(h, "prepare", nil) })
 				want := `extension "tables", hook prepare: loading ` + p + ": bounding its tables: table bound exceeded: " + c.want
@@ -107,6 +109,35 @@ func TestTableMinimumOverBoundRefused(t *testing.T) {
 					t.Fatal("a runtime was kept for the refused module")
 				}
 			})
+		}
+	}
+}
+
+// The bounded module is the same under any memory cap, so the entry a
+// warm (plexusctl) compiled with the defaults serves a config with its
+// own cap: loading adds nothing to the cache.
+func TestTableBoundKeepsCacheKey(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	p := tableModule(t, 1, 1)
+	if _, err := Warm(ctx, dir, p); err != nil {
+		t.Fatal(err)
+	}
+	entries := func() []string {
+		m, err := filepath.Glob(filepath.Join(dir, "*", "*"))
+		if err != nil || len(m) == 0 {
+			t.Fatalf("no compiled module in %s: %v", dir, err)
+		}
+		return m
+	}
+	warmed := entries()
+	for _, mc := range []ModuleConfig{{Path: p, MemoryLimitPages: 1}, {Path: p, MemoryLimit: "1Gi"}} {
+		h := newHost(t, Config{CacheDir: dir, Modules: []ModuleConfig{mc}})
+		if err := runHook(h, "prepare", nil); err == nil || !strings.Contains(err.Error(), "hook returned status 1") {
+			t.Fatalf("%+v: err = %v", mc, err)
+		}
+		if got := entries(); !slices.Equal(got, warmed) {
+			t.Fatalf("%+v: cache entries %v, want the warmed %v", mc, got, warmed)
 		}
 	}
 }

@@ -162,7 +162,7 @@ func tableGrowModule(t *testing.T) string {
 
 // TestTableGrowBombContained: a module capped at one page of memory asks
 // for a table of 2^31 entries. plexus declares a maximum on the table
-// before compiling it (65,536 entries at this cap), so the grow returns
+// before compiling it (2^20 entries in all), so the grow returns
 // -1 inside the module, which carries on: the ADD succeeds with the
 // plexus process's peak memory that of any ADD, and the DEL leaves
 // nothing. Before, the process allocated 16 GiB or died trying.
