@@ -188,3 +188,35 @@ func TestDebugSectionsIgnored(t *testing.T) {
 		t.Logf("longLived=%v: %v (%d MiB allocated)", longLived, err, n>>20)
 	}
 }
+
+// Go's table (one entry per function, no maximum) takes the bound: the
+// examples run as before in thin mode and in plexusd, at the default
+// memory cap and a small one.
+func TestGoModulesTakeTableBound(t *testing.T) {
+	cases := []struct {
+		module, config, key, value, want string
+	}{
+		{"vlan", "", "com.example.vlan", "100", `"vlan":100`},
+		{"overrides", `{"allow":["mtu"]}`, "io.plexus.overrides", `{"mtu":1400}`, `"mtu":1400`},
+	}
+	for _, c := range cases {
+		for _, memory := range []string{"", "16Mi"} {
+			for _, longLived := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/memory=%q/longLived=%v", c.module, memory, longLived), func(t *testing.T) {
+					mc := ModuleConfig{Path: wasmPath(t, c.module), MemoryLimit: memory}
+					if c.config != "" {
+						mc.Config = []byte(c.config)
+					}
+					h := newHost(t, Config{Modules: []ModuleConfig{mc}, LongLived: longLived})
+					req := prepareReq(bridgeConf, map[string]string{c.key: c.value}, nil)
+					if err := h.Prepare(context.Background(), req); err != nil {
+						t.Fatal(err)
+					}
+					if !strings.Contains(string(req.Attachment.Config), c.want) {
+						t.Fatalf("config = %s, want %s in it", req.Attachment.Config, c.want)
+					}
+				})
+			}
+		}
+	}
+}
