@@ -23,6 +23,17 @@ const (
 	DefaultMaxOutputBytes   = 1 << 20
 	wasmPageSize            = 64 << 10
 	maxMemoryLimitPages     = 65536 // the 4 GiB of a 32-bit memory
+	// MaxTableEntries bounds the entries of a module's tables together
+	// (wasmbin.BoundTables). wazero keeps a table in the host's memory, 8
+	// bytes an entry, outside the memory cap, and grows it as far as the
+	// table's maximum, which a Go module does not declare: 2^32 entries
+	// would be 32 GiB. 2^20 entries are 8 MiB, an eighth of the default
+	// memory cap; a Go module's table holds one entry per function (about
+	// 6,300 in plexus's examples) and never grows. The bound is a constant,
+	// not a share of the memory cap, so that the bounded module's bytes,
+	// wazero's compilation cache key, are the same under any cap: a cache
+	// warmed with plexusctl serves every config.
+	MaxTableEntries = 1 << 20
 	// MaxModuleBytes bounds a module file. A Go wasip1 module is a few
 	// MiB; wazero's decoded form and compiled code cost a small multiple
 	// of the file, which wasmfmt.CheckLimits keeps so.

@@ -61,9 +61,19 @@ func (m *module) load(ctx context.Context) error {
 	if err := wasmfmt.CheckLimits(wasm); err != nil {
 		return fmt.Errorf("checking: %w", err)
 	}
+	// The table bound becomes part of the bytes compiled, the compilation
+	// cache's key; it is the same for every config (MaxTableEntries).
+	wasm, err = wasmbin.BoundTables(wasm, MaxTableEntries)
+	if err != nil {
+		return fmt.Errorf("bounding its tables: %w", err)
+	}
 	wasm, ticked := m.addDeadlineCheck(wasm)
 	rc := wazero.NewRuntimeConfig().
 		WithCustomSections(true).
+		// DWARF only adds source lines to wazero's stack traces, which
+		// explain drops; reading it would be parsing debug sections with
+		// debug/dwarf, which CheckLimits does not look at, for nothing.
+		WithDebugInfoEnabled(false).
 		WithMemoryLimitPages(m.lim.memoryPages).
 		WithCloseOnContextDone(!ticked)
 	if m.cache != nil {

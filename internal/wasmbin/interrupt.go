@@ -1,6 +1,7 @@
 // Package wasmbin rewrites WebAssembly binaries for plexus's hosts (the
 // policy evaluator and the extension host): it adds a deadline check, so
-// that a call can be stopped at its deadline cheaply.
+// that a call can be stopped at its deadline cheaply, and bounds tables'
+// growth (BoundTables, tables.go).
 //
 // wazero can stop a module when its context ends, but it does so by calling
 // out of the compiled code at every loop iteration, which made a policy

@@ -242,17 +242,56 @@ func (d *Decoder) importEntry(i uint32) {
 
 const kindTag = 4
 
-// tableType skips a table type, with the initializer prefix wazero reads.
-func (d *Decoder) tableType() {
+// tableType skips a table type.
+func (d *Decoder) tableType() { d.TableType() }
+
+// Limits are a table's or a memory's size limits.
+type Limits struct {
+	Flags  byte // bit 0: Max is present; bit 1: shared
+	Min    uint32
+	Max    uint32
+	HasMax bool
+}
+
+// AppendLimits appends l: its flags, min and, with HasMax, max. It sets
+// or clears the flags' bit 0 to match HasMax.
+func AppendLimits(b []byte, l Limits) []byte {
+	flags := l.Flags &^ 1
+	if l.HasMax {
+		flags |= 1
+	}
+	b = AppendU32(append(b, flags), l.Min)
+	if l.HasMax {
+		b = AppendU32(b, l.Max)
+	}
+	return b
+}
+
+// TableType reads a table type, with the initializer prefix wazero reads,
+// and returns its limits and the bytes before them (prefix and reference
+// type) and after them (initializer), which alias the decoder's input.
+// Re-encoding head, the limits and tail gives a table type again.
+func (d *Decoder) TableType() (head []byte, lim Limits, tail []byte) {
+	start := d.pos
 	init := d.err == nil && d.pos < len(d.buf) && d.buf[d.pos] == 0x40
 	if init {
 		d.Bytes(2) // 0x40 0x00
 	}
 	d.valType()
-	d.limits()
+	mid := d.pos
+	lim.Flags = d.Byte()
+	lim.Min = d.U32()
+	if lim.Flags&1 != 0 {
+		lim.Max, lim.HasMax = d.U32(), true
+	}
+	end := d.pos
 	if init {
 		d.constExpr()
 	}
+	if d.err != nil {
+		return nil, Limits{}, nil
+	}
+	return d.buf[start:mid], lim, d.buf[end:d.pos]
 }
 
 // constExpr skips a constant expression through its end: the

@@ -206,3 +206,41 @@ func FuzzCheckLimits(f *testing.F) {
 		}
 	})
 }
+
+// TableType splits each encoding of a table type around its limits, and
+// the parts with the limits re-encoded by AppendLimits are the input.
+func TestTableTypeSplitsAroundLimits(t *testing.T) {
+	cases := []struct {
+		name       string
+		in         []byte
+		head, tail []byte
+		lim        Limits
+	}{
+		{"funcref, min", []byte{0x70, 0x00, 0x80, 0x31}, []byte{0x70}, nil, Limits{Min: 6272}},
+		{"externref, min and max", []byte{0x6f, 0x01, 0x02, 0x03}, []byte{0x6f}, nil, Limits{Flags: 1, Min: 2, Max: 3, HasMax: true}},
+		{"(ref null func)", []byte{0x63, 0x70, 0x00, 0x05}, []byte{0x63, 0x70}, nil, Limits{Min: 5}},
+		{"initialized", []byte{0x40, 0x00, 0x70, 0x00, 0x01, 0xd0, 0x70, 0x0b},
+			[]byte{0x40, 0x00, 0x70}, []byte{0xd0, 0x70, 0x0b}, Limits{Min: 1}},
+	}
+	for _, c := range cases {
+		d := NewDecoder(c.in)
+		head, lim, tail := d.TableType()
+		if d.Err() != nil || d.Len() != 0 {
+			t.Fatalf("%s: err %v, %d bytes left", c.name, d.Err(), d.Len())
+		}
+		if string(head) != string(c.head) || string(tail) != string(c.tail) || lim != c.lim {
+			t.Fatalf("%s: got % x %+v % x, want % x %+v % x", c.name, head, lim, tail, c.head, c.lim, c.tail)
+		}
+		if got := append(AppendLimits(append([]byte(nil), head...), lim), tail...); string(got) != string(c.in) {
+			t.Fatalf("%s: re-encoded % x, want % x", c.name, got, c.in)
+		}
+	}
+	d := NewDecoder([]byte{0x70, 0x01, 0x05})
+	if head, _, tail := d.TableType(); d.Err() == nil || head != nil || tail != nil {
+		t.Fatalf("a truncated table type: err %v", d.Err())
+	}
+	// AppendLimits sets the flag to match HasMax.
+	if got := AppendLimits(nil, Limits{Min: 1, Max: 2, HasMax: true}); string(got) != "\x01\x01\x02" {
+		t.Fatalf("AppendLimits = % x", got)
+	}
+}
