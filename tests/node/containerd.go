@@ -114,23 +114,18 @@ func (n *Node) writeCrictlConfig() error {
 	return os.WriteFile(filepath.Join(n.Dir, "crictl.yaml"), []byte(conf), 0o644)
 }
 
-var (
-	pauseArchiveOnce sync.Once
-	pauseArchiveErr  error
-)
+// PauseImage is the image of every sandbox (containerd's sandbox_image) and
+// of the tests' containers: the name `make pause-image` gives it (mk/image.mk
+// PAUSE_IMAGE). It is imported, never pulled: pods use imagePullPolicy Never
+// and there is no registry.
+const PauseImage = "localhost/plexus/pause:3.10"
 
 // importPauseImage imports PauseImage into the node's containerd, in the
-// CRI's namespace and unpacked for its snapshotter. The archive is packed
-// once per test binary, beside the pause command built into
-// harness.BinDir (removed with it).
+// CRI's namespace and unpacked for its snapshotter, from the archive `make
+// pause-image` builds into the node's BinDir with the same builder as the
+// plexus image (tools/image).
 func (n *Node) importPauseImage() error {
-	archive := filepath.Join(harness.BinDir, "pause-image.tar")
-	pauseArchiveOnce.Do(func() {
-		pauseArchiveErr = writeImageArchive(archive, filepath.Join(harness.BinDir, "pause"), PauseImage)
-	})
-	if pauseArchiveErr != nil {
-		return fmt.Errorf("pack the pause image: %w", pauseArchiveErr)
-	}
+	archive := filepath.Join(n.binDir, "pause-image.tar")
 	snap, err := snapshotter(n.Dir)
 	if err != nil {
 		return err

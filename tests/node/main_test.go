@@ -11,14 +11,11 @@ import (
 
 // TestMain runs the node tests only with PLEXUS_E2E=1 (make test sets it):
 // they start containerd and kubelet on the host, need root, and change
-// sysctls for their duration. The pause image's command and the CNI spy
-// are built into the harness's bin directory, containerd's CNI bin_dir.
+// sysctls for their duration. The CNI spy is built into the harness's bin directory, containerd's CNI bin_dir.
 func TestMain(m *testing.M) {
 	if os.Getenv(kubeenv.E2EEnv) != "1" {
 		fmt.Fprintf(os.Stderr, "skipping node tests (containerd + kubelet on this host): set %s=1 to run them (needs root)\n", kubeenv.E2EEnv)
 		os.Exit(0)
 	}
-	os.Exit(harness.MainBuilding(m,
-		"github.com/plexus-cni/plexus/tests/node/pause",
-		"github.com/plexus-cni/plexus/tests/node/cnispy"))
+	os.Exit(harness.MainBuilding(m, "github.com/plexus-cni/plexus/tests/node/cnispy"))
 }

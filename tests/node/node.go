@@ -81,7 +81,7 @@ type Node struct {
 // Binaries a node needs besides the control plane's: built into BinDir by
 // `make node-bins`, and installed from Debian by `make node-deps`.
 var (
-	builtBins = []string{"kubelet", "crictl"}
+	builtBins = []string{"kubelet", "crictl", "pause-image.tar"}
 	hostBins  = []string{"containerd", "containerd-shim-runc-v2", "ctr", "runc"}
 )
 
@@ -114,7 +114,7 @@ func Start(t testing.TB, env *kubeenv.Env, opts Options) *Node {
 	}
 	for _, b := range builtBins {
 		if _, err := os.Stat(filepath.Join(opts.BinDir, b)); err != nil {
-			skipOrFail(t, fmt.Sprintf("%s not found in %s: run `make node-bins`", b, opts.BinDir))
+			skipOrFail(t, fmt.Sprintf("%s not found in %s: run `make node-bins pause-image`", b, opts.BinDir))
 		}
 	}
 	for _, b := range hostBins {

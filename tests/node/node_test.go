@@ -1,12 +1,10 @@
 package node
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -118,11 +116,6 @@ func TestThin(t *testing.T) {
 		manifest := n.WriteStaticPod(n.PodSpec(ns, "static-a", "blue,red"))
 		mirror := n.MirrorPodName("static-a")
 		pod, err := n.waitRunning(ns, mirror)
-		var sbErr *SandboxError
-		if errors.As(err, &sbErr) && strings.Contains(sbErr.Message, "the runtime asked for pod UID") {
-			n.removeStaticPod(manifest, ns, mirror)
-			t.Skipf("static pods need the runtime branch's fix (accept the mirror pod when kubernetes.io/config.mirror equals K8S_POD_UID); today: %s", sbErr.Message)
-		}
 		if err != nil {
 			t.Fatalf("static pod's mirror %s/%s not Running: %v\nevents:\n%s", ns, mirror, err, n.PodEvents(ns, mirror))
 		}
