@@ -14,11 +14,12 @@ import (
 	"github.com/containernetworking/cni/pkg/utils"
 	"github.com/containernetworking/cni/pkg/version"
 
+	"github.com/plexus-cni/plexus/core/config"
 	"github.com/plexus-cni/plexus/internal/daemon"
 )
 
 // Versions are the CNI versions plexus supports.
-var Versions = version.PluginSupports("0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0")
+var Versions = config.Versions
 
 // Handle runs a call forwarded by the shim (plexusd's side): the same
 // command with the same environment and config, checked as the CNI

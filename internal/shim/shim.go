@@ -1,7 +1,7 @@
-// Package shim is the plugin side of thick mode in Go: the plexus plugin,
-// when its config names plexusd's socket, forwards a CNI call with it and
-// hands back the answer exactly. The plexus-shim binary (cmd/plexus-shim,
-// in Rust) behaves the same way.
+// Package shim is thick mode's forwarder: it sends a CNI call to plexusd
+// over its unix socket and hands back the answer exactly. The plexus-shim
+// binary is Main; the plexus plugin uses Forward when its config names a
+// socket.
 package shim
 
 import (
@@ -9,14 +9,14 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/plexus-cni/plexus/core/config/daemonconf"
+	"github.com/plexus-cni/plexus/core/config"
 	"github.com/plexus-cni/plexus/internal/daemon/wire"
 	"github.com/plexus-cni/plexus/internal/jsonstr"
 )
 
-// CNI error codes the shim reports itself.
+// CNI error codes the forwarder reports itself.
 const (
-	// CodeDaemonUnreachable: the shim could not reach plexusd for an ADD.
+	// CodeDaemonUnreachable: plexusd could not be reached for an ADD.
 	CodeDaemonUnreachable uint = 115
 	// The CNI spec's well-known codes.
 	CodeInvalidNetworkConfig uint = 7
@@ -38,12 +38,12 @@ func (e *Error) Document() []byte {
 }
 
 // Forward sends the call to plexusd and returns its reply. When plexusd
-// cannot be reached, an ADD waits conf.Wait for it to become ready; a DEL
+// cannot be reached, an ADD waits daemonWait for it to become ready; a DEL
 // runs delFallback, which tears down from the attachment record without
 // plexusd, so a dead daemon never leaks interfaces or leases, and its reply
 // is nil; any other command fails.
-func Forward(conf *daemonconf.Daemon, call *wire.Call, delFallback func() error) (*wire.Reply, error) {
-	client := &wire.Client{Socket: conf.Socket}
+func Forward(conf *config.Daemon, call *wire.Call, delFallback func() error) (*wire.Reply, error) {
+	client := &wire.Client{Socket: conf.DaemonSocket}
 	reply, err := client.Do(call)
 	if !errors.Is(err, wire.ErrUnreachable) {
 		return reply, err
@@ -52,15 +52,17 @@ func Forward(conf *daemonconf.Daemon, call *wire.Call, delFallback func() error)
 	case "DEL":
 		return nil, delFallback()
 	case "ADD":
-		if err := client.WaitReady(time.Now().Add(conf.Wait)); err != nil {
-			return nil, &Error{CodeDaemonUnreachable, podOf(call) + ": " + err.Error() + " (waited " + conf.Wait.String() + ")"}
+		wait := conf.Wait()
+		if err := client.WaitReady(time.Now().Add(wait)); err != nil {
+			return nil, &Error{CodeDaemonUnreachable, podOf(call) + ": " + err.Error() + " (waited " + wait.String() + ")"}
 		}
 		return client.Do(call)
 	}
 	return nil, &Error{CodeDaemonUnreachable, err.Error()}
 }
 
-// CNIEnv collects the CNI_* variables of an environment.
+// CNIEnv collects the CNI_* variables of an environment; a repeated one
+// keeps its last value.
 func CNIEnv(environ []string) map[string]string {
 	env := map[string]string{}
 	for _, kv := range environ {
@@ -92,8 +94,7 @@ func podOf(c *wire.Call) string {
 	return "container " + c.Env["CNI_CONTAINERID"]
 }
 
-// cut is strings.Cut for one byte; the strings package would bring the
-// unicode tables' initialization into every start of the shim.
+// cut is strings.Cut for one byte.
 func cut(s string, sep byte) (before, after string, found bool) {
 	for i := 0; i < len(s); i++ {
 		if s[i] == sep {
