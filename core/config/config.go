@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/containernetworking/cni/pkg/version"
+
+	"github.com/plexus-cni/plexus/core/config/daemonconf"
 )
 
 // Defaults for keys left out.
@@ -18,10 +20,6 @@ const (
 	DefaultCacheDir        = "/var/lib/cni/plexus"
 	DefaultConfDir         = "/etc/cni/net.d"
 )
-
-// Versions are the CNI versions plexus supports: the plugin's, plexusd's
-// and the shim's.
-var Versions = version.PluginSupports("0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0")
 
 // Config is plexus's network configuration.
 type Config struct {
@@ -69,14 +67,14 @@ type Config struct {
 	Extensions json.RawMessage `json:"extensions,omitempty"`
 
 	// DaemonSocket and DaemonWait switch the plugin to thick mode's
-	// forwarder (Daemon).
+	// forwarder (Daemon; the shim reads them with daemonconf.Parse).
 	DaemonSocket string   `json:"daemonSocket,omitempty"`
 	DaemonWait   Duration `json:"daemonWait,omitempty"`
 }
 
 // Daemon is the config's thick-mode keys.
-func (c *Config) Daemon() *Daemon {
-	return &Daemon{DaemonSocket: c.DaemonSocket, DaemonWait: c.DaemonWait}
+func (c *Config) Daemon() *daemonconf.Daemon {
+	return &daemonconf.Daemon{DaemonSocket: c.DaemonSocket, DaemonWait: c.DaemonWait}
 }
 
 // plexusKeys are the keys Config defines; cniKeys are those the CNI spec
@@ -102,14 +100,14 @@ func Parse(stdin []byte) (*Config, error) {
 // config, whose default network is found on the node (s6.1).
 func ParseBase(stdin []byte) (*Config, error) {
 	var keys map[string]json.RawMessage
-	if err := decode(stdin, &keys); err != nil {
+	if err := daemonconf.Decode(stdin, &keys); err != nil {
 		return nil, err
 	}
 	if err := checkKeys(keys); err != nil {
 		return nil, err
 	}
 	c := &Config{}
-	if err := decode(stdin, c); err != nil {
+	if err := daemonconf.Decode(stdin, c); err != nil {
 		return nil, err
 	}
 	c.applyDefaults()
@@ -161,7 +159,7 @@ func (c *Config) validate() error {
 	if _, err := c.Level(); err != nil {
 		return err
 	}
-	return c.Daemon().check()
+	return c.Daemon().Check()
 }
 
 // Level maps logLevel to a slog level; the default is info.

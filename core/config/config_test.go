@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/plexus-cni/plexus/core/config/daemonconf"
 )
 
 func TestParseDefaults(t *testing.T) {
@@ -133,10 +135,10 @@ func TestDurationRoundTrips(t *testing.T) {
 	}
 }
 
-// The shim reads daemonSocket and daemonWait with ParseDaemon; it must
+// The shim reads daemonSocket and daemonWait with daemonconf.Parse; it must
 // accept and refuse the values Parse accepts and refuses, and read the
 // same socket and wait.
-func TestParseDaemonAgreesWithParse(t *testing.T) {
+func TestDaemonKeysAgreeWithParse(t *testing.T) {
 	tests := []struct {
 		keys   string
 		socket string
@@ -161,23 +163,23 @@ func TestParseDaemonAgreesWithParse(t *testing.T) {
 		t.Run(tt.keys, func(t *testing.T) {
 			conf := []byte(`{"clusterNetwork":"/c",` + tt.keys + `}`)
 			c, err := Parse(conf)
-			d, derr := ParseDaemon(conf)
+			d, derr := daemonconf.Parse(conf)
 			if tt.err != "" {
 				if err == nil || derr == nil || !strings.HasPrefix(err.Error(), tt.err) || !strings.HasPrefix(derr.Error(), tt.err) {
-					t.Fatalf("Parse: %v; ParseDaemon: %v; want both to start with %q", err, derr, tt.err)
+					t.Fatalf("Parse: %v; daemonconf.Parse: %v; want both to start with %q", err, derr, tt.err)
 				}
 				return
 			}
 			if err != nil || derr != nil {
-				t.Fatalf("Parse: %v; ParseDaemon: %v", err, derr)
+				t.Fatalf("Parse: %v; daemonconf.Parse: %v", err, derr)
 			}
 			if c.DaemonSocket != tt.socket || d.DaemonSocket != tt.socket || c.Daemon().Wait() != tt.wait || d.Wait() != tt.wait {
-				t.Fatalf("Parse read %q %v, ParseDaemon %q %v; want %q %v", c.DaemonSocket, c.Daemon().Wait(), d.DaemonSocket, d.Wait(), tt.socket, tt.wait)
+				t.Fatalf("Parse read %q %v, daemonconf.Parse %q %v; want %q %v", c.DaemonSocket, c.Daemon().Wait(), d.DaemonSocket, d.Wait(), tt.socket, tt.wait)
 			}
 		})
 	}
 	for _, bad := range []string{`[]`, `{"daemonSocket":`, `"x"`, `{} x`} {
-		if _, err := ParseDaemon([]byte(bad)); err == nil || !strings.HasPrefix(err.Error(), "plexus config is not a JSON object: ") {
+		if _, err := daemonconf.Parse([]byte(bad)); err == nil || !strings.HasPrefix(err.Error(), "plexus config is not a JSON object: ") {
 			t.Errorf("%s: %v", bad, err)
 		}
 	}

@@ -14,12 +14,12 @@ import (
 	"github.com/containernetworking/cni/pkg/utils"
 	"github.com/containernetworking/cni/pkg/version"
 
-	"github.com/plexus-cni/plexus/core/config"
 	"github.com/plexus-cni/plexus/internal/daemon"
+	"github.com/plexus-cni/plexus/internal/shim"
 )
 
 // Versions are the CNI versions plexus supports.
-var Versions = config.Versions
+var Versions = version.PluginSupports(shim.CNIVersions...)
 
 // Handle runs a call forwarded by the shim (plexusd's side): the same
 // command with the same environment and config, checked as the CNI

@@ -2,6 +2,7 @@ package shim
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -9,7 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/plexus-cni/plexus/core/config"
+	"github.com/plexus-cni/plexus/core/config/daemonconf"
 	"github.com/plexus-cni/plexus/internal/daemon/wire"
 )
 
@@ -27,9 +28,9 @@ func Main(about string, environ []string, stdin io.Reader, stdout, stderr io.Wri
 	env := CNIEnv(environ)
 	switch env["CNI_COMMAND"] {
 	case "VERSION":
-		return status(config.Versions.Encode(stdout), 0)
+		return status(versionInfo(stdout), 0)
 	case "":
-		_, err := io.WriteString(stderr, about+"\nCNI protocol versions supported: "+strings.Join(config.Versions.SupportedVersions(), ", ")+"\n")
+		_, err := io.WriteString(stderr, about+"\nCNI protocol versions supported: "+strings.Join(CNIVersions, ", ")+"\n")
 		return status(err, 0)
 	}
 	raw, conf, err := readConfig(stdin)
@@ -61,7 +62,7 @@ func Main(about string, environ []string, stdin io.Reader, stdout, stderr io.Wri
 
 // readConfig reads the config from stdin, bounded as plexusd bounds a
 // call, and its daemon keys.
-func readConfig(stdin io.Reader) ([]byte, *config.Daemon, error) {
+func readConfig(stdin io.Reader) ([]byte, *daemonconf.Daemon, error) {
 	raw, err := io.ReadAll(io.LimitReader(stdin, wire.MaxCallBytes+1))
 	if err != nil {
 		return nil, nil, errors.New("reading the config from stdin: " + err.Error())
@@ -69,7 +70,7 @@ func readConfig(stdin io.Reader) ([]byte, *config.Daemon, error) {
 	if len(raw) > wire.MaxCallBytes {
 		return nil, nil, errors.New("reading the config from stdin: over the limit of a call to plexusd")
 	}
-	conf, err := config.ParseDaemon(raw)
+	conf, err := daemonconf.Parse(raw)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -99,6 +100,15 @@ func runFullPlugin(conf []byte, stdout, stderr io.Writer) (int, error) {
 		return 0, errors.New("running " + cmd.Path + " for a DEL without plexusd: " + err.Error())
 	}
 	return 0, nil
+}
+
+// versionInfo is the answer to VERSION, as the CNI library's skel prints
+// it (the shim does not load that library: it starts for every call).
+func versionInfo(w io.Writer) error {
+	return json.NewEncoder(w).Encode(struct {
+		CNIVersion        string   `json:"cniVersion"`
+		SupportedVersions []string `json:"supportedVersions"`
+	}{CNIVersions[len(CNIVersions)-1], CNIVersions})
 }
 
 // fail prints a CNI error and returns the failing status.

@@ -9,10 +9,14 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/plexus-cni/plexus/core/config"
+	"github.com/plexus-cni/plexus/core/config/daemonconf"
 	"github.com/plexus-cni/plexus/internal/daemon/wire"
 	"github.com/plexus-cni/plexus/internal/jsonstr"
 )
+
+// CNIVersions are the CNI versions plexus supports (the plugin's, plexusd's
+// and the shim's), oldest first.
+var CNIVersions = []string{"0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"}
 
 // CNI error codes the forwarder reports itself.
 const (
@@ -42,7 +46,7 @@ func (e *Error) Document() []byte {
 // runs delFallback, which tears down from the attachment record without
 // plexusd, so a dead daemon never leaks interfaces or leases, and its reply
 // is nil; any other command fails.
-func Forward(conf *config.Daemon, call *wire.Call, delFallback func() error) (*wire.Reply, error) {
+func Forward(conf *daemonconf.Daemon, call *wire.Call, delFallback func() error) (*wire.Reply, error) {
 	client := &wire.Client{Socket: conf.DaemonSocket}
 	reply, err := client.Do(call)
 	if !errors.Is(err, wire.ErrUnreachable) {
