@@ -46,7 +46,8 @@ func TestParseErrors(t *testing.T) {
 		{`{"type":"plexus","clusterNetwork":"x","apiBudget":"soon"}`, `"apiBudget": "soon" is not a duration`},
 		{`{"type":"plexus","clusterNetwork":"x","apiBudget":"0s"}`, `"apiBudget": "0s" must be positive`},
 		{`{"type":"plexus","clusterNetwork":"x","apiBudget":30}`, `plexus config: "apiBudget": 30 is not a duration string`},
-		{`{"type":"plexus","clusterNetwork":"x","daemonSocket":5}`, `plexus config: json: cannot unmarshal number into Go struct field Config.daemonSocket of type string`},
+		{`{"type":"plexus","clusterNetwork":"x","daemonSocket":5}`, `plexus config: "daemonSocket": want string, got number`},
+		{`{"type":"plexus","clusterNetwork":"x","capabilities":[]}`, `plexus config: "capabilities": want map[string]bool, got array`},
 	}
 	for _, tt := range tests {
 		_, err := Parse([]byte(tt.in))
@@ -153,7 +154,7 @@ func TestDaemonKeysAgreeWithParse(t *testing.T) {
 		{keys: `"daemonSocket":"/a","daemonSocket":null`, socket: "/a", wait: DefaultDaemonWait},
 		{keys: `"daemonSocket":"","daemonWait":null`, wait: DefaultDaemonWait},
 		{keys: `"daemonSocket":"run/x.sock"`, err: `plexus config: "daemonSocket" "run/x.sock" must be an absolute path`},
-		{keys: `"daemonSocket":5`, err: `plexus config: json: cannot unmarshal number into Go struct field`},
+		{keys: `"daemonSocket":5`, err: `plexus config: "daemonSocket": want string, got number`},
 		{keys: `"daemonSocket":"/s","daemonWait":"soon"`, err: `plexus config: "daemonWait": "soon" is not a duration`},
 		{keys: `"daemonWait":"-2s"`, err: `plexus config: "daemonWait": "-2s" must be positive`},
 		{keys: `"daemonWait":"0s"`, err: `plexus config: "daemonWait": "0s" must be positive`},

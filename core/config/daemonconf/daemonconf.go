@@ -69,18 +69,21 @@ func (d Duration) Or(def time.Duration) time.Duration {
 }
 
 // Unmarshal is json.Unmarshal for plexus's config and the objects in it,
-// with a bad duration named by its key's path: "daemonWait": "soon" is not
-// a duration, "modules.timeout": "-1s" must be positive.
+// with a value of the wrong type named by its key's path: "daemonWait":
+// "soon" is not a duration, "modules.timeout": "-1s" must be positive,
+// "daemonSocket": want string, got number.
 func Unmarshal(data []byte, v any) error {
 	err := json.Unmarshal(data, v)
 	var te *json.UnmarshalTypeError
-	if !errors.As(err, &te) || te.Type != durationType {
+	switch {
+	case !errors.As(err, &te) || te.Field == "" && te.Type != durationType:
 		return err
-	}
-	if te.Field == "" {
+	case te.Field == "":
 		return errors.New(te.Value)
+	case te.Type == durationType:
+		return fmt.Errorf("%q: %s", te.Field, te.Value)
 	}
-	return fmt.Errorf("%q: %s", te.Field, te.Value)
+	return fmt.Errorf("%q: want %s, got %s", te.Field, te.Type, te.Value)
 }
 
 // DefaultWait is how long an ADD waits for plexusd when daemonWait is not
