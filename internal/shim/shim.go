@@ -7,6 +7,7 @@ package shim
 import (
 	"errors"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/plexus-cni/plexus/core/config/daemonconf"
@@ -70,8 +71,8 @@ func Forward(conf *daemonconf.Daemon, call *wire.Call, delFallback func() error)
 func CNIEnv(environ []string) map[string]string {
 	env := map[string]string{}
 	for _, kv := range environ {
-		k, v, ok := cut(kv, '=')
-		if ok && len(k) > 4 && k[:4] == "CNI_" {
+		k, v, ok := strings.Cut(kv, "=")
+		if ok && len(k) > 4 && strings.HasPrefix(k, "CNI_") {
 			env[k] = v
 		}
 	}
@@ -81,10 +82,8 @@ func CNIEnv(environ []string) map[string]string {
 // podOf names the pod of a call for messages.
 func podOf(c *wire.Call) string {
 	var ns, name string
-	for rest, more := c.Env["CNI_ARGS"], true; more; {
-		var kv string
-		kv, rest, more = cut(rest, ';')
-		k, v, _ := cut(kv, '=')
+	for kv := range strings.SplitSeq(c.Env["CNI_ARGS"], ";") {
+		k, v, _ := strings.Cut(kv, "=")
 		switch k {
 		case "K8S_POD_NAMESPACE":
 			ns = v
@@ -96,14 +95,4 @@ func podOf(c *wire.Call) string {
 		return "pod " + ns + "/" + name
 	}
 	return "container " + c.Env["CNI_CONTAINERID"]
-}
-
-// cut is strings.Cut for one byte.
-func cut(s string, sep byte) (before, after string, found bool) {
-	for i := 0; i < len(s); i++ {
-		if s[i] == sep {
-			return s[:i], s[i+1:], true
-		}
-	}
-	return s, "", false
 }
