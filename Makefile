@@ -1,11 +1,7 @@
-# plexus: `make demo` and `make test` are all a new machine needs (root, Go,
-# cargo).
+# plexus: `make demo` and `make test` are all a new machine needs (root, Go).
 BIN     ?= $(CURDIR)/bin
 GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-# The thick-mode shim is Rust (cmd/plexus-shim/Cargo.toml says why); rustup
-# installs cargo in ~/.cargo/bin, which is not always on PATH.
-CARGO   ?= $(shell command -v cargo 2>/dev/null || echo $(HOME)/.cargo/bin/cargo)
 
 # Reference CNI plugins and cnitool, pinned by go.mod's tool directives.
 REF_PLUGINS := \
@@ -25,7 +21,7 @@ REF_PLUGINS := \
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 EXT_BIN := $(BIN)/extensions
 
-.PHONY: all build shim plugins demo test test-unit fuzz bench lint clean
+.PHONY: all build plugins demo test test-unit fuzz bench lint clean
 all: build
 
 ## build: plexus binaries, the reference plugins, cnitool and the example
@@ -33,16 +29,9 @@ all: build
 # Plugins are built static (no cgo), as the reference plugins are released:
 # a runtime starts a CNI plugin for every call, and a dynamically linked Go
 # binary spends about 0.9 ms of each start in the dynamic loader.
-build: plugins ext-examples shim
+build: plugins ext-examples
 	@mkdir -p $(BIN)
 	CGO_ENABLED=0 $(GO) build -ldflags "-X main.Version=$(VERSION)" -o $(BIN)/ ./cmd/...
-
-## shim: the thick-mode plugin binary (standard library only, built offline)
-shim:
-	@mkdir -p $(BIN)
-	@test -x "$(CARGO)" || { echo "make: cargo not found (PATH or ~/.cargo/bin); the thick-mode shim is Rust, see cmd/plexus-shim/Cargo.toml" >&2; exit 1; }
-	cd cmd/plexus-shim && PLEXUS_VERSION=$(VERSION) $(CARGO) build --release --offline --locked --quiet
-	cp _output/cargo/release/plexus-shim $(BIN)/plexus-shim
 
 plugins:
 	@mkdir -p $(BIN)
@@ -55,7 +44,7 @@ demo: build
 # RACE_PKGS start goroutines or are used concurrently by plexusd; extensions
 # is left out: wazero compiling the example modules under -race outlasts
 # go test's 10-minute limit.
-RACE_PKGS := ./core/lock/ ./core/source/kube/cached/ ./core/source/manifests/ ./internal/daemon/ ./internal/plexusd/ ./internal/install/ ./internal/cniplugin/ ./internal/wasmbin/ ./policies/
+RACE_PKGS := ./core/lock/ ./core/source/kube/cached/ ./core/source/manifests/ ./internal/daemon/ ./internal/plexusd/ ./internal/install/ ./internal/cniplugin/ ./internal/wasmbin/ ./policies/ ./internal/shim/ ./internal/daemon/wire/
 
 ## test: every test: unit, netns integration, Kubernetes e2e, the SDK and
 ## the example extensions (needs root)
@@ -66,7 +55,6 @@ test: build k8s-bins node-bins node-deps pause-image
 	CGO_ENABLED=1 $(GO) test -race -count=1 $(RACE_PKGS)
 	cd sdk && GOWORK=off $(GO) test -count=1 ./...
 	cd extensions/examples && GOWORK=off $(GO) test -count=1 ./...
-	cd cmd/plexus-shim && $(CARGO) test --release --offline --locked --quiet
 	$(MAKE) test-image
 	$(MAKE) fuzz
 
@@ -75,7 +63,7 @@ test: build k8s-bins node-bins node-deps pause-image
 # report "context deadline exceeded" as the time runs out (golang/go#75804).
 # 40,000 inputs take 1-5 s per target here.
 FUZZTIME ?= 40000x
-FUZZ_TARGETS := core/selection:FuzzParse core/status:FuzzFromResult core/record:FuzzDecode core/nad:FuzzFromSpecConfig extensions:FuzzGuestOutput internal/wasmbin:FuzzAddDeadlineCheck internal/wasmbin:FuzzBoundTables core/config/daemonconf:FuzzReadKeysAgreesWithEncodingJSON internal/daemon/wire:FuzzDecodeRequest
+FUZZ_TARGETS := core/selection:FuzzParse core/status:FuzzFromResult core/record:FuzzDecode core/nad:FuzzFromSpecConfig extensions:FuzzGuestOutput internal/wasmbin:FuzzAddDeadlineCheck internal/wasmbin:FuzzBoundTables internal/daemon/wire:FuzzDecodeRequest
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		$(GO) test ./$${t%%:*} -run '^$$' -fuzz "^$${t##*:}\$$" -fuzztime $(FUZZTIME); \
@@ -92,16 +80,16 @@ bench: build k8s-bins
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 20x ./extensions/
 	PLEXUS_BIN=$(BIN) $(GO) test -run '^$$' -bench Lifecycle -benchtime 15x ./tests/bench/
 	PLEXUS_BIN=$(BIN) $(GO) test -run '^$$' -bench RatioReferencePod -benchtime 30x ./tests/bench/
+	PLEXUS_BIN=$(BIN) $(GO) test -run '^$$' -bench ShimCall -benchtime 500x ./tests/bench/
 	PLEXUS_BIN=$(BIN) $(GO) test -run '^$$' -bench ThinPolicyCost -benchtime 150x ./tests/bench/
 	PLEXUS_BIN=$(BIN) $(GO) test -run '^$$' -bench 'Concurrent|Memory' -benchtime 2x ./tests/bench/
 	PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 $(GO) test -count=1 -v -run 'TestKubernetes/(Thick)?RequestCounts' ./tests/e2e/ | grep 'API requests'
 
-## lint: gofmt, go vet, staticcheck; rustfmt and clippy for the shim
+## lint: gofmt, go vet, staticcheck
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
-	cd cmd/plexus-shim && $(CARGO) fmt --check && $(CARGO) clippy --release --offline --locked --quiet -- -D warnings
 	$(MAKE) lint-image
 
 clean:

@@ -264,6 +264,21 @@ func TestParseConfig(t *testing.T) {
 	}
 }
 
+// A module's timeout is a config duration: refused by its key's path.
+func TestParseConfigNamesBadTimeouts(t *testing.T) {
+	for v, want := range map[string]string{
+		`"soon"`: `plugin config: "extensions.modules.timeout": "soon" is not a duration`,
+		`"-1s"`:  `plugin config: "extensions.modules.timeout": "-1s" must be positive`,
+		`"0s"`:   `plugin config: "extensions.modules.timeout": "0s" must be positive`,
+		`250`:    `plugin config: "extensions.modules.timeout": 250 is not a duration string`,
+	} {
+		_, err := ParseConfig([]byte(`{"extensions":{"modules":[{"path":"x","timeout":` + v + `}]}}`))
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("timeout %s: %v, want %s", v, err, want)
+		}
+	}
+}
+
 // A module that owns keys but has no prepare hook is never compiled by
 // Prepare; unowned keys warn or fail as configured.
 func TestUnownedKeys(t *testing.T) {

@@ -88,7 +88,7 @@ func ParseConfig(pluginConf []byte) (Config, error) {
 	var top struct {
 		Extensions *Config `json:"extensions"`
 	}
-	if err := json.Unmarshal(pluginConf, &top); err != nil {
+	if err := config.Unmarshal(pluginConf, &top); err != nil {
 		return Config{}, fmt.Errorf("plugin config: %w", err)
 	}
 	if top.Extensions == nil {
@@ -135,12 +135,7 @@ func (m *ModuleConfig) limits() (limits, error) {
 	if pages != 0 {
 		l.memoryPages = pages
 	}
-	if m.Timeout < 0 {
-		return l, fmt.Errorf("timeout must not be negative")
-	}
-	if m.Timeout > 0 {
-		l.timeout = time.Duration(m.Timeout)
-	}
+	l.timeout = m.Timeout.Or(l.timeout)
 	if m.MaxOutputBytes < 0 {
 		return l, fmt.Errorf("maxOutputBytes must not be negative")
 	}

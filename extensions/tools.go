@@ -284,6 +284,9 @@ func cmdRun(ctx context.Context, w io.Writer, args []string) error {
 	if *hook == "" || *input == "" {
 		return usageError("run needs --hook and --input")
 	}
+	if *timeout < 0 {
+		return usageError("--timeout %s is negative", *timeout)
+	}
 	in, err := readInput(*input)
 	if err != nil {
 		return err

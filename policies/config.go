@@ -30,7 +30,8 @@ type Config struct {
 	Paths []string `json:"paths"`
 	// Query names the decision document; DefaultQuery when empty.
 	Query string `json:"query,omitempty"`
-	// Deadline bounds one evaluation; DefaultDeadline when zero.
+	// Deadline bounds one evaluation, up to MaxDeadline; DefaultDeadline
+	// when unset.
 	Deadline Duration `json:"deadline,omitempty"`
 	// Evaluator runs the decisions: EvaluatorTopdown when empty.
 	Evaluator string `json:"evaluator,omitempty"`
@@ -69,11 +70,9 @@ func (c Config) withDefaults() (Config, error) {
 	default:
 		return c, fmt.Errorf("policy config: evaluator %q is not one of %s, %s, %s", c.Evaluator, EvaluatorTopdown, EvaluatorWasm, EvaluatorAuto)
 	}
-	switch d := time.Duration(c.Deadline); {
-	case d == 0:
-		c.Deadline = Duration(DefaultDeadline)
-	case d < 0 || d > MaxDeadline:
-		return c, fmt.Errorf("policy config: deadline %s is outside (0, %s]", d, MaxDeadline)
+	if d := time.Duration(c.Deadline); d > MaxDeadline {
+		return c, fmt.Errorf(`policy config: "deadline": %q is outside (0, %s]`, d, MaxDeadline)
 	}
+	c.Deadline = Duration(c.Deadline.Or(DefaultDeadline))
 	return c, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
+	"github.com/plexus-cni/plexus/core/config"
 	"github.com/plexus-cni/plexus/core/pipeline"
 )
 
@@ -377,16 +378,17 @@ func TestConfigDecoding(t *testing.T) {
 			want: Config{Paths: []string{"p"}, Query: "data.x.d", Deadline: Duration(20 * time.Millisecond), Evaluator: EvaluatorWasm},
 		},
 		{name: "unknown evaluator is refused", json: `{"paths": ["p"], "evaluator": "jit"}`, wantErr: `evaluator "jit" is not one of topdown, wasm, auto`},
-		{name: "deadline without unit is refused", json: `{"paths": ["p"], "deadline": 20}`, wantErr: "duration string"},
-		{name: "unparsable deadline is refused", json: `{"paths": ["p"], "deadline": "soon"}`, wantErr: `"soon"`},
-		{name: "negative deadline is refused", json: `{"paths": ["p"], "deadline": "-1s"}`, wantErr: "outside"},
-		{name: "huge deadline is refused", json: `{"paths": ["p"], "deadline": "1h"}`, wantErr: "outside"},
+		{name: "deadline without unit is refused", json: `{"paths": ["p"], "deadline": 20}`, wantErr: `"deadline": 20 is not a duration string`},
+		{name: "unparsable deadline is refused", json: `{"paths": ["p"], "deadline": "soon"}`, wantErr: `"deadline": "soon" is not a duration`},
+		{name: "negative deadline is refused", json: `{"paths": ["p"], "deadline": "-1s"}`, wantErr: `"deadline": "-1s" must be positive`},
+		{name: "zero deadline is refused", json: `{"paths": ["p"], "deadline": "0s"}`, wantErr: `"deadline": "0s" must be positive`},
+		{name: "huge deadline is refused", json: `{"paths": ["p"], "deadline": "1h"}`, wantErr: `"deadline": "1h0m0s" is outside (0, 10s]`},
 		{name: "no paths is refused", json: `{}`, wantErr: "paths"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var c Config
-			err := json.Unmarshal([]byte(tc.json), &c)
+			err := config.Unmarshal([]byte(tc.json), &c)
 			if err == nil {
 				c, err = c.withDefaults()
 			}

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/containernetworking/cni/pkg/types"
 	"github.com/containernetworking/cni/pkg/version"
@@ -53,16 +52,15 @@ type Config struct {
 	// NetworkAttachmentDefinition YAML documents.
 	Manifests string `json:"manifests,omitempty"`
 	// APITimeout bounds one Kubernetes API request and APIBudget one call
-	// with its retries (Go durations, "10s"); empty means the source's
-	// defaults. Parsed values are in APITimeoutDuration/APIBudgetDuration.
-	APITimeout string `json:"apiTimeout,omitempty"`
-	APIBudget  string `json:"apiBudget,omitempty"`
-	// DelegateTimeout bounds each delegate ADD, DEL and CHECK (a Go
-	// duration); a delegate still running then is killed and the ADD
-	// fails and is undone (s7.2). Empty: only the whole call is bounded.
-	DelegateTimeout string `json:"delegateTimeout,omitempty"`
-	LogLevel        string `json:"logLevel,omitempty"`
-	LogFile         string `json:"logFile,omitempty"`
+	// with its retries; unset means the source's defaults.
+	APITimeout Duration `json:"apiTimeout,omitempty"`
+	APIBudget  Duration `json:"apiBudget,omitempty"`
+	// DelegateTimeout bounds each delegate ADD, DEL and CHECK; a delegate
+	// still running then is killed and the ADD fails and is undone (s7.2).
+	// Unset: only the whole call is bounded.
+	DelegateTimeout Duration `json:"delegateTimeout,omitempty"`
+	LogLevel        string   `json:"logLevel,omitempty"`
+	LogFile         string   `json:"logFile,omitempty"`
 	// StrictSelection fails ADD on an invalid selection annotation instead
 	// of attaching the default network only.
 	StrictSelection bool `json:"strictSelection,omitempty"`
@@ -71,24 +69,16 @@ type Config struct {
 	Policy     json.RawMessage `json:"policy,omitempty"`
 	Extensions json.RawMessage `json:"extensions,omitempty"`
 
-	// DaemonSocket switches the plugin to a shim that forwards every call
-	// to plexusd at this unix socket (thick mode). DaemonWait bounds how
-	// long an ADD waits for an unreachable or unready plexusd.
-	DaemonSocket string `json:"daemonSocket,omitempty"`
-	DaemonWait   string `json:"daemonWait,omitempty"`
-
-	// APITimeoutDuration and APIBudgetDuration are apiTimeout and
-	// apiBudget parsed; zero when unset. DaemonWaitDuration is daemonWait,
-	// DefaultDaemonWait when unset; DelegateTimeoutDuration is
-	// delegateTimeout, zero when unset.
-	APITimeoutDuration      time.Duration `json:"-"`
-	APIBudgetDuration       time.Duration `json:"-"`
-	DaemonWaitDuration      time.Duration `json:"-"`
-	DelegateTimeoutDuration time.Duration `json:"-"`
+	// DaemonSocket and DaemonWait switch the plugin to thick mode's
+	// forwarder (Daemon; the shim reads them with daemonconf.Parse).
+	DaemonSocket string   `json:"daemonSocket,omitempty"`
+	DaemonWait   Duration `json:"daemonWait,omitempty"`
 }
 
-// DefaultDaemonWait is how long the shim's ADD waits for plexusd.
-const DefaultDaemonWait = daemonconf.DefaultWait
+// Daemon is the config's thick-mode keys.
+func (c *Config) Daemon() *daemonconf.Daemon {
+	return &daemonconf.Daemon{DaemonSocket: c.DaemonSocket, DaemonWait: c.DaemonWait}
+}
 
 // plexusKeys are the keys Config defines; cniKeys are those the CNI spec
 // lets a runtime or libcni put in any plugin's config.
@@ -113,15 +103,15 @@ func Parse(stdin []byte) (*Config, error) {
 // config, whose default network is found on the node (s6.1).
 func ParseBase(stdin []byte) (*Config, error) {
 	var keys map[string]json.RawMessage
-	if err := json.Unmarshal(stdin, &keys); err != nil {
-		return nil, fmt.Errorf("plexus config is not a JSON object: %w", err)
+	if err := daemonconf.Decode(stdin, &keys); err != nil {
+		return nil, err
 	}
 	if err := checkKeys(keys); err != nil {
 		return nil, err
 	}
 	c := &Config{}
-	if err := json.Unmarshal(stdin, c); err != nil {
-		return nil, fmt.Errorf("plexus config: %w", err)
+	if err := daemonconf.Decode(stdin, c); err != nil {
+		return nil, err
 	}
 	c.applyDefaults()
 	if err := c.validate(); err != nil {
@@ -172,20 +162,7 @@ func (c *Config) validate() error {
 	if _, err := c.Level(); err != nil {
 		return err
 	}
-	var err error
-	if c.APITimeoutDuration, err = daemonconf.PositiveDuration("apiTimeout", c.APITimeout); err != nil {
-		return err
-	}
-	if c.DaemonWaitDuration, err = daemonconf.Check(c.DaemonSocket, c.DaemonWait); err != nil {
-		return err
-	}
-	if c.APIBudgetDuration, err = daemonconf.PositiveDuration("apiBudget", c.APIBudget); err != nil {
-		return err
-	}
-	if c.DelegateTimeoutDuration, err = daemonconf.PositiveDuration("delegateTimeout", c.DelegateTimeout); err != nil {
-		return err
-	}
-	return nil
+	return c.Daemon().Check()
 }
 
 // Level maps logLevel to a slog level; the default is info.

@@ -1,32 +1,17 @@
 package config
 
-import (
-	"encoding/json"
-	"fmt"
-	"time"
-)
+import "github.com/plexus-cni/plexus/core/config/daemonconf"
 
-// Duration is a time.Duration written in JSON as a Go duration string
-// ("50ms", "1.5s"), for the durations inside the plexus config's objects
-// (the policy deadline, extension timeouts). A bare number is refused: its
-// unit would be a guess.
-type Duration time.Duration
+// Duration is the type of every duration key in plexus's config: a Go
+// duration string in JSON ("500ms", "1m30s"), positive; unset is zero,
+// which means the key's default. Bad values are named by their key.
+type Duration = daemonconf.Duration
 
-// MarshalJSON writes the duration as a string such as "50ms".
-func (d Duration) MarshalJSON() ([]byte, error) {
-	return json.Marshal(time.Duration(d).String())
-}
+// DefaultDaemonWait is how long an ADD waits for plexusd when daemonWait is
+// not set.
+const DefaultDaemonWait = daemonconf.DefaultWait
 
-// UnmarshalJSON reads a Go duration string.
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("want a duration string such as \"50ms\", got %s", b)
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf("duration %q: %w", s, err)
-	}
-	*d = Duration(v)
-	return nil
-}
+// Unmarshal is json.Unmarshal for plexus's config and the objects in it,
+// with a bad duration named by its key's path: "daemonWait": "soon" is not
+// a duration, "modules.timeout": "-1s" must be positive.
+func Unmarshal(data []byte, v any) error { return daemonconf.Unmarshal(data, v) }

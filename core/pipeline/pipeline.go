@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/containernetworking/cni/libcni"
 
@@ -97,7 +98,7 @@ func (p *Pipeline) event(ctx context.Context, pod *source.Pod, typ source.EventT
 // says so when that bound is what stopped it: libcni only reports the
 // killed plugin's exit status.
 func (p *Pipeline) delegateCall(ctx context.Context, call func(context.Context) error) error {
-	d := p.Config.DelegateTimeoutDuration
+	d := time.Duration(p.Config.DelegateTimeout)
 	if d <= 0 {
 		return call(ctx)
 	}

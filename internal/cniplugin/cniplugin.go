@@ -231,7 +231,7 @@ func buildSource(conf *config.Config, cmd Command, log *slog.Logger) (source.Sou
 	if err != nil {
 		return nil, err
 	}
-	return kube.New(rc, kube.Options{CallTimeout: conf.APITimeoutDuration, Budget: conf.APIBudgetDuration, Log: log})
+	return kube.New(rc, kube.Options{CallTimeout: time.Duration(conf.APITimeout), Budget: time.Duration(conf.APIBudget), Log: log})
 }
 
 // pluginPaths puts binDir before CNI_PATH.

@@ -24,7 +24,7 @@ import (
 )
 
 // Versions are the CNI versions plexus supports.
-var Versions = version.PluginSupports("0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0")
+var Versions = version.PluginSupports(shim.CNIVersions...)
 
 // Main is the plexus binary. It answers VERSION, and a call without a
 // command, as the CNI library's skel does; it checks every other call as

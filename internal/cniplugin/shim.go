@@ -10,7 +10,6 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 
 	"github.com/plexus-cni/plexus/core/config"
-	"github.com/plexus-cni/plexus/core/config/daemonconf"
 	"github.com/plexus-cni/plexus/internal/daemon/wire"
 	"github.com/plexus-cni/plexus/internal/shim"
 )
@@ -19,9 +18,8 @@ import (
 // tears down from the record in this process (a DEL source never touches
 // the API).
 func (o Options) forward(ctx context.Context, conf *config.Config, a *skel.CmdArgs, cmd Command) error {
-	target := &daemonconf.Daemon{Socket: conf.DaemonSocket, Wait: conf.DaemonWaitDuration}
 	call := &wire.Call{Env: shim.CNIEnv(os.Environ()), Stdin: a.StdinData}
-	reply, err := shim.Forward(target, call, func() error {
+	reply, err := shim.Forward(conf.Daemon(), call, func() error {
 		return o.Run(ctx, conf, CmdDel, a, os.Stdout)
 	})
 	var se *shim.Error

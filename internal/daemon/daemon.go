@@ -1,14 +1,11 @@
-// Package daemon is plexusd's side of the unix socket the plexus shim
-// forwards CNI calls on (thick mode): the shim sends the call's CNI_*
-// environment and stdin, plexusd runs the same pipeline and answers with
-// what the plugin would have printed. Package wire holds the format and
-// the shim's side.
+// Package daemon is plexusd's side of the unix socket the thick-mode
+// forwarder sends CNI calls on: the call's CNI_* environment and stdin;
+// plexusd runs the same pipeline and answers with what the plugin would
+// have printed. Package wire holds the format and the forwarder's side.
 package daemon
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -101,11 +98,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 func (s *Server) serveConn(conn net.Conn, sem chan struct{}) {
 	defer conn.Close()
 	conn.SetReadDeadline(time.Now().Add(requestTimeout))
-	in := bufio.NewReader(conn)
-	if s.refuseOtherProtocols(conn, in) {
-		return
-	}
-	body, err := io.ReadAll(io.LimitReader(in, wire.MaxCallBytes+1))
+	body, err := io.ReadAll(io.LimitReader(conn, wire.MaxCallBytes+1))
 	switch {
 	case err != nil:
 		s.respond(conn, &wire.Answer{Refused: "reading the request: " + err.Error()})
@@ -114,7 +107,7 @@ func (s *Server) serveConn(conn net.Conn, sem chan struct{}) {
 		s.respond(conn, &wire.Answer{Refused: fmt.Sprintf("request over %d bytes", wire.MaxCallBytes)})
 		// Closing with the rest unread would reset the connection and
 		// lose the answer: read on, within the request's deadline.
-		io.Copy(io.Discard, io.LimitReader(in, wire.MaxCallBytes))
+		io.Copy(io.Discard, io.LimitReader(conn, wire.MaxCallBytes))
 		return
 	}
 	req, err := wire.DecodeRequest(body)
@@ -131,29 +124,6 @@ func (s *Server) serveConn(conn net.Conn, sem chan struct{}) {
 	// The call outlives a shim that gives up: a half-done ADD must finish
 	// or roll back, never stop in between.
 	s.respond(conn, &wire.Answer{Reply: s.Handler(context.Background(), req.Call)})
-}
-
-// refuseOtherProtocols answers a shim of an older plexus, which spoke HTTP
-// or JSON on this socket, in its own protocol with an error it can show,
-// instead of waiting for the end of a request such a client never closes
-// or answering in bytes it cannot read. It happens for the calls in flight
-// while a node is upgraded; the runtime retries them with the new shim.
-func (s *Server) refuseOtherProtocols(conn net.Conn, in *bufio.Reader) bool {
-	const msg = "this plexusd speaks another protocol on its socket: the plexus-shim binary is from another version of plexus (finish the upgrade of the node)"
-	head, _ := in.Peek(5)
-	conn.SetWriteDeadline(time.Now().Add(requestTimeout))
-	switch {
-	case string(head) == "POST " || string(head) == "GET /":
-		fmt.Fprintf(conn, "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(msg), msg)
-	case len(head) > 0 && head[0] == '{':
-		json.NewEncoder(conn).Encode(map[string]string{"error": msg})
-	default:
-		return false
-	}
-	if s.Log != nil {
-		s.Log.Warn("refused a request on the socket: a shim of another plexus version")
-	}
-	return true
 }
 
 func (s *Server) respond(conn net.Conn, a *wire.Answer) {

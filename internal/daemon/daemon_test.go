@@ -2,11 +2,9 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -198,40 +196,4 @@ func exchangeRaw(t *testing.T, socket string, body []byte) *wire.Answer {
 		t.Fatal(err)
 	}
 	return a
-}
-
-// A shim of an older plexus spoke JSON on this socket; during an upgrade
-// it gets an error in its own format that says why.
-func TestOldJSONShimGetsAClearError(t *testing.T) {
-	c, _, _ := start(t, &Server{Handler: func(context.Context, *Call) *Reply { return &Reply{} }})
-	conn, err := net.Dial("unix", c.Socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	conn.Write([]byte(`{"op":"cni","call":{"env":{"CNI_COMMAND":"ADD"}}}`))
-	conn.(*net.UnixConn).CloseWrite()
-	var resp struct{ Error string }
-	if err := json.NewDecoder(conn).Decode(&resp); err != nil || !strings.Contains(resp.Error, "another version of plexus") {
-		t.Fatalf("%+v %v", resp, err)
-	}
-}
-
-// A shim of the previous plexus spoke HTTP on this socket; during an
-// upgrade it gets a prompt HTTP error that says why, not a hang.
-func TestOldHTTPShimGetsAClearError(t *testing.T) {
-	c, _, _ := start(t, &Server{Handler: func(context.Context, *Call) *Reply { return &Reply{} }})
-	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "unix", c.Socket)
-	}}, Timeout: 5 * time.Second}
-	resp, err := client.Post("http://plexusd/v1/cni", "application/json", strings.NewReader(`{"env":{}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "another version of plexus") {
-		t.Fatalf("status %d, body %q", resp.StatusCode, body)
-	}
 }

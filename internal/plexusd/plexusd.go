@@ -140,7 +140,7 @@ func (d *Daemon) buildSource(ctx context.Context) error {
 	if d.o.NodeName == "" {
 		return errors.New("plexusd needs the node name (--node-name or NODE_NAME) to cache this node's pods")
 	}
-	c, err := cached.New(ctx, rc, d.o.NodeName, kube.Options{CallTimeout: d.conf.APITimeoutDuration, Budget: d.conf.APIBudgetDuration, Component: "plexusd", Log: d.o.Log})
+	c, err := cached.New(ctx, rc, d.o.NodeName, kube.Options{CallTimeout: time.Duration(d.conf.APITimeout), Budget: time.Duration(d.conf.APIBudget), Component: "plexusd", Log: d.o.Log})
 	if err != nil {
 		return err
 	}
@@ -270,18 +270,7 @@ func defaultPresent(dir, ours string) bool {
 }
 
 func (d *Daemon) startInstaller(ctx context.Context) error {
-	extra := map[string]any{"daemonSocket": d.o.Socket, "cacheDir": d.conf.CacheDir, "confDir": d.conf.ConfDir}
-	for k, v := range map[string]string{"binDir": d.conf.BinDir, "logFile": d.conf.LogFile, "logLevel": d.conf.LogLevel} {
-		if v != "" {
-			extra[k] = v
-		}
-	}
-	in, err := install.New(install.Options{
-		ConfigOnly: true, Immediate: d.o.Readiness == ReadinessBlock, PluginType: "plexus-shim",
-		CNIVersion: d.o.CNIVersion, Manifests: d.conf.Manifests,
-		ConfDir: d.o.ConfDir, DefaultConfDir: d.o.DefaultConfDir, ConfName: d.o.ConfName,
-		Extra: extra, Uninstall: d.o.Uninstall, Poll: time.Second, Log: d.o.Log,
-	})
+	in, err := d.installer()
 	if err != nil {
 		return fmt.Errorf("CNI config installer: %w", err)
 	}
@@ -291,6 +280,27 @@ func (d *Daemon) startInstaller(ctx context.Context) error {
 		}
 	}()
 	return nil
+}
+
+// installer writes the shim's config: plexusd's socket and daemonWait for
+// the shim, and the keys the full plugin needs for a DEL while plexusd is
+// down.
+func (d *Daemon) installer() (*install.Installer, error) {
+	extra := map[string]any{"daemonSocket": d.o.Socket, "cacheDir": d.conf.CacheDir, "confDir": d.conf.ConfDir}
+	if d.conf.DaemonWait != 0 {
+		extra["daemonWait"] = d.conf.DaemonWait
+	}
+	for k, v := range map[string]string{"binDir": d.conf.BinDir, "logFile": d.conf.LogFile, "logLevel": d.conf.LogLevel} {
+		if v != "" {
+			extra[k] = v
+		}
+	}
+	return install.New(install.Options{
+		ConfigOnly: true, Immediate: d.o.Readiness == ReadinessBlock, PluginType: "plexus-shim",
+		CNIVersion: d.o.CNIVersion, Manifests: d.conf.Manifests,
+		ConfDir: d.o.ConfDir, DefaultConfDir: d.o.DefaultConfDir, ConfName: d.o.ConfName,
+		Extra: extra, Uninstall: d.o.Uninstall, Poll: time.Second, Log: d.o.Log,
+	})
 }
 
 func (d *Daemon) serveHTTP(ctx context.Context) {

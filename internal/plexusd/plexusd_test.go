@@ -2,14 +2,17 @@ package plexusd
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/plexus-cni/plexus/core/config"
 	"github.com/plexus-cni/plexus/core/pipeline"
 	"github.com/plexus-cni/plexus/internal/daemon"
 )
@@ -113,5 +116,46 @@ func TestStartRefusesBadConfig(t *testing.T) {
 	_, err := start(context.Background(), Options{ConfigFile: cfg})
 	if err == nil || !strings.Contains(err.Error(), `"surprise"`) || !strings.Contains(err.Error(), cfg) {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// The installed config carries what plexusd's config says for the shim:
+// its socket and daemonWait, read back as the plugin reads them.
+func TestInstalledConfigCarriesDaemonKeys(t *testing.T) {
+	for _, tt := range []struct {
+		plexusd string
+		want    time.Duration
+	}{
+		{`{"daemonWait":"3s","logLevel":"debug"}`, 3 * time.Second},
+		{`{}`, config.DefaultDaemonWait},
+	} {
+		conf, err := config.ParseBase([]byte(tt.plexusd))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		d := &Daemon{conf: conf, o: Options{Socket: "/run/p/plexusd.sock", ConfDir: dir, DefaultConfDir: dir, ConfName: "00-plexus.conflist", Readiness: ReadinessBlock}}
+		in, err := d.installer()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := in.Reconcile(); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := os.ReadFile(filepath.Join(dir, "00-plexus.conflist"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var list struct{ Plugins []json.RawMessage }
+		if err := json.Unmarshal(raw, &list); err != nil || len(list.Plugins) != 1 {
+			t.Fatalf("%s: %v", raw, err)
+		}
+		got, err := config.Parse(list.Plugins[0])
+		if err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+		if got.DaemonSocket != "/run/p/plexusd.sock" || got.Daemon().Wait() != tt.want || got.Type != "plexus-shim" {
+			t.Errorf("%s: installed %s", tt.plexusd, list.Plugins[0])
+		}
 	}
 }

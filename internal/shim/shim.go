@@ -1,12 +1,13 @@
-// Package shim is the plugin side of thick mode in Go: the plexus plugin,
-// when its config names plexusd's socket, forwards a CNI call with it and
-// hands back the answer exactly. The plexus-shim binary (cmd/plexus-shim,
-// in Rust) behaves the same way.
+// Package shim is thick mode's forwarder: it sends a CNI call to plexusd
+// over its unix socket and hands back the answer exactly. The plexus-shim
+// binary is Main; the plexus plugin uses Forward when its config names a
+// socket.
 package shim
 
 import (
 	"errors"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/plexus-cni/plexus/core/config/daemonconf"
@@ -14,9 +15,13 @@ import (
 	"github.com/plexus-cni/plexus/internal/jsonstr"
 )
 
-// CNI error codes the shim reports itself.
+// CNIVersions are the CNI versions plexus supports (the plugin's, plexusd's
+// and the shim's), oldest first.
+var CNIVersions = []string{"0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"}
+
+// CNI error codes the forwarder reports itself.
 const (
-	// CodeDaemonUnreachable: the shim could not reach plexusd for an ADD.
+	// CodeDaemonUnreachable: plexusd could not be reached for an ADD.
 	CodeDaemonUnreachable uint = 115
 	// The CNI spec's well-known codes.
 	CodeInvalidNetworkConfig uint = 7
@@ -38,12 +43,12 @@ func (e *Error) Document() []byte {
 }
 
 // Forward sends the call to plexusd and returns its reply. When plexusd
-// cannot be reached, an ADD waits conf.Wait for it to become ready; a DEL
+// cannot be reached, an ADD waits daemonWait for it to become ready; a DEL
 // runs delFallback, which tears down from the attachment record without
 // plexusd, so a dead daemon never leaks interfaces or leases, and its reply
 // is nil; any other command fails.
 func Forward(conf *daemonconf.Daemon, call *wire.Call, delFallback func() error) (*wire.Reply, error) {
-	client := &wire.Client{Socket: conf.Socket}
+	client := &wire.Client{Socket: conf.DaemonSocket}
 	reply, err := client.Do(call)
 	if !errors.Is(err, wire.ErrUnreachable) {
 		return reply, err
@@ -52,20 +57,22 @@ func Forward(conf *daemonconf.Daemon, call *wire.Call, delFallback func() error)
 	case "DEL":
 		return nil, delFallback()
 	case "ADD":
-		if err := client.WaitReady(time.Now().Add(conf.Wait)); err != nil {
-			return nil, &Error{CodeDaemonUnreachable, podOf(call) + ": " + err.Error() + " (waited " + conf.Wait.String() + ")"}
+		wait := conf.Wait()
+		if err := client.WaitReady(time.Now().Add(wait)); err != nil {
+			return nil, &Error{CodeDaemonUnreachable, podOf(call) + ": " + err.Error() + " (waited " + wait.String() + ")"}
 		}
 		return client.Do(call)
 	}
 	return nil, &Error{CodeDaemonUnreachable, err.Error()}
 }
 
-// CNIEnv collects the CNI_* variables of an environment.
+// CNIEnv collects the CNI_* variables of an environment; a repeated one
+// keeps its last value.
 func CNIEnv(environ []string) map[string]string {
 	env := map[string]string{}
 	for _, kv := range environ {
-		k, v, ok := cut(kv, '=')
-		if ok && len(k) > 4 && k[:4] == "CNI_" {
+		k, v, ok := strings.Cut(kv, "=")
+		if ok && len(k) > 4 && strings.HasPrefix(k, "CNI_") {
 			env[k] = v
 		}
 	}
@@ -75,10 +82,8 @@ func CNIEnv(environ []string) map[string]string {
 // podOf names the pod of a call for messages.
 func podOf(c *wire.Call) string {
 	var ns, name string
-	for rest, more := c.Env["CNI_ARGS"], true; more; {
-		var kv string
-		kv, rest, more = cut(rest, ';')
-		k, v, _ := cut(kv, '=')
+	for kv := range strings.SplitSeq(c.Env["CNI_ARGS"], ";") {
+		k, v, _ := strings.Cut(kv, "=")
 		switch k {
 		case "K8S_POD_NAMESPACE":
 			ns = v
@@ -90,15 +95,4 @@ func podOf(c *wire.Call) string {
 		return "pod " + ns + "/" + name
 	}
 	return "container " + c.Env["CNI_CONTAINERID"]
-}
-
-// cut is strings.Cut for one byte; the strings package would bring the
-// unicode tables' initialization into every start of the shim.
-func cut(s string, sep byte) (before, after string, found bool) {
-	for i := 0; i < len(s); i++ {
-		if s[i] == sep {
-			return s[:i], s[i+1:], true
-		}
-	}
-	return s, "", false
 }

@@ -5,7 +5,6 @@ package stages
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -46,7 +45,7 @@ func Build(ctx context.Context, conf *config.Config, _ *slog.Logger) (pipeline.S
 // PolicyConfig decodes the "policy" key.
 func PolicyConfig(conf *config.Config) (policies.Config, error) {
 	var pc policies.Config
-	if err := json.Unmarshal(conf.Policy, &pc); err != nil {
+	if err := config.Unmarshal(conf.Policy, &pc); err != nil {
 		return pc, fmt.Errorf(`plexus config "policy": %w`, err)
 	}
 	return pc, nil
@@ -56,7 +55,7 @@ func PolicyConfig(conf *config.Config) (policies.Config, error) {
 // longLived is plexusd's (extensions.Config.LongLived).
 func Extensions(ctx context.Context, conf *config.Config, longLived bool) (*extensions.Host, error) {
 	var ec extensions.Config
-	if err := json.Unmarshal(conf.Extensions, &ec); err != nil {
+	if err := config.Unmarshal(conf.Extensions, &ec); err != nil {
 		return nil, fmt.Errorf(`plexus config "extensions": %w`, err)
 	}
 	ec.LongLived = longLived

@@ -52,7 +52,7 @@ func Main(m *testing.M) int { return MainBuilding(m) }
 func build(dir string) error {
 	if pre := os.Getenv("PLEXUS_BIN"); pre != "" {
 		// make test builds once into bin/ and points the tests at it.
-		for _, f := range append([]string{"github.com/plexus-cni/plexus/cmd/plexus", "github.com/plexus-cni/plexus/cmd/plexusd", "plexus-shim"}, referencePlugins...) {
+		for _, f := range append([]string{"github.com/plexus-cni/plexus/cmd/plexus", "github.com/plexus-cni/plexus/cmd/plexusd", "github.com/plexus-cni/plexus/cmd/plexus-shim"}, referencePlugins...) {
 			src := filepath.Join(pre, filepath.Base(f))
 			if err := os.Symlink(src, filepath.Join(dir, filepath.Base(f))); err != nil {
 				return err
@@ -60,43 +60,14 @@ func build(dir string) error {
 		}
 		return nil
 	}
-	args := append([]string{"build", "-o", dir + "/", "github.com/plexus-cni/plexus/cmd/plexus", "github.com/plexus-cni/plexus/cmd/plexusd"}, referencePlugins...)
+	args := append([]string{"build", "-o", dir + "/", "github.com/plexus-cni/plexus/cmd/plexus", "github.com/plexus-cni/plexus/cmd/plexusd", "github.com/plexus-cni/plexus/cmd/plexus-shim"}, referencePlugins...)
 	cmd := exec.Command("go", args...)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // static, as make build does
 	cmd.Stderr = os.Stderr
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("building plugins: %w", err)
 	}
-	return buildShim(dir)
-}
-
-// buildShim builds the Rust shim as make build does, into dir.
-func buildShim(dir string) error {
-	cargo, err := exec.LookPath("cargo")
-	if err != nil {
-		home, _ := os.UserHomeDir()
-		cargo = filepath.Join(home, ".cargo", "bin", "cargo")
-	}
-	src, err := shimSource()
-	if err != nil {
-		return err
-	}
-	cmd := exec.Command(cargo, "build", "--release", "--offline", "--locked", "--quiet", "--target-dir", filepath.Join(dir, "cargo"))
-	cmd.Dir = src
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("building plexus-shim with %s: %w", cargo, err)
-	}
-	return os.Rename(filepath.Join(dir, "cargo", "release", "plexus-shim"), filepath.Join(dir, "plexus-shim"))
-}
-
-// shimSource is cmd/plexus-shim of this module.
-func shimSource() (string, error) {
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
-	if err != nil {
-		return "", fmt.Errorf("finding the module's directory: %w", err)
-	}
-	return filepath.Join(strings.TrimSpace(string(out)), "cmd", "plexus-shim"), nil
+	return nil
 }
 
 // World is one test's world: a plexus config, manifests, a default

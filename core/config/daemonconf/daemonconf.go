@@ -1,64 +1,141 @@
-// Package daemonconf reads the two keys of a plexus config the thick-mode
-// shim needs, daemonSocket and daemonWait, and checks them. It parses JSON
-// by hand, as the shim (cmd/plexus-shim, in Rust) does: this scanner is
-// fuzzed against encoding/json, and the shim is tested against it
-// (tests/thick), so the three agree on what a config says. plexusd parses
-// and checks the whole config when it serves the call.
+// Package daemonconf holds the keys of a plexus config that thick mode's
+// shim reads, daemonSocket and daemonWait, and the Duration type every
+// duration key of the config has. Package config uses both, so the shim
+// and config.Parse decode and check these keys with the same code; they
+// live apart from config so that the shim, which the runtime starts for
+// every call, loads neither the CNI library nor slog.
 package daemonconf
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
+	"reflect"
 	"strconv"
 	"time"
 )
 
-// DefaultWait is how long the shim's ADD waits for plexusd.
+// Duration is the type of every duration key in plexus's config (apiTimeout,
+// apiBudget, delegateTimeout, daemonWait, the policy's deadline, an
+// extension's timeout): a Go duration string in JSON ("500ms", "1m30s"),
+// positive. A key left out is zero, which means its default. A bare number
+// is refused: its unit would be a guess.
+type Duration time.Duration
+
+var durationType = reflect.TypeFor[Duration]()
+
+// MarshalJSON writes the duration as a string such as "50ms".
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(time.Duration(d).String())
+}
+
+// UnmarshalJSON reads a duration string; null leaves d as it is, as it
+// does any other value. A bad value is a *json.UnmarshalTypeError, which
+// encoding/json completes with the key's path, and Unmarshal turns into
+// "key": why.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	v, err := parseDuration(b)
+	if err != nil {
+		return &json.UnmarshalTypeError{Value: err.Error(), Type: durationType}
+	}
+	*d = Duration(v)
+	return nil
+}
+
+func parseDuration(b []byte) (time.Duration, error) {
+	var s string
+	if len(b) == 0 || b[0] != '"' || json.Unmarshal(b, &s) != nil {
+		return 0, fmt.Errorf(`%s is not a duration string such as "10s" or "1m30s"`, b)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf(`%q is not a duration such as "10s" or "1m30s"`, s)
+	}
+	if v <= 0 {
+		return 0, fmt.Errorf("%q must be positive (leave the key out for its default)", s)
+	}
+	return v, nil
+}
+
+// Or is d, or def when d is unset.
+func (d Duration) Or(def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return time.Duration(d)
+}
+
+// Unmarshal is json.Unmarshal for plexus's config and the objects in it,
+// with a value of the wrong type named by its key's path: "daemonWait":
+// "soon" is not a duration, "modules.timeout": "-1s" must be positive,
+// "daemonSocket": want string, got number.
+func Unmarshal(data []byte, v any) error {
+	err := json.Unmarshal(data, v)
+	var te *json.UnmarshalTypeError
+	switch {
+	case !errors.As(err, &te) || te.Field == "" && te.Type != durationType:
+		return err
+	case te.Field == "":
+		return errors.New(te.Value)
+	case te.Type == durationType:
+		return fmt.Errorf("%q: %s", te.Field, te.Value)
+	}
+	return fmt.Errorf("%q: want %s, got %s", te.Field, te.Type, te.Value)
+}
+
+// DefaultWait is how long an ADD waits for plexusd when daemonWait is not
+// set.
 const DefaultWait = 10 * time.Second
 
-// Daemon is where plexusd listens and how long an ADD waits for it.
+// Daemon holds the keys of thick mode: where plexusd listens, and how long
+// an ADD waits for an unreachable or unready plexusd. config.Config has
+// the same fields.
 type Daemon struct {
-	Socket string
-	Wait   time.Duration
+	// DaemonSocket switches the plugin to a forwarder that sends every
+	// call to plexusd at this unix socket.
+	DaemonSocket string   `json:"daemonSocket,omitempty"`
+	DaemonWait   Duration `json:"daemonWait,omitempty"`
 }
 
-// Parse reads daemonSocket and daemonWait from a plexus config (a JSON
-// object; other keys are skipped, not checked) and checks them as the
-// full config parser does.
-func Parse(config []byte) (*Daemon, error) {
-	socket, wait, err := readKeys(config)
-	if err != nil {
-		return nil, errors.New("plexus config is not a JSON object: " + err.Error())
-	}
-	d, err := Check(socket, wait)
-	if err != nil {
+// Parse reads daemonSocket and daemonWait from a plexus config and checks
+// them as config.Parse does; other keys are not checked (plexusd parses the
+// whole config when it serves the call).
+func Parse(stdin []byte) (*Daemon, error) {
+	d := &Daemon{}
+	if err := Decode(stdin, d); err != nil {
 		return nil, err
 	}
-	return &Daemon{Socket: socket, Wait: d}, nil
-}
-
-// Check checks daemonSocket and returns daemonWait parsed, or its default.
-func Check(socket, wait string) (time.Duration, error) {
-	if socket != "" && socket[0] != '/' { // absolute (Linux)
-		return 0, errors.New(`"daemonSocket" ` + strconv.Quote(socket) + " must be an absolute path")
-	}
-	d, err := PositiveDuration("daemonWait", wait)
-	if d == 0 && err == nil {
-		d = DefaultWait
-	}
-	return d, err
-}
-
-// PositiveDuration parses an optional duration key; "" is zero (default).
-func PositiveDuration(key, v string) (time.Duration, error) {
-	if v == "" {
-		return 0, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		return 0, errors.New(strconv.Quote(key) + ": " + strconv.Quote(v) + ` is not a duration such as "10s" or "1m30s"`)
-	}
-	if d <= 0 {
-		return 0, errors.New(strconv.Quote(key) + ": " + strconv.Quote(v) + " must be positive")
+	if err := d.Check(); err != nil {
+		return nil, fmt.Errorf("plexus config: %w", err)
 	}
 	return d, nil
+}
+
+// Wait is daemonWait, or its default.
+func (d *Daemon) Wait() time.Duration { return d.DaemonWait.Or(DefaultWait) }
+
+// Check checks daemonSocket.
+func (d *Daemon) Check() error {
+	if d.DaemonSocket != "" && d.DaemonSocket[0] != '/' { // absolute (Linux)
+		return errors.New(`"daemonSocket" ` + strconv.Quote(d.DaemonSocket) + " must be an absolute path")
+	}
+	return nil
+}
+
+// Decode decodes a plexus config into v (Unmarshal); what is not a JSON
+// object is refused as such.
+func Decode(stdin []byte, v any) error {
+	err := Unmarshal(stdin, v)
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &se), errors.As(err, &te) && te.Field == "":
+		return fmt.Errorf("plexus config is not a JSON object: %w", err)
+	}
+	return fmt.Errorf("plexus config: %w", err)
 }

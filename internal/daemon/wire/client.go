@@ -2,10 +2,11 @@ package wire
 
 import (
 	"errors"
+	"io"
+	"net"
+	"os"
 	"strconv"
-	"syscall"
 	"time"
-	"unsafe"
 )
 
 // ErrUnreachable is wrapped when plexusd cannot be reached at all, as
@@ -16,8 +17,7 @@ var ErrUnreachable = errors.New("plexusd is unreachable")
 // cannot hold a waiting ADD past its deadline.
 const readyTimeout = time.Second
 
-// Client is a plugin's side of the socket. It uses the socket system
-// calls directly, as the shim did when it was built from this package.
+// Client is a plugin's side of the socket.
 type Client struct {
 	Socket string
 }
@@ -69,60 +69,48 @@ func (c *Client) WaitReady(deadline time.Time) error {
 }
 
 // exchange sends one request and reads the answer; timeout 0 waits as
-// long as the call takes (the runtime kills a shim that took too long).
+// long as the call takes (the runtime kills a forwarder that took too
+// long).
 func (c *Client) exchange(req []byte, timeout time.Duration) (*Answer, error) {
-	fd, err := c.connect(timeout)
+	conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: c.Socket, Net: "unix"})
 	if err != nil {
 		return nil, &unreachable{c.Socket, "connecting", err}
 	}
-	defer syscall.Close(fd)
-	if err := sendAll(fd, req); err != nil {
+	defer conn.Close()
+	if timeout > 0 {
+		if err := conn.SetDeadline(time.Now().Add(timeout)); err != nil {
+			return nil, &unreachable{c.Socket, "connecting", err}
+		}
+	}
+	// Go ignores SIGPIPE on sockets: a plexusd gone mid-write is an error.
+	if _, err := conn.Write(req); err != nil {
 		return nil, &unreachable{c.Socket, "sending the call", err}
 	}
-	if err := syscall.Shutdown(fd, syscall.SHUT_WR); err != nil {
+	if err := conn.CloseWrite(); err != nil {
 		return nil, &unreachable{c.Socket, "sending the call", err}
 	}
-	b, err := ReadAll(fd, len(replyMagic)+1+4+MaxCallBytes)
-	if err != nil {
-		return nil, errors.New("reading plexusd's reply from " + c.Socket + ": " + err.Error())
+	b, err := readAll(conn, len(replyMagic)+1+4+MaxCallBytes)
+	if err == nil {
+		var a *Answer
+		if a, err = DecodeAnswer(b); err == nil {
+			return a, nil
+		}
 	}
-	a, err := DecodeAnswer(b)
-	if err != nil {
-		return nil, errors.New("reading plexusd's reply from " + c.Socket + ": " + err.Error())
-	}
-	return a, nil
+	return nil, errors.New("reading plexusd's reply from " + c.Socket + ": " + err.Error())
 }
 
-func (c *Client) connect(timeout time.Duration) (int, error) {
-	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return -1, err
+// readAll reads r to its end, failing past max bytes.
+func readAll(r io.Reader, max int) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, int64(max)+1))
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return nil, errors.New("no reply in time")
+	case err != nil:
+		return nil, err
+	case len(b) > max:
+		return nil, errors.New("over " + strconv.Itoa(max) + " bytes")
 	}
-	if timeout > 0 {
-		tv := syscall.NsecToTimeval(timeout.Nanoseconds())
-		if err := syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv); err != nil {
-			syscall.Close(fd)
-			return -1, err
-		}
-		if err := syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_SNDTIMEO, &tv); err != nil {
-			syscall.Close(fd)
-			return -1, err
-		}
-	}
-	err = syscall.Connect(fd, &syscall.SockaddrUnix{Name: c.Socket})
-	for err == syscall.EINTR {
-		// An interrupted connect goes on in the kernel; a second one
-		// reports how it ended.
-		err = syscall.Connect(fd, &syscall.SockaddrUnix{Name: c.Socket})
-		if err == syscall.EISCONN {
-			err = nil
-		}
-	}
-	if err != nil {
-		syscall.Close(fd)
-		return -1, err
-	}
-	return fd, nil
+	return b, nil
 }
 
 // unreachable is ErrUnreachable with where and why.
@@ -132,57 +120,23 @@ type unreachable struct {
 }
 
 func (u *unreachable) Error() string {
-	return ErrUnreachable.Error() + " at " + u.socket + ": " + u.doing + ": " + u.err.Error()
+	return ErrUnreachable.Error() + " at " + u.socket + ": " + u.doing + ": " + unwrapOp(u.err).Error()
 }
 
 func (u *unreachable) Is(target error) bool { return target == ErrUnreachable }
 
 func (u *unreachable) Unwrap() error { return u.err }
 
-func sendAll(fd int, b []byte) error {
-	for len(b) > 0 {
-		// MSG_NOSIGNAL: a plexusd gone mid-write is an error, not SIGPIPE.
-		n, err := sendto(fd, b)
-		if err == syscall.EINTR {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		b = b[n:]
+// unwrapOp is the system's reason alone: the message already says where
+// and what was being done.
+func unwrapOp(err error) error {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		err = op.Err
 	}
-	return nil
-}
-
-func sendto(fd int, b []byte) (int, error) {
-	n, _, errno := syscall.Syscall6(syscall.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), syscall.MSG_NOSIGNAL, 0, 0)
-	if errno != 0 {
-		return 0, errno
+	var se *os.SyscallError
+	if errors.As(err, &se) && se.Err != nil {
+		err = se.Err
 	}
-	return int(n), nil
-}
-
-// ReadAll reads fd to its end, failing past max bytes.
-func ReadAll(fd, max int) ([]byte, error) {
-	b := make([]byte, 0, 4096)
-	for {
-		if len(b) == cap(b) {
-			if len(b) > max {
-				return nil, errors.New("over " + strconv.Itoa(max) + " bytes")
-			}
-			b = append(b, 0)[:len(b)]
-		}
-		n, err := syscall.Read(fd, b[len(b):cap(b)])
-		switch {
-		case err == syscall.EINTR:
-			continue
-		case err == syscall.EAGAIN:
-			return nil, errors.New("no reply in time")
-		case err != nil:
-			return nil, err
-		case n == 0:
-			return b, nil
-		}
-		b = b[:len(b)+n]
-	}
+	return err
 }

@@ -1,9 +1,7 @@
-// Package wire is the byte format of one exchange between a plugin and
-// plexusd, and the plugin's side of the socket in Go: the plexus plugin
-// uses it when its config names a socket. The thick-mode shim
-// (cmd/plexus-shim, in Rust) implements the same format; tests/thick runs
-// both against plexusd. The package uses nothing heavier than syscall and
-// strconv, from when the shim was built from it.
+// Package wire is the byte format of one exchange between a forwarder and
+// plexusd, and the forwarder's side of the socket (Client), which the
+// thick-mode shim and the plexus plugin with daemonSocket in its config
+// use (package shim).
 //
 // One exchange per connection. A request is
 //

@@ -1,6 +1,10 @@
 package wire
 
 import (
+	"errors"
+	"io"
+	"net"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -88,4 +92,57 @@ func FuzzDecodeRequest(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestClientSaysWhyPlexusdIsUnreachable(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "nobody.sock")
+	_, err := (&Client{Socket: sock}).Do(&Call{})
+	want := "plexusd is unreachable at " + sock + ": connecting: no such file or directory"
+	if !errors.Is(err, ErrUnreachable) || err.Error() != want {
+		t.Fatalf("got %v, want %q", err, want)
+	}
+}
+
+// A server that accepts and then says nothing, or too much, fails the
+// exchange by name; neither is "unreachable", since it may have the call.
+func TestClientBoundsTheReply(t *testing.T) {
+	for name, tt := range map[string]struct {
+		reply []byte
+		ask   func(*Client) error
+		want  string
+	}{
+		"silent during a readiness question": {nil, (*Client).Ready, "no reply in time"},
+		"a reply over the limit": {make([]byte, len(replyMagic)+5+MaxCallBytes+1), func(c *Client) error {
+			_, err := c.Do(&Call{})
+			return err
+		}, "over "},
+	} {
+		t.Run(name, func(t *testing.T) {
+			sock := filepath.Join(t.TempDir(), "p.sock")
+			ln, err := net.Listen("unix", sock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			asked := make(chan struct{})
+			defer close(asked)
+			go func() {
+				conn, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				defer conn.Close()
+				io.Copy(io.Discard, conn)
+				if tt.reply == nil {
+					<-asked // silent until the client has given up
+					return
+				}
+				conn.Write(tt.reply)
+			}()
+			err = tt.ask(&Client{Socket: sock})
+			if err == nil || errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "reading plexusd's reply from "+sock+": "+tt.want) {
+				t.Fatalf("got %v, want %q", err, tt.want)
+			}
+		})
+	}
 }
