@@ -1,1 +1,0 @@
-/work/main/cmd/plexus-shim/../../_output/cargo/release/plexus-shim: /work/main/cmd/plexus-shim/src/config.rs /work/main/cmd/plexus-shim/src/duration.rs /work/main/cmd/plexus-shim/src/main.rs /work/main/cmd/plexus-shim/src/quote.rs /work/main/cmd/plexus-shim/src/wire.rs
