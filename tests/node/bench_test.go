@@ -23,9 +23,9 @@ type benchConfig struct {
 	networks string
 }
 
-// benchSetup is a node with a thin and a thick plexus World and two bridge
+// benchSetup is a node with a thin and a thick plexus World and three bridge
 // NADs in namespace "bench", and the setups to compare: the default
-// network installed alone, plexus thin and thick with 0 and 2 selections.
+// network installed alone, plexus thin and thick with 0 and 3 selections.
 func benchSetup(b *testing.B, name string) (*Node, []benchConfig) {
 	env := kubeenv.ForTest(b, kubeenv.Options{})
 	n := Start(b, env, Options{Name: name})
@@ -33,7 +33,7 @@ func benchSetup(b *testing.B, name string) (*Node, []benchConfig) {
 	thick := n.PlexusWorld()
 	thick.StartDaemon("--node-name", n.Name)
 	harness.Must(b, env.CreateNamespace(b.Context(), benchNS, nil))
-	for _, nad := range []string{"blue", "red"} {
+	for _, nad := range []string{"blue", "red", "green"} {
 		// On thin's bridges and leases; thick's pods use them too (the
 		// leak checks are not run here).
 		harness.Must(b, kubeenv.CreateNAD(b.Context(), n.Dyn, benchNS, nad, thin.BridgeNADConfig(nad)))
@@ -41,9 +41,9 @@ func benchSetup(b *testing.B, name string) (*Node, []benchConfig) {
 	return n, []benchConfig{
 		{"default-alone", func() { n.InstallDefault(thin) }, ""},
 		{"thin-0", func() { n.InstallPlexus(thin) }, ""},
-		{"thin-2", func() { n.InstallPlexus(thin) }, "blue,red"},
+		{"thin-3", func() { n.InstallPlexus(thin) }, "blue,red,green"},
 		{"thick-0", func() { n.InstallPlexus(thick) }, ""},
-		{"thick-2", func() { n.InstallPlexus(thick) }, "blue,red"},
+		{"thick-3", func() { n.InstallPlexus(thick) }, "blue,red,green"},
 	}
 }
 
@@ -60,7 +60,7 @@ func reportMedians(b *testing.B, configs []benchConfig, times [][]time.Duration)
 // BenchmarkPodStart measures a pod's start through the API (create to
 // Running, seen by a watch) on a real node, with the default network
 // installed alone and with plexus thin and thick in front of the same
-// default network, with 0 and 2 bridge selections. The setups are
+// default network, with 0 and 3 bridge selections. The setups are
 // interleaved within every iteration, so drift of the shared machine hits
 // them alike; each reports its median in ms.
 //
