@@ -128,9 +128,11 @@ func (n *Node) NetnsDir() string {
 //     manifests mount host directories at their host paths, so that the
 //     files the pod writes name paths as the host sees them), through
 //     HostPath;
-//   - every absolute path in a container's flag values (--cni-bin-dir,
-//     --socket...), in the installer's --config JSON and in plexusd's
-//     ConfigMap JSON, the same way; the thin installer's --config gets
+//   - a container's flag values naming a path in a mounted host directory
+//     (--cni-bin-dir, --socket..., not the image's --src-bin-dir), and
+//     every absolute path in the installer's --config JSON (plexus's
+//     config, used on the host) and in plexusd's ConfigMap JSON, the same
+//     way; the thin installer's --config gets
 //     cacheDir, its default /var/lib/cni/plexus relocated, since plexus
 //     runs on the host and would use the host's own;
 //   - KUBERNETES_SERVICE_HOST and _PORT in every container: pods reach the
@@ -178,6 +180,7 @@ func (d *Deployment) relocateDaemonSet(obj *unstructured.Unstructured, api *url.
 		return err
 	}
 	hostVolumes := map[string]bool{}
+	var hostMounts []string // where host directories are mounted, as rendered
 	volumes, _ := spec["volumes"].([]any)
 	for _, v := range volumes {
 		vol := v.(map[string]any)
@@ -194,12 +197,13 @@ func (d *Deployment) relocateDaemonSet(obj *unstructured.Unstructured, api *url.
 			for _, m := range mounts {
 				mount := m.(map[string]any)
 				if hostVolumes[mount["name"].(string)] {
+					hostMounts = append(hostMounts, mount["mountPath"].(string))
 					mount["mountPath"] = d.HostPath(mount["mountPath"].(string))
 				}
 			}
 			args, _ := ctr["args"].([]any)
 			for i, a := range args {
-				arg, err := d.relocateArg(a.(string))
+				arg, err := d.relocateArg(a.(string), hostMounts)
 				if err != nil {
 					return fmt.Errorf("container %s: %w", ctr["name"], err)
 				}
@@ -214,14 +218,22 @@ func (d *Deployment) relocateDaemonSet(obj *unstructured.Unstructured, api *url.
 	return unstructured.SetNestedMap(obj.Object, spec, "spec", "template", "spec")
 }
 
-func (d *Deployment) relocateArg(arg string) (string, error) {
+// relocateArg moves a flag's path value when it lies in a host directory
+// the container mounts (not the image's own paths, --src-bin-dir), and
+// every path in a JSON value: plexus's config, used on the host.
+func (d *Deployment) relocateArg(arg string, hostMounts []string) (string, error) {
 	flag, val, ok := strings.Cut(arg, "=")
 	if !ok || !strings.HasPrefix(flag, "--") {
 		return arg, nil
 	}
 	switch {
 	case strings.HasPrefix(val, "/"):
-		return flag + "=" + d.HostPath(val), nil
+		for _, m := range hostMounts {
+			if val == m || strings.HasPrefix(val, m+"/") {
+				return flag + "=" + d.HostPath(val), nil
+			}
+		}
+		return arg, nil
 	case strings.HasPrefix(val, "{"):
 		out, err := d.relocateJSON(val, flag == "--config")
 		if err != nil {

@@ -46,6 +46,11 @@ func deployNode(t *testing.T, name, kustomization string) (*Node, *Deployment, *
 	n.StartControllers(t)
 	n.ImportImage(t, archive)
 	d := n.RenderDeploy(t, kustomization)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("deploy/ on node %s:\n%s", name, d.Explain())
+		}
+	})
 	w := harness.New(t)
 	w.IPAMDir = d.HostPath("/var/lib/cni/networks")
 	w.CacheDir = d.HostPath("/var/lib/cni/plexus")
