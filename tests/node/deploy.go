@@ -364,7 +364,9 @@ func (d *Deployment) pods(ctx context.Context) []corev1.Pod {
 
 // WaitPod waits until the DaemonSet has exactly one pod, not being
 // deleted, Running with every container started, whose containers run
-// image (any image when ""), and returns it.
+// image (any image when ""), and returns it. A container that restarted
+// fails t at once: the installer and plexusd must not crash (an OOM kill
+// under the DaemonSet's memory limit shows here).
 func (d *Deployment) WaitPod(t testing.TB, image string) *corev1.Pod {
 	t.Helper()
 	var got *corev1.Pod
@@ -383,6 +385,12 @@ func (d *Deployment) WaitPod(t testing.TB, image string) *corev1.Pod {
 		for _, c := range p.Spec.Containers {
 			if image != "" && c.Image != image {
 				return false, fmt.Sprintf("pod %s runs %s", p.Name, c.Image)
+			}
+		}
+		for _, cs := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
+			if cs.RestartCount > 0 {
+				t.Fatalf("container %s of pod %s restarted %d times, last %+v\n%s",
+					cs.Name, p.Name, cs.RestartCount, cs.LastTerminationState.Terminated, d.Explain())
 			}
 		}
 		for _, cs := range p.Status.ContainerStatuses {
