@@ -521,3 +521,19 @@ func (n *Node) ImportImage(t testing.TB, archive string) {
 		t.Fatalf("ctr images import %s: %v: %s", archive, err, out)
 	}
 }
+
+// WaitLog waits until a log file kubelet wrote for container of the pod
+// holds substr.
+func (d *Deployment) WaitLog(t testing.TB, pod *corev1.Pod, container, substr string) {
+	t.Helper()
+	pattern := filepath.Join(d.n.Dir, "pod-logs", pod.Namespace+"_"+pod.Name+"_"+string(pod.UID), container, "*.log")
+	d.waitFor(t, fmt.Sprintf("container %s of pod %s logs %q", container, pod.Name, substr), func(context.Context) (bool, string) {
+		files, _ := filepath.Glob(pattern)
+		for _, f := range files {
+			if data, err := os.ReadFile(f); err == nil && bytes.Contains(data, []byte(substr)) {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("log files %v", files)
+	})
+}

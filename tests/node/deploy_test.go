@@ -25,6 +25,10 @@ const (
 	upgradeImage = "ghcr.io/plexus-cni/plexus:v0.1.1"
 )
 
+// waitingForDefault is what the installer (plexusctl install, or plexusd's
+// own) logs when it finds no default network's config.
+const waitingForDefault = "waiting for the cluster-wide default network's CNI config"
+
 // deployNode is a node for the deploy/ tests: a control plane with the
 // controllers a DaemonSet needs, a node whose CNI bin dir holds the
 // reference plugins but not plexus (the DaemonSet installs it), and the
@@ -133,13 +137,11 @@ func TestDeploy(t *testing.T) {
 	t.Run("Install", func(t *testing.T) {
 		n := node.With(t)
 		d.Apply(t)
-		d.WaitPod(t, deployImage)
+		pod := d.WaitPod(t, deployImage)
 		d.WaitFile(t, plugin, true)
-		if _, err := os.Stat(conf); err == nil {
-			t.Fatalf("%s exists before the default network's config (s6.1)", conf)
-		}
-		// Whatever the installer waits on, it has had time to act on.
-		time.Sleep(2 * time.Second)
+		// The installer has looked for the default network's config,
+		// found none, and so wrote none of its own.
+		d.WaitLog(t, pod, "install", waitingForDefault)
 		if _, err := os.Stat(conf); err == nil {
 			t.Fatalf("%s exists before the default network's config (s6.1)", conf)
 		}
@@ -169,9 +171,11 @@ func TestDeploy(t *testing.T) {
 		stop := watchFiles(conf, plugin, kubeconfig)
 		d.Patch(t, fmt.Sprintf(`{"spec":{"template":{"spec":{"containers":[{"name":"install","image":%q}]}}}}`, upgradeImage))
 		pod := d.WaitRollout(t, upgradeImage)
-		// The new installer has seen the default network and rewritten
-		// what it owns; only then does a gap no longer matter.
-		time.Sleep(2 * time.Second)
+		// The new installer has written its pod's token into the plugin's
+		// kubeconfig (the old pod's token died with it) and checked the
+		// config: from here on a gap could no longer be blamed on the
+		// rollout.
+		d.WaitLog(t, pod, "install", "wrote kubeconfig")
 		if missing := stop(); len(missing) > 0 {
 			t.Errorf("during the rollout these went missing: %v", missing)
 		}
@@ -197,7 +201,7 @@ func TestDeploy(t *testing.T) {
 			t.Errorf("after the rollout with PLEXUS_UNINSTALL=true, before the delete: %v", err)
 		}
 		d.Delete(t)
-		for _, p := range []string{conf, plugin, kubeconfig} {
+		for _, p := range []string{conf, plugin, kubeconfig, filepath.Dir(kubeconfig)} {
 			d.WaitFile(t, p, false)
 		}
 		got, err := os.ReadFile(defaultConf)
@@ -225,9 +229,9 @@ func TestDeployThick(t *testing.T) {
 	n, d, w := deployNode(t, "node-deploy-thick", "deploy/thick")
 	conf := filepath.Join(n.ConfDir, "00-plexus.conflist")
 	d.Apply(t)
-	d.WaitPod(t, deployImage)
+	pod := d.WaitPod(t, deployImage)
 	d.WaitFile(t, filepath.Join(n.cniBinDir, "plexus-shim"), true)
-	time.Sleep(2 * time.Second)
+	d.WaitLog(t, pod, "plexusd", waitingForDefault)
 	if _, err := os.Stat(conf); err == nil {
 		t.Fatalf("%s exists before the default network's config (s6.1)", conf)
 	}
