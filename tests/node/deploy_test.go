@@ -224,26 +224,69 @@ func TestDeploy(t *testing.T) {
 // TestDeployThick is deploy/thick applied to a node: plexusd's pod runs
 // under kubelet, installs its config only once the default network's
 // exists (s6.1), and a pod with selections is attached through plexusd,
-// which publishes its network-status.
+// which publishes its network-status. The documented uninstall then
+// removes plexus's config and leaves the default network's.
 func TestDeployThick(t *testing.T) {
-	n, d, w := deployNode(t, "node-deploy-thick", "deploy/thick")
-	conf := filepath.Join(n.ConfDir, "00-plexus.conflist")
-	d.Apply(t)
-	pod := d.WaitPod(t, deployImage)
-	d.WaitFile(t, filepath.Join(n.cniBinDir, "plexus-shim"), true)
-	d.WaitLog(t, pod, "plexusd", waitingForDefault)
-	if _, err := os.Stat(conf); err == nil {
-		t.Fatalf("%s exists before the default network's config (s6.1)", conf)
+	node, d, world := deployNode(t, "node-deploy-thick", "deploy/thick")
+	conf := filepath.Join(node.ConfDir, "00-plexus.conflist")
+	var defaultConf string
+	var defaultData []byte
+
+	t.Run("Install", func(t *testing.T) {
+		n := node.With(t)
+		d.Apply(t)
+		pod := d.WaitPod(t, deployImage)
+		d.WaitFile(t, filepath.Join(n.cniBinDir, "plexus-shim"), true)
+		d.WaitLog(t, pod, "plexusd", waitingForDefault)
+		if _, err := os.Stat(conf); err == nil {
+			t.Fatalf("%s exists before the default network's config (s6.1)", conf)
+		}
+		defaultConf, defaultData = writeDefaultNetwork(t, n, world)
+		d.WaitFile(t, conf, true)
+		waitLoaded(t, n, d, PlexusNetwork)
+		data, err := os.ReadFile(conf)
+		harness.Must(t, err)
+		if !bytes.Contains(data, []byte(`"plexus-shim"`)) {
+			t.Fatalf("plexusd's config does not run the shim:\n%s", data)
+		}
+		podWithSelections(t, n, world, "deploy-thick")
+	})
+	if t.Failed() {
+		return
 	}
-	writeDefaultNetwork(t, n, w)
-	d.WaitFile(t, conf, true)
-	waitLoaded(t, n, d, PlexusNetwork)
-	data, err := os.ReadFile(conf)
-	harness.Must(t, err)
-	if !bytes.Contains(data, []byte(`"plexus-shim"`)) {
-		t.Fatalf("plexusd's config does not run the shim:\n%s", data)
-	}
-	podWithSelections(t, n, w, "deploy-thick")
+
+	// docs/kubernetes.md: with PLEXUS_UNINSTALL=true plexusd removes
+	// plexus's CNI config when it stops. The init container's binaries
+	// stay (nothing in thick mode removes them).
+	t.Run("Uninstall", func(t *testing.T) {
+		n := node.With(t)
+		d.Patch(t, `{"spec":{"template":{"spec":{"containers":[{"name":"plexusd","env":[{"name":"PLEXUS_UNINSTALL","value":"true"}]}]}}}}`)
+		d.WaitRollout(t, "")
+		if _, err := os.Stat(conf); err != nil {
+			t.Errorf("after the rollout with PLEXUS_UNINSTALL=true, before the delete: %v", err)
+		}
+		d.Delete(t)
+		d.WaitFile(t, conf, false)
+		got, err := os.ReadFile(defaultConf)
+		harness.Must(t, err)
+		if !bytes.Equal(got, defaultData) {
+			t.Errorf("the default network's config changed:\n%s\nwant\n%s", got, defaultData)
+		}
+		for _, b := range []string{"plexus", "plexus-shim"} {
+			if _, err := os.Stat(filepath.Join(n.cniBinDir, b)); err == nil {
+				t.Logf("after the thick uninstall %s is still in the CNI bin dir (as documented: plexusd removes its config only)", b)
+			}
+		}
+		waitLoaded(t, n, d, DefaultNetwork)
+		const ns = "deploy-thick-uninstalled"
+		harness.Must(t, n.Env.CreateNamespace(t.Context(), ns, nil))
+		pod := n.RunPod(ns, "pod-plain", "")
+		c := n.PodNetns(pod)
+		if got := harness.IfNames(c.Links(t)); !reflect.DeepEqual(got, []string{"eth0"}) {
+			t.Errorf("pod on the default network alone has interfaces %v, want [eth0]", got)
+		}
+		n.DeletePod(ns, "pod-plain")
+	})
 }
 
 // watchFiles polls the paths until the returned stop is called, which
