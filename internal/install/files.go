@@ -31,19 +31,78 @@ func (in *Installer) InstallBinaries() error {
 			return fmt.Errorf("binary name %q: want a plain file name", b)
 		}
 		src, dst := filepath.Join(in.o.SrcBinDir, b), filepath.Join(in.o.BinDir, b)
-		data, err := os.ReadFile(src)
+		changed, err := copyIfChanged(src, dst, 0o755)
 		if err != nil {
 			return fmt.Errorf("binary %s: %w", b, err)
 		}
-		if old, err := os.ReadFile(dst); err == nil && bytes.Equal(old, data) {
-			continue
+		if changed {
+			in.o.Log.Info("installed binary", "path", dst)
 		}
-		if err := writeAtomic(dst, data, 0o755); err != nil {
-			return fmt.Errorf("installing %s: %w", dst, err)
-		}
-		in.o.Log.Info("installed binary", "path", dst)
 	}
 	return nil
+}
+
+// copyIfChanged copies src over dst (writeAtomic) unless dst has the same
+// bytes. Both are streamed, never held in memory: the binaries are tens of
+// megabytes and the installer runs under a small memory limit (reading
+// both whole got it OOM-killed on an upgrade, with plexus's 40 MB binary).
+func copyIfChanged(src, dst string, mode os.FileMode) (bool, error) {
+	same, err := sameContent(src, dst)
+	if err != nil {
+		return false, err
+	}
+	if same {
+		return false, nil
+	}
+	f, err := os.Open(src)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	if err := writeAtomic(dst, f, mode); err != nil {
+		return false, fmt.Errorf("installing %s: %w", dst, err)
+	}
+	return true, nil
+}
+
+// sameContent reports whether dst exists with src's bytes, comparing
+// chunk by chunk.
+func sameContent(src, dst string) (bool, error) {
+	a, err := os.Open(src)
+	if err != nil {
+		return false, err
+	}
+	defer a.Close()
+	b, err := os.Open(dst)
+	if err != nil {
+		return false, nil // absent or unreadable: (re)write it
+	}
+	defer b.Close()
+	ai, err := a.Stat()
+	if err != nil {
+		return false, err
+	}
+	if bi, err := b.Stat(); err != nil || bi.Size() != ai.Size() {
+		return false, nil
+	}
+	const chunk = 64 << 10
+	bufA, bufB := make([]byte, chunk), make([]byte, chunk)
+	for {
+		na, errA := io.ReadFull(a, bufA)
+		nb, errB := io.ReadFull(b, bufB)
+		if na != nb || !bytes.Equal(bufA[:na], bufB[:nb]) {
+			return false, nil
+		}
+		if errA == io.EOF || errA == io.ErrUnexpectedEOF {
+			return errB == io.EOF || errB == io.ErrUnexpectedEOF, nil
+		}
+		if errA != nil {
+			return false, errA
+		}
+		if errB != nil {
+			return false, nil
+		}
+	}
 }
 
 // writeKubeconfig writes the plugin's kubeconfig from the current token and
@@ -279,7 +338,7 @@ func writeIfChanged(path string, data []byte, mode os.FileMode) (bool, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return false, err
 	}
-	if err := writeAtomic(path, data, mode); err != nil {
+	if err := writeAtomic(path, bytes.NewReader(data), mode); err != nil {
 		return false, fmt.Errorf("writing %s: %w", path, err)
 	}
 	return true, nil
@@ -289,14 +348,14 @@ func writeIfChanged(path string, data []byte, mode os.FileMode) (bool, error) {
 // path: readers (kubelet, the runtime, plexus) see the old file or the new
 // one, never a part. The temporary name has no CNI config extension, so
 // kubelet never loads it.
-func writeAtomic(path string, data []byte, mode os.FileMode) error {
+func writeAtomic(path string, data io.Reader, mode os.FileMode) error {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
 	if err != nil {
 		return err
 	}
 	tmp := f.Name()
 	defer os.Remove(tmp) // after a successful rename there is nothing left
-	if _, err := io.Copy(f, bytes.NewReader(data)); err != nil {
+	if _, err := io.Copy(f, data); err != nil {
 		f.Close()
 		return err
 	}

@@ -10,6 +10,11 @@
 // directory) is recorded before and put back after (host.go); kubelet runs
 // without iptables in its PATH so it adds no chains; every process is
 // stopped by its PID.
+//
+// StartControllers adds kube-controller-manager and kube-scheduler
+// (controlplane.go), for what runs through controllers: the deploy/
+// DaemonSets, which RenderDeploy renders as `kubectl apply -k` would and
+// relocates onto the node's directories (deploy.go).
 package node
 
 import (

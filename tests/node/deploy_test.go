@@ -1,0 +1,322 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/plexus-cni/plexus/tests/harness"
+	"github.com/plexus-cni/plexus/tests/kubeenv"
+)
+
+// The image deploy/ references, which `make image` builds into
+// bin/plexus-image.tar.
+const (
+	deployImage  = "ghcr.io/plexus-cni/plexus:v0.1.0"
+	upgradeImage = "ghcr.io/plexus-cni/plexus:v0.1.1"
+)
+
+// waitingForDefault is what the installer (plexusctl install, or plexusd's
+// own) logs when it finds no default network's config.
+const waitingForDefault = "waiting for the cluster-wide default network's CNI config"
+
+// deployNode is a node for the deploy/ tests: a control plane with the
+// controllers a DaemonSet needs, a node whose CNI bin dir holds the
+// reference plugins but not plexus (the DaemonSet installs it), and the
+// plexus image imported. It returns the world whose bridges and leases the
+// test's networks use, its leases and plexus's records in the relocated
+// /var/lib/cni (see Deployment.HostPath).
+func deployNode(t *testing.T, name, kustomization string) (*Node, *Deployment, *harness.World) {
+	t.Helper()
+	binDir, err := kubeenv.DefaultBinDir()
+	harness.Must(t, err)
+	archive := filepath.Join(binDir, "plexus-image.tar")
+	if _, err := os.Stat(archive); err != nil {
+		skipOrFail(t, fmt.Sprintf("%s not found: run `make image`", archive))
+	}
+	cniBin := t.TempDir()
+	copyReferencePlugins(t, cniBin)
+	env := kubeenv.ForTest(t, kubeenv.Options{})
+	n := Start(t, env, Options{Name: name, CNIBinDir: cniBin})
+	n.StartControllers(t)
+	n.ImportImage(t, archive)
+	d := n.RenderDeploy(t, kustomization)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("deploy/ on node %s:\n%s", name, d.Explain())
+		}
+	})
+	w := harness.New(t)
+	w.IPAMDir = d.HostPath("/var/lib/cni/networks")
+	w.CacheDir = d.HostPath("/var/lib/cni/plexus")
+	harness.Must(t, os.MkdirAll(w.IPAMDir, 0o755))
+	// Before the world's cleanups and the uninstall: plexus is still
+	// installed, so the pods' DELs run through it.
+	t.Cleanup(n.Reset)
+	return n, d, w
+}
+
+// copyReferencePlugins copies the reference plugins (not plexus) into dir:
+// copies, not links, since thick mode runs them inside plexusd's
+// container, which sees only the mounted directory.
+func copyReferencePlugins(t *testing.T, dir string) {
+	t.Helper()
+	for _, p := range []string{"bridge", "host-local", "loopback", "bandwidth", "tuning", "static", "macvlan", "ptp", "vlan"} {
+		src, err := os.Open(filepath.Join(harness.BinDir, p))
+		harness.Must(t, err)
+		dst, err := os.OpenFile(filepath.Join(dir, p), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+		harness.Must(t, err)
+		_, err = io.Copy(dst, src)
+		src.Close()
+		harness.Must(t, err)
+		harness.Must(t, dst.Close())
+	}
+}
+
+// writeDefaultNetwork writes the cluster-wide default network's config
+// into the node's conf dir, as the default network's own DaemonSet would,
+// and returns its path and bytes.
+func writeDefaultNetwork(t *testing.T, n *Node, w *harness.World) (string, []byte) {
+	t.Helper()
+	path := filepath.Join(n.ConfDir, "10-default.conflist")
+	data := []byte(w.BridgeConf(DefaultNetwork, w.Bridge(), CNIVersion, true))
+	tmp := filepath.Join(n.ConfDir, ".tmp-default")
+	harness.Must(t, os.WriteFile(tmp, data, 0o644))
+	harness.Must(t, os.Rename(tmp, path))
+	return path, data
+}
+
+// waitLoaded waits until containerd uses the network named network.
+func waitLoaded(t *testing.T, n *Node, d *Deployment, network string) {
+	t.Helper()
+	d.waitFor(t, "containerd uses network "+network, func(ctx context.Context) (bool, string) {
+		got, _, err := n.loadedNetwork(ctx)
+		return err == nil && got == network, fmt.Sprintf("it uses %q (%v)", got, err)
+	})
+	n.WaitReady()
+}
+
+// podWithSelections runs a pod selecting two fresh bridge NADs in a fresh
+// namespace and checks its interfaces and network-status, then deletes it
+// and checks nothing is left.
+func podWithSelections(t *testing.T, n *Node, w *harness.World, ns string) {
+	t.Helper()
+	bridgeNADs(t, n, w, ns, "blue", "red")
+	before := harness.HostVeths(t)
+	pod := n.RunPod(ns, "pod-a", "blue,red")
+	assertAttached(t, n, pod, threeNetworks(ns))
+	sb := n.ReadySandbox(pod)
+	n.DeletePod(ns, "pod-a")
+	assertCleanedUp(t, w, before, sb.ID)
+}
+
+// TestDeploy is deploy/ (thin mode) applied as `kubectl apply -k deploy/`
+// to a node run by kubelet and containerd, with the image `make image`
+// builds: install, upgrade, uninstall as the README documents them.
+func TestDeploy(t *testing.T) {
+	node, d, world := deployNode(t, "node-deploy", "deploy")
+	conf := filepath.Join(node.ConfDir, "00-plexus.conflist")
+	plugin := filepath.Join(node.cniBinDir, "plexus")
+	kubeconfig := d.HostPath("/etc/cni/net.d/plexus.d/plexus.kubeconfig")
+	var defaultConf string
+	var defaultData []byte
+
+	// The DaemonSet's pod runs under kubelet before the node has any
+	// network (it is in the host's); it installs the plugin, but its
+	// config only once the default network's exists (s6.1). Then a pod
+	// with selections gets every network and its network-status.
+	t.Run("Install", func(t *testing.T) {
+		n := node.With(t)
+		d.Apply(t)
+		pod := d.WaitPod(t, deployImage)
+		d.WaitFile(t, plugin, true)
+		// The installer has looked for the default network's config,
+		// found none, and so wrote none of its own.
+		d.WaitLog(t, pod, "install", waitingForDefault)
+		if _, err := os.Stat(conf); err == nil {
+			t.Fatalf("%s exists before the default network's config (s6.1)", conf)
+		}
+		defaultConf, defaultData = writeDefaultNetwork(t, n, world)
+		d.WaitFile(t, conf, true)
+		waitLoaded(t, n, d, PlexusNetwork)
+		podWithSelections(t, n, world, "deploy-install")
+	})
+	if t.Failed() {
+		return
+	}
+
+	// A new image rolls out: the old pod goes, the new one runs, and
+	// plexus's config is there at every moment in between.
+	t.Run("Upgrade", func(t *testing.T) {
+		n := node.With(t)
+		binDir, err := kubeenv.DefaultBinDir()
+		harness.Must(t, err)
+		archive := filepath.Join(t.TempDir(), "plexus-v0.1.1.tar")
+		out, err := exec.Command(filepath.Join(binDir, "ocibuild"), "-preset", "plexus", "-bin", binDir,
+			"-version", "v0.1.1", "-name", upgradeImage, "-out", archive).CombinedOutput()
+		if err != nil {
+			t.Fatalf("ocibuild %s: %v: %s", upgradeImage, err, out)
+		}
+		n.ImportImage(t, archive)
+		old := d.WaitPod(t, deployImage)
+		stop := watchFiles(conf, plugin, kubeconfig)
+		d.Patch(t, fmt.Sprintf(`{"spec":{"template":{"spec":{"containers":[{"name":"install","image":%q}]}}}}`, upgradeImage))
+		pod := d.WaitRollout(t, upgradeImage)
+		// The new installer has written its pod's token into the plugin's
+		// kubeconfig (the old pod's token died with it) and checked the
+		// config: from here on a gap could no longer be blamed on the
+		// rollout.
+		d.WaitLog(t, pod, "install", "wrote kubeconfig")
+		if missing := stop(); len(missing) > 0 {
+			t.Errorf("during the rollout these went missing: %v", missing)
+		}
+		if pod.UID == old.UID {
+			t.Fatalf("the DaemonSet's pod %s was not replaced", pod.Name)
+		}
+		waitLoaded(t, n, d, PlexusNetwork)
+		podWithSelections(t, n, world, "deploy-upgrade")
+	})
+	if t.Failed() {
+		return
+	}
+
+	// The README's uninstall: set PLEXUS_UNINSTALL=true, wait for the
+	// rollout, delete what deploy/ created. plexus's files are gone, the
+	// default network's config is as it was, and a new pod runs on the
+	// default network alone.
+	t.Run("Uninstall", func(t *testing.T) {
+		n := node.With(t)
+		d.Patch(t, `{"spec":{"template":{"spec":{"containers":[{"name":"install","env":[{"name":"PLEXUS_UNINSTALL","value":"true"}]}]}}}}`)
+		d.WaitRollout(t, "")
+		if _, err := os.Stat(conf); err != nil {
+			t.Errorf("after the rollout with PLEXUS_UNINSTALL=true, before the delete: %v", err)
+		}
+		d.Delete(t)
+		for _, p := range []string{conf, plugin, kubeconfig, filepath.Dir(kubeconfig)} {
+			d.WaitFile(t, p, false)
+		}
+		got, err := os.ReadFile(defaultConf)
+		harness.Must(t, err)
+		if !bytes.Equal(got, defaultData) {
+			t.Errorf("the default network's config changed:\n%s\nwant\n%s", got, defaultData)
+		}
+		waitLoaded(t, n, d, DefaultNetwork)
+		const ns = "deploy-uninstalled"
+		harness.Must(t, n.Env.CreateNamespace(t.Context(), ns, nil))
+		pod := n.RunPod(ns, "pod-plain", "")
+		c := n.PodNetns(pod)
+		if got := harness.IfNames(c.Links(t)); !reflect.DeepEqual(got, []string{"eth0"}) {
+			t.Errorf("pod on the default network alone has interfaces %v, want [eth0]", got)
+		}
+		n.DeletePod(ns, "pod-plain")
+	})
+}
+
+// TestDeployThick is deploy/thick applied to a node: plexusd's pod runs
+// under kubelet, installs its config only once the default network's
+// exists (s6.1), and a pod with selections is attached through plexusd,
+// which publishes its network-status. The documented uninstall then
+// removes plexus's config and leaves the default network's.
+func TestDeployThick(t *testing.T) {
+	node, d, world := deployNode(t, "node-deploy-thick", "deploy/thick")
+	conf := filepath.Join(node.ConfDir, "00-plexus.conflist")
+	var defaultConf string
+	var defaultData []byte
+
+	t.Run("Install", func(t *testing.T) {
+		n := node.With(t)
+		d.Apply(t)
+		pod := d.WaitPod(t, deployImage)
+		d.WaitFile(t, filepath.Join(n.cniBinDir, "plexus-shim"), true)
+		d.WaitLog(t, pod, "plexusd", waitingForDefault)
+		if _, err := os.Stat(conf); err == nil {
+			t.Fatalf("%s exists before the default network's config (s6.1)", conf)
+		}
+		defaultConf, defaultData = writeDefaultNetwork(t, n, world)
+		d.WaitFile(t, conf, true)
+		waitLoaded(t, n, d, PlexusNetwork)
+		data, err := os.ReadFile(conf)
+		harness.Must(t, err)
+		if !bytes.Contains(data, []byte(`"plexus-shim"`)) {
+			t.Fatalf("plexusd's config does not run the shim:\n%s", data)
+		}
+		podWithSelections(t, n, world, "deploy-thick")
+	})
+	if t.Failed() {
+		return
+	}
+
+	// docs/kubernetes.md: with PLEXUS_UNINSTALL=true plexusd removes
+	// plexus's CNI config when it stops. The init container's binaries
+	// stay (nothing in thick mode removes them).
+	t.Run("Uninstall", func(t *testing.T) {
+		n := node.With(t)
+		d.Patch(t, `{"spec":{"template":{"spec":{"containers":[{"name":"plexusd","env":[{"name":"PLEXUS_UNINSTALL","value":"true"}]}]}}}}`)
+		d.WaitRollout(t, "")
+		if _, err := os.Stat(conf); err != nil {
+			t.Errorf("after the rollout with PLEXUS_UNINSTALL=true, before the delete: %v", err)
+		}
+		d.Delete(t)
+		d.WaitFile(t, conf, false)
+		got, err := os.ReadFile(defaultConf)
+		harness.Must(t, err)
+		if !bytes.Equal(got, defaultData) {
+			t.Errorf("the default network's config changed:\n%s\nwant\n%s", got, defaultData)
+		}
+		for _, b := range []string{"plexus", "plexus-shim"} {
+			if _, err := os.Stat(filepath.Join(n.cniBinDir, b)); err == nil {
+				t.Logf("after the thick uninstall %s is still in the CNI bin dir (as documented: plexusd removes its config only)", b)
+			}
+		}
+		waitLoaded(t, n, d, DefaultNetwork)
+		const ns = "deploy-thick-uninstalled"
+		harness.Must(t, n.Env.CreateNamespace(t.Context(), ns, nil))
+		pod := n.RunPod(ns, "pod-plain", "")
+		c := n.PodNetns(pod)
+		if got := harness.IfNames(c.Links(t)); !reflect.DeepEqual(got, []string{"eth0"}) {
+			t.Errorf("pod on the default network alone has interfaces %v, want [eth0]", got)
+		}
+		n.DeletePod(ns, "pod-plain")
+	})
+}
+
+// watchFiles polls the paths until the returned stop is called, which
+// returns every path that was missing at some poll.
+func watchFiles(paths ...string) (stop func() []string) {
+	var done atomic.Bool
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	missing := map[string]bool{}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for !done.Load() {
+			for _, p := range paths {
+				if _, err := os.Stat(p); err != nil {
+					mu.Lock()
+					missing[p] = true
+					mu.Unlock()
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	return func() []string {
+		done.Store(true)
+		wg.Wait()
+		var out []string
+		for p := range missing {
+			out = append(out, p)
+		}
+		return out
+	}
+}
