@@ -50,7 +50,7 @@ RACE_PKGS := ./core/lock/ ./core/source/kube/cached/ ./core/source/manifests/ ./
 ## the example extensions (needs root)
 # One package at a time (-p 1): the integration suites check the host's
 # interfaces for leaks, which another suite running beside them would add.
-test: build k8s-bins node-bins node-deps pause-image
+test: build k8s-bins node-bins node-deps pause-image image
 	PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 $(GO) test -p 1 -count=1 ./...
 	CGO_ENABLED=1 $(GO) test -race -count=1 $(RACE_PKGS)
 	cd sdk && GOWORK=off $(GO) test -count=1 ./...
