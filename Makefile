@@ -75,7 +75,7 @@ test-unit:
 	$(GO) test -count=1 ./core/... ./internal/... ./cmd/... ./policies/... ./extensions/
 
 ## bench: benchmarks (numbers go to docs/performance.md)
-bench: build k8s-bins
+bench: build k8s-bins node-bins node-deps pause-image
 	PLEXUS_BIN=$(BIN) $(GO) test -p 1 -run '^$$' -bench . -benchmem ./core/... ./policies/...
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 20x ./extensions/
 	PLEXUS_BIN=$(BIN) $(GO) test -run '^$$' -bench Lifecycle -benchtime 15x ./tests/bench/
@@ -83,6 +83,7 @@ bench: build k8s-bins
 	PLEXUS_BIN=$(BIN) $(GO) test -run '^$$' -bench ShimCall -benchtime 500x ./tests/bench/
 	PLEXUS_BIN=$(BIN) $(GO) test -run '^$$' -bench ThinPolicyCost -benchtime 150x ./tests/bench/
 	PLEXUS_BIN=$(BIN) $(GO) test -run '^$$' -bench 'Concurrent|Memory' -benchtime 2x ./tests/bench/
+	PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 $(GO) test -run '^$$' -bench 'SandboxStart|PodStart' -benchtime 9x ./tests/node/
 	PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 $(GO) test -count=1 -v -run 'TestKubernetes/(Thick)?RequestCounts' ./tests/e2e/ | grep 'API requests'
 
 ## lint: gofmt, go vet, staticcheck
