@@ -19,10 +19,14 @@ K8S_GO := cd $(K8S_TOOLS_DIR) && GOWORK=off CGO_ENABLED=0 go
 .PHONY: k8s-bins k8s-clean
 k8s-bins: $(BIN)/kube-apiserver $(BIN)/etcd
 
-# The version stamped into kube-apiserver is read from go.mod, so clients
-# (and version-gated features) see the release actually built. Without it the
-# server reports v0.0.0-master.
-$(BIN)/kube-apiserver: $(K8S_TOOLS_MOD)
+# Every Kubernetes binary the tests run, built from k8s.io/kubernetes/cmd/<name>:
+# kube-apiserver here, kubelet and the controllers for the node (mk/node.mk).
+K8S_CMDS := $(addprefix $(BIN)/,kube-apiserver kubelet kube-controller-manager kube-scheduler)
+
+# The version stamped in is read from go.mod, so clients (and version-gated
+# features, version skew checks, the node's kubeletVersion) see the release
+# actually built. Without it the binaries report v0.0.0-master.
+$(K8S_CMDS): $(BIN)/%: $(K8S_TOOLS_MOD)
 	@mkdir -p $(BIN)
 	set -e; \
 	v=$$($(K8S_GO) list -m -f '{{.Version}}' k8s.io/kubernetes); \
@@ -34,7 +38,7 @@ $(BIN)/kube-apiserver: $(K8S_TOOLS_MOD)
 			-X k8s.io/component-base/version.gitMajor=$$major \
 			-X k8s.io/component-base/version.gitMinor=$$minor \
 			-X k8s.io/component-base/version.gitTreeState=clean" \
-		k8s.io/kubernetes/cmd/kube-apiserver; \
+		k8s.io/kubernetes/cmd/$*; \
 	mv $@.tmp $@
 
 $(BIN)/etcd: $(K8S_TOOLS_MOD)

@@ -13,8 +13,6 @@
 BIN ?= $(CURDIR)/bin
 
 NODE_MK_DIR    := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
-NODE_K8S_DIR   := $(NODE_MK_DIR)/../tools/k8s
-NODE_K8S_MOD   := $(NODE_K8S_DIR)/go.mod $(NODE_K8S_DIR)/go.sum
 CRICTL_DIR     := $(NODE_MK_DIR)/../tools/crictl
 CRICTL_MOD     := $(CRICTL_DIR)/go.mod $(CRICTL_DIR)/go.sum
 NODE_K8S_BINS  := $(BIN)/kubelet $(BIN)/kube-controller-manager $(BIN)/kube-scheduler
@@ -45,22 +43,7 @@ node-deps:
 		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $$missing; \
 	fi
 
-# The version stamped in is read from go.mod, as for kube-apiserver: kubelet
-# reports it as the node's kubeletVersion, and version skew checks read it.
-$(NODE_K8S_BINS): $(BIN)/%: $(NODE_K8S_MOD)
-	@mkdir -p $(BIN)
-	set -e; cd $(NODE_K8S_DIR); \
-	v=$$($(NODE_GO) list -m -f '{{.Version}}' k8s.io/kubernetes); \
-	major=$$(echo $$v | sed -E 's/^v([0-9]+)\..*/\1/'); \
-	minor=$$(echo $$v | sed -E 's/^v[0-9]+\.([0-9]+)\..*/\1/'); \
-	$(NODE_GO) build -trimpath -o $@.tmp \
-		-ldflags "-s -w \
-			-X k8s.io/component-base/version.gitVersion=$$v \
-			-X k8s.io/component-base/version.gitMajor=$$major \
-			-X k8s.io/component-base/version.gitMinor=$$minor \
-			-X k8s.io/component-base/version.gitTreeState=clean" \
-		k8s.io/kubernetes/cmd/$*; \
-	mv $@.tmp $@
+# kubelet and the controllers: the pattern rule in mk/k8s.mk.
 
 $(BIN)/crictl: $(CRICTL_MOD)
 	@mkdir -p $(BIN)
