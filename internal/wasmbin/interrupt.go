@@ -358,9 +358,12 @@ func (r *rewriter) function(fn []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	for range groups { // local declarations: count, valtype
+	for g := range groups { // local declarations: count, valtype
 		if _, i, err = readU32(fn, i); err != nil {
 			return nil, err
+		}
+		if i >= len(fn) {
+			return nil, fmt.Errorf("%w: local declaration %d has no value type", ErrFormat, g)
 		}
 		i++
 	}
