@@ -105,20 +105,6 @@ func waitLoaded(t *testing.T, n *Node, d *Deployment, network string) {
 	n.WaitReady()
 }
 
-// podWithSelections runs a pod selecting two fresh bridge NADs in a fresh
-// namespace and checks its interfaces and network-status, then deletes it
-// and checks nothing is left.
-func podWithSelections(t *testing.T, n *Node, w *harness.World, ns string) {
-	t.Helper()
-	bridgeNADs(t, n, w, ns, "blue", "red")
-	before := harness.HostVeths(t)
-	pod := n.RunPod(ns, "pod-a", "blue,red")
-	assertAttached(t, n, pod, threeNetworks(ns))
-	sb := n.ReadySandbox(pod)
-	n.DeletePod(ns, "pod-a")
-	assertCleanedUp(t, w, before, sb.ID)
-}
-
 // TestDeploy is deploy/ (thin mode) applied as `kubectl apply -k deploy/`
 // to a node run by kubelet and containerd, with the image `make image`
 // builds: install, upgrade, uninstall as the README documents them.
