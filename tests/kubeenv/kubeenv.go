@@ -25,12 +25,9 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -56,7 +53,7 @@ type Env struct {
 	pki  *pki
 	host string // https://127.0.0.1:port
 
-	etcd, apiserver *process
+	etcd, apiserver *Process
 	etcdPorts       [2]int // client, peer
 	apiserverPort   int
 }
@@ -133,7 +130,7 @@ func checkExecutable(path string) error {
 }
 
 func (e *Env) startEtcd(ctx context.Context, bin string) error {
-	return startWithRetry(ctx, "etcd", func() (*process, error) {
+	return startWithRetry(ctx, "etcd", func() (*Process, error) {
 		ports, err := freePorts(2)
 		if err != nil {
 			return nil, err
@@ -166,7 +163,7 @@ func (e *Env) startEtcd(ctx context.Context, bin string) error {
 }
 
 func (e *Env) startAPIServer(ctx context.Context, bin string) error {
-	return startWithRetry(ctx, "kube-apiserver", func() (*process, error) {
+	return startWithRetry(ctx, "kube-apiserver", func() (*Process, error) {
 		ports, err := freePorts(1)
 		if err != nil {
 			return nil, err
@@ -263,9 +260,9 @@ func (e *Env) Dir() string { return e.dir }
 // Logs returns the last lines of both processes' logs, for failure messages.
 func (e *Env) Logs() string {
 	var b strings.Builder
-	for _, p := range []*process{e.etcd, e.apiserver} {
+	for _, p := range []*Process{e.etcd, e.apiserver} {
 		if p != nil {
-			fmt.Fprintf(&b, "--- %s ---\n%s\n", filepath.Base(p.logPath), tail(p.logPath, logTailLines))
+			fmt.Fprintf(&b, "--- %s ---\n%s\n", filepath.Base(p.LogPath), p.LogTail(logTailLines))
 		}
 	}
 	return b.String()
@@ -277,9 +274,9 @@ func (e *Env) Stop() error {
 	var errs []error
 	// The API server first, so it does not spend its last moments logging
 	// etcd connection errors.
-	for _, p := range []*process{e.apiserver, e.etcd} {
+	for _, p := range []*Process{e.apiserver, e.etcd} {
 		if p != nil {
-			if err := p.stop(stopGrace); err != nil {
+			if err := p.Stop(stopGrace); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -326,82 +323,19 @@ func isPlexusModule(gomod string) bool {
 	return false
 }
 
-// process is one control-plane process, in its own process group.
-type process struct {
-	name    string
-	cmd     *exec.Cmd
-	logPath string
-	log     *os.File
-	exited  chan struct{} // closed once cmd.Wait returned
-	waitErr error         // valid after exited is closed
-}
-
-func startProcess(bin, logPath string, args ...string) (*process, error) {
-	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("open log: %w", err)
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		// Its own group, so Stop can kill anything it spawned too.
-		Setpgid: true,
-		// Dies with the test binary even if Stop never runs (a panic, a
-		// killed `go test`). The signal follows the OS thread that forked,
-		// which the Go runtime keeps alive for an unlocked goroutine.
-		Pdeathsig: syscall.SIGKILL,
-	}
-	p := &process{name: filepath.Base(bin), cmd: cmd, logPath: logPath, log: log, exited: make(chan struct{})}
-	started := make(chan error)
-	go func() {
-		// Pdeathsig fires when the forking thread exits, and a goroutine
-		// that locks its thread and returns without unlocking ends it (the
-		// netns tests' testutils.NewNS does). Holding the thread until the
-		// process exits keeps anyone else off it.
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		err := cmd.Start()
-		started <- err
-		if err != nil {
-			return
-		}
-		p.waitErr = cmd.Wait()
-		close(p.exited)
-	}()
-	if err := <-started; err != nil {
-		log.Close()
-		return nil, fmt.Errorf("start %s: %w", bin, err)
+// startProcess starts bin, named for its file, logging to logPath; on error
+// nothing runs.
+func startProcess(bin, logPath string, args ...string) (*Process, error) {
+	p := NewProcess(filepath.Base(bin), bin, logPath, args...)
+	if err := p.Start(); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
 
-func (p *process) stop(grace time.Duration) error {
-	pgid := p.cmd.Process.Pid // == pgid, thanks to Setpgid
-	select {
-	case <-p.exited:
-	default:
-		_ = syscall.Kill(-pgid, syscall.SIGTERM)
-		select {
-		case <-p.exited:
-		case <-time.After(grace):
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
-			<-p.exited
-		}
-	}
-	// Anything the process left behind in its group goes too. ESRCH (group
-	// already empty) is the expected case.
-	if err := syscall.Kill(-pgid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("kill %s process group %d: %w", p.name, pgid, err)
-	}
-	if err := p.log.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
-		return fmt.Errorf("close %s log: %w", p.name, err)
-	}
-	return nil
-}
-
 // startWithRetry runs start, retrying with fresh ports when the process died
 // because a port it was given had been taken in the meantime.
-func startWithRetry(ctx context.Context, name string, start func() (*process, error)) error {
+func startWithRetry(ctx context.Context, name string, start func() (*Process, error)) error {
 	for attempt := 1; ; attempt++ {
 		p, err := start()
 		if err == nil {
@@ -410,13 +344,13 @@ func startWithRetry(ctx context.Context, name string, start func() (*process, er
 		if p == nil {
 			return fmt.Errorf("start %s: %w", name, err)
 		}
-		logTail := tail(p.logPath, logTailLines)
-		stopErr := p.stop(stopGrace)
+		logTail := p.LogTail(logTailLines)
+		stopErr := p.Stop(stopGrace)
 		if attempt < bindRetries && ctx.Err() == nil && strings.Contains(logTail, "address already in use") {
 			continue
 		}
 		return errors.Join(
-			fmt.Errorf("start %s: %w\n--- last lines of %s ---\n%s", name, err, p.logPath, logTail),
+			fmt.Errorf("start %s: %w\n--- last lines of %s ---\n%s", name, err, p.LogPath, logTail),
 			stopErr)
 	}
 }
@@ -426,7 +360,7 @@ type getter func(ctx context.Context) (status int, body string, err error)
 
 // waitReady polls check until it answers 200 with a body containing want,
 // the process exits, or ctx ends.
-func waitReady(ctx context.Context, p *process, check getter, want string) error {
+func waitReady(ctx context.Context, p *Process, check getter, want string) error {
 	var last string
 	for {
 		status, body, err := check(ctx)
@@ -440,9 +374,9 @@ func waitReady(ctx context.Context, p *process, check getter, want string) error
 		}
 		select {
 		case <-p.exited:
-			return fmt.Errorf("%s exited before becoming ready: %v", p.name, p.waitErr)
+			return fmt.Errorf("%s exited before becoming ready: %v", p.Name, p.waitErr)
 		case <-ctx.Done():
-			return fmt.Errorf("%s not ready (last answer: %s): %w", p.name, last, context.Cause(ctx))
+			return fmt.Errorf("%s not ready (last answer: %s): %w", p.Name, last, context.Cause(ctx))
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
@@ -492,19 +426,6 @@ func freePorts(n int) ([]int, error) {
 }
 
 const logTailLines = 40
-
-// tail returns the last n lines of a file, or a note saying why it could not.
-func tail(path string, n int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Sprintf("(cannot read log: %v)", err)
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
 
 // AdminConfig returns a new cluster-admin client configuration: a client
 // certificate in group system:masters.

@@ -203,7 +203,7 @@ func (n *Node) writeCNIConfig(file string, data []byte, network string) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if n.kubelet.running() {
+	if n.kubelet.Running() {
 		n.WaitReady()
 	}
 }

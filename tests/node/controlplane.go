@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/plexus-cni/plexus/tests/harness"
+	"github.com/plexus-cni/plexus/tests/kubeenv"
 )
 
 // Controllers are kube-controller-manager and kube-scheduler (built by
@@ -25,8 +26,8 @@ import (
 type Controllers struct {
 	n         *Node
 	dir       string
-	manager   *proc
-	scheduler *proc
+	manager   *kubeenv.Process
+	scheduler *kubeenv.Process
 }
 
 // controllerList is what kube-controller-manager runs: the DaemonSet
@@ -59,7 +60,7 @@ func (n *Node) StartControllers(t testing.TB) *Controllers {
 		harness.Must(t, err)
 		ports[i] = p
 	}
-	c.manager = newProc("kube-controller-manager", filepath.Join(n.binDir, "kube-controller-manager"),
+	c.manager = kubeenv.NewProcess("kube-controller-manager", filepath.Join(n.binDir, "kube-controller-manager"),
 		filepath.Join(c.dir, "kube-controller-manager.log"),
 		"--kubeconfig="+n.Kubeconfig,
 		"--authentication-kubeconfig="+n.Kubeconfig,
@@ -77,7 +78,7 @@ func (n *Node) StartControllers(t testing.TB) *Controllers {
 		"--min-resync-period=10s",
 		"--v=2",
 	)
-	c.scheduler = newProc("kube-scheduler", filepath.Join(n.binDir, "kube-scheduler"),
+	c.scheduler = kubeenv.NewProcess("kube-scheduler", filepath.Join(n.binDir, "kube-scheduler"),
 		filepath.Join(c.dir, "kube-scheduler.log"),
 		"--kubeconfig="+n.Kubeconfig,
 		"--authentication-kubeconfig="+n.Kubeconfig,
@@ -93,15 +94,15 @@ func (n *Node) StartControllers(t testing.TB) *Controllers {
 			t.Logf("controllers: the end of their logs:\n%s", c.Logs())
 		}
 		var errs []error
-		for _, p := range []*proc{c.scheduler, c.manager} {
-			errs = append(errs, p.stop())
+		for _, p := range []*kubeenv.Process{c.scheduler, c.manager} {
+			errs = append(errs, p.Stop(stopGrace))
 		}
 		if err := errors.Join(errs...); err != nil {
 			t.Errorf("stop controllers: %v", err)
 		}
 	})
-	harness.Must(t, c.manager.start())
-	harness.Must(t, c.scheduler.start())
+	harness.Must(t, c.manager.Start())
+	harness.Must(t, c.scheduler.Start())
 	c.waitHealthy(t, ports)
 	return c
 }
@@ -112,18 +113,18 @@ func (c *Controllers) waitHealthy(t testing.TB, ports []int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), readyTimeout)
 	defer cancel()
-	for i, p := range []*proc{c.manager, c.scheduler} {
+	for i, p := range []*kubeenv.Process{c.manager, c.scheduler} {
 		url := "https://127.0.0.1:" + strconv.Itoa(ports[i]) + "/healthz"
 		for {
 			err := httpsOK(ctx, url)
 			if err == nil {
 				break
 			}
-			if e := p.exitError(); e != nil {
-				t.Fatalf("%v\n%s", e, p.logTail(40))
+			if e := p.ExitError(); e != nil {
+				t.Fatalf("%v\n%s", e, p.LogTail(40))
 			}
 			if ctx.Err() != nil {
-				t.Fatalf("%s not healthy within %s: %v\n%s", p.name, readyTimeout, err, p.logTail(40))
+				t.Fatalf("%s not healthy within %s: %v\n%s", p.Name, readyTimeout, err, p.LogTail(40))
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
@@ -133,8 +134,8 @@ func (c *Controllers) waitHealthy(t testing.TB, ports []int) {
 // Logs is the end of both logs, for failure messages.
 func (c *Controllers) Logs() string {
 	var b strings.Builder
-	for _, p := range []*proc{c.manager, c.scheduler} {
-		fmt.Fprintf(&b, "--- %s ---\n%s\n", filepath.Base(p.logPath), p.logTail(60))
+	for _, p := range []*kubeenv.Process{c.manager, c.scheduler} {
+		fmt.Fprintf(&b, "--- %s ---\n%s\n", filepath.Base(p.LogPath), p.LogTail(60))
 	}
 	return b.String()
 }

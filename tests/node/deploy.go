@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/plexus-cni/plexus/tests/harness"
+	"github.com/plexus-cni/plexus/tests/kubeenv"
 )
 
 // Deployment is a kustomization of deploy/ rendered as `kubectl apply -k`
@@ -501,7 +502,7 @@ func (n *Node) ContainerLogs(namespace, prefix string) string {
 	var b strings.Builder
 	for _, f := range files {
 		rel, _ := filepath.Rel(root, f)
-		fmt.Fprintf(&b, "--- %s ---\n%s\n", rel, tailFile(f, 30))
+		fmt.Fprintf(&b, "--- %s ---\n%s\n", rel, kubeenv.Tail(f, 30))
 	}
 	return b.String()
 }

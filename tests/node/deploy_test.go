@@ -105,18 +105,58 @@ func waitLoaded(t *testing.T, n *Node, d *Deployment, network string) {
 	n.WaitReady()
 }
 
-// podWithSelections runs a pod selecting two fresh bridge NADs in a fresh
-// namespace and checks its interfaces and network-status, then deletes it
-// and checks nothing is left.
-func podWithSelections(t *testing.T, n *Node, w *harness.World, ns string) {
+// installAwaitingDefault applies deploy/ and waits for its pod and for bin,
+// the binary it installs. Its container has then looked for the default
+// network's config, found none, and so written none of its own, conf
+// (s6.1). Then it writes the default network's config and waits until
+// containerd uses plexus's; it returns the default network's config path
+// and bytes.
+func installAwaitingDefault(t *testing.T, n *Node, d *Deployment, w *harness.World, container, bin, conf string) (string, []byte) {
 	t.Helper()
-	bridgeNADs(t, n, w, ns, "blue", "red")
-	before := harness.HostVeths(t)
-	pod := n.RunPod(ns, "pod-a", "blue,red")
-	assertAttached(t, n, pod, threeNetworks(ns))
-	sb := n.ReadySandbox(pod)
-	n.DeletePod(ns, "pod-a")
-	assertCleanedUp(t, w, before, sb.ID)
+	d.Apply(t)
+	pod := d.WaitPod(t, deployImage)
+	d.WaitFile(t, bin, true)
+	d.WaitLog(t, pod, container, waitingForDefault)
+	if _, err := os.Stat(conf); err == nil {
+		t.Fatalf("%s exists before the default network's config (s6.1)", conf)
+	}
+	defaultConf, defaultData := writeDefaultNetwork(t, n, w)
+	d.WaitFile(t, conf, true)
+	waitLoaded(t, n, d, PlexusNetwork)
+	return defaultConf, defaultData
+}
+
+// uninstallDeploy is the README's uninstall: it sets PLEXUS_UNINSTALL=true
+// on container, waits for the rollout (plexus's config conf still there),
+// and deletes what deploy/ created.
+func uninstallDeploy(t *testing.T, d *Deployment, container, conf string) {
+	t.Helper()
+	d.Patch(t, fmt.Sprintf(`{"spec":{"template":{"spec":{"containers":[{"name":%q,"env":[{"name":"PLEXUS_UNINSTALL","value":"true"}]}]}}}}`, container))
+	d.WaitRollout(t, "")
+	if _, err := os.Stat(conf); err != nil {
+		t.Errorf("after the rollout with PLEXUS_UNINSTALL=true, before the delete: %v", err)
+	}
+	d.Delete(t)
+}
+
+// assertDefaultAlone checks, after an uninstall, that the default
+// network's config is the one written at install, that containerd uses it
+// again, and that a new pod in the fresh namespace ns runs on it alone.
+func assertDefaultAlone(t *testing.T, n *Node, d *Deployment, defaultConf string, defaultData []byte, ns string) {
+	t.Helper()
+	got, err := os.ReadFile(defaultConf)
+	harness.Must(t, err)
+	if !bytes.Equal(got, defaultData) {
+		t.Errorf("the default network's config changed:\n%s\nwant\n%s", got, defaultData)
+	}
+	waitLoaded(t, n, d, DefaultNetwork)
+	harness.Must(t, n.Env.CreateNamespace(t.Context(), ns, nil))
+	pod := n.RunPod(ns, "pod-plain", "")
+	c := n.PodNetns(pod)
+	if ifs := harness.IfNames(c.Links(t)); !reflect.DeepEqual(ifs, []string{"eth0"}) {
+		t.Errorf("pod on the default network alone has interfaces %v, want [eth0]", ifs)
+	}
+	n.DeletePod(ns, "pod-plain")
 }
 
 // TestDeploy is deploy/ (thin mode) applied as `kubectl apply -k deploy/`
@@ -136,18 +176,7 @@ func TestDeploy(t *testing.T) {
 	// with selections gets every network and its network-status.
 	t.Run("Install", func(t *testing.T) {
 		n := node.With(t)
-		d.Apply(t)
-		pod := d.WaitPod(t, deployImage)
-		d.WaitFile(t, plugin, true)
-		// The installer has looked for the default network's config,
-		// found none, and so wrote none of its own.
-		d.WaitLog(t, pod, "install", waitingForDefault)
-		if _, err := os.Stat(conf); err == nil {
-			t.Fatalf("%s exists before the default network's config (s6.1)", conf)
-		}
-		defaultConf, defaultData = writeDefaultNetwork(t, n, world)
-		d.WaitFile(t, conf, true)
-		waitLoaded(t, n, d, PlexusNetwork)
+		defaultConf, defaultData = installAwaitingDefault(t, n, d, world, "install", plugin, conf)
 		podWithSelections(t, n, world, "deploy-install")
 	})
 	if t.Failed() {
@@ -195,29 +224,11 @@ func TestDeploy(t *testing.T) {
 	// default network alone.
 	t.Run("Uninstall", func(t *testing.T) {
 		n := node.With(t)
-		d.Patch(t, `{"spec":{"template":{"spec":{"containers":[{"name":"install","env":[{"name":"PLEXUS_UNINSTALL","value":"true"}]}]}}}}`)
-		d.WaitRollout(t, "")
-		if _, err := os.Stat(conf); err != nil {
-			t.Errorf("after the rollout with PLEXUS_UNINSTALL=true, before the delete: %v", err)
-		}
-		d.Delete(t)
+		uninstallDeploy(t, d, "install", conf)
 		for _, p := range []string{conf, plugin, kubeconfig, filepath.Dir(kubeconfig)} {
 			d.WaitFile(t, p, false)
 		}
-		got, err := os.ReadFile(defaultConf)
-		harness.Must(t, err)
-		if !bytes.Equal(got, defaultData) {
-			t.Errorf("the default network's config changed:\n%s\nwant\n%s", got, defaultData)
-		}
-		waitLoaded(t, n, d, DefaultNetwork)
-		const ns = "deploy-uninstalled"
-		harness.Must(t, n.Env.CreateNamespace(t.Context(), ns, nil))
-		pod := n.RunPod(ns, "pod-plain", "")
-		c := n.PodNetns(pod)
-		if got := harness.IfNames(c.Links(t)); !reflect.DeepEqual(got, []string{"eth0"}) {
-			t.Errorf("pod on the default network alone has interfaces %v, want [eth0]", got)
-		}
-		n.DeletePod(ns, "pod-plain")
+		assertDefaultAlone(t, n, d, defaultConf, defaultData, "deploy-uninstalled")
 	})
 }
 
@@ -234,16 +245,7 @@ func TestDeployThick(t *testing.T) {
 
 	t.Run("Install", func(t *testing.T) {
 		n := node.With(t)
-		d.Apply(t)
-		pod := d.WaitPod(t, deployImage)
-		d.WaitFile(t, filepath.Join(n.cniBinDir, "plexus-shim"), true)
-		d.WaitLog(t, pod, "plexusd", waitingForDefault)
-		if _, err := os.Stat(conf); err == nil {
-			t.Fatalf("%s exists before the default network's config (s6.1)", conf)
-		}
-		defaultConf, defaultData = writeDefaultNetwork(t, n, world)
-		d.WaitFile(t, conf, true)
-		waitLoaded(t, n, d, PlexusNetwork)
+		defaultConf, defaultData = installAwaitingDefault(t, n, d, world, "plexusd", filepath.Join(n.cniBinDir, "plexus-shim"), conf)
 		data, err := os.ReadFile(conf)
 		harness.Must(t, err)
 		if !bytes.Contains(data, []byte(`"plexus-shim"`)) {
@@ -260,32 +262,14 @@ func TestDeployThick(t *testing.T) {
 	// stay (nothing in thick mode removes them).
 	t.Run("Uninstall", func(t *testing.T) {
 		n := node.With(t)
-		d.Patch(t, `{"spec":{"template":{"spec":{"containers":[{"name":"plexusd","env":[{"name":"PLEXUS_UNINSTALL","value":"true"}]}]}}}}`)
-		d.WaitRollout(t, "")
-		if _, err := os.Stat(conf); err != nil {
-			t.Errorf("after the rollout with PLEXUS_UNINSTALL=true, before the delete: %v", err)
-		}
-		d.Delete(t)
+		uninstallDeploy(t, d, "plexusd", conf)
 		d.WaitFile(t, conf, false)
-		got, err := os.ReadFile(defaultConf)
-		harness.Must(t, err)
-		if !bytes.Equal(got, defaultData) {
-			t.Errorf("the default network's config changed:\n%s\nwant\n%s", got, defaultData)
-		}
 		for _, b := range []string{"plexus", "plexus-shim"} {
 			if _, err := os.Stat(filepath.Join(n.cniBinDir, b)); err == nil {
 				t.Logf("after the thick uninstall %s is still in the CNI bin dir (as documented: plexusd removes its config only)", b)
 			}
 		}
-		waitLoaded(t, n, d, DefaultNetwork)
-		const ns = "deploy-thick-uninstalled"
-		harness.Must(t, n.Env.CreateNamespace(t.Context(), ns, nil))
-		pod := n.RunPod(ns, "pod-plain", "")
-		c := n.PodNetns(pod)
-		if got := harness.IfNames(c.Links(t)); !reflect.DeepEqual(got, []string{"eth0"}) {
-			t.Errorf("pod on the default network alone has interfaces %v, want [eth0]", got)
-		}
-		n.DeletePod(ns, "pod-plain")
+		assertDefaultAlone(t, n, d, defaultConf, defaultData, "deploy-thick-uninstalled")
 	})
 }
 

@@ -29,7 +29,7 @@ func (n *Node) WaitReady() {
 		if last == "" {
 			return
 		}
-		if err := n.kubelet.exitError(); err != nil {
+		if err := n.kubelet.ExitError(); err != nil {
 			n.t.Fatal(err)
 		}
 		if ctx.Err() != nil {

@@ -77,8 +77,8 @@ type Node struct {
 	binDir, cniBinDir string
 	healthz           string // kubelet's healthz host:port
 	kubeletAddr       string // kubelet's API host:port
-	containerd        *proc
-	kubelet           *proc
+	containerd        *kubeenv.Process
+	kubelet           *kubeenv.Process
 	host              *hostState
 	crdOnce           *sync.Once
 }
@@ -93,6 +93,9 @@ var (
 // readyTimeout bounds waits for the node and its pods; they take seconds,
 // the margin is for a loaded, shared CI machine.
 const readyTimeout = 2 * time.Minute
+
+// stopGrace is how long a daemon gets to exit after SIGTERM.
+const stopGrace = 15 * time.Second
 
 // Start starts a node for t on env's control plane and stops it when t
 // ends: kubelet first, then every sandbox left is removed through the CRI
@@ -159,20 +162,20 @@ func Start(t testing.TB, env *kubeenv.Env, opts Options) *Node {
 	harness.Must(t, n.writeCrictlConfig())
 	harness.Must(t, n.writeKubeletConfig())
 
-	n.containerd = newProc("containerd", mustLookPath(t, "containerd"), filepath.Join(dir, "containerd.log"),
+	n.containerd = kubeenv.NewProcess("containerd", mustLookPath(t, "containerd"), filepath.Join(dir, "containerd.log"),
 		"--config", filepath.Join(dir, "containerd.toml"))
-	n.containerd.env = []string{"PATH=" + pathEnv()}
+	n.containerd.Env = []string{"PATH=" + pathEnv()}
 	n.StartContainerd()
 	harness.Must(t, n.importPauseImage())
 
-	n.kubelet = newProc("kubelet", filepath.Join(opts.BinDir, "kubelet"), filepath.Join(dir, "kubelet.log"),
+	n.kubelet = kubeenv.NewProcess("kubelet", filepath.Join(opts.BinDir, "kubelet"), filepath.Join(dir, "kubelet.log"),
 		"--config="+filepath.Join(dir, "kubelet.yaml"),
 		"--kubeconfig="+n.Kubeconfig,
 		"--root-dir="+filepath.Join(dir, "kubelet"),
 		"--hostname-override="+n.Name,
 		"--v=2",
 	)
-	n.kubelet.env = []string{"PATH=" + pathWithout("iptables", "ip6tables")}
+	n.kubelet.Env = []string{"PATH=" + pathWithout("iptables", "ip6tables")}
 	n.StartKubelet()
 	return n
 }
@@ -252,18 +255,18 @@ func pathWithout(cmds ...string) string {
 // until its CRI answers.
 func (n *Node) StartContainerd() {
 	n.t.Helper()
-	harness.Must(n.t, n.containerd.start())
+	harness.Must(n.t, n.containerd.Start())
 	ctx, cancel := context.WithTimeout(n.t.Context(), readyTimeout)
 	defer cancel()
 	for {
 		if _, err := n.Crictl(ctx, "info"); err == nil {
 			return
 		}
-		if err := n.containerd.exitError(); err != nil {
+		if err := n.containerd.ExitError(); err != nil {
 			n.t.Fatal(err)
 		}
 		// containerd serves on without a plugin that failed to load.
-		if strings.Contains(n.containerd.logTail(200), `failed to load plugin io.containerd.grpc.v1.cri"`) {
+		if strings.Contains(n.containerd.LogTail(200), `failed to load plugin io.containerd.grpc.v1.cri"`) {
 			n.t.Fatal("containerd's CRI plugin failed to load")
 		}
 		if ctx.Err() != nil {
@@ -276,19 +279,19 @@ func (n *Node) StartContainerd() {
 // StopContainerd stops containerd; its shims, and so the pods, keep running.
 func (n *Node) StopContainerd() {
 	n.t.Helper()
-	harness.Must(n.t, n.containerd.stop())
+	harness.Must(n.t, n.containerd.Stop(stopGrace))
 }
 
 // StartKubelet starts kubelet (again, after StopKubelet).
 func (n *Node) StartKubelet() {
 	n.t.Helper()
-	harness.Must(n.t, n.kubelet.start())
+	harness.Must(n.t, n.kubelet.Start())
 }
 
 // StopKubelet stops kubelet; the pods keep running.
 func (n *Node) StopKubelet() {
 	n.t.Helper()
-	harness.Must(n.t, n.kubelet.stop())
+	harness.Must(n.t, n.kubelet.Stop(stopGrace))
 }
 
 // Crictl runs crictl against the node's containerd.
@@ -309,9 +312,9 @@ func (n *Node) Crictl(ctx context.Context, args ...string) (string, error) {
 // Logs is the end of containerd's and kubelet's logs, for failure messages.
 func (n *Node) Logs() string {
 	var b strings.Builder
-	for _, p := range []*proc{n.containerd, n.kubelet} {
+	for _, p := range []*kubeenv.Process{n.containerd, n.kubelet} {
 		if p != nil {
-			fmt.Fprintf(&b, "--- %s ---\n%s\n", filepath.Base(p.logPath), p.logTail(60))
+			fmt.Fprintf(&b, "--- %s ---\n%s\n", filepath.Base(p.LogPath), p.LogTail(60))
 		}
 	}
 	return b.String()
@@ -323,17 +326,17 @@ func (n *Node) cleanup() {
 		t.Logf("node %s: the end of its logs (kept in %s while the test runs):\n%s", n.Name, n.Dir, n.Logs())
 	}
 	var errs []error
-	if err := n.kubelet.stop(); err != nil {
+	if err := n.kubelet.Stop(stopGrace); err != nil {
 		errs = append(errs, err)
 	}
-	if n.containerd.running() {
+	if n.containerd.Running() {
 		// Through the CRI, so every sandbox gets its CNI DEL before its
 		// namespace goes.
 		if err := n.removeAllSandboxes(); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if err := n.containerd.stop(); err != nil {
+	if err := n.containerd.Stop(stopGrace); err != nil {
 		errs = append(errs, err)
 	}
 	errs = append(errs, n.killShims()...)

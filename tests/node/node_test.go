@@ -83,6 +83,44 @@ func threeNetworks(ns string) []attachment {
 	return []attachment{{DefaultNetwork, "eth0"}, {ns + "/blue", "net1"}, {ns + "/red", "net2"}}
 }
 
+// selectingPod is pod-a in its own namespace, selecting the bridge NADs
+// blue and red of a World.
+type selectingPod struct {
+	n      *Node
+	w      *harness.World
+	ns     string
+	pod    *corev1.Pod
+	sb     Sandbox
+	before map[string]bool // the host's veths before the pod ran
+}
+
+// runSelectingPod creates the namespace ns with the NADs blue and red on
+// w's bridges, runs pod-a selecting both, and checks its interfaces and
+// network-status.
+func runSelectingPod(t *testing.T, n *Node, w *harness.World, ns string) *selectingPod {
+	t.Helper()
+	bridgeNADs(t, n, w, ns, "blue", "red")
+	before := harness.HostVeths(t)
+	pod := n.RunPod(ns, "pod-a", "blue,red")
+	assertAttached(t, n, pod, threeNetworks(ns))
+	return &selectingPod{n: n, w: w, ns: ns, pod: pod, sb: n.ReadySandbox(pod), before: before}
+}
+
+// deleteAndCheck deletes the pod and checks nothing of it is left.
+func (p *selectingPod) deleteAndCheck(t *testing.T) {
+	t.Helper()
+	p.n.DeletePod(p.ns, p.pod.Name)
+	assertCleanedUp(t, p.w, p.before, p.sb.ID)
+}
+
+// podWithSelections runs a pod selecting two fresh bridge NADs in a fresh
+// namespace and checks its interfaces and network-status, then deletes it
+// and checks nothing is left.
+func podWithSelections(t *testing.T, n *Node, w *harness.World, ns string) {
+	t.Helper()
+	runSelectingPod(t, n, w, ns).deleteAndCheck(t)
+}
+
 // TestThin is plexus installed as the node's CNI plugin, thin mode (the
 // runtime runs plexus for every call), under kubelet and containerd.
 func TestThin(t *testing.T) {
@@ -94,14 +132,7 @@ func TestThin(t *testing.T) {
 		n := node.With(t)
 		w := n.PlexusWorld()
 		n.InstallPlexus(w)
-		const ns = "thin-sel"
-		bridgeNADs(t, n, w, ns, "blue", "red")
-		before := harness.HostVeths(t)
-		pod := n.RunPod(ns, "pod-a", "blue,red")
-		assertAttached(t, n, pod, threeNetworks(ns))
-		sb := n.ReadySandbox(pod)
-		n.DeletePod(ns, "pod-a")
-		assertCleanedUp(t, w, before, sb.ID)
+		podWithSelections(t, n, w, "thin-sel")
 	})
 
 	// A static pod's sandbox carries the static pod's UID, not its mirror
@@ -142,6 +173,23 @@ func (n *Node) removeStaticPod(manifest, namespace, mirror string) {
 	n.RemoveSandboxes(pod)
 }
 
+// thickNode is the test's view of node, with a World whose plexusd serves
+// the node.
+func thickNode(t *testing.T, node *Node) (*Node, *harness.World, *harness.Daemon) {
+	t.Helper()
+	n := node.With(t)
+	w := n.PlexusWorld()
+	return n, w, w.StartDaemon("--node-name", n.Name)
+}
+
+// logOnFailure logs plexusd's log if the test has failed.
+func logOnFailure(t *testing.T, d *harness.Daemon) {
+	t.Helper()
+	if t.Failed() {
+		t.Logf("plexusd log:\n%s", d.Log())
+	}
+}
+
 // TestThick is plexus in thick mode under kubelet: plexusd serves the node
 // and the runtime runs the shim.
 func TestThick(t *testing.T) {
@@ -150,64 +198,38 @@ func TestThick(t *testing.T) {
 	// plexusd restarted while a pod runs: the pod keeps its networks, and
 	// its delete, served by the new plexusd, cleans up.
 	t.Run("PlexusdRestart", func(t *testing.T) {
-		n := node.With(t)
-		w := n.PlexusWorld()
-		d := w.StartDaemon("--node-name", n.Name)
+		n, w, d := thickNode(t, node)
 		n.InstallPlexus(w)
-		const ns = "thick-restart"
-		bridgeNADs(t, n, w, ns, "blue", "red")
-		before := harness.HostVeths(t)
-		pod := n.RunPod(ns, "pod-a", "blue,red")
-		assertAttached(t, n, pod, threeNetworks(ns))
-		sb := n.ReadySandbox(pod)
+		p := runSelectingPod(t, n, w, "thick-restart")
 
 		d.Stop()
 		d.Start()
-		assertAttached(t, n, pod, threeNetworks(ns))
-		n.DeletePod(ns, "pod-a")
-		assertCleanedUp(t, w, before, sb.ID)
-		if t.Failed() {
-			t.Logf("plexusd log:\n%s", d.Log())
-		}
+		assertAttached(t, n, p.pod, threeNetworks(p.ns))
+		p.deleteAndCheck(t)
+		logOnFailure(t, d)
 	})
 
 	// plexusd is down when the pod is deleted: the shim tears the pod's
 	// attachments down from plexus's record itself (DEL never waits).
 	t.Run("PlexusdDownAtDelete", func(t *testing.T) {
-		n := node.With(t)
-		w := n.PlexusWorld()
-		d := w.StartDaemon("--node-name", n.Name)
+		n, w, d := thickNode(t, node)
 		n.InstallPlexus(w)
-		const ns = "thick-down"
-		bridgeNADs(t, n, w, ns, "blue", "red")
-		before := harness.HostVeths(t)
-		pod := n.RunPod(ns, "pod-a", "blue,red")
-		assertAttached(t, n, pod, threeNetworks(ns))
-		sb := n.ReadySandbox(pod)
+		p := runSelectingPod(t, n, w, "thick-down")
 
 		d.Stop()
-		n.DeletePod(ns, "pod-a")
-		assertCleanedUp(t, w, before, sb.ID)
-		if t.Failed() {
-			t.Logf("plexusd log:\n%s", d.Log())
-		}
+		p.deleteAndCheck(t)
+		logOnFailure(t, d)
 	})
 
 	// The node "reboots" in simulation: kubelet and containerd stop and
 	// start again while the pod runs. The pod keeps its sandbox, its
 	// interfaces and its network-status; a later delete cleans up.
 	t.Run("NodeReboot", func(t *testing.T) {
-		n := node.With(t)
-		w := n.PlexusWorld()
-		d := w.StartDaemon("--node-name", n.Name)
+		n, w, d := thickNode(t, node)
 		spyLog := filepath.Join(w.Dir, "cnispy.log")
 		n.InstallSpy(w, spyLog)
-		const ns = "thick-reboot"
-		bridgeNADs(t, n, w, ns, "blue", "red")
-		before := harness.HostVeths(t)
-		pod := n.RunPod(ns, "pod-a", "blue,red")
-		assertAttached(t, n, pod, threeNetworks(ns))
-		sb := n.ReadySandbox(pod)
+		p := runSelectingPod(t, n, w, "thick-reboot")
+		ns, sb := p.ns, p.sb
 		status := n.GetPod(ns, "pod-a").Annotations[StatusAnnotation]
 
 		n.StopKubelet()
@@ -230,10 +252,7 @@ func TestThick(t *testing.T) {
 		if adds := spyCalls(t, spyLog, "ADD", sb.ID); len(adds) != 1 {
 			t.Errorf("containerd sent %d ADDs for sandbox %s, want the 1 before the restart", len(adds), sb.ID)
 		}
-		n.DeletePod(ns, "pod-a")
-		assertCleanedUp(t, w, before, sb.ID)
-		if t.Failed() {
-			t.Logf("plexusd log:\n%s", d.Log())
-		}
+		p.deleteAndCheck(t)
+		logOnFailure(t, d)
 	})
 }
