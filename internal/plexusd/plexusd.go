@@ -210,8 +210,9 @@ func (d *Daemon) serve(ctx context.Context) error {
 	if d.o.MetricsAddr != "" {
 		go d.serveHTTP(ctx)
 	}
+	installed := func() {}
 	if d.o.InstallConfig {
-		if err := d.startInstaller(ctx); err != nil {
+		if installed, err = d.startInstaller(ctx); err != nil {
 			ln.Close()
 			return err
 		}
@@ -220,6 +221,9 @@ func (d *Daemon) serve(ctx context.Context) error {
 	d.o.Log.Info("plexusd serving", "socket", d.o.Socket, "node", d.o.NodeName)
 	err = srv.Serve(ctx, ln)
 	_ = os.Remove(d.o.Socket)
+	// The installer's last pass (with --uninstall, removing plexus's config)
+	// runs once ctx is done: plexusd exits only after it.
+	installed()
 	return err
 }
 
@@ -269,17 +273,21 @@ func defaultPresent(dir, ours string) bool {
 	return false
 }
 
-func (d *Daemon) startInstaller(ctx context.Context) error {
+// startInstaller runs the config installer until ctx ends; the returned
+// function waits for it to finish.
+func (d *Daemon) startInstaller(ctx context.Context) (wait func(), err error) {
 	in, err := d.installer()
 	if err != nil {
-		return fmt.Errorf("CNI config installer: %w", err)
+		return nil, fmt.Errorf("CNI config installer: %w", err)
 	}
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		if err := in.Run(ctx); err != nil {
 			d.o.Log.Error("CNI config installer stopped", "err", err)
 		}
 	}()
-	return nil
+	return func() { <-done }, nil
 }
 
 // installer writes the shim's config: plexusd's socket and daemonWait for
