@@ -14,6 +14,11 @@ import (
 	"testing"
 	"time"
 
+	authnv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
 	"github.com/plexus-cni/plexus/tests/harness"
 	"github.com/plexus-cni/plexus/tests/kubeenv"
 )
@@ -198,15 +203,29 @@ func TestDeploy(t *testing.T) {
 		n.ImportImage(t, archive)
 		old := d.WaitPod(t, deployImage)
 		stop := watchFiles(conf, plugin, kubeconfig)
+		stopToken := watchToken(t, n.Client, kubeconfig)
 		d.Patch(t, fmt.Sprintf(`{"spec":{"template":{"spec":{"containers":[{"name":"install","image":%q}]}}}}`, upgradeImage))
 		pod := d.WaitRollout(t, upgradeImage)
-		// The new installer has written its pod's token into the plugin's
-		// kubeconfig (the old pod's token died with it) and checked the
-		// config: from here on a gap could no longer be blamed on the
-		// rollout.
+		// The new installer has written its own node-bound token into the
+		// plugin's kubeconfig and checked the config: from here on a gap
+		// could no longer be blamed on the rollout.
 		d.WaitLog(t, pod, "install", "wrote kubeconfig")
 		if missing := stop(); len(missing) > 0 {
 			t.Errorf("during the rollout these went missing: %v", missing)
+		}
+		// The token the plugin reads was valid the whole time: bound to
+		// the Node, not to the deleted pod, so thin ADDs never got a 401.
+		reviews, invalid := stopToken()
+		if reviews == 0 {
+			t.Error("the kubeconfig's token was never reviewed during the rollout")
+		}
+		for _, msg := range invalid {
+			t.Errorf("during the rollout the plugin's kubeconfig token was rejected: %s", msg)
+		}
+		if user, err := reviewKubeconfig(t.Context(), n.Client, kubeconfig); err != nil {
+			t.Error(err)
+		} else if got := user.Extra["authentication.kubernetes.io/node-name"]; len(got) != 1 || got[0] != n.Name {
+			t.Errorf("the kubeconfig's token is %s with node-name %v, want bound to node %s", user.Username, got, n.Name)
 		}
 		if pod.UID == old.UID {
 			t.Fatalf("the DaemonSet's pod %s was not replaced", pod.Name)
@@ -303,4 +322,55 @@ func watchFiles(paths ...string) (stop func() []string) {
 		}
 		return out
 	}
+}
+
+// watchToken reviews the token in the plugin's kubeconfig (TokenReview,
+// as the API server authenticates the plugin) until stop, which returns
+// how many reviews ran and every rejection, each reported once.
+func watchToken(t *testing.T, c kubernetes.Interface, kubeconfig string) (stop func() (int, []string)) {
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	var reviews int
+	var invalid []string
+	seen := map[string]bool{}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for ctx.Err() == nil {
+			_, err := reviewKubeconfig(ctx, c, kubeconfig)
+			if ctx.Err() != nil {
+				return
+			}
+			reviews++
+			if err != nil && !seen[err.Error()] {
+				seen[err.Error()] = true
+				invalid = append(invalid, fmt.Sprintf("%s: %v", time.Now().Format("15:04:05.000"), err))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	return func() (int, []string) {
+		cancel()
+		wg.Wait()
+		return reviews, invalid
+	}
+}
+
+// reviewKubeconfig is the TokenReview of the kubeconfig's token: its user,
+// or why the API server would refuse it.
+func reviewKubeconfig(ctx context.Context, c kubernetes.Interface, kubeconfig string) (authnv1.UserInfo, error) {
+	kc, err := clientcmd.LoadFromFile(kubeconfig)
+	if err != nil {
+		return authnv1.UserInfo{}, err
+	}
+	ai := kc.AuthInfos[kc.Contexts[kc.CurrentContext].AuthInfo]
+	r, err := c.AuthenticationV1().TokenReviews().Create(ctx,
+		&authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: ai.Token}}, metav1.CreateOptions{})
+	if err != nil {
+		return authnv1.UserInfo{}, fmt.Errorf("TokenReview: %w", err)
+	}
+	if !r.Status.Authenticated {
+		return authnv1.UserInfo{}, fmt.Errorf("token not authenticated: %s", r.Status.Error)
+	}
+	return r.Status.User, nil
 }
