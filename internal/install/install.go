@@ -145,8 +145,11 @@ func (o *Options) check() error {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	if o.TokenTTL <= 0 {
+	if o.TokenTTL == 0 {
 		o.TokenTTL = DefaultTokenTTL
+	}
+	if o.TokenTTL < minTokenTTL {
+		return fmt.Errorf("token TTL %s: TokenRequest accepts no less than %s", o.TokenTTL, minTokenTTL)
 	}
 	return nil
 }

@@ -360,6 +360,19 @@ func TestParseArgs(t *testing.T) {
 	if o.Server != "https://[fd00::1]:443" || !o.Uninstall || o.ConfDir != DefaultConfDir || len(o.Binaries) != 2 || o.Extra["logLevel"] != "info" || o.CNIVersion != "0.4.0" {
 		t.Errorf("options %+v", o)
 	}
+	// The node the plugin's token is bound to comes from the downward
+	// API's NODE_NAME unless --node-name says otherwise.
+	env["NODE_NAME"] = "node-a"
+	o, err = ParseArgs([]string{"--token-ttl", "30m"}, func(k string) string { return env[k] }, &bytes.Buffer{})
+	must(t, err)
+	if o.NodeName != "node-a" || o.TokenTTL != 30*time.Minute {
+		t.Errorf("node name %q, token TTL %s; want node-a, 30m", o.NodeName, o.TokenTTL)
+	}
+	o, err = ParseArgs([]string{"--node-name", "node-b"}, func(k string) string { return env[k] }, &bytes.Buffer{})
+	must(t, err)
+	if o.NodeName != "node-b" || o.TokenTTL != DefaultTokenTTL {
+		t.Errorf("node name %q, token TTL %s; want node-b, %s", o.NodeName, o.TokenTTL, DefaultTokenTTL)
+	}
 	for _, tt := range []struct {
 		args []string
 		env  map[string]string
@@ -391,6 +404,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{func(o *Options) { o.CNIVersion = "2.0.0" }, `cniVersion "2.0.0": plexus supports 0.3.0, 0.3.1, 0.4.0, 1.0.0, 1.1.0`},
 		{func(o *Options) { o.CNIVersion = "1.0" }, `cniVersion "1.0": plexus supports`},
 		{func(o *Options) { o.Manifests = "/etc/plexus/manifests" }, "only for a config-only install"},
+		{func(o *Options) { o.TokenTTL = 5 * time.Minute }, "token TTL 5m0s: TokenRequest accepts no less than 10m0s"},
 	} {
 		o := n.options()
 		tt.edit(&o)

@@ -88,7 +88,7 @@ func requestNodeToken(ctx context.Context, c kubernetes.Interface, podToken, nod
 	if err != nil {
 		return "", time.Time{}, err
 	}
-	secs := int64(max(ttl, minTokenTTL) / time.Second)
+	secs := int64(ttl / time.Second) // at least minTokenTTL (Options.check)
 	req := &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{
 		ExpirationSeconds: &secs,
 		BoundObjectRef:    &authnv1.BoundObjectReference{Kind: "Node", APIVersion: "v1", Name: node},
