@@ -9,6 +9,9 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 // Exit codes of `plexusctl install`.
@@ -35,6 +38,8 @@ func ParseArgs(args []string, getenv func(string) string, stderr io.Writer) (Opt
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", DefaultKubeconfig, "where to write the plugin's kubeconfig")
 	fs.StringVar(&o.TokenFile, "token-file", DefaultTokenFile, "the ServiceAccount token (projected, rotated by kubelet)")
 	fs.StringVar(&o.CAFile, "ca-file", DefaultCAFile, "the API server's CA bundle")
+	fs.StringVar(&o.NodeName, "node-name", getenv("NODE_NAME"), "this node's name (env NODE_NAME): the plugin's kubeconfig gets a token bound to this Node, which survives the installer pod's replacement; empty uses the pod's token")
+	fs.DurationVar(&o.TokenTTL, "token-ttl", DefaultTokenTTL, "requested lifetime of the node-bound token (at least 10m; renewed at 80%)")
 	fs.StringVar(&server, "server", "", "API server URL (default: https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT)")
 	fs.StringVar(&extra, "config", "", `JSON object of plexus config keys to add, e.g. '{"logLevel":"debug"}'`)
 	fs.DurationVar(&o.Poll, "poll", DefaultPoll, "how often to check the token and the default network")
@@ -84,6 +89,19 @@ func Command(ctx context.Context, args []string, getenv func(string) string, std
 		return exitUsage
 	}
 	o.Log = slog.New(slog.NewTextHandler(stderr, nil))
+	if o.NodeName != "" && !o.BinariesOnly {
+		// Authenticates with the projected token, which client-go rereads
+		// as kubelet rotates it.
+		o.Client, err = kubernetes.NewForConfig(&rest.Config{
+			Host: o.Server, BearerTokenFile: o.TokenFile,
+			TLSClientConfig: rest.TLSClientConfig{CAFile: o.CAFile},
+			UserAgent:       "plexusctl-install",
+		})
+		if err != nil {
+			fmt.Fprintf(stderr, "plexusctl install: API client: %v\n", err)
+			return exitUsage
+		}
+	}
 	in, err := New(o)
 	if err != nil {
 		fmt.Fprintf(stderr, "plexusctl install: %v\n", err)

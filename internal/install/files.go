@@ -2,6 +2,7 @@ package install
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -106,9 +107,10 @@ func sameContent(src, dst string) (bool, error) {
 }
 
 // writeKubeconfig writes the plugin's kubeconfig from the current token and
-// CA; kubelet rotates the projected token, and the next pass rewrites it.
-// The plugin reads the file on every invocation.
-func (in *Installer) writeKubeconfig() error {
+// CA: the node-bound token while there is one (renewed before it expires),
+// the projected one otherwise (kubelet rotates it, and the next pass
+// rewrites it). The plugin reads the file on every invocation.
+func (in *Installer) writeKubeconfig(ctx context.Context) error {
 	token, err := os.ReadFile(in.o.TokenFile)
 	if err != nil {
 		return fmt.Errorf("ServiceAccount token: %w", err)
@@ -124,7 +126,7 @@ func (in *Installer) writeKubeconfig() error {
 	const name = "plexus"
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters[name] = &clientcmdapi.Cluster{Server: in.o.Server, CertificateAuthorityData: ca}
-	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: string(token)}
+	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: in.kubeconfigToken(ctx, string(token))}
 	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
 	kc.CurrentContext = name
 	data, err := clientcmd.Write(*kc)

@@ -1,7 +1,7 @@
 // Package install is what the plexus DaemonSet runs on every node: it
 // copies the plexus binaries to the host's CNI bin directory, keeps a
-// kubeconfig for the node-local plugin in step with the pod's projected
-// ServiceAccount token, and writes plexus's CNI config into kubelet's CNI
+// kubeconfig for the node-local plugin with a token bound to the node (or,
+// failing that, the pod's projected ServiceAccount token), and writes plexus's CNI config into kubelet's CNI
 // config directory only once the cluster-wide default network's config is
 // there (s6.1, s6.1.1). On shutdown it can remove what it installed.
 package install
@@ -16,6 +16,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"k8s.io/client-go/kubernetes"
 )
 
 // Options say where things are. Paths are the same inside the installer's
@@ -41,6 +43,15 @@ type Options struct {
 	TokenFile  string
 	CAFile     string
 	Server     string
+	// Client, with NodeName, lets the installer put a token bound to the
+	// Node into the kubeconfig instead of TokenFile's, which is bound to
+	// the installer's pod and dies with it on an upgrade (token.go).
+	// Without them, or when TokenRequest fails, TokenFile's is used.
+	Client   kubernetes.Interface
+	NodeName string
+	// TokenTTL is the node token's requested lifetime (DefaultTokenTTL
+	// unless set; the server may grant less).
+	TokenTTL time.Duration
 	// Extra are plexus config keys added to the generated config
 	// (logLevel, cacheDir, policy, ...).
 	Extra map[string]any
@@ -134,12 +145,20 @@ func (o *Options) check() error {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
+	if o.TokenTTL == 0 {
+		o.TokenTTL = DefaultTokenTTL
+	}
+	if o.TokenTTL < minTokenTTL {
+		return fmt.Errorf("token TTL %s: TokenRequest accepts no less than %s", o.TokenTTL, minTokenTTL)
+	}
 	return nil
 }
 
 // Installer keeps one node's installation in step.
 type Installer struct {
-	o Options
+	o    Options
+	now  func() time.Time
+	node nodeToken
 }
 
 // New checks the options.
@@ -147,7 +166,7 @@ func New(o Options) (*Installer, error) {
 	if err := o.check(); err != nil {
 		return nil, err
 	}
-	return &Installer{o: o}, nil
+	return &Installer{o: o, now: time.Now}, nil
 }
 
 // Run installs the binaries, then reconciles the kubeconfig and the config
@@ -165,7 +184,7 @@ func (in *Installer) Run(ctx context.Context) error {
 		return nil
 	}
 	for {
-		if err := in.Reconcile(); err != nil {
+		if err := in.Reconcile(ctx); err != nil {
 			in.o.Log.Warn("install pass incomplete; retrying", "err", err)
 		}
 		select {
@@ -183,9 +202,9 @@ func (in *Installer) Run(ctx context.Context) error {
 // Reconcile is one pass: the kubeconfig first (the plugin needs it as soon
 // as its config is there), then plexus's config, present exactly while the
 // default network's is (s6.1).
-func (in *Installer) Reconcile() error {
+func (in *Installer) Reconcile(ctx context.Context) error {
 	if !in.o.ConfigOnly {
-		if err := in.writeKubeconfig(); err != nil {
+		if err := in.writeKubeconfig(ctx); err != nil {
 			return err
 		}
 	}

@@ -110,7 +110,7 @@ func TestNoConfigBeforeTheDefaultNetwork(t *testing.T) {
 	n := newNode(t)
 	in := n.installer()
 	must(t, in.InstallBinaries())
-	must(t, in.Reconcile())
+	must(t, in.Reconcile(t.Context()))
 	if exists(n.ours()) {
 		t.Fatal("plexus's config written before the default network's exists (s6.1)")
 	}
@@ -122,13 +122,13 @@ func TestNoConfigBeforeTheDefaultNetwork(t *testing.T) {
 	n.write(filepath.Join(n.conf, "05-old-plexus.conf"), `{"cniVersion":"1.0.0","name":"x","type":"plexus","clusterNetwork":"y"}`)
 	n.write(filepath.Join(n.conf, "README"), "not a config")
 	n.write(filepath.Join(n.conf, "10-half.conflist"), `{"cniVersion":`)
-	must(t, in.Reconcile())
+	must(t, in.Reconcile(t.Context()))
 	if exists(n.ours()) {
 		t.Fatal("plexus's config written with only plexus configs and junk in the directory")
 	}
 
 	def := n.writeDefault("10-calico.conflist")
-	must(t, in.Reconcile())
+	must(t, in.Reconcile(t.Context()))
 	list, c := n.pluginConfig()
 	if c.ClusterNetwork != def || c.Kubeconfig != n.kubeconfig || c.LogLevel != "debug" || c.Type != "plexus" {
 		t.Errorf("plexus config clusterNetwork=%q kubeconfig=%q logLevel=%q type=%q", c.ClusterNetwork, c.Kubeconfig, c.LogLevel, c.Type)
@@ -164,7 +164,7 @@ func TestConfigCNIVersion(t *testing.T) {
 			in, err := New(o)
 			must(t, err)
 			n.write(filepath.Join(n.conf, "10-default.conflist"), `{"cniVersion":"`+tc.defaultVersion+`","name":"d","plugins":[{"type":"bridge"}]}`)
-			must(t, in.Reconcile())
+			must(t, in.Reconcile(t.Context()))
 			if list, _ := n.pluginConfig(); list["cniVersion"] != tc.want {
 				t.Errorf("cniVersion %v, want %s", list["cniVersion"], tc.want)
 			}
@@ -176,20 +176,20 @@ func TestConfigFollowsTheDefaultNetwork(t *testing.T) {
 	n := newNode(t)
 	in := n.installer()
 	def := n.writeDefault("10-flannel.conflist")
-	must(t, in.Reconcile())
+	must(t, in.Reconcile(t.Context()))
 	if _, c := n.pluginConfig(); c.ClusterNetwork != def {
 		t.Fatalf("clusterNetwork %q, want %q", c.ClusterNetwork, def)
 	}
 	// The default network replaced its config with another name.
 	must(t, os.Remove(def))
 	def2 := n.writeDefault("20-flannel.conflist")
-	must(t, in.Reconcile())
+	must(t, in.Reconcile(t.Context()))
 	if _, c := n.pluginConfig(); c.ClusterNetwork != def2 {
 		t.Errorf("clusterNetwork %q after the default network's config moved, want %q", c.ClusterNetwork, def2)
 	}
 	// Gone altogether: plexus must not look ready any more (s6.1).
 	must(t, os.Remove(def2))
-	must(t, in.Reconcile())
+	must(t, in.Reconcile(t.Context()))
 	if exists(n.ours()) {
 		t.Error("plexus's config kept after the default network's config disappeared")
 	}
@@ -198,7 +198,7 @@ func TestConfigFollowsTheDefaultNetwork(t *testing.T) {
 func TestConfigMustSortFirst(t *testing.T) {
 	n := newNode(t)
 	n.writeDefault("00-aaa.conf")
-	err := n.installer().Reconcile()
+	err := n.installer().Reconcile(t.Context())
 	if err == nil || !strings.Contains(err.Error(), "00-aaa.conf sorts before 00-plexus.conflist") {
 		t.Fatalf("err = %v, want a refusal naming both files", err)
 	}
@@ -213,13 +213,13 @@ func TestSeparateKubeletConfDir(t *testing.T) {
 	o.ConfDir = filepath.Join(t.TempDir(), "plexus-net.d") // s6.1.1
 	in, err := New(o)
 	must(t, err)
-	must(t, in.Reconcile())
+	must(t, in.Reconcile(t.Context()))
 	ours := filepath.Join(o.ConfDir, DefaultConfName)
 	if exists(ours) {
 		t.Fatal("config written before the default network's")
 	}
 	def := n.writeDefault("00-aaa.conf") // sorting is irrelevant in a directory of its own
-	must(t, in.Reconcile())
+	must(t, in.Reconcile(t.Context()))
 	raw, err := os.ReadFile(ours)
 	must(t, err)
 	if !strings.Contains(string(raw), def) {
@@ -230,7 +230,7 @@ func TestSeparateKubeletConfDir(t *testing.T) {
 func TestKubeconfigFollowsTheToken(t *testing.T) {
 	n := newNode(t)
 	in := n.installer()
-	must(t, in.Reconcile())
+	must(t, in.Reconcile(t.Context()))
 	check := func(want string) {
 		t.Helper()
 		kc, err := clientcmd.LoadFromFile(n.kubeconfig)
@@ -249,7 +249,7 @@ func TestKubeconfigFollowsTheToken(t *testing.T) {
 	// kubelet rotates projected tokens by swapping a symlinked directory;
 	// for the installer it is a new content at the same path.
 	n.write(n.token, "token-2\n")
-	must(t, in.Reconcile())
+	must(t, in.Reconcile(t.Context()))
 	check("token-2")
 }
 
@@ -360,6 +360,19 @@ func TestParseArgs(t *testing.T) {
 	if o.Server != "https://[fd00::1]:443" || !o.Uninstall || o.ConfDir != DefaultConfDir || len(o.Binaries) != 2 || o.Extra["logLevel"] != "info" || o.CNIVersion != "0.4.0" {
 		t.Errorf("options %+v", o)
 	}
+	// The node the plugin's token is bound to comes from the downward
+	// API's NODE_NAME unless --node-name says otherwise.
+	env["NODE_NAME"] = "node-a"
+	o, err = ParseArgs([]string{"--token-ttl", "30m"}, func(k string) string { return env[k] }, &bytes.Buffer{})
+	must(t, err)
+	if o.NodeName != "node-a" || o.TokenTTL != 30*time.Minute {
+		t.Errorf("node name %q, token TTL %s; want node-a, 30m", o.NodeName, o.TokenTTL)
+	}
+	o, err = ParseArgs([]string{"--node-name", "node-b"}, func(k string) string { return env[k] }, &bytes.Buffer{})
+	must(t, err)
+	if o.NodeName != "node-b" || o.TokenTTL != DefaultTokenTTL {
+		t.Errorf("node name %q, token TTL %s; want node-b, %s", o.NodeName, o.TokenTTL, DefaultTokenTTL)
+	}
 	for _, tt := range []struct {
 		args []string
 		env  map[string]string
@@ -391,6 +404,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{func(o *Options) { o.CNIVersion = "2.0.0" }, `cniVersion "2.0.0": plexus supports 0.3.0, 0.3.1, 0.4.0, 1.0.0, 1.1.0`},
 		{func(o *Options) { o.CNIVersion = "1.0" }, `cniVersion "1.0": plexus supports`},
 		{func(o *Options) { o.Manifests = "/etc/plexus/manifests" }, "only for a config-only install"},
+		{func(o *Options) { o.TokenTTL = 5 * time.Minute }, "token TTL 5m0s: TokenRequest accepts no less than 10m0s"},
 	} {
 		o := n.options()
 		tt.edit(&o)
@@ -438,7 +452,7 @@ func TestConfigOnlyImmediateWritesBeforeTheDefaultNetwork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := in.Reconcile(); err != nil {
+	if err := in.Reconcile(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(filepath.Join(conf, DefaultConfName))

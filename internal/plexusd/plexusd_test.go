@@ -139,7 +139,7 @@ func TestInstalledConfigCarriesDaemonKeys(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := in.Reconcile(); err != nil {
+		if err := in.Reconcile(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 		raw, err := os.ReadFile(filepath.Join(dir, "00-plexus.conflist"))

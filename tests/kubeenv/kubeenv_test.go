@@ -305,6 +305,32 @@ spec:
 				}
 			}
 		}
+		// The installer's one namespaced grant (Role plexus-token): tokens
+		// of its own ServiceAccount, in kube-system, and no other.
+		for _, tc := range []struct {
+			namespace, name string
+			want            bool
+		}{
+			{"kube-system", "plexus", true},
+			{"kube-system", "default", false},
+			{"kube-system", "", false},
+			{ns, "plexus", false},
+		} {
+			for _, verb := range verbs {
+				ssar := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+					ResourceAttributes: &authorizationv1.ResourceAttributes{
+						Namespace: tc.namespace, Verb: verb, Resource: "serviceaccounts", Subresource: "token", Name: tc.name,
+					},
+				}}
+				res, err := sa.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, ssar, metav1.CreateOptions{})
+				if err != nil {
+					t.Fatalf("access review: %v", err)
+				}
+				if want := tc.want && verb == "create"; res.Status.Allowed != want {
+					t.Errorf("serviceaccounts/token %s %s/%q: allowed=%v, want %v", verb, tc.namespace, tc.name, res.Status.Allowed, want)
+				}
+			}
+		}
 	})
 
 	t.Run("request counts", func(t *testing.T) {

@@ -320,6 +320,8 @@ func (d *Deployment) Delete(t testing.TB) {
 		"ConfigMap":                {Version: "v1", Resource: "configmaps"},
 		"ClusterRole":              {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"},
 		"ClusterRoleBinding":       {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterrolebindings"},
+		"Role":                     {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"},
+		"RoleBinding":              {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"},
 		"DaemonSet":                {Group: "apps", Version: "v1", Resource: "daemonsets"},
 	}
 	bg := metav1.DeletePropagationBackground
@@ -450,6 +452,24 @@ func (d *Deployment) waitFor(t testing.TB, what string, cond func(context.Contex
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
+}
+
+// WaitPodGone waits until the pod object is deleted (not merely
+// terminating).
+func (d *Deployment) WaitPodGone(t testing.TB, pod *corev1.Pod) {
+	t.Helper()
+	d.waitFor(t, "pod "+pod.Name+" deleted", func(ctx context.Context) (bool, string) {
+		p, err := d.n.Client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return true, ""
+		case err != nil:
+			return false, err.Error()
+		case p.UID != pod.UID:
+			return true, ""
+		}
+		return false, "still there"
+	})
 }
 
 // WaitFile waits until path exists (want true) or not (want false).

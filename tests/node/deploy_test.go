@@ -14,6 +14,11 @@ import (
 	"testing"
 	"time"
 
+	authnv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
 	"github.com/plexus-cni/plexus/tests/harness"
 	"github.com/plexus-cni/plexus/tests/kubeenv"
 )
@@ -197,16 +202,45 @@ func TestDeploy(t *testing.T) {
 		}
 		n.ImportImage(t, archive)
 		old := d.WaitPod(t, deployImage)
+		// The token the old installer wrote, which the plugin uses until
+		// the new one writes its own.
+		oldToken, err := kubeconfigToken(kubeconfig)
+		harness.Must(t, err)
 		stop := watchFiles(conf, plugin, kubeconfig)
+		stopToken := watchToken(t, n.Client, kubeconfig)
 		d.Patch(t, fmt.Sprintf(`{"spec":{"template":{"spec":{"containers":[{"name":"install","image":%q}]}}}}`, upgradeImage))
 		pod := d.WaitRollout(t, upgradeImage)
-		// The new installer has written its pod's token into the plugin's
-		// kubeconfig (the old pod's token died with it) and checked the
-		// config: from here on a gap could no longer be blamed on the
-		// rollout.
+		// The new installer has written its own node-bound token into the
+		// plugin's kubeconfig and checked the config: from here on a gap
+		// could no longer be blamed on the rollout.
 		d.WaitLog(t, pod, "install", "wrote kubeconfig")
 		if missing := stop(); len(missing) > 0 {
 			t.Errorf("during the rollout these went missing: %v", missing)
+		}
+		// The token the plugin reads was valid the whole time: bound to
+		// the Node, not to the deleted pod, so thin ADDs never got a 401.
+		reviews, invalid := stopToken()
+		if reviews == 0 {
+			t.Error("the kubeconfig's token was never reviewed during the rollout")
+		}
+		for _, msg := range invalid {
+			t.Errorf("during the rollout the plugin's kubeconfig token was rejected: %s", msg)
+		}
+		// However fast the new pod starts: the old installer's token
+		// outlives the old pod, so no ADD in between gets a 401.
+		d.WaitPodGone(t, old)
+		// kube-apiserver caches a successful token authentication for 10s
+		// (its token success cache TTL): only after that does a review
+		// revalidate the token's bound object, as the plugin's next call
+		// after a quiet spell would.
+		time.Sleep(apiserverTokenCacheTTL + 2*time.Second)
+		if _, err := reviewToken(t.Context(), n.Client, oldToken); err != nil {
+			t.Errorf("the token the old installer wrote, after its pod was deleted: %v", err)
+		}
+		if user, err := reviewKubeconfig(t.Context(), n.Client, kubeconfig); err != nil {
+			t.Error(err)
+		} else if node, pod := user.Extra["authentication.kubernetes.io/node-name"], user.Extra["authentication.kubernetes.io/pod-name"]; len(node) != 1 || node[0] != n.Name || len(pod) != 0 {
+			t.Errorf("the kubeconfig's token is %s with node-name %v and pod-name %v, want bound to node %s and no pod", user.Username, node, pod, n.Name)
 		}
 		if pod.UID == old.UID {
 			t.Fatalf("the DaemonSet's pod %s was not replaced", pod.Name)
@@ -303,4 +337,78 @@ func watchFiles(paths ...string) (stop func() []string) {
 		}
 		return out
 	}
+}
+
+// apiserverTokenCacheTTL is how long kube-apiserver keeps a successful
+// token authentication before validating the token again (not a flag:
+// its built-in authentication options' TokenSuccessCacheTTL, 10s).
+const apiserverTokenCacheTTL = 10 * time.Second
+
+// watchToken reviews the token in the plugin's kubeconfig (TokenReview,
+// as the API server authenticates the plugin) until stop, which returns
+// how many reviews ran and every rejection, each reported once.
+func watchToken(t *testing.T, c kubernetes.Interface, kubeconfig string) (stop func() (int, []string)) {
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	var reviews int
+	var invalid []string
+	seen := map[string]bool{}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for ctx.Err() == nil {
+			_, err := reviewKubeconfig(ctx, c, kubeconfig)
+			if ctx.Err() != nil {
+				return
+			}
+			reviews++
+			if err != nil && !seen[err.Error()] {
+				seen[err.Error()] = true
+				invalid = append(invalid, fmt.Sprintf("%s: %v", time.Now().Format("15:04:05.000"), err))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	return func() (int, []string) {
+		cancel()
+		wg.Wait()
+		return reviews, invalid
+	}
+}
+
+// reviewKubeconfig is the TokenReview of the kubeconfig's token: its user,
+// or why the API server would refuse it.
+func reviewKubeconfig(ctx context.Context, c kubernetes.Interface, kubeconfig string) (authnv1.UserInfo, error) {
+	token, err := kubeconfigToken(kubeconfig)
+	if err != nil {
+		return authnv1.UserInfo{}, err
+	}
+	return reviewToken(ctx, c, token)
+}
+
+// kubeconfigToken is the token the plugin reads from kubeconfig.
+func kubeconfigToken(kubeconfig string) (string, error) {
+	kc, err := clientcmd.LoadFromFile(kubeconfig)
+	if err != nil {
+		return "", err
+	}
+	ctx, ok := kc.Contexts[kc.CurrentContext]
+	if !ok || kc.AuthInfos[ctx.AuthInfo] == nil {
+		return "", fmt.Errorf("%s: no credentials for context %q", kubeconfig, kc.CurrentContext)
+	}
+	return kc.AuthInfos[ctx.AuthInfo].Token, nil
+}
+
+// reviewToken is the TokenReview of token: its user, or why the API
+// server refuses it.
+func reviewToken(ctx context.Context, c kubernetes.Interface, token string) (authnv1.UserInfo, error) {
+	r, err := c.AuthenticationV1().TokenReviews().Create(ctx,
+		&authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
+	if err != nil {
+		return authnv1.UserInfo{}, fmt.Errorf("TokenReview: %w", err)
+	}
+	if !r.Status.Authenticated {
+		return authnv1.UserInfo{}, fmt.Errorf("token not authenticated: %s", r.Status.Error)
+	}
+	return r.Status.User, nil
 }
