@@ -29,13 +29,16 @@ all: build
 # Plugins are built static (no cgo), as the reference plugins are released:
 # a runtime starts a CNI plugin for every call, and a dynamically linked Go
 # binary spends about 0.9 ms of each start in the dynamic loader.
+# -trimpath keeps the build machine's paths out of the binaries, so the same
+# source builds the same bytes in any checkout (the image). -s -w would make plexus
+# 11 MB smaller but not start faster: the dropped sections are never mapped.
 build: plugins ext-examples
 	@mkdir -p $(BIN)
-	CGO_ENABLED=0 $(GO) build -ldflags "-X main.Version=$(VERSION)" -o $(BIN)/ ./cmd/...
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X main.Version=$(VERSION)" -o $(BIN)/ ./cmd/...
 
 plugins:
 	@mkdir -p $(BIN)
-	CGO_ENABLED=0 $(GO) build -o $(BIN)/ $(REF_PLUGINS)
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/ $(REF_PLUGINS)
 
 ## demo: attach a pod in a network namespace to several networks (needs root)
 demo: build
