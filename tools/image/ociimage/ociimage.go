@@ -120,12 +120,18 @@ func Write(img v1.Image, ref, path string) error {
 	if err != nil {
 		return err
 	}
+	return writeAtomically(path, func(tmp string) error { return tarball.WriteToFile(tmp, tag, img) })
+}
+
+// writeAtomically has write fill a temporary file beside path, then renames
+// it into place, so a failed build never leaves a truncated archive.
+func writeAtomically(path string, write func(tmp string) error) error {
 	tmp := path + ".tmp"
-	if err := tarball.WriteToFile(tmp, tag, img); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
+	err := write(tmp)
+	if err == nil {
+		err = os.Rename(tmp, path)
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", path, err)
 	}
@@ -143,16 +149,7 @@ func WriteOCI(img v1.Image, ref, path string) error {
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := writeOCITar(img, tag.Name(), tmp); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return writeAtomically(path, func(tmp string) error { return writeOCITar(img, tag.Name(), tmp) })
 }
 
 func writeOCITar(img v1.Image, ref, path string) error {
