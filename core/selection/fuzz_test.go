@@ -13,11 +13,12 @@ func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		"net-a,other/net-b", "", "[]", `[{"name":"a","ips":["1.2.3.4","fd00::1/64"],"mac":"02:00:00:00:00:01","interface":"x0","com.example.k":{}}]`,
 		`[{"name":"a","namespace":""}]`, `{"name":"a"}`, "a/b/c", `[{"name":null}]`, `[{"name":"a","ips":[]}]`,
+		"a@eth1,ns/b@x", `[{"name":"a","default-route":["10.0.0.1"],"cni-args":{"k":1},"portMappings":[{"hostPort":1,"containerPort":2}],"bandwidth":{"egressRate":1}}]`,
 	} {
-		f.Add(s)
+		f.Add(s, true)
 	}
-	f.Fuzz(func(t *testing.T, v string) {
-		res, err := Parse(v, "pod-ns")
+	f.Fuzz(func(t *testing.T, v string, compat bool) {
+		res, err := ParseWith(v, "pod-ns", ParseOptions{Compat: compat})
 		if err != nil {
 			if _, ok := err.(*Error); !ok {
 				t.Fatalf("error of type %T: %v", err, err)

@@ -43,6 +43,12 @@ type Element struct {
 	Interface string   `json:"interface,omitempty"`
 	// Extensions holds the reverse-domain keys (s4.1.2.1) for the extension stage.
 	Extensions map[string]json.RawMessage `json:"extensions,omitempty"`
+	// Compat holds the keys without a period that plexus accepts with
+	// ParseOptions.Compat (not in the spec; see compat.go); nil without any.
+	Compat *Compat `json:"compat,omitempty"`
+	// Ignored maps each key of this element that plexus ignored to the
+	// reason, so the pod can be told without reading events.
+	Ignored map[string]string `json:"ignored,omitempty"`
 	// Raw is the element as the user wrote it (the JSON object, or
 	// {"name":..,"namespace":..} for the comma format).
 	Raw json.RawMessage `json:"raw"`
@@ -78,9 +84,22 @@ func errAt(i int, format string, args ...any) *Error {
 	return &Error{Index: i, Reason: fmt.Sprintf(format, args...)}
 }
 
-// Parse parses the annotation value for a pod in podNamespace. An empty
-// value selects nothing.
+// ParseOptions choose what Parse accepts beyond the specification.
+type ParseOptions struct {
+	// Compat accepts what pods written for the reference implementation
+	// (Multus) use: "name@ifname" in the comma format and the keys of
+	// compat.go. Without it those keys are reserved (s4.1.2.1) and ignored.
+	Compat bool
+}
+
+// Parse parses the annotation value for a pod in podNamespace as the
+// specification alone defines it. An empty value selects nothing.
 func Parse(value, podNamespace string) (*Result, error) {
+	return ParseWith(value, podNamespace, ParseOptions{})
+}
+
+// ParseWith is Parse with options.
+func ParseWith(value, podNamespace string, o ParseOptions) (*Result, error) {
 	if len(value) > MaxAnnotationBytes {
 		return nil, errAt(-1, "%d bytes exceeds the limit of %d", len(value), MaxAnnotationBytes)
 	}
@@ -89,16 +108,17 @@ func Parse(value, podNamespace string) (*Result, error) {
 	case trimmed == "":
 		return &Result{}, nil
 	case trimmed[0] == '[':
-		return parseJSON([]byte(trimmed), podNamespace)
+		return parseJSON([]byte(trimmed), podNamespace, o)
 	case trimmed[0] == '{':
 		return nil, errAt(-1, "a JSON value must be a list of objects, not a single object")
 	default:
-		return parseComma(trimmed, podNamespace)
+		return parseComma(trimmed, podNamespace, o)
 	}
 }
 
-// parseComma implements s4.1.1: "name" or "namespace/name", comma separated.
-func parseComma(value, podNamespace string) (*Result, error) {
+// parseComma implements s4.1.1: "name" or "namespace/name", comma separated;
+// with o.Compat either may end in "@ifname".
+func parseComma(value, podNamespace string, o ParseOptions) (*Result, error) {
 	parts := strings.Split(value, ",")
 	if len(parts) > MaxSelections {
 		return nil, errAt(-1, "%d selections exceed the limit of %d", len(parts), MaxSelections)
@@ -106,17 +126,33 @@ func parseComma(value, podNamespace string) (*Result, error) {
 	res := &Result{Format: FormatComma}
 	for i, p := range parts {
 		p = strings.TrimSpace(p)
-		ns, name := podNamespace, p
-		if before, after, found := strings.Cut(p, "/"); found {
+		ref, ifName := p, ""
+		if o.Compat {
+			if before, after, found := strings.Cut(p, "@"); found {
+				ref, ifName = before, after
+				if err := names.Interface(ifName); err != nil {
+					return nil, errAt(i, "reference %q: interface after \"@\": %v", p, err)
+				}
+			}
+		}
+		ns, name := podNamespace, ref
+		if before, after, found := strings.Cut(ref, "/"); found {
 			ns, name = before, after
 		}
 		if err := validateRef(ns, name); err != nil {
 			return nil, errAt(i, "reference %q: %v", p, err)
 		}
-		raw, _ := json.Marshal(map[string]string{"name": name, "namespace": ns})
-		res.Elements = append(res.Elements, &Element{Index: i, Name: name, Namespace: ns, Raw: raw})
+		raw, _ := json.Marshal(commaRaw{Name: name, Namespace: ns, Interface: ifName})
+		res.Elements = append(res.Elements, &Element{Index: i, Name: name, Namespace: ns, Interface: ifName, Raw: raw})
 	}
 	return res, nil
+}
+
+// commaRaw is a comma-format element as the JSON it stands for.
+type commaRaw struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	Interface string `json:"interface,omitempty"`
 }
 
 func validateRef(ns, name string) error {
@@ -127,7 +163,7 @@ func validateRef(ns, name string) error {
 }
 
 // parseJSON implements s4.1.2.
-func parseJSON(value []byte, podNamespace string) (*Result, error) {
+func parseJSON(value []byte, podNamespace string, o ParseOptions) (*Result, error) {
 	var raws []json.RawMessage
 	if err := json.Unmarshal(value, &raws); err != nil {
 		return nil, errAt(-1, "not a JSON list: %v", err)
@@ -137,17 +173,20 @@ func parseJSON(value []byte, podNamespace string) (*Result, error) {
 	}
 	res := &Result{Format: FormatJSON}
 	for i, raw := range raws {
-		el, warnings, err := parseElement(i, raw, podNamespace)
+		el, warnings, err := parseElement(i, raw, podNamespace, o)
 		if err != nil {
 			return nil, err
 		}
 		res.Elements = append(res.Elements, el)
 		res.Warnings = append(res.Warnings, warnings...)
 	}
+	if err := checkDefaultRoutes(res.Elements); err != nil {
+		return nil, err
+	}
 	return res, nil
 }
 
-func parseElement(i int, raw json.RawMessage, podNamespace string) (*Element, []string, error) {
+func parseElement(i int, raw json.RawMessage, podNamespace string, o ParseOptions) (*Element, []string, error) {
 	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
 		return nil, nil, errAt(i, "must be a JSON object")
 	}
@@ -176,9 +215,16 @@ func parseElement(i int, raw json.RawMessage, podNamespace string) (*Element, []
 				el.Extensions = map[string]json.RawMessage{}
 			}
 			el.Extensions[k] = v
+		case IsCompatKey(k) && o.Compat:
+			err = decodeCompat(el, k, v)
 		default:
 			// s4.1.2.1 reserves keys without a period; an unknown one is not ours.
-			warnings = append(warnings, fmt.Sprintf("%s element %d: unknown key %q ignored (keys without a period are reserved by the specification)", Annotation, i, k))
+			reason := "unknown key: keys without a period are reserved by the specification"
+			if IsCompatKey(k) {
+				reason = "not in the specification and plexus's Multus compatibility is off (\"compat\": \"off\", or \"strictSelection\")"
+			}
+			el.ignore(k, reason)
+			warnings = append(warnings, fmt.Sprintf("%s element %d: key %q ignored: %s", Annotation, i, k, reason))
 		}
 		if err != nil {
 			return nil, nil, errAt(i, "key %q: %v", k, err)
@@ -191,6 +237,14 @@ func parseElement(i int, raw json.RawMessage, podNamespace string) (*Element, []
 		return nil, nil, errAt(i, "%v", err)
 	}
 	return el, warnings, nil
+}
+
+// ignore records a key plexus does not act on.
+func (e *Element) ignore(key, reason string) {
+	if e.Ignored == nil {
+		e.Ignored = map[string]string{}
+	}
+	e.Ignored[key] = reason
 }
 
 func sortedKeys(m map[string]json.RawMessage) []string {
