@@ -64,6 +64,10 @@ type Config struct {
 	// StrictSelection fails ADD on an invalid selection annotation instead
 	// of attaching the default network only.
 	StrictSelection bool `json:"strictSelection,omitempty"`
+	// Compat is CompatMultus (accept what pods and configs written for
+	// the reference implementation say, beyond the spec) or CompatOff
+	// (the spec alone). Unset: multus, or off with StrictSelection.
+	Compat string `json:"compat,omitempty"`
 	// Policy and Extensions configure the optional stages; core only
 	// carries them to whoever builds the stages.
 	Policy     json.RawMessage `json:"policy,omitempty"`
@@ -83,7 +87,7 @@ func (c *Config) Daemon() *daemonconf.Daemon {
 // plexusKeys are the keys Config defines; cniKeys are those the CNI spec
 // lets a runtime or libcni put in any plugin's config.
 var (
-	plexusKeys = []string{"clusterNetwork", "systemNamespace", "confDir", "cacheDir", "binDir", "kubeconfig", "manifests", "apiTimeout", "apiBudget", "delegateTimeout", "logLevel", "logFile", "strictSelection", "policy", "extensions", "daemonSocket", "daemonWait"}
+	plexusKeys = []string{"clusterNetwork", "systemNamespace", "confDir", "cacheDir", "binDir", "kubeconfig", "manifests", "apiTimeout", "apiBudget", "delegateTimeout", "logLevel", "logFile", "strictSelection", "compat", "policy", "extensions", "daemonSocket", "daemonWait"}
 	cniKeys    = []string{"cniVersion", "cniVersions", "name", "type", "capabilities", "runtimeConfig", "args", "prevResult", "ipMasq", "ipam", "dns", "disableCheck", "disableGC", "loadOnlyInlinedPlugins", "cni.dev/valid-attachments", "cni.dev/attachments"}
 )
 
@@ -162,7 +166,26 @@ func (c *Config) validate() error {
 	if _, err := c.Level(); err != nil {
 		return err
 	}
+	if c.Compat != "" && c.Compat != CompatMultus && c.Compat != CompatOff {
+		return fmt.Errorf(`"compat" %q is not one of %q, %q`, c.Compat, CompatMultus, CompatOff)
+	}
 	return c.Daemon().Check()
+}
+
+// The values of "compat".
+const (
+	CompatMultus = "multus"
+	CompatOff    = "off"
+)
+
+// MultusCompat reports whether plexus accepts, beyond the spec, what pods
+// written for Multus use: on unless "compat" is "off", or unset with
+// strictSelection (which asks for the spec alone).
+func (c *Config) MultusCompat() bool {
+	if c.Compat == "" {
+		return !c.StrictSelection
+	}
+	return c.Compat == CompatMultus
 }
 
 // Level maps logLevel to a slog level; the default is info.

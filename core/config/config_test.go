@@ -61,11 +61,39 @@ func TestParseErrors(t *testing.T) {
 		{`{"type":"plexus","clusterNetwork":"x","apiBudget":30}`, `plexus config: "apiBudget": 30 is not a duration string`},
 		{`{"type":"plexus","clusterNetwork":"x","daemonSocket":5}`, `plexus config: "daemonSocket": want string, got number`},
 		{`{"type":"plexus","clusterNetwork":"x","capabilities":[]}`, `plexus config: "capabilities": want map[string]bool, got array`},
+		{`{"type":"plexus","clusterNetwork":"x","compat":"calico"}`, `plexus config: "compat" "calico" is not one of "multus", "off"`},
+		{`{"type":"plexus","clusterNetwork":"x","compat":true}`, `plexus config: "compat"`},
 	}
 	for _, tt := range tests {
 		_, err := Parse([]byte(tt.in))
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Parse(%s) = %v, want %q", tt.in, err, tt.want)
+		}
+	}
+}
+
+// TestCompatSwitch: Multus compatibility is on by default; "off" or
+// strictSelection alone gives the spec's behaviour; an explicit "multus"
+// wins over strictSelection.
+func TestCompatSwitch(t *testing.T) {
+	tests := []struct {
+		keys string
+		want bool
+	}{
+		{``, true},
+		{`,"compat":"multus"`, true},
+		{`,"compat":"off"`, false},
+		{`,"strictSelection":true`, false},
+		{`,"strictSelection":true,"compat":"multus"`, true},
+		{`,"strictSelection":false,"compat":"off"`, false},
+	}
+	for _, tt := range tests {
+		c, err := Parse([]byte(`{"type":"plexus","clusterNetwork":"x"` + tt.keys + `}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.MultusCompat(); got != tt.want {
+			t.Errorf("config with %s: MultusCompat() = %v, want %v", tt.keys, got, tt.want)
 		}
 	}
 }
