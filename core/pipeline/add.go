@@ -55,6 +55,9 @@ func (p *Pipeline) add(ctx context.Context, req *Request) (types.Result, error) 
 	if err := p.attachAll(ctx, req, pl); err != nil {
 		return nil, err
 	}
+	if err := p.setDefaultRoutes(ctx, req, pl); err != nil {
+		return nil, p.rollback(ctx, req, pl, err)
+	}
 	if err := p.publish(ctx, req, pl); err != nil {
 		return nil, p.rollback(ctx, req, pl, err)
 	}
@@ -205,6 +208,9 @@ func (p *Pipeline) publish(ctx context.Context, req *Request, pl *plan) *types.E
 			return newError(CodeStatus, podRef, a.Name, err)
 		}
 		p.enrich(ctx, pl.pod, a, e)
+		if err := compatStatus(a, e); err != nil {
+			return newError(CodeStatus, podRef, a.Name, err)
+		}
 		entries = append(entries, e)
 	}
 	if pl.pod == nil {

@@ -24,6 +24,7 @@ const (
 	CodeClusterNetwork     uint = 112 // the cluster-wide default network cannot be loaded (s6)
 	CodeGarbageCollection  uint = 113 // GC could not finish
 	CodeDefaultNotReady    uint = 114 // STATUS: the default network's delegates are not ready
+	CodeDefaultRoute       uint = 116 // "default-route" (Multus compatibility) could not be applied
 	CodeInvalidEnvironment uint = 4   // CNI's own code for bad CNI_* variables
 )
 

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -29,7 +30,7 @@ type fakeCNI struct {
 	calls []string // "ADD net ifname", "DEL net ifname", ...
 	// fail maps "OP network" to an error.
 	fail map[string]error
-	// ips maps a network name to the address its result reports.
+	// ips maps a network name to the addresses its result reports.
 	ips map[string]string
 	// mac, when set, is the sandbox MAC every result reports.
 	mac      string
@@ -64,9 +65,14 @@ func (f *fakeCNI) AddNetworkList(_ context.Context, list *libcni.NetworkConfigLi
 	if addr == "" {
 		addr = "10.0.0.2/24"
 	}
-	ip, ipn, _ := net.ParseCIDR(addr)
-	ipn.IP = ip
 	zero := 0
+	var ips []*types100.IPConfig
+	// Several addresses (dual stack) are comma separated.
+	for _, a := range strings.Split(addr, ",") {
+		ip, ipn, _ := net.ParseCIDR(a)
+		ipn.IP = ip
+		ips = append(ips, &types100.IPConfig{Address: *ipn, Interface: &zero})
+	}
 	mac := f.mac
 	if mac == "" {
 		mac = "02:00:00:00:00:01"
@@ -74,7 +80,7 @@ func (f *fakeCNI) AddNetworkList(_ context.Context, list *libcni.NetworkConfigLi
 	return &types100.Result{
 		CNIVersion: "1.0.0",
 		Interfaces: []*types100.Interface{{Name: rt.IfName, Mac: mac, Sandbox: "/var/run/netns/test"}},
-		IPs:        []*types100.IPConfig{{Address: *ipn, Interface: &zero}},
+		IPs:        ips,
 	}, nil
 }
 

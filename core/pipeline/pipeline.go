@@ -29,6 +29,12 @@ type Pipeline struct {
 	// nil: every DEL without a record detaches from libcni's cache.
 	Deleted *record.Tombstones
 	Locks   *lock.Locker
+	// Routes changes routes in the pod's namespace ("default-route");
+	// nil refuses such requests.
+	Routes Router
+	// OnIgnored, when set, is called for every selection key an ADD
+	// ignores (plexusd counts them).
+	OnIgnored func(key string)
 	// Log carries the call's "cmd", "container" (CNI_CONTAINERID) and
 	// "ifName" (CNI_IFNAME) when set; the pipeline's own lines add
 	// "interface" for an attachment's interface and never repeat those keys.

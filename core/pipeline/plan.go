@@ -227,14 +227,23 @@ func (p *Pipeline) planSelections(ctx context.Context, req *Request, pl *plan) e
 	if err := p.authorize(ctx, pl); err != nil {
 		return err
 	}
-	return p.prepare(ctx, pl)
+	if err := p.prepare(ctx, pl); err != nil {
+		return err
+	}
+	for _, a := range pl.attachments[1:] {
+		if err := p.compatCapabilities(a); err != nil {
+			return newError(CodeNetworkNotFound, pl.pod.Ref(), a.Name, err)
+		}
+		p.reportIgnored(ctx, pl.pod, a)
+	}
+	return nil
 }
 
 // parseSelection applies s4.1. An invalid annotation "shall be invalid and
 // ignored": the pod gets the default network only and a warning, unless
 // strictSelection makes it an error.
 func (p *Pipeline) parseSelection(ctx context.Context, pod *source.Pod) ([]*selection.Element, error) {
-	res, err := selection.Parse(pod.Annotations[selection.Annotation], pod.Namespace)
+	res, err := selection.ParseWith(pod.Annotations[selection.Annotation], pod.Namespace, selection.ParseOptions{Compat: p.Config.MultusCompat()})
 	if err != nil {
 		if p.Config.StrictSelection {
 			return nil, newError(CodeInvalidSelection, pod.Ref(), "", err)
@@ -339,8 +348,14 @@ func selectionAttachment(req *Request, el *selection.Element, ifName string, r *
 		Config:    r.resolved.Config,
 		CNIArgs:   delegateArgs(req.Args),
 	}
+	for k, reason := range el.Ignored {
+		a.ignore(k, reason, true) // the parse warned
+	}
+	compatArgs(a, el)
 	if len(el.IPs) > 0 || el.MAC != "" {
-		a.ConfigArgs = map[string]any{}
+		if a.ConfigArgs == nil {
+			a.ConfigArgs = map[string]any{}
+		}
 		a.CapabilityArgs = map[string]any{}
 	}
 	if len(el.IPs) > 0 {
@@ -428,6 +443,7 @@ func (p *Pipeline) warnUnowned(ctx context.Context, pod *source.Pod, a *Attachme
 	keys := make([]string, 0, len(a.Selection.Extensions))
 	for k := range a.Selection.Extensions {
 		keys = append(keys, k)
+		a.ignore(k, "no extension owns this key", true)
 	}
 	if len(keys) == 0 {
 		return

@@ -41,6 +41,11 @@ type Attachment struct {
 	CapabilityArgs map[string]any
 	// Result is the delegate's ADD result, set after the attachment.
 	Result types.Result
+	// Ignored maps each selection key plexus does not act on for this
+	// attachment to the reason; it reaches the status entry
+	// (StatusIgnoredKey).
+	Ignored map[string]string
+	warned  map[string]bool
 }
 
 // Reason explains a policy decision with a stable code.

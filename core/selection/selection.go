@@ -224,7 +224,6 @@ func parseElement(i int, raw json.RawMessage, podNamespace string, o ParseOption
 				reason = "not in the specification and plexus's Multus compatibility is off (\"compat\": \"off\", or \"strictSelection\")"
 			}
 			el.ignore(k, reason)
-			warnings = append(warnings, fmt.Sprintf("%s element %d: key %q ignored: %s", Annotation, i, k, reason))
 		}
 		if err != nil {
 			return nil, nil, errAt(i, "key %q: %v", k, err)
@@ -232,6 +231,9 @@ func parseElement(i int, raw json.RawMessage, podNamespace string, o ParseOption
 	}
 	if _, ok := keys["name"]; !ok {
 		return nil, nil, errAt(i, "the required key \"name\" is missing")
+	}
+	for _, k := range sortedKeys(el.Ignored) {
+		warnings = append(warnings, fmt.Sprintf("%s element %d: key %q ignored: %s", Annotation, i, k, el.Ignored[k]))
 	}
 	if err := validateRef(el.Namespace, el.Name); err != nil {
 		return nil, nil, errAt(i, "%v", err)
@@ -247,7 +249,7 @@ func (e *Element) ignore(key, reason string) {
 	e.Ignored[key] = reason
 }
 
-func sortedKeys(m map[string]json.RawMessage) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	ks := make([]string, 0, len(m))
 	for k := range m {
 		ks = append(ks, k)

@@ -1,0 +1,234 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"sort"
+	"strings"
+
+	"github.com/containernetworking/cni/pkg/types"
+	types100 "github.com/containernetworking/cni/pkg/types/100"
+
+	"github.com/plexus-cni/plexus/core/netconf"
+	"github.com/plexus-cni/plexus/core/selection"
+	"github.com/plexus-cni/plexus/core/source"
+	"github.com/plexus-cni/plexus/core/status"
+)
+
+// Status keys plexus adds to an attachment's network-status entry, in
+// reverse domain notation as s5.3 requires of implementation keys.
+const (
+	// StatusIgnoredKey maps each selection key plexus ignored for this
+	// attachment to the reason, so the pod shows it without its events.
+	StatusIgnoredKey = "io.plexus.ignored"
+	// StatusDefaultRouteKey lists the gateways of the pod's default route
+	// when this attachment carries it ("default-route"). "default" stays
+	// the cluster-wide default network's (s5.3.5).
+	StatusDefaultRouteKey = "io.plexus.default-route"
+)
+
+// Router changes routes in a pod's network namespace.
+type Router interface {
+	// ReplaceDefaultRoute makes "default via gw dev ifName" the only
+	// default route of gw's family in the namespace at netns.
+	ReplaceDefaultRoute(ctx context.Context, netns, ifName string, gw net.IP) error
+}
+
+// compatArgs applies the element's Multus-compatible keys that shape the
+// delegate's config: cni-args go to args.cni, where the spec's own keys
+// (set after, by selectionAttachment) and extensions (the prepare stage,
+// later still) take precedence.
+func compatArgs(a *Attachment, el *selection.Element) {
+	if el.Compat == nil || len(el.Compat.CNIArgs) == 0 {
+		return
+	}
+	if a.ConfigArgs == nil {
+		a.ConfigArgs = map[string]any{}
+	}
+	for k, v := range el.Compat.CNIArgs {
+		a.ConfigArgs[k] = v
+	}
+}
+
+// compatCapabilities passes the element's portMappings and bandwidth as
+// runtimeConfig, once the delegate's config is final (after prepare).
+// libcni hands runtimeConfig only to plugins declaring the capability, so
+// a key no plugin declares would vanish silently: it is recorded as ignored.
+func (p *Pipeline) compatCapabilities(a *Attachment) error {
+	c := a.Selection.Compat
+	if c == nil || (c.PortMappings == nil && c.Bandwidth == nil) {
+		return nil
+	}
+	conf, err := netconf.Parse(a.Config)
+	if err != nil {
+		return err
+	}
+	for _, cap := range []struct {
+		key   string
+		value any
+		set   bool
+	}{{selection.KeyPortMappings, c.PortMappings, c.PortMappings != nil}, {selection.KeyBandwidth, c.Bandwidth, c.Bandwidth != nil}} {
+		if !cap.set {
+			continue
+		}
+		if !conf.HasCapability(cap.key) {
+			a.ignore(cap.key, fmt.Sprintf("no plugin of network %s declares the %q capability", a.Name, cap.key), false)
+			continue
+		}
+		if a.CapabilityArgs == nil {
+			a.CapabilityArgs = map[string]any{}
+		}
+		a.CapabilityArgs[cap.key] = cap.value
+	}
+	return nil
+}
+
+// ignore records a key of the attachment's selection plexus does not act
+// on; warned says the pod's owner was told already.
+func (a *Attachment) ignore(key, reason string, warned bool) {
+	if a.Ignored == nil {
+		a.Ignored = map[string]string{}
+	}
+	a.Ignored[key] = reason
+	if warned {
+		if a.warned == nil {
+			a.warned = map[string]bool{}
+		}
+		a.warned[key] = true
+	}
+}
+
+// reportIgnored tells the pod's owner about every ignored key the parse
+// did not already warn about, and counts each for the metric.
+func (p *Pipeline) reportIgnored(ctx context.Context, pod *source.Pod, a *Attachment) {
+	for _, k := range sortedKeys(a.Ignored) {
+		if p.OnIgnored != nil {
+			p.OnIgnored(k)
+		}
+		if a.warned[k] {
+			continue
+		}
+		msg := fmt.Sprintf("selection element %d (%s): key %q ignored: %s", a.Index, a.Name, k, a.Ignored[k])
+		p.Log.Warn(msg, "pod", pod.Ref())
+		p.event(ctx, pod, source.EventWarning, "NetworkSelectionWarning", msg)
+	}
+}
+
+func sortedKeys(m map[string]string) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// defaultRouteGateways are the attachment's "default-route" gateways.
+func defaultRouteGateways(a *Attachment) []string {
+	if a.Selection == nil || a.Selection.Compat == nil {
+		return nil
+	}
+	return a.Selection.Compat.DefaultRoute
+}
+
+// setDefaultRoutes runs once every delegate has succeeded: the pod's
+// default route of each requested family goes via the requesting
+// attachment's gateway, replacing the default network's. Routes are
+// changed in the pod's namespace itself; a CNI result only reports routes.
+func (p *Pipeline) setDefaultRoutes(ctx context.Context, req *Request, pl *plan) *types.Error {
+	for _, a := range pl.attachments {
+		gws := defaultRouteGateways(a)
+		if len(gws) == 0 {
+			continue
+		}
+		if err := p.setDefaultRoute(ctx, req, a, gws); err != nil {
+			return newError(CodeDefaultRoute, pl.podRef(req), attachmentLabel(a), err)
+		}
+	}
+	return nil
+}
+
+func (p *Pipeline) setDefaultRoute(ctx context.Context, req *Request, a *Attachment, gws []string) error {
+	subnets, err := sandboxSubnets(a)
+	if err != nil {
+		return err
+	}
+	if p.Routes == nil {
+		return fmt.Errorf("%q is requested but this plexus cannot change routes", selection.KeyDefaultRoute)
+	}
+	for _, s := range gws {
+		gw := net.ParseIP(s)
+		if !inAny(subnets, gw) {
+			return fmt.Errorf("%q gateway %s is in none of the attachment's subnets (%s)", selection.KeyDefaultRoute, s, netList(subnets))
+		}
+		if err := p.Routes.ReplaceDefaultRoute(ctx, req.NetNS, a.IfName, gw); err != nil {
+			return fmt.Errorf("setting the pod's default route via %s: %w", s, err)
+		}
+		p.Log.Info("default route replaced", "interface", a.IfName, "gateway", s)
+	}
+	return nil
+}
+
+// sandboxSubnets are the networks of the addresses the result assigns to
+// the attachment's sandbox interface.
+func sandboxSubnets(a *Attachment) ([]*net.IPNet, error) {
+	if a.Result == nil {
+		return nil, fmt.Errorf("the delegate returned no result, so the %q gateway cannot be placed in a subnet", selection.KeyDefaultRoute)
+	}
+	r, err := types100.NewResultFromResult(a.Result)
+	if err != nil {
+		return nil, err
+	}
+	sandbox := status.SandboxInterface(r)
+	var out []*net.IPNet
+	for _, ip := range r.IPs {
+		if ip == nil || (sandbox >= 0 && (ip.Interface == nil || *ip.Interface != sandbox)) {
+			continue
+		}
+		out = append(out, &net.IPNet{IP: ip.Address.IP.Mask(ip.Address.Mask), Mask: ip.Address.Mask})
+	}
+	return out, nil
+}
+
+func inAny(nets []*net.IPNet, ip net.IP) bool {
+	for _, n := range nets {
+		if n.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+func netList(nets []*net.IPNet) string {
+	if len(nets) == 0 {
+		return "none"
+	}
+	s := make([]string, len(nets))
+	for i, n := range nets {
+		s[i] = n.String()
+	}
+	return strings.Join(s, ", ")
+}
+
+// compatStatus adds plexus's own keys to an attachment's status entry.
+func compatStatus(a *Attachment, e *status.Entry) error {
+	if len(a.Ignored) > 0 {
+		b, err := json.Marshal(a.Ignored)
+		if err != nil {
+			return err
+		}
+		if err := e.SetExtra(StatusIgnoredKey, b); err != nil {
+			return err
+		}
+	}
+	if gws := defaultRouteGateways(a); len(gws) > 0 {
+		b, err := json.Marshal(gws)
+		if err != nil {
+			return err
+		}
+		return e.SetExtra(StatusDefaultRouteKey, b)
+	}
+	return nil
+}
