@@ -24,6 +24,7 @@ import (
 	"github.com/plexus-cni/plexus/core/source"
 	"github.com/plexus-cni/plexus/core/source/kube"
 	"github.com/plexus-cni/plexus/core/source/manifests"
+	"github.com/plexus-cni/plexus/internal/podroute"
 )
 
 // StageBuilder builds the optional stages from the config (policy,
@@ -44,6 +45,9 @@ type Options struct {
 	Log *slog.Logger
 	// WrapCNI, when set, wraps libcni (plexusd counts attachments).
 	WrapCNI func(libcni.CNI) libcni.CNI
+	// Ignored, when set, is told every selection key an ADD ignores
+	// (plexusd counts them).
+	Ignored func(key string)
 
 	// parse replaces config.Parse in tests, which count the parses.
 	parse func([]byte) (*config.Config, error)
@@ -157,12 +161,14 @@ func logged(p *pipeline.Pipeline, what string, err error) error {
 // build assembles the pipeline. DEL needs neither the API nor the stages.
 func (o Options) build(ctx context.Context, conf *config.Config, a *skel.CmdArgs, cmd Command, log *slog.Logger) (*pipeline.Pipeline, func(), error) {
 	p := &pipeline.Pipeline{
-		Config:  conf,
-		CNI:     libcni.NewCNIConfigWithCacheDir(pluginPaths(conf, a), conf.CacheDir, &delegateExec{}),
-		Records: &record.Store{Dir: filepath.Join(conf.CacheDir, "records")},
-		Deleted: &record.Tombstones{Dir: filepath.Join(conf.CacheDir, "deleted")},
-		Locks:   &lock.Locker{Dir: filepath.Join(conf.CacheDir, "locks")},
-		Log:     log,
+		Config:    conf,
+		CNI:       libcni.NewCNIConfigWithCacheDir(pluginPaths(conf, a), conf.CacheDir, &delegateExec{}),
+		Records:   &record.Store{Dir: filepath.Join(conf.CacheDir, "records")},
+		Deleted:   &record.Tombstones{Dir: filepath.Join(conf.CacheDir, "deleted")},
+		Locks:     &lock.Locker{Dir: filepath.Join(conf.CacheDir, "locks")},
+		Routes:    podroute.Netlink{},
+		OnIgnored: o.Ignored,
+		Log:       log,
 	}
 	if o.WrapCNI != nil {
 		p.CNI = o.WrapCNI(p.CNI)

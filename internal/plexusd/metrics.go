@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/containernetworking/cni/libcni"
@@ -13,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/plexus-cni/plexus/core/pipeline"
+	"github.com/plexus-cni/plexus/core/selection"
 	"github.com/plexus-cni/plexus/core/source"
 	"github.com/plexus-cni/plexus/extensions"
 	"github.com/plexus-cni/plexus/internal/daemon"
@@ -32,6 +34,7 @@ type metrics struct {
 	cacheMisses   *prometheus.CounterVec
 	policyReloads *prometheus.CounterVec
 	policyLoaded  prometheus.Gauge
+	ignoredKeys   *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -69,12 +72,15 @@ func newMetrics() *metrics {
 		policyReloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "plexus_policy_reloads_total", Help: "Policy reloads after a change, by result.",
 		}, []string{"result"}),
+		ignoredKeys: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "plexus_selection_ignored_keys_total", Help: "Selection annotation keys an ADD ignored (also listed in the attachment's network-status under io.plexus.ignored), by key; keys plexus does not know are counted as \"other\" or \"reverse-domain\".",
+		}, []string{"key"}),
 		policyLoaded: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "plexus_policy_last_reload_ok", Help: "1 when the policy files in place are the ones in use, 0 when the last change failed to compile and the previous policy is kept.",
 		}),
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.inflight, m.attachments, m.denials, m.decisions, m.extErrors,
-		m.apiErrors, m.cacheMisses, m.policyReloads, m.policyLoaded,
+		m.apiErrors, m.cacheMisses, m.policyReloads, m.policyLoaded, m.ignoredKeys,
 		// The daemon's own health: memory, garbage collection, threads, CPU.
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -239,4 +245,21 @@ func (s countingSource) count(call string, err error) {
 	if err != nil && !errors.Is(err, source.ErrNotFound) {
 		s.m.apiErrors.WithLabelValues(call).Inc()
 	}
+}
+
+// ignored counts one ignored selection key. Label values come from a fixed
+// set, so a pod cannot grow the metric's series with keys of its own.
+func (m *metrics) ignored(key string) {
+	m.ignoredKeys.WithLabelValues(ignoredLabel(key)).Inc()
+}
+
+func ignoredLabel(key string) string {
+	base, sub, _ := strings.Cut(key, ".")
+	switch {
+	case selection.IsCompatKey(key), base == selection.KeyCNIArgs && (sub == "ips" || sub == "mac"):
+		return key
+	case strings.Contains(key, "."):
+		return "reverse-domain"
+	}
+	return "other"
 }

@@ -188,6 +188,7 @@ func (d *Daemon) options() cniplugin.Options {
 		},
 		Log:     d.o.Log,
 		WrapCNI: func(c libcni.CNI) libcni.CNI { return countingCNI{CNI: c, m: d.m} },
+		Ignored: d.m.ignored,
 	}
 	switch {
 	case d.src != nil:

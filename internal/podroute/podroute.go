@@ -1,0 +1,96 @@
+// Package podroute changes routes inside a pod's network namespace, for
+// the pipeline's Router (the Multus-compatible "default-route" key).
+package podroute
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// Netlink is the Router that uses netlink in the pod's namespace.
+type Netlink struct{}
+
+// ReplaceDefaultRoute removes every default route of gw's family from the
+// main table and adds "default via gw dev ifName". If the add fails, the
+// removed routes are put back before the error is returned (the ADD is then
+// undone anyway, but a namespace is never left without its old route by us).
+func (Netlink) ReplaceDefaultRoute(_ context.Context, netnsPath, ifName string, gw net.IP) error {
+	// A handle bound to the namespace: no thread has to enter it.
+	nsh, err := netns.GetFromPath(netnsPath)
+	if err != nil {
+		return fmt.Errorf("opening network namespace %s: %w", netnsPath, err)
+	}
+	defer nsh.Close()
+	h, err := netlink.NewHandleAt(nsh)
+	if err != nil {
+		return fmt.Errorf("netlink in %s: %w", netnsPath, err)
+	}
+	defer h.Close()
+	return replace(h, ifName, gw)
+}
+
+func replace(h *netlink.Handle, ifName string, gw net.IP) error {
+	link, err := h.LinkByName(ifName)
+	if err != nil {
+		return fmt.Errorf("interface %s: %w", ifName, err)
+	}
+	fam := netlink.FAMILY_V4
+	if gw.To4() == nil {
+		fam = netlink.FAMILY_V6
+	}
+	old, err := defaults(h, fam)
+	if err != nil {
+		return err
+	}
+	for i := range old {
+		if err := h.RouteDel(&old[i]); err != nil {
+			return fmt.Errorf("removing default route %s: %w", old[i], err)
+		}
+	}
+	r := &netlink.Route{LinkIndex: link.Attrs().Index, Gw: gw, Table: unix.RT_TABLE_MAIN, Scope: netlink.SCOPE_UNIVERSE}
+	if err := h.RouteAdd(r); err != nil {
+		for i := range old {
+			_ = h.RouteAdd(&old[i])
+		}
+		return fmt.Errorf("adding default via %s dev %s: %w", gw, ifName, err)
+	}
+	return nil
+}
+
+// defaults lists the main table's default routes of one family, retrying a
+// dump the kernel interrupted.
+func defaults(h *netlink.Handle, fam int) ([]netlink.Route, error) {
+	filter := &netlink.Route{Table: unix.RT_TABLE_MAIN}
+	var routes []netlink.Route
+	var err error
+	for try := 0; try < 5; try++ {
+		routes, err = h.RouteListFiltered(fam, filter, netlink.RT_FILTER_TABLE)
+		if !errors.Is(err, netlink.ErrDumpInterrupted) {
+			break
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing routes: %w", err)
+	}
+	var out []netlink.Route
+	for _, r := range routes {
+		if isDefault(r.Dst) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+func isDefault(dst *net.IPNet) bool {
+	if dst == nil {
+		return true
+	}
+	ones, _ := dst.Mask.Size()
+	return ones == 0
+}
