@@ -43,6 +43,7 @@ var referencePlugins = []string{
 	"github.com/containernetworking/plugins/plugins/ipam/static",
 	"github.com/containernetworking/plugins/plugins/meta/tuning",
 	"github.com/containernetworking/plugins/plugins/meta/bandwidth",
+	"github.com/containernetworking/plugins/plugins/meta/portmap",
 	"github.com/containernetworking/cni/cnitool",
 }
 
