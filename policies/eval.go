@@ -95,7 +95,9 @@ func evalRequest(opts EvalOptions) (*pipeline.AuthorizeRequest, error) {
 // elements. An element given explicitly takes the index of the equal
 // element in the pod's annotation, if there is one.
 func evalSelection(pod *source.Pod, n *source.NAD, explicit string) (*selection.Element, []*selection.Element, error) {
-	res, err := selection.Parse(pod.Annotations[selection.Annotation], pod.Namespace)
+	// As plexus's default config parses it ("compat": "multus").
+	compat := selection.ParseOptions{Compat: true}
+	res, err := selection.ParseWith(pod.Annotations[selection.Annotation], pod.Namespace, compat)
 	if err != nil {
 		return nil, nil, fmt.Errorf("pod %s: %w", pod.Ref(), err)
 	}
@@ -108,7 +110,7 @@ func evalSelection(pod *source.Pod, n *source.NAD, explicit string) (*selection.
 		return nil, nil, fmt.Errorf("pod %s does not select network %s/%s in its %s annotation; pass --selection",
 			pod.Ref(), n.Namespace, n.Name, selection.Annotation)
 	}
-	one, err := selection.Parse("["+explicit+"]", pod.Namespace)
+	one, err := selection.ParseWith("["+explicit+"]", pod.Namespace, compat)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--selection: %w", err)
 	}
