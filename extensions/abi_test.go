@@ -296,11 +296,18 @@ func TestUnownedKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	var warnings []string
-	if err := h.Prepare(ctx, req(func(s string) { warnings = append(warnings, s) })); err != nil {
+	ignored := map[string]string{}
+	r := req(func(s string) { warnings = append(warnings, s) })
+	r.Ignore = func(k, reason string) { ignored[k] = reason }
+	if err := h.Prepare(ctx, r); err != nil {
 		t.Fatal(err)
 	}
 	if len(warnings) != 1 || !strings.Contains(warnings[0], `no extension owns key "org.nobody.key"`) {
 		t.Fatalf("warnings = %q", warnings)
+	}
+	// The pod's status entry lists it too (io.plexus.ignored).
+	if len(ignored) != 1 || ignored["org.nobody.key"] == "" {
+		t.Errorf("ignored = %v, want the unowned key only", ignored)
 	}
 	if h.modules[0].compiled != nil {
 		t.Fatal("a module without a prepare hook was compiled")

@@ -26,6 +26,9 @@ func (h *Host) Prepare(ctx context.Context, req *pipeline.PrepareRequest) error 
 			return errors.New(msg)
 		}
 		warn(msg + "; ignored")
+		if req.Ignore != nil {
+			req.Ignore(k, "no extension owns this key")
+		}
 	}
 	for _, m := range h.modules {
 		keys, ok := groups[m]

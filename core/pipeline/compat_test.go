@@ -260,3 +260,25 @@ func golden(t *testing.T, name string, got []byte) {
 		t.Errorf("%s differs from golden:\n%s\nwant:\n%s", name, got, want)
 	}
 }
+
+// TestAddUnownedReverseDomainKeysShownInStatus: without an extension stage
+// a reverse-domain key is ignored (s4.1.2.1 leaves it to implementations):
+// once in the warnings, in the status entry and in the count.
+func TestAddUnownedReverseDomainKeysShownInStatus(t *testing.T) {
+	f := newFixture(t, `[{"name":"net-a","com.example.vlan":100}]`)
+	var counted []string
+	f.p.OnIgnored = func(k string) { counted = append(counted, k) }
+	if _, err := f.p.Add(context.Background(), f.req); err != nil {
+		t.Fatal(err)
+	}
+	st := statusEntries(t, f.src.status)
+	if got := string(st[1][StatusIgnoredKey]); !strings.Contains(got, `"com.example.vlan": "no extension owns this key"`) {
+		t.Errorf("status entry: %s", f.src.status)
+	}
+	if !reflect.DeepEqual(counted, []string{"com.example.vlan"}) {
+		t.Errorf("counted %v", counted)
+	}
+	if n := strings.Count(strings.Join(f.src.events, "\n"), "com.example.vlan"); n != 1 {
+		t.Errorf("%d warnings name the key, want 1: %q", n, f.src.events)
+	}
+}

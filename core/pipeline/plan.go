@@ -431,7 +431,8 @@ func (p *Pipeline) prepare(ctx context.Context, pl *plan) error {
 			p.Log.Warn(msg, "pod", pl.pod.Ref(), "network", a.Name)
 			p.event(ctx, pl.pod, source.EventWarning, "NetworkExtensionWarning", fmt.Sprintf("network %s: %s", a.Name, msg))
 		}
-		if err := p.Stages.Preparer.Prepare(ctx, &PrepareRequest{Pod: pl.pod, Attachment: a, Warn: warn}); err != nil {
+		ignore := func(key, reason string) { a.ignore(key, reason, true) }
+		if err := p.Stages.Preparer.Prepare(ctx, &PrepareRequest{Pod: pl.pod, Attachment: a, Warn: warn, Ignore: ignore}); err != nil {
 			p.event(ctx, pl.pod, source.EventWarning, "NetworkExtensionRejected", fmt.Sprintf("network %s: %v", a.Name, err))
 			return asCNIError(CodeExtension, pl.pod.Ref(), a.Name, err)
 		}

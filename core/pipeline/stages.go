@@ -90,6 +90,10 @@ type PrepareRequest struct {
 	Attachment *Attachment
 	// Warn records something the pod's owner should know.
 	Warn func(msg string)
+	// Ignore records a selection key the stage does not act on, with the
+	// reason, for the attachment's status entry (Attachment.Ignored); the
+	// stage warns about it itself. May be nil.
+	Ignore func(key, reason string)
 }
 
 // Preparer handles the reverse-domain keys of a selection element
