@@ -35,6 +35,12 @@ func FuzzParse(f *testing.F) {
 			if el.Interface != "" && names.Interface(el.Interface) != nil {
 				t.Fatalf("invalid interface passed: %q", el.Interface)
 			}
+			if el.Compat != nil && !compat {
+				t.Fatalf("compat keys accepted without compat: %+v", el.Compat)
+			}
+			if el.Compat != nil && len(el.Compat.DefaultRoute) > 2 {
+				t.Fatalf("more than one gateway per family: %v", el.Compat.DefaultRoute)
+			}
 			for k := range el.Extensions {
 				if !strings.Contains(k, ".") {
 					t.Fatalf("reserved key %q reached extensions", k)
