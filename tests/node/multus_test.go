@@ -20,10 +20,23 @@ import (
 // route and delegate arguments, and is deleted cleanly.
 func TestMultusPods(t *testing.T) {
 	node := startNode(t, "node-multus")
-	n := node.With(t)
-	w := n.PlexusWorld()
-	n.InstallPlexus(w)
-	const nsName = "multus"
+	t.Run("Thin", func(t *testing.T) {
+		n := node.With(t)
+		w := n.PlexusWorld()
+		n.InstallPlexus(w)
+		multusPods(t, n, w, "multus-thin")
+	})
+	// plexusd changes the route: it runs in the host's namespaces, as a
+	// DaemonSet does, and reaches the pod's through its path.
+	t.Run("Thick", func(t *testing.T) {
+		n, w, d := thickNode(t, node)
+		n.InstallPlexus(w)
+		multusPods(t, n, w, "multus-thick")
+		logOnFailure(t, d)
+	})
+}
+
+func multusPods(t *testing.T, n *Node, w *harness.World, nsName string) {
 	bridgeNADs(t, n, w, nsName, "net-a", "net-b")
 	subnet := harness.Subnet()
 	var a, b int
