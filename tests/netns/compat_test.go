@@ -246,3 +246,34 @@ func TestCompatOffIsTheSpecAlone(t *testing.T) {
 	h.Del(j)
 	h.AssertNoLeaks(before)
 }
+
+// TestCompatBandwidthReachesOnlyItsAttachment: "bandwidth" becomes
+// runtimeConfig for that attachment's bandwidth plugin, which shapes the
+// pod's ingress with a tbf qdisc on the host side of that attachment only.
+func TestCompatBandwidthReachesOnlyItsAttachment(t *testing.T) {
+	h := harness.New(t)
+	bw := map[string]any{"type": "bandwidth", "capabilities": map[string]any{"bandwidth": true}}
+	h.NAD("demo", "shaped", newDualStack(h, "shaped", false, bw).conf)
+	h.Pod("demo", "web", `[{"name":"shaped","bandwidth":{"ingressRate":8000000,"ingressBurst":800000}},{"name":"shaped"}]`)
+	c := h.Container("demo", "web")
+	before := harness.HostVeths(t)
+	h.Add(c)
+	links := c.Links(t)
+	for ifName, wantRate := range map[string]uint64{"net1": 1000000, "net2": 0} {
+		host, err := netlink.LinkByIndex(links[ifName].Attrs().ParentIndex)
+		harness.Must(t, err)
+		qs, err := netlink.QdiscList(host)
+		harness.Must(t, err)
+		var rate uint64
+		for _, q := range qs {
+			if tbf, ok := q.(*netlink.Tbf); ok {
+				rate = tbf.Rate
+			}
+		}
+		if rate != wantRate {
+			t.Errorf("%s's host veth %s: tbf rate %d bytes/s, want %d", ifName, host.Attrs().Name, rate, wantRate)
+		}
+	}
+	h.Del(c)
+	h.AssertNoLeaks(before)
+}
