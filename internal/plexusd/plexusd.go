@@ -299,7 +299,12 @@ func (d *Daemon) installer() (*install.Installer, error) {
 	if d.conf.DaemonWait != 0 {
 		extra["daemonWait"] = d.conf.DaemonWait
 	}
-	for k, v := range map[string]string{"binDir": d.conf.BinDir, "logFile": d.conf.LogFile, "logLevel": d.conf.LogLevel} {
+	// Calls carry the shim's config, so how selections are read must be
+	// in it for plexusd's settings to apply.
+	if d.conf.StrictSelection {
+		extra["strictSelection"] = true
+	}
+	for k, v := range map[string]string{"binDir": d.conf.BinDir, "logFile": d.conf.LogFile, "logLevel": d.conf.LogLevel, "compat": d.conf.Compat} {
 		if v != "" {
 			extra[k] = v
 		}

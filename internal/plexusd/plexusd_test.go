@@ -120,14 +120,19 @@ func TestStartRefusesBadConfig(t *testing.T) {
 }
 
 // The installed config carries what plexusd's config says for the shim:
-// its socket and daemonWait, read back as the plugin reads them.
+// its socket and daemonWait, and how selections are read (strictSelection,
+// compat), read back as the plugin reads them.
 func TestInstalledConfigCarriesDaemonKeys(t *testing.T) {
 	for _, tt := range []struct {
 		plexusd string
 		want    time.Duration
+		compat  bool
 	}{
-		{`{"daemonWait":"3s","logLevel":"debug"}`, 3 * time.Second},
-		{`{}`, config.DefaultDaemonWait},
+		{`{"daemonWait":"3s","logLevel":"debug"}`, 3 * time.Second, true},
+		{`{}`, config.DefaultDaemonWait, true},
+		// How selections are read reaches the calls (they carry this config).
+		{`{"compat":"off"}`, config.DefaultDaemonWait, false},
+		{`{"strictSelection":true}`, config.DefaultDaemonWait, false},
 	} {
 		conf, err := config.ParseBase([]byte(tt.plexusd))
 		if err != nil {
@@ -154,7 +159,7 @@ func TestInstalledConfigCarriesDaemonKeys(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", raw, err)
 		}
-		if got.DaemonSocket != "/run/p/plexusd.sock" || got.Daemon().Wait() != tt.want || got.Type != "plexus-shim" {
+		if got.DaemonSocket != "/run/p/plexusd.sock" || got.Daemon().Wait() != tt.want || got.Type != "plexus-shim" || got.MultusCompat() != tt.compat {
 			t.Errorf("%s: installed %s", tt.plexusd, list.Plugins[0])
 		}
 	}
