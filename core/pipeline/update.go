@@ -364,16 +364,10 @@ func (p *Pipeline) writeStatus(ctx context.Context, pod *source.Pod, entries []*
 // the record's attachments: a crash between a change's attach and its
 // publish leaves it behind.
 func (p *Pipeline) republishIfStale(ctx context.Context, pod *source.Pod, rec *record.Record) (*Change, error) {
-	published := publishedEntries(pod)
-	stale := len(published) != len(rec.Attachments)
-	for _, ra := range rec.Attachments {
-		if _, ok := published[label(ra.Name, ra.IfName)]; !ok {
-			stale = true
-		}
-	}
-	if !stale {
+	if statusCurrent(pod, rec) {
 		return &Change{}, nil
 	}
+	published := publishedEntries(pod)
 	entries := make([]*status.Entry, 0, len(rec.Attachments))
 	for _, ra := range rec.Attachments {
 		entries = append(entries, p.entryFor(pod, rec, published, ra))
@@ -398,4 +392,47 @@ func (p *Pipeline) changeEvents(ctx context.Context, pod *source.Pod, ch *Change
 	if len(ch.Attached) > 0 {
 		p.event(ctx, pod, source.EventNormal, "AddedInterfaces", "attached "+labels(ch.Attached))
 	}
+}
+
+// NeedsUpdate tells, without the lock, delegates or the API, whether
+// Update would do something for the pod: its selection differs from the
+// record, is invalid, or network-status does not list the record's
+// attachments. A record whose ADD did not complete needs nothing yet.
+func NeedsUpdate(rec *record.Record, pod *source.Pod) bool {
+	if def := defaultOf(rec); def == nil || def.State != record.Attached {
+		return false
+	}
+	res, err := selection.Parse(pod.Annotations[selection.Annotation], pod.Namespace)
+	if err != nil {
+		return true
+	}
+	d, err := DiffAttachments(rec, res.Elements)
+	if err != nil || !d.Empty() {
+		return true
+	}
+	return !statusCurrent(pod, rec)
+}
+
+// statusCurrent: network-status lists the record's networks, as many
+// times each (by name: a delegate may report no interface).
+func statusCurrent(pod *source.Pod, rec *record.Record) bool {
+	var list []*status.Entry
+	if json.Unmarshal([]byte(pod.Annotations[status.Annotation]), &list) != nil || len(list) != len(rec.Attachments) {
+		return false
+	}
+	count := map[string]int{}
+	for _, e := range list {
+		if e != nil {
+			count[e.Name]++
+		}
+	}
+	for _, ra := range rec.Attachments {
+		count[ra.Name]--
+	}
+	for _, n := range count {
+		if n != 0 {
+			return false
+		}
+	}
+	return true
 }
