@@ -105,12 +105,16 @@ func (p *Pipeline) update(ctx context.Context, req *Request, pod *source.Pod, re
 		return nil, err
 	}
 	ch := &Change{}
+	order := make([]string, len(rec.Attachments))
+	for i, a := range rec.Attachments {
+		order[i] = label(a.Name, a.IfName)
+	}
 	detached, err := p.detachRemoved(ctx, req, rec, d, ch)
 	if err != nil {
 		return ch, p.refuse(ctx, pod, asCNIError(CodeDetachFailed, pod.Ref(), "", err))
 	}
 	if err := p.attachNew(ctx, req, pl, rec, d); err != nil {
-		return ch, p.rollbackUpdate(ctx, req, pl, rec, detached, err)
+		return ch, p.rollbackUpdate(ctx, req, pl, rec, order, detached, err)
 	}
 	for _, a := range pl.attachments[1:] {
 		ch.Attached = append(ch.Attached, label(a.Name, a.IfName))
@@ -225,7 +229,7 @@ func (p *Pipeline) attachNew(ctx context.Context, req *Request, pl *plan, rec *r
 
 // rollbackUpdate undoes a failed Update: the new attachments are detached
 // and the ones detached for it attached again, so the pod is as it was.
-func (p *Pipeline) rollbackUpdate(ctx context.Context, req *Request, pl *plan, rec *record.Record, detached []record.Attachment, cause error) error {
+func (p *Pipeline) rollbackUpdate(ctx context.Context, req *Request, pl *plan, rec *record.Record, order []string, detached []record.Attachment, cause error) error {
 	te := asCNIError(CodeAttachFailed, pl.pod.Ref(), "", cause)
 	p.Log.Error("changing the pod's attachments failed: restoring them", "pod", pl.pod.Ref(), "err", te.Msg)
 	p.event(ctx, pl.pod, source.EventWarning, "NetworkAttachFailed", te.Msg+"; the pod's attachments are left as they were")
@@ -245,6 +249,7 @@ func (p *Pipeline) rollbackUpdate(ctx context.Context, req *Request, pl *plan, r
 		}
 	}
 	rec.Attachments = keep
+	results := map[string]types.Result{}
 	for i := len(detached) - 1; i >= 0; i-- {
 		a := detached[i]
 		a.State = record.Attempted
@@ -253,22 +258,60 @@ func (p *Pipeline) rollbackUpdate(ctx context.Context, req *Request, pl *plan, r
 			msgs = append(msgs, err.Error())
 		}
 		list, err := netconf.ConfList(a.Config)
+		var res types.Result
 		if err == nil {
-			_, err = p.attachOne(dctx, req, &rec.Attachments[len(rec.Attachments)-1], list)
+			res, err = p.attachOne(dctx, req, &rec.Attachments[len(rec.Attachments)-1], list)
 		}
 		if err != nil {
 			msgs = append(msgs, "re-attaching "+label(a.Name, a.IfName)+": "+err.Error())
 			continue
 		}
 		rec.Attachments[len(rec.Attachments)-1].State = record.Attached
+		results[label(a.Name, a.IfName)] = res
 	}
+	sortLike(rec.Attachments, order)
 	if err := p.Records.Save(rec); err != nil {
 		msgs = append(msgs, err.Error())
+	}
+	if len(results) > 0 {
+		// Re-attached interfaces may have new addresses.
+		if err := p.publishRestored(dctx, pl.pod, rec, results); err != nil {
+			msgs = append(msgs, err.Error())
+		}
 	}
 	if len(msgs) > 0 {
 		te.Details = "restoring the pod's attachments also failed: " + labels(msgs)
 	}
 	return te
+}
+
+// sortLike puts attachments in the order of labels (as they were).
+func sortLike(as []record.Attachment, order []string) {
+	pos := map[string]int{}
+	for i, l := range order {
+		pos[l] = i
+	}
+	sort.SliceStable(as, func(i, j int) bool { return pos[label(as[i].Name, as[i].IfName)] < pos[label(as[j].Name, as[j].IfName)] })
+}
+
+// publishRestored writes network-status after a rollback re-attached
+// what the failed change had detached.
+func (p *Pipeline) publishRestored(ctx context.Context, pod *source.Pod, rec *record.Record, results map[string]types.Result) error {
+	published := publishedEntries(pod)
+	entries := make([]*status.Entry, 0, len(rec.Attachments))
+	for _, ra := range rec.Attachments {
+		res, ok := results[label(ra.Name, ra.IfName)]
+		if !ok {
+			entries = append(entries, p.entryFor(pod, rec, published, ra))
+			continue
+		}
+		e, err := status.FromResult(ra.Name, ra.IfName, ra.Default, res)
+		if err != nil {
+			return err
+		}
+		entries = append(entries, e)
+	}
+	return p.writeStatus(ctx, pod, entries)
 }
 
 // ordered is the record's attachments in the order ADD would have made
