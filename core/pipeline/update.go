@@ -291,7 +291,9 @@ func sortLike(as []record.Attachment, order []string) {
 	for i, l := range order {
 		pos[l] = i
 	}
-	sort.SliceStable(as, func(i, j int) bool { return pos[label(as[i].Name, as[i].IfName)] < pos[label(as[j].Name, as[j].IfName)] })
+	sort.SliceStable(as, func(i, j int) bool {
+		return pos[label(as[i].Name, as[i].IfName)] < pos[label(as[j].Name, as[j].IfName)]
+	})
 }
 
 // publishRestored writes network-status after a rollback re-attached

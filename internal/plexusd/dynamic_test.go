@@ -86,7 +86,9 @@ func newDynFixture(t *testing.T) *dynFixture {
 	return f
 }
 
-func (f *dynFixture) set(networks string) { f.pods["demo/web"].Annotations[selection.Annotation] = networks }
+func (f *dynFixture) set(networks string) {
+	f.pods["demo/web"].Annotations[selection.Annotation] = networks
+}
 
 func TestReconcile(t *testing.T) {
 	denied := &types.Error{Code: pipeline.CodePolicyDenied, Msg: "denied"}
