@@ -28,11 +28,13 @@ import (
 // with why not.
 const ConditionType = "plexus.io/NetworkAttachments"
 
-// Dynamic attachments' timing: the first retry of a transient failure,
-// the longest wait between retries, and how often every pod of the node
-// is looked at again (events missed while plexusd was busy or down).
+// Dynamic attachments' timing: the first retry of a transient failure
+// (each try may detach and restore the pod's other interfaces, so not in
+// a tight loop), the longest wait between retries, and how often every
+// pod of the node is looked at again (events missed while plexusd was
+// busy or down).
 const (
-	retryBase   = time.Second
+	retryBase   = 5 * time.Second
 	retryMax    = 5 * time.Minute
 	resyncEvery = time.Minute
 	workers     = 4
@@ -84,7 +86,9 @@ func (r *reconciler) enqueue(key string) { r.queue.Add(key) }
 // plexusd was down) and periodically.
 func (r *reconciler) enqueueAll() {
 	for _, k := range r.pods.PodKeys() {
-		r.queue.Add(k)
+		if r.queue.NumRequeues(k) == 0 { // not waiting out a backoff
+			r.queue.Add(k)
+		}
 	}
 }
 
@@ -299,7 +303,7 @@ func (d *Daemon) startDynamic(ctx context.Context) (func(daemon.Handler) daemon.
 	p.Source, p.Stages = d.src, d.stages
 	r := newReconciler(d.cache, p.Records, log)
 	r.netns, r.update, r.conds = client.NetNS, p.Update, d.cache
-	if err := d.cache.OnPodChange(r.enqueue); err != nil {
+	if err := d.cache.OnPodChange(selection.Annotation, r.enqueue); err != nil {
 		return nil, err
 	}
 	go r.run(ctx, d.cache.WaitForSync)

@@ -8,7 +8,6 @@ package cached
 import (
 	"context"
 	"fmt"
-	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -178,9 +177,10 @@ func podOf(p *corev1.Pod) *source.Pod {
 }
 
 // OnPodChange calls f with the "namespace/name" of every pod the cache
-// adds and of every pod whose annotations change (plexusd's dynamic
-// attachments follow the selection annotation). f must not block.
-func (s *Source) OnPodChange(f func(key string)) error {
+// adds and of every pod whose annotation ann changes (plexusd's dynamic
+// attachments follow the selection annotation; its own writes of
+// network-status must not call it back). f must not block.
+func (s *Source) OnPodChange(ann string, f func(key string)) error {
 	key := func(obj any) (string, bool) {
 		p, ok := obj.(*corev1.Pod)
 		if !ok {
@@ -197,7 +197,7 @@ func (s *Source) OnPodChange(f func(key string)) error {
 		UpdateFunc: func(old, cur any) {
 			o, ok1 := old.(*corev1.Pod)
 			c, ok2 := cur.(*corev1.Pod)
-			if ok1 && ok2 && !maps.Equal(o.Annotations, c.Annotations) {
+			if ok1 && ok2 && o.Annotations[ann] != c.Annotations[ann] {
 				f(c.Namespace + "/" + c.Name)
 			}
 		},
