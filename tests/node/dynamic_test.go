@@ -133,7 +133,9 @@ func podCondition(p *corev1.Pod, typ string) *corev1.PodCondition {
 	return nil
 }
 
-func blueOnly(ns string) []attachment { return []attachment{{DefaultNetwork, "eth0"}, {ns + "/blue", "net1"}} }
+func blueOnly(ns string) []attachment {
+	return []attachment{{DefaultNetwork, "eth0"}, {ns + "/blue", "net1"}}
+}
 
 // TestDynamic is dynamic attachments (spec open question 2) in thick mode
 // under kubelet and containerd: changes of a running pod's selection
