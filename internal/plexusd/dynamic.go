@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -66,6 +67,11 @@ type reconciler struct {
 	log    *slog.Logger
 
 	mu sync.Mutex
+	// byUID indexes the records by pod UID as of indexTime, the records
+	// directory's modification time then.
+	byUID     map[string]string
+	indexTime time.Time
+	indexedAt time.Time
 	// refused holds, per pod UID, the annotation a permanent failure
 	// (policy, extension, bad request) was for: not retried until it
 	// changes.
@@ -151,7 +157,7 @@ func (r *reconciler) reconcile(ctx context.Context, key string) (retry bool) {
 	if rec == nil || !pipeline.NeedsUpdate(rec, pod) {
 		return false
 	}
-	path, err := r.netns(ctx, rec.ContainerID, pod.UID)
+	path, err := r.netns(ctx, rec.ContainerID, sandboxUID(pod))
 	if errors.Is(err, cri.ErrNotFound) || errors.Is(err, cri.ErrNotReady) {
 		return false // stopping or gone: its DEL undoes what it has
 	}
@@ -172,22 +178,66 @@ func (r *reconciler) reconcile(ctx context.Context, key string) (retry bool) {
 	return false
 }
 
-// recordOf finds the record of the pod's sandbox: the newest container
-// attached for the pod's UID (a re-created sandbox's old record is gone
-// once its DEL ran).
+// recordOf finds the record of the pod's sandbox through an index of
+// the records by pod UID, rebuilt when the records directory changed
+// (ADD creates a record file, DEL removes it), so looking at every pod of
+// the node does not read every record for each.
 func (r *reconciler) recordOf(pod *source.Pod) *record.Record {
+	if rec := r.indexed(pod); rec != nil {
+		return rec
+	}
+	fi, err := os.Stat(r.records.Dir)
+	if err != nil {
+		return nil
+	}
+	// Directory times are coarse (a clock tick): an index built within a
+	// second of the last change is not trusted to have seen it.
+	r.mu.Lock()
+	fresh := fi.ModTime().Equal(r.indexTime) && r.indexedAt.Sub(r.indexTime) > time.Second
+	r.mu.Unlock()
+	if fresh {
+		return nil
+	}
 	ids, err := r.records.List()
 	if err != nil {
 		r.log.Warn("dynamic attachments: listing records", "err", err)
 		return nil
 	}
+	scanned := time.Now()
+	byUID := map[string]string{}
 	for _, id := range ids {
-		rec, err := r.records.Load(id)
-		if err == nil && rec != nil && rec.Pod != nil && rec.Pod.UID == pod.UID && rec.Pod.Namespace == pod.Namespace && rec.Pod.Name == pod.Name {
-			return rec
+		if rec, err := r.records.Load(id); err == nil && rec != nil && rec.Pod != nil {
+			byUID[rec.Pod.UID] = id
 		}
 	}
-	return nil
+	r.mu.Lock()
+	r.byUID, r.indexTime, r.indexedAt = byUID, fi.ModTime(), scanned
+	r.mu.Unlock()
+	return r.indexed(pod)
+}
+
+// indexed is the indexed record of the pod, if it is still the pod's.
+func (r *reconciler) indexed(pod *source.Pod) *record.Record {
+	r.mu.Lock()
+	id, ok := r.byUID[pod.UID]
+	r.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	rec, err := r.records.Load(id)
+	if err != nil || rec == nil || rec.Pod == nil || rec.Pod.UID != pod.UID || rec.Pod.Namespace != pod.Namespace || rec.Pod.Name != pod.Name {
+		return nil
+	}
+	return rec
+}
+
+// sandboxUID is the UID the runtime knows the pod by: a static pod's
+// mirror carries it in kubernetes.io/config.mirror.
+func sandboxUID(pod *source.Pod) string {
+	if uid := pod.Annotations[pipeline.MirrorAnnotation]; uid != "" {
+		return uid
+	}
+	return pod.UID
 }
 
 func (r *reconciler) wasRefused(uid, ann string) bool {

@@ -187,3 +187,34 @@ func TestPodKey(t *testing.T) {
 		}
 	}
 }
+
+// A record written after the index was built (the pod's ADD) is found,
+// and a static pod's mirror is looked up in the runtime by the static
+// pod's UID.
+func TestReconcileFindsLaterRecordsAndMirrorPods(t *testing.T) {
+	f := newDynFixture(t)
+	f.pods["demo/static-node1"] = &source.Pod{Namespace: "demo", Name: "static-node1", UID: "mirror-uid", Annotations: map[string]string{
+		selection.Annotation: "a", pipeline.MirrorAnnotation: "static-uid",
+	}}
+	var asked []string
+	f.r.netns = func(_ context.Context, id, uid string) (string, error) {
+		asked = append(asked, id+" "+uid)
+		return "/proc/9/ns/net", nil
+	}
+	if f.r.reconcile(context.Background(), "demo/static-node1") || len(f.updates) != 0 {
+		t.Fatalf("a pod without a record was updated: %v", f.updates)
+	}
+	rec := &record.Record{ContainerID: "c2", Pod: &record.Pod{Namespace: "demo", Name: "static-node1", UID: "mirror-uid"}, Attachments: []record.Attachment{
+		{Name: "default", Default: true, IfName: "eth0", Config: []byte(`{}`), State: record.Attached},
+	}}
+	if err := f.r.records.Save(rec); err != nil {
+		t.Fatal(err)
+	}
+	f.r.reconcile(context.Background(), "demo/static-node1")
+	if want := []string{"c2 static-uid"}; !reflect.DeepEqual(asked, want) {
+		t.Errorf("runtime asked for %v, want %v", asked, want)
+	}
+	if want := []string{"c2 /proc/9/ns/net"}; !reflect.DeepEqual(f.updates, want) {
+		t.Errorf("updates %v, want %v", f.updates, want)
+	}
+}
