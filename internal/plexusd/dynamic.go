@@ -91,11 +91,25 @@ func (r *reconciler) enqueue(key string) { r.queue.Add(key) }
 // enqueueAll looks at every cached pod: at start (changes made while
 // plexusd was down) and periodically.
 func (r *reconciler) enqueueAll() {
+	live := map[string]bool{}
 	for _, k := range r.pods.PodKeys() {
+		if ns, name, ok := strings.Cut(k, "/"); ok {
+			if p := r.pods.CachedPod(ns, name); p != nil {
+				live[p.UID] = true
+			}
+		}
 		if r.queue.NumRequeues(k) == 0 { // not waiting out a backoff
 			r.queue.Add(k)
 		}
 	}
+	// Forget the refusals of pods that are gone.
+	r.mu.Lock()
+	for uid := range r.refused {
+		if !live[uid] {
+			delete(r.refused, uid)
+		}
+	}
+	r.mu.Unlock()
 }
 
 // run works the queue until ctx ends.
