@@ -262,3 +262,46 @@ func (d denyNetwork) Authorize(_ context.Context, req *AuthorizeRequest) (Decisi
 }
 
 var _ source.Source = (*fakeSource)(nil)
+
+// An attachment a crash left attempted (plexusd killed during its
+// delegate) is detached and attached again; the record ends attached.
+func TestUpdateRedoesAnAttemptedAttachment(t *testing.T) {
+	f := updateFixture(t, "net-a", "net-a")
+	rec, err := f.p.Records.Load("c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Attachments[1].State = record.Attempted
+	if err := f.p.Records.Save(rec); err != nil {
+		t.Fatal(err)
+	}
+	if !NeedsUpdate(rec, f.src.pods["demo/web"]) {
+		t.Fatal("NeedsUpdate = false for an attempted attachment")
+	}
+	if _, err := f.update(t); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"DEL net-a net1", "ADD net-a net1"}; !reflect.DeepEqual(f.cni.calls, want) {
+		t.Errorf("calls %v, want %v", f.cni.calls, want)
+	}
+	if got, want := f.recordNames(t), []string{"default-net (eth0) attached", "demo/net-a (net1) attached"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("record %v, want %v", got, want)
+	}
+}
+
+// A removed network whose DEL fails stays in the record (the pod's DEL
+// tries it again) and the change reports code 109 with a Warning.
+func TestUpdateDetachFailureKeepsItRecorded(t *testing.T) {
+	f := updateFixture(t, "net-a,net-b", "net-b")
+	f.cni.fail["DEL net-a"] = errors.New("busy")
+	_, err := f.update(t)
+	if te := cniErr(t, err); te.Code != CodeDetachFailed {
+		t.Fatalf("code %d (%v), want %d", te.Code, err, CodeDetachFailed)
+	}
+	if got, want := f.recordNames(t), []string{"default-net (eth0) attached", "demo/net-a (net1) attached", "demo/net-b (net2) attached"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("record %v, want %v", got, want)
+	}
+	if !strings.Contains(strings.Join(f.src.events, "\n"), "Warning NetworkChangeFailed") {
+		t.Errorf("events %v", f.src.events)
+	}
+}
