@@ -111,10 +111,10 @@ func (p *Pipeline) update(ctx context.Context, req *Request, pod *source.Pod, re
 	}
 	detached, err := p.detachRemoved(ctx, req, rec, d, ch)
 	if err != nil {
-		return ch, p.refuse(ctx, pod, asCNIError(CodeDetachFailed, pod.Ref(), "", err))
+		return &Change{}, p.rollbackUpdate(ctx, req, pl, rec, order, 0, detached, err)
 	}
-	if err := p.attachNew(ctx, req, pl, rec, d); err != nil {
-		return ch, p.rollbackUpdate(ctx, req, pl, rec, order, detached, err)
+	if err := p.attachNew(ctx, req, pl, rec); err != nil {
+		return &Change{}, p.rollbackUpdate(ctx, req, pl, rec, order, len(pl.attachments)-1, detached, err)
 	}
 	for _, a := range pl.attachments[1:] {
 		ch.Attached = append(ch.Attached, label(a.Name, a.IfName))
@@ -198,7 +198,7 @@ func (p *Pipeline) detachRemoved(ctx context.Context, req *Request, rec *record.
 
 // attachNew runs each new attachment's delegate as attachAll does for
 // ADD: recorded as attempted before it starts, verified after.
-func (p *Pipeline) attachNew(ctx context.Context, req *Request, pl *plan, rec *record.Record, d *Diff) error {
+func (p *Pipeline) attachNew(ctx context.Context, req *Request, pl *plan, rec *record.Record) error {
 	base := len(rec.Attachments)
 	for _, a := range pl.attachments[1:] {
 		rec.Attachments = append(rec.Attachments, record.Attachment{Name: a.Name, IfName: a.IfName, CNIArgs: a.CNIArgs, CapabilityArgs: a.CapabilityArgs, State: record.Planned})
@@ -227,16 +227,21 @@ func (p *Pipeline) attachNew(ctx context.Context, req *Request, pl *plan, rec *r
 	return nil
 }
 
-// rollbackUpdate undoes a failed Update: the new attachments are detached
-// and the ones detached for it attached again, so the pod is as it was.
-func (p *Pipeline) rollbackUpdate(ctx context.Context, req *Request, pl *plan, rec *record.Record, order []string, detached []record.Attachment, cause error) error {
+// rollbackUpdate undoes a failed Update: the added new attachments (the
+// record's last) are detached and the ones detached for it attached
+// again, so the pod is as it was.
+func (p *Pipeline) rollbackUpdate(ctx context.Context, req *Request, pl *plan, rec *record.Record, order []string, added int, detached []record.Attachment, cause error) error {
 	te := asCNIError(CodeAttachFailed, pl.pod.Ref(), "", cause)
+	reason := "NetworkAttachFailed"
+	if te.Code == CodeDetachFailed {
+		reason = "NetworkDetachFailed"
+	}
 	p.Log.Error("changing the pod's attachments failed: restoring them", "pod", pl.pod.Ref(), "err", te.Msg)
-	p.event(ctx, pl.pod, source.EventWarning, "NetworkAttachFailed", te.Msg+"; the pod's attachments are left as they were")
+	p.event(ctx, pl.pod, source.EventWarning, reason, te.Msg+"; the pod's attachments are left as they were")
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout)
 	defer cancel()
 	var msgs []string
-	base := len(rec.Attachments) - (len(pl.attachments) - 1)
+	base := len(rec.Attachments) - added
 	keep := append([]record.Attachment(nil), rec.Attachments[:base]...)
 	for j := len(rec.Attachments) - 1; j >= base; j-- {
 		a := rec.Attachments[j]

@@ -290,9 +290,10 @@ func TestUpdateRedoesAnAttemptedAttachment(t *testing.T) {
 }
 
 // A removed network whose DEL fails stays in the record (the pod's DEL
-// tries it again) and the change reports code 109 with a Warning.
+// tries it again), one detached before it is attached again, and the
+// change reports code 109 with a Warning.
 func TestUpdateDetachFailureKeepsItRecorded(t *testing.T) {
-	f := updateFixture(t, "net-a,net-b", "net-b")
+	f := updateFixture(t, "net-a,net-b", "net-c")
 	f.cni.fail["DEL net-a"] = errors.New("busy")
 	_, err := f.update(t)
 	if te := cniErr(t, err); te.Code != CodeDetachFailed {
@@ -301,7 +302,10 @@ func TestUpdateDetachFailureKeepsItRecorded(t *testing.T) {
 	if got, want := f.recordNames(t), []string{"default-net (eth0) attached", "demo/net-a (net1) attached", "demo/net-b (net2) attached"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("record %v, want %v", got, want)
 	}
-	if !strings.Contains(strings.Join(f.src.events, "\n"), "Warning NetworkChangeFailed") {
+	if want := []string{"DEL net-b net2", "DEL net-a net1", "ADD net-b net2"}; !reflect.DeepEqual(f.cni.calls, want) {
+		t.Errorf("calls %v, want %v", f.cni.calls, want)
+	}
+	if !strings.Contains(strings.Join(f.src.events, "\n"), "Warning NetworkDetachFailed") {
 		t.Errorf("events %v", f.src.events)
 	}
 }
