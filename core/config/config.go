@@ -77,6 +77,14 @@ type Config struct {
 	// forwarder (Daemon; the shim reads them with daemonconf.Parse).
 	DaemonSocket string   `json:"daemonSocket,omitempty"`
 	DaemonWait   Duration `json:"daemonWait,omitempty"`
+
+	// DynamicAttachments makes plexusd (thick mode only) follow changes of
+	// a running pod's selection annotation: it attaches added and detaches
+	// removed networks in the pod's namespace (spec open question 2).
+	DynamicAttachments bool `json:"dynamicAttachments,omitempty"`
+	// CRISocket is the runtime's CRI socket, where plexusd finds a running
+	// sandbox's network namespace for dynamic attachments ("": containerd's).
+	CRISocket string `json:"criSocket,omitempty"`
 }
 
 // Daemon is the config's thick-mode keys.
@@ -87,7 +95,7 @@ func (c *Config) Daemon() *daemonconf.Daemon {
 // plexusKeys are the keys Config defines; cniKeys are those the CNI spec
 // lets a runtime or libcni put in any plugin's config.
 var (
-	plexusKeys = []string{"clusterNetwork", "systemNamespace", "confDir", "cacheDir", "binDir", "kubeconfig", "manifests", "apiTimeout", "apiBudget", "delegateTimeout", "logLevel", "logFile", "strictSelection", "compat", "policy", "extensions", "daemonSocket", "daemonWait"}
+	plexusKeys = []string{"clusterNetwork", "systemNamespace", "confDir", "cacheDir", "binDir", "kubeconfig", "manifests", "apiTimeout", "apiBudget", "delegateTimeout", "logLevel", "logFile", "strictSelection", "compat", "policy", "extensions", "daemonSocket", "daemonWait", "dynamicAttachments", "criSocket"}
 	cniKeys    = []string{"cniVersion", "cniVersions", "name", "type", "capabilities", "runtimeConfig", "args", "prevResult", "ipMasq", "ipam", "dns", "disableCheck", "disableGC", "loadOnlyInlinedPlugins", "cni.dev/valid-attachments", "cni.dev/attachments"}
 )
 

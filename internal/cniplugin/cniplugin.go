@@ -160,19 +160,7 @@ func logged(p *pipeline.Pipeline, what string, err error) error {
 
 // build assembles the pipeline. DEL needs neither the API nor the stages.
 func (o Options) build(ctx context.Context, conf *config.Config, a *skel.CmdArgs, cmd Command, log *slog.Logger) (*pipeline.Pipeline, func(), error) {
-	p := &pipeline.Pipeline{
-		Config:    conf,
-		CNI:       libcni.NewCNIConfigWithCacheDir(pluginPaths(conf, a), conf.CacheDir, &delegateExec{}),
-		Records:   &record.Store{Dir: filepath.Join(conf.CacheDir, "records")},
-		Deleted:   &record.Tombstones{Dir: filepath.Join(conf.CacheDir, "deleted")},
-		Locks:     &lock.Locker{Dir: filepath.Join(conf.CacheDir, "locks")},
-		Routes:    podroute.Netlink{},
-		OnIgnored: o.Ignored,
-		Log:       log,
-	}
-	if o.WrapCNI != nil {
-		p.CNI = o.WrapCNI(p.CNI)
-	}
+	p := o.Pipeline(conf, pluginPaths(conf, a), log)
 	sources := o.Source
 	if sources == nil {
 		sources = buildSource
@@ -194,6 +182,26 @@ func (o Options) build(ctx context.Context, conf *config.Config, a *skel.CmdArgs
 		p.Stages, cleanup = st, closeStages
 	}
 	return p, cleanup, nil
+}
+
+// Pipeline is the pipeline without source and stages, on plexus's files
+// under conf's cacheDir, running delegates found in paths. plexusd builds
+// its own for dynamic attachments, which no CNI call starts.
+func (o Options) Pipeline(conf *config.Config, paths []string, log *slog.Logger) *pipeline.Pipeline {
+	p := &pipeline.Pipeline{
+		Config:  conf,
+		CNI:     libcni.NewCNIConfigWithCacheDir(paths, conf.CacheDir, &delegateExec{}),
+		Records: &record.Store{Dir: filepath.Join(conf.CacheDir, "records")},
+		Deleted: &record.Tombstones{Dir: filepath.Join(conf.CacheDir, "deleted")},
+		Locks:     &lock.Locker{Dir: filepath.Join(conf.CacheDir, "locks")},
+		Routes:    podroute.Netlink{},
+		OnIgnored: o.Ignored,
+		Log:       log,
+	}
+	if o.WrapCNI != nil {
+		p.CNI = o.WrapCNI(p.CNI)
+	}
+	return p
 }
 
 // sourceKind is which source a call uses.

@@ -77,6 +77,7 @@ type Daemon struct {
 	m        *metrics
 	src      source.Source
 	manifest *manifests.Dir // the manifests directory, when that is the source
+	cache    *cached.Source // the Kubernetes source's caches, when that is the source
 	noSource bool
 	synced   func() bool
 	stages   pipeline.Stages
@@ -145,7 +146,7 @@ func (d *Daemon) buildSource(ctx context.Context) error {
 		return err
 	}
 	c.Misses = func(kind string) { d.m.cacheMisses.WithLabelValues(kind).Inc() }
-	d.src, d.synced = countingSource{Source: c, m: d.m}, c.HasSynced
+	d.src, d.synced, d.cache = countingSource{Source: c, m: d.m}, c.HasSynced, c
 	return nil
 }
 
@@ -208,6 +209,11 @@ func (d *Daemon) serve(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	dynamic, err := d.startDynamic(ctx)
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	if d.o.MetricsAddr != "" {
 		go d.serveHTTP(ctx)
 	}
@@ -218,7 +224,7 @@ func (d *Daemon) serve(ctx context.Context) error {
 			return err
 		}
 	}
-	srv := &daemon.Server{Handler: d.m.handler(d.block(d.options().Handle)), MaxParallel: d.o.MaxParallel, Ready: d.ready, Log: d.o.Log}
+	srv := &daemon.Server{Handler: d.m.handler(d.block(dynamic(d.options().Handle))), MaxParallel: d.o.MaxParallel, Ready: d.ready, Log: d.o.Log}
 	d.o.Log.Info("plexusd serving", "socket", d.o.Socket, "node", d.o.NodeName)
 	err = srv.Serve(ctx, ln)
 	_ = os.Remove(d.o.Socket)

@@ -264,7 +264,8 @@ spec:
 		}
 		allowed := map[string]bool{
 			"/pods/get": true, "/pods/patch": true, "/pods/list": true, "/pods/watch": true,
-			"/namespaces/get": true,
+			"/pods/status/patch": true, // plexusd's dynamic attachments' condition
+			"/namespaces/get":    true,
 			"k8s.cni.cncf.io/network-attachment-definitions/get":   true,
 			"k8s.cni.cncf.io/network-attachment-definitions/list":  true,
 			"k8s.cni.cncf.io/network-attachment-definitions/watch": true,

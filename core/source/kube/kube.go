@@ -278,3 +278,31 @@ func transient(err error) bool {
 	}
 	return true // transport-level: refused, reset, deadline of one attempt
 }
+
+// PodCondition is a condition of the pod's status that plexus owns
+// (kubelet keeps conditions of types it does not own, as for readiness
+// gates).
+type PodCondition struct {
+	Type    string
+	Status  string // "True" or "False"
+	Reason  string
+	Message string
+}
+
+// SetPodCondition sets one condition with a strategic merge patch of the
+// status subresource: conditions merge by type, so the others stay.
+func (s *Source) SetPodCondition(ctx context.Context, pod *source.Pod, c PodCondition) error {
+	if len(c.Message) > maxEventMessage {
+		c.Message = c.Message[:maxEventMessage-3] + "..."
+	}
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []map[string]any{{
+		"type": c.Type, "status": c.Status, "reason": c.Reason, "message": c.Message,
+		"lastTransitionTime": metav1.Now(),
+	}}}})
+	if err != nil {
+		return err
+	}
+	return s.retry(ctx, "patch status of pod "+pod.Ref(), func(ctx context.Context) error {
+		return s.client.Patch(types.StrategicMergePatchType).MaxRetries(0).AbsPath("/api/v1/namespaces", pod.Namespace, "pods", pod.Name, "status").Body(patch).Do(ctx).Error()
+	})
+}

@@ -175,3 +175,44 @@ func podOf(p *corev1.Pod) *source.Pod {
 		ServiceAccountName: p.Spec.ServiceAccountName, NodeName: p.Spec.NodeName,
 	}
 }
+
+// OnPodChange calls f with the "namespace/name" of every pod the cache
+// adds and of every pod whose annotation ann changes (plexusd's dynamic
+// attachments follow the selection annotation; its own writes of
+// network-status must not call it back). f must not block.
+func (s *Source) OnPodChange(ann string, f func(key string)) error {
+	key := func(obj any) (string, bool) {
+		p, ok := obj.(*corev1.Pod)
+		if !ok {
+			return "", false
+		}
+		return p.Namespace + "/" + p.Name, true
+	}
+	_, err := s.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if k, ok := key(obj); ok {
+				f(k)
+			}
+		},
+		UpdateFunc: func(old, cur any) {
+			o, ok1 := old.(*corev1.Pod)
+			c, ok2 := cur.(*corev1.Pod)
+			if ok1 && ok2 && o.Annotations[ann] != c.Annotations[ann] {
+				f(c.Namespace + "/" + c.Name)
+			}
+		},
+	})
+	return err
+}
+
+// CachedPod is the pod from the cache only; nil when the cache has none.
+func (s *Source) CachedPod(namespace, name string) *source.Pod {
+	obj, ok, err := s.pods.GetStore().GetByKey(namespace + "/" + name)
+	if err != nil || !ok {
+		return nil
+	}
+	return podOf(obj.(*corev1.Pod))
+}
+
+// PodKeys lists the "namespace/name" of every cached pod.
+func (s *Source) PodKeys() []string { return s.pods.GetStore().ListKeys() }

@@ -1,0 +1,144 @@
+package pipeline
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/plexus-cni/plexus/core/record"
+	"github.com/plexus-cni/plexus/core/selection"
+)
+
+// Diff is how a running pod's secondary attachments (its record) differ
+// from its selection annotation now (dynamic attachments). The default
+// network is never part of it.
+type Diff struct {
+	// Keep maps an element's index to the record attachment it already
+	// has: same network, same interface, same requested ips and mac.
+	Keep map[int]int
+	// Detach are record indices to undo, in record order.
+	Detach []int
+	// Attach are element indices to attach, in selection order.
+	Attach []int
+	// IfNames is, per element, the interface it has (kept) or gets.
+	IfNames []string
+}
+
+// Empty reports a diff with nothing to do.
+func (d *Diff) Empty() bool { return len(d.Detach) == 0 && len(d.Attach) == 0 }
+
+// DiffAttachments matches the record's secondary attachments to the
+// elements. An element with a requested interface matches an attachment
+// of its network on that interface; one without matches any attachment of
+// its network on an interface no element requests, so removing an element
+// does not rename the others' generated interfaces. Either way the
+// requested ips and mac must be the same, and only completed (Attached)
+// attachments match: one a crash left Attempted is detached and, if still
+// selected, attached again. What does not match is detached or attached;
+// new interfaces follow s4.1.2.1.5 and s4.2.1 around the kept ones.
+func DiffAttachments(rec *record.Record, els []*selection.Element) (*Diff, error) {
+	d := &Diff{Keep: map[int]int{}, IfNames: make([]string, len(els))}
+	requested := map[string]bool{}
+	for _, el := range els {
+		if el.Interface != "" {
+			requested[el.Interface] = true
+		}
+	}
+	matched := map[int]bool{}
+	match := func(i int, el *selection.Element, ok func(a *record.Attachment) bool) {
+		for j := range rec.Attachments {
+			a := &rec.Attachments[j]
+			if matched[j] || a.Default || a.State != record.Attached || a.Name != el.Ref() || !sameRequests(a, el) || !ok(a) {
+				continue
+			}
+			matched[j], d.Keep[i], d.IfNames[i] = true, j, a.IfName
+			return
+		}
+	}
+	for i, el := range els {
+		if el.Interface != "" {
+			match(i, el, func(a *record.Attachment) bool { return a.IfName == el.Interface })
+		}
+	}
+	for i, el := range els {
+		if el.Interface == "" {
+			match(i, el, func(a *record.Attachment) bool { return !requested[a.IfName] })
+		}
+	}
+	for j, a := range rec.Attachments {
+		if !matched[j] && !a.Default && a.State != record.Planned {
+			d.Detach = append(d.Detach, j)
+		}
+	}
+	if err := d.assignNew(rec, els); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// assignNew gives every unmatched element its interface: the requested
+// one, unless the default network or a kept attachment holds it, or
+// net1, net2, ... skipping every name in use.
+func (d *Diff) assignNew(rec *record.Record, els []*selection.Element) error {
+	used := map[string]string{}
+	for _, a := range rec.Attachments {
+		if a.Default {
+			used[a.IfName] = "the default network"
+		}
+	}
+	for i, j := range d.Keep {
+		used[rec.Attachments[j].IfName] = fmt.Sprintf("selection element %d (%s)", i, els[i].Ref())
+	}
+	for i, el := range els {
+		if _, kept := d.Keep[i]; kept {
+			continue
+		}
+		d.Attach = append(d.Attach, i)
+		if el.Interface == "" {
+			continue
+		}
+		if by, taken := used[el.Interface]; taken {
+			return fmt.Errorf("selection element %d (%s) requests interface %q, already used by %s (s4.1.2.1.5)", i, el.Ref(), el.Interface, by)
+		}
+		used[el.Interface] = fmt.Sprintf("selection element %d (%s)", i, el.Ref())
+		d.IfNames[i] = el.Interface
+	}
+	n := 1
+	for _, i := range d.Attach {
+		if d.IfNames[i] != "" {
+			continue
+		}
+		for ; used[fmt.Sprintf("net%d", n)] != ""; n++ {
+		}
+		d.IfNames[i] = fmt.Sprintf("net%d", n)
+		used[d.IfNames[i]] = "generated"
+	}
+	return nil
+}
+
+// sameRequests compares the ips and mac an attachment was made with (its
+// capability args, set from the element) with the element's.
+func sameRequests(a *record.Attachment, el *selection.Element) bool {
+	ips, mac := recordedRequests(a)
+	return mac == el.MAC && slices.Equal(ips, el.IPs)
+}
+
+func recordedRequests(a *record.Attachment) ([]string, string) {
+	var ips []string
+	switch v := a.CapabilityArgs["ips"].(type) {
+	case []string:
+		ips = v
+	case []any:
+		for _, x := range v {
+			s, _ := x.(string)
+			ips = append(ips, s)
+		}
+	}
+	mac, _ := a.CapabilityArgs["mac"].(string)
+	return ips, mac
+}
+
+// label names an attachment in messages and events.
+func label(name, ifName string) string { return name + " (" + ifName + ")" }
+
+func labels(list []string) string { return strings.Join(list, ", ") }

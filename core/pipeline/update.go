@@ -1,0 +1,488 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/containernetworking/cni/libcni"
+	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/plexus-cni/plexus/core/netconf"
+	"github.com/plexus-cni/plexus/core/record"
+	"github.com/plexus-cni/plexus/core/selection"
+	"github.com/plexus-cni/plexus/core/source"
+	"github.com/plexus-cni/plexus/core/status"
+)
+
+// Update outcomes that are not failures: nothing was changed.
+var (
+	// ErrNoRecord: the container has no attachment record (its ADD has not
+	// run or failed, or its DEL already ran).
+	ErrNoRecord = errors.New("no attachment record: the pod's ADD has not completed or its DEL has run")
+	// ErrNotSettled: the container's ADD did not complete (the record's
+	// default network is not attached).
+	ErrNotSettled = errors.New("the pod's ADD did not complete")
+)
+
+// Change is what Update did to a running pod.
+type Change struct {
+	Attached []string // "namespace/name (ifName)"
+	Detached []string
+	// Republished: only network-status was written (it did not list the
+	// record's attachments, e.g. after a crash between attach and publish).
+	Republished bool
+}
+
+// Empty reports an Update that changed nothing.
+func (c *Change) Empty() bool {
+	return len(c.Attached) == 0 && len(c.Detached) == 0 && !c.Republished
+}
+
+// Update brings a running pod's secondary attachments in line with its
+// selection annotation now (dynamic attachments; the spec's open question
+// 2): it detaches what is no longer selected and attaches what is new
+// (DiffAttachments), never touching the default network. req names the
+// sandbox (ContainerID) and its network namespace as the runtime reports
+// it; the rest comes from the record. Each new attachment goes through the
+// stages of ADD (policy, extensions, requested ips/mac verified), under
+// the container's lock (s7.3), recorded before its delegate runs, so the
+// pod's DEL undoes it. A failure leaves the pod's attachments as they
+// were (what was attached is detached, what was detached is attached
+// again) and returns a CNI error whose code says why.
+func (p *Pipeline) Update(ctx context.Context, req *Request, pod *source.Pod) (*Change, error) {
+	unlock, err := p.Locks.Lock(ctx, req.ContainerID)
+	if err != nil {
+		return nil, newError(CodeRecord, pod.Ref(), "", err)
+	}
+	defer func() { unlock(!p.hasRecord(req.ContainerID)) }()
+	rec, err := p.Records.Load(req.ContainerID)
+	switch {
+	case err != nil:
+		return nil, newError(CodeRecord, pod.Ref(), "", err)
+	case rec == nil:
+		return nil, ErrNoRecord
+	case rec.Pod == nil || rec.Pod.UID != pod.UID:
+		return nil, newError(CodePodLookup, pod.Ref(), "", fmt.Errorf("container %s was attached for another pod (record %+v, pod UID %s)", req.ContainerID, rec.Pod, pod.UID))
+	}
+	def := defaultOf(rec)
+	if def == nil || def.State != record.Attached {
+		return nil, ErrNotSettled
+	}
+	r := *req
+	r.IfName, r.Args = def.IfName, def.CNIArgs
+	return p.update(ctx, &r, pod, rec)
+}
+
+func defaultOf(rec *record.Record) *record.Attachment {
+	for i := range rec.Attachments {
+		if rec.Attachments[i].Default {
+			return &rec.Attachments[i]
+		}
+	}
+	return nil
+}
+
+func (p *Pipeline) update(ctx context.Context, req *Request, pod *source.Pod, rec *record.Record) (*Change, error) {
+	res, err := selection.Parse(pod.Annotations[selection.Annotation], pod.Namespace)
+	if err != nil {
+		// s4.1: an invalid annotation is ignored; here that keeps what the
+		// pod has rather than detaching everything.
+		return nil, p.refuse(ctx, pod, newError(CodeInvalidSelection, pod.Ref(), "", fmt.Errorf("%w; the pod's attachments are left as they are", err)))
+	}
+	els := res.Elements
+	d, err := DiffAttachments(rec, els)
+	if err != nil {
+		return nil, p.refuse(ctx, pod, newError(CodeInterfaceConflict, pod.Ref(), "", err))
+	}
+	if d.Empty() {
+		return p.republishIfStale(ctx, pod, rec)
+	}
+	pl, err := p.planUpdate(ctx, req, pod, rec, els, d)
+	if err != nil {
+		return nil, err
+	}
+	ch := &Change{}
+	order := make([]string, len(rec.Attachments))
+	for i, a := range rec.Attachments {
+		order[i] = label(a.Name, a.IfName)
+	}
+	detached, err := p.detachRemoved(ctx, req, rec, d, ch)
+	if err != nil {
+		return &Change{}, p.rollbackUpdate(ctx, req, pl, rec, order, 0, detached, err)
+	}
+	if err := p.attachNew(ctx, req, pl, rec); err != nil {
+		return &Change{}, p.rollbackUpdate(ctx, req, pl, rec, order, len(pl.attachments)-1, detached, err)
+	}
+	for _, a := range pl.attachments[1:] {
+		ch.Attached = append(ch.Attached, label(a.Name, a.IfName))
+	}
+	rec.Attachments = ordered(rec, els, d)
+	if err := p.Records.Save(rec); err != nil {
+		return ch, newError(CodeRecord, pod.Ref(), "", err)
+	}
+	if err := p.publishUpdate(ctx, pod, rec, pl); err != nil {
+		return ch, err
+	}
+	p.changeEvents(ctx, pod, ch)
+	return ch, nil
+}
+
+// planUpdate runs every stage before delegation for the new elements:
+// NADs, policy, extensions, final configs. A failure changes nothing.
+func (p *Pipeline) planUpdate(ctx context.Context, req *Request, pod *source.Pod, rec *record.Record, els []*selection.Element, d *Diff) (*plan, error) {
+	def := defaultOf(rec)
+	pl := &plan{pod: pod, selections: els, attachments: []*Attachment{{Index: -1, Default: true, Name: def.Name, IfName: def.IfName, Config: def.Config}}}
+	var adds []*selection.Element
+	for _, i := range d.Attach {
+		adds = append(adds, els[i])
+	}
+	nads, err := p.resolveNADs(ctx, pod, adds)
+	if err != nil {
+		return nil, err
+	}
+	for _, i := range d.Attach {
+		pl.attachments = append(pl.attachments, selectionAttachment(req, els[i], d.IfNames[i], nads[els[i].Ref()]))
+	}
+	if err := p.authorize(ctx, pl); err != nil {
+		return nil, err
+	}
+	if err := p.prepare(ctx, pl); err != nil {
+		return nil, err
+	}
+	for _, a := range pl.attachments[1:] {
+		list, err := finalConfig(a)
+		if err != nil {
+			return nil, newError(CodeNetworkNotFound, pod.Ref(), a.Name, err)
+		}
+		pl.lists = append(pl.lists, list)
+	}
+	return pl, nil
+}
+
+// detachRemoved undoes the attachments no longer selected, last first, and
+// saves the record without them. It stops at the first failure: the
+// record then still lists what was not detached.
+func (p *Pipeline) detachRemoved(ctx context.Context, req *Request, rec *record.Record, d *Diff, ch *Change) ([]record.Attachment, error) {
+	var detached []record.Attachment
+	gone := map[int]bool{}
+	var failure error
+	for k := len(d.Detach) - 1; k >= 0; k-- {
+		j := d.Detach[k]
+		a := rec.Attachments[j]
+		if err := p.detachOne(ctx, req, &a); err != nil {
+			failure = newError(CodeDetachFailed, podOf(rec), label(a.Name, a.IfName), err)
+			break
+		}
+		gone[j] = true
+		detached = append(detached, a)
+		ch.Detached = append(ch.Detached, label(a.Name, a.IfName))
+	}
+	if len(gone) == 0 {
+		return nil, failure
+	}
+	keep := rec.Attachments[:0:0]
+	for j, a := range rec.Attachments {
+		if !gone[j] {
+			keep = append(keep, a)
+		}
+	}
+	rec.Attachments = keep
+	if err := p.Records.Save(rec); err != nil && failure == nil {
+		failure = newError(CodeRecord, podOf(rec), "", err)
+	}
+	return detached, failure
+}
+
+// attachNew runs each new attachment's delegate as attachAll does for
+// ADD: recorded as attempted before it starts, verified after.
+func (p *Pipeline) attachNew(ctx context.Context, req *Request, pl *plan, rec *record.Record) error {
+	base := len(rec.Attachments)
+	for _, a := range pl.attachments[1:] {
+		rec.Attachments = append(rec.Attachments, record.Attachment{Name: a.Name, IfName: a.IfName, CNIArgs: a.CNIArgs, CapabilityArgs: a.CapabilityArgs, State: record.Planned})
+	}
+	for k, a := range pl.attachments[1:] {
+		ra := &rec.Attachments[base+k]
+		ra.Config = pl.lists[k].Bytes
+		ra.State = record.Attempted
+		if err := p.Records.Save(rec); err != nil {
+			ra.State = record.Planned
+			return newError(CodeRecord, pl.pod.Ref(), a.Name, err)
+		}
+		res, err := p.attachOne(ctx, req, ra, pl.lists[k])
+		if err != nil {
+			return newError(CodeAttachFailed, pl.pod.Ref(), attachmentLabel(a), err)
+		}
+		a.Result = res
+		if err := verifyRequested(a); err != nil {
+			return newError(CodeNotHonored, pl.pod.Ref(), attachmentLabel(a), err)
+		}
+		ra.State = record.Attached
+	}
+	if err := p.Records.Save(rec); err != nil {
+		return newError(CodeRecord, pl.pod.Ref(), "", err)
+	}
+	return nil
+}
+
+// rollbackUpdate undoes a failed Update: the added new attachments (the
+// record's last) are detached and the ones detached for it attached
+// again, so the pod is as it was.
+func (p *Pipeline) rollbackUpdate(ctx context.Context, req *Request, pl *plan, rec *record.Record, order []string, added int, detached []record.Attachment, cause error) error {
+	te := asCNIError(CodeAttachFailed, pl.pod.Ref(), "", cause)
+	reason := "NetworkAttachFailed"
+	if te.Code == CodeDetachFailed {
+		reason = "NetworkDetachFailed"
+	}
+	p.Log.Error("changing the pod's attachments failed: restoring them", "pod", pl.pod.Ref(), "err", te.Msg)
+	p.event(ctx, pl.pod, source.EventWarning, reason, te.Msg+"; the pod's attachments are left as they were")
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout)
+	defer cancel()
+	var msgs []string
+	base := len(rec.Attachments) - added
+	keep := append([]record.Attachment(nil), rec.Attachments[:base]...)
+	for j := len(rec.Attachments) - 1; j >= base; j-- {
+		a := rec.Attachments[j]
+		if a.State == record.Planned {
+			continue
+		}
+		if err := p.detachOne(dctx, req, &a); err != nil {
+			keep = append(keep, a)
+			msgs = append(msgs, label(a.Name, a.IfName)+": "+err.Error())
+		}
+	}
+	rec.Attachments = keep
+	results := map[string]types.Result{}
+	for i := len(detached) - 1; i >= 0; i-- {
+		a := detached[i]
+		a.State = record.Attempted
+		rec.Attachments = append(rec.Attachments, a)
+		if err := p.Records.Save(rec); err != nil {
+			msgs = append(msgs, err.Error())
+		}
+		list, err := netconf.ConfList(a.Config)
+		var res types.Result
+		if err == nil {
+			res, err = p.attachOne(dctx, req, &rec.Attachments[len(rec.Attachments)-1], list)
+		}
+		if err != nil {
+			msgs = append(msgs, "re-attaching "+label(a.Name, a.IfName)+": "+err.Error())
+			continue
+		}
+		rec.Attachments[len(rec.Attachments)-1].State = record.Attached
+		results[label(a.Name, a.IfName)] = res
+	}
+	sortLike(rec.Attachments, order)
+	if err := p.Records.Save(rec); err != nil {
+		msgs = append(msgs, err.Error())
+	}
+	if len(results) > 0 {
+		// Re-attached interfaces may have new addresses.
+		if err := p.publishRestored(dctx, pl.pod, rec, results); err != nil {
+			msgs = append(msgs, err.Error())
+		}
+	}
+	if len(msgs) > 0 {
+		te.Details = "restoring the pod's attachments also failed: " + labels(msgs)
+	}
+	return te
+}
+
+// sortLike puts attachments in the order of labels (as they were).
+func sortLike(as []record.Attachment, order []string) {
+	pos := map[string]int{}
+	for i, l := range order {
+		pos[l] = i
+	}
+	sort.SliceStable(as, func(i, j int) bool {
+		return pos[label(as[i].Name, as[i].IfName)] < pos[label(as[j].Name, as[j].IfName)]
+	})
+}
+
+// publishRestored writes network-status after a rollback re-attached
+// what the failed change had detached.
+func (p *Pipeline) publishRestored(ctx context.Context, pod *source.Pod, rec *record.Record, results map[string]types.Result) error {
+	published := publishedEntries(pod)
+	entries := make([]*status.Entry, 0, len(rec.Attachments))
+	for _, ra := range rec.Attachments {
+		res, ok := results[label(ra.Name, ra.IfName)]
+		if !ok {
+			entries = append(entries, p.entryFor(pod, rec, published, ra))
+			continue
+		}
+		e, err := status.FromResult(ra.Name, ra.IfName, ra.Default, res)
+		if err != nil {
+			return err
+		}
+		entries = append(entries, e)
+	}
+	return p.writeStatus(ctx, pod, entries)
+}
+
+// ordered is the record's attachments in the order ADD would have made
+// them for the selection now: the default network, then the elements'.
+func ordered(rec *record.Record, els []*selection.Element, d *Diff) []record.Attachment {
+	pos := func(a record.Attachment) int {
+		if a.Default {
+			return -1
+		}
+		for i, el := range els {
+			if el.Ref() == a.Name && d.IfNames[i] == a.IfName {
+				return i
+			}
+		}
+		return len(els)
+	}
+	out := append([]record.Attachment(nil), rec.Attachments...)
+	sort.SliceStable(out, func(i, j int) bool { return pos(out[i]) < pos(out[j]) })
+	return out
+}
+
+// publishUpdate writes network-status for the pod's attachments now: the
+// entries already published for those it kept (with what the enricher
+// added then), new ones from the delegates' results.
+func (p *Pipeline) publishUpdate(ctx context.Context, pod *source.Pod, rec *record.Record, pl *plan) error {
+	fresh := map[string]*Attachment{}
+	for _, a := range pl.attachments[1:] {
+		fresh[label(a.Name, a.IfName)] = a
+	}
+	published := publishedEntries(pod)
+	var entries []*status.Entry
+	for _, ra := range rec.Attachments {
+		key := label(ra.Name, ra.IfName)
+		if a, ok := fresh[key]; ok {
+			e, err := status.FromResult(a.Name, a.IfName, false, a.Result)
+			if err != nil {
+				return newError(CodeStatus, pod.Ref(), a.Name, err)
+			}
+			p.enrich(ctx, pod, a, e)
+			entries = append(entries, e)
+			continue
+		}
+		entries = append(entries, p.entryFor(pod, rec, published, ra))
+	}
+	return p.writeStatus(ctx, pod, entries)
+}
+
+// entryFor is a kept attachment's entry: as published, or else from
+// libcni's cached result.
+func (p *Pipeline) entryFor(pod *source.Pod, rec *record.Record, published map[string]*status.Entry, ra record.Attachment) *status.Entry {
+	if e, ok := published[label(ra.Name, ra.IfName)]; ok {
+		return e
+	}
+	var res types.Result
+	if list, err := netconf.ConfList(ra.Config); err == nil {
+		res, _ = p.CNI.GetNetworkListCachedResult(list, &libcni.RuntimeConf{ContainerID: rec.ContainerID, IfName: ra.IfName})
+	}
+	e, err := status.FromResult(ra.Name, ra.IfName, ra.Default, res)
+	if err != nil {
+		p.Log.Warn("network-status entry from libcni's cache", "pod", pod.Ref(), "network", ra.Name, "err", err)
+		return status.Minimal(ra.Name, ra.IfName, ra.Default)
+	}
+	return e
+}
+
+// publishedEntries are the pod's network-status entries by "name (interface)".
+func publishedEntries(pod *source.Pod) map[string]*status.Entry {
+	out := map[string]*status.Entry{}
+	var list []*status.Entry
+	if json.Unmarshal([]byte(pod.Annotations[status.Annotation]), &list) != nil {
+		return out
+	}
+	for _, e := range list {
+		if e != nil {
+			out[label(e.Name, e.Interface)] = e
+		}
+	}
+	return out
+}
+
+func (p *Pipeline) writeStatus(ctx context.Context, pod *source.Pod, entries []*status.Entry) error {
+	doc, err := status.Marshal(entries)
+	if err != nil {
+		return newError(CodeStatus, pod.Ref(), "", err)
+	}
+	if err := p.Source.PublishStatus(ctx, pod, doc); err != nil {
+		return newError(CodeStatus, pod.Ref(), "", fmt.Errorf("publishing %s: %w", status.Annotation, err))
+	}
+	return nil
+}
+
+// republishIfStale writes network-status when it does not list exactly
+// the record's attachments: a crash between a change's attach and its
+// publish leaves it behind.
+func (p *Pipeline) republishIfStale(ctx context.Context, pod *source.Pod, rec *record.Record) (*Change, error) {
+	if statusCurrent(pod, rec) {
+		return &Change{}, nil
+	}
+	published := publishedEntries(pod)
+	entries := make([]*status.Entry, 0, len(rec.Attachments))
+	for _, ra := range rec.Attachments {
+		entries = append(entries, p.entryFor(pod, rec, published, ra))
+	}
+	if err := p.writeStatus(ctx, pod, entries); err != nil {
+		return nil, err
+	}
+	return &Change{Republished: true}, nil
+}
+
+// refuse reports a change that was not made, for the failures whose stage
+// does not report them itself.
+func (p *Pipeline) refuse(ctx context.Context, pod *source.Pod, err *types.Error) error {
+	p.event(ctx, pod, source.EventWarning, "NetworkChangeFailed", err.Msg)
+	return err
+}
+
+func (p *Pipeline) changeEvents(ctx context.Context, pod *source.Pod, ch *Change) {
+	if len(ch.Detached) > 0 {
+		p.event(ctx, pod, source.EventNormal, "RemovedInterfaces", "detached "+labels(ch.Detached))
+	}
+	if len(ch.Attached) > 0 {
+		p.event(ctx, pod, source.EventNormal, "AddedInterfaces", "attached "+labels(ch.Attached))
+	}
+}
+
+// NeedsUpdate tells, without the lock, delegates or the API, whether
+// Update would do something for the pod: its selection differs from the
+// record, is invalid, or network-status does not list the record's
+// attachments. A record whose ADD did not complete needs nothing yet.
+func NeedsUpdate(rec *record.Record, pod *source.Pod) bool {
+	if def := defaultOf(rec); def == nil || def.State != record.Attached {
+		return false
+	}
+	res, err := selection.Parse(pod.Annotations[selection.Annotation], pod.Namespace)
+	if err != nil {
+		return true
+	}
+	d, err := DiffAttachments(rec, res.Elements)
+	if err != nil || !d.Empty() {
+		return true
+	}
+	return !statusCurrent(pod, rec)
+}
+
+// statusCurrent: network-status lists the record's networks, as many
+// times each (by name: a delegate may report no interface).
+func statusCurrent(pod *source.Pod, rec *record.Record) bool {
+	var list []*status.Entry
+	if json.Unmarshal([]byte(pod.Annotations[status.Annotation]), &list) != nil || len(list) != len(rec.Attachments) {
+		return false
+	}
+	count := map[string]int{}
+	for _, e := range list {
+		if e != nil {
+			count[e.Name]++
+		}
+	}
+	for _, ra := range rec.Attachments {
+		count[ra.Name]--
+	}
+	for _, n := range count {
+		if n != 0 {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,112 @@
+// Package cri asks the container runtime, over its CRI socket, where a
+// running pod sandbox's network namespace is. plexusd needs it to change a
+// running pod's attachments (dynamic attachments): the path comes from the
+// runtime, never from anything in the pod object.
+package cri
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// DefaultSocket is containerd's CRI socket.
+const DefaultSocket = "/run/containerd/containerd.sock"
+
+// callTimeout bounds one CRI call; the runtime answers status in
+// milliseconds.
+const callTimeout = 10 * time.Second
+
+// ErrNotReady is wrapped when the sandbox exists but is not ready (being
+// stopped or removed): there is no network namespace to change.
+var ErrNotReady = errors.New("pod sandbox is not ready")
+
+// ErrNotFound is wrapped when the runtime does not know the sandbox.
+var ErrNotFound = errors.New("pod sandbox not found")
+
+// Client is a CRI RuntimeService client on a unix socket.
+type Client struct {
+	conn *grpc.ClientConn
+	rt   runtimeapi.RuntimeServiceClient
+}
+
+// New connects lazily to the runtime's socket (the first call dials).
+func New(socket string) (*Client, error) {
+	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, fmt.Errorf("CRI socket %s: %w", socket, err)
+	}
+	return &Client{conn: conn, rt: runtimeapi.NewRuntimeServiceClient(conn)}, nil
+}
+
+// Close releases the connection.
+func (c *Client) Close() error { return c.conn.Close() }
+
+// NetNS returns the network namespace path of the ready sandbox id, after
+// checking that the sandbox belongs to the pod with UID podUID (a sandbox
+// ID reused by another pod must never be changed for this one).
+func (c *Client) NetNS(ctx context.Context, id, podUID string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	resp, err := c.rt.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id, Verbose: true})
+	if err != nil {
+		if isNotFound(err) {
+			return "", fmt.Errorf("sandbox %s: %w", id, ErrNotFound)
+		}
+		return "", fmt.Errorf("CRI PodSandboxStatus %s: %w", id, err)
+	}
+	return netnsFrom(id, podUID, resp)
+}
+
+// netnsFrom checks the sandbox and reads its network namespace path from
+// the verbose info. containerd puts the sandbox's OCI runtime spec under
+// info["info"] (JSON): runtimeSpec.linux.namespaces[type=network].path.
+func netnsFrom(id, podUID string, resp *runtimeapi.PodSandboxStatusResponse) (string, error) {
+	st := resp.GetStatus()
+	if st == nil {
+		return "", fmt.Errorf("sandbox %s: the runtime returned no status", id)
+	}
+	if uid := st.GetMetadata().GetUid(); podUID == "" || uid != podUID {
+		return "", fmt.Errorf("sandbox %s belongs to pod UID %q, not %q", id, uid, podUID)
+	}
+	if st.GetState() != runtimeapi.PodSandboxState_SANDBOX_READY {
+		return "", fmt.Errorf("sandbox %s is %s: %w", id, st.GetState(), ErrNotReady)
+	}
+	raw, ok := resp.GetInfo()["info"]
+	if !ok {
+		return "", fmt.Errorf("sandbox %s: the runtime's verbose status has no \"info\" (only containerd's is understood)", id)
+	}
+	var info struct {
+		RuntimeSpec struct {
+			Linux struct {
+				Namespaces []struct {
+					Type string `json:"type"`
+					Path string `json:"path"`
+				} `json:"namespaces"`
+			} `json:"linux"`
+		} `json:"runtimeSpec"`
+	}
+	if err := json.Unmarshal([]byte(raw), &info); err != nil {
+		return "", fmt.Errorf("sandbox %s: decoding the runtime's verbose info: %w", id, err)
+	}
+	for _, ns := range info.RuntimeSpec.Linux.Namespaces {
+		if ns.Type == "network" && ns.Path != "" {
+			return ns.Path, nil
+		}
+	}
+	return "", fmt.Errorf("sandbox %s: the runtime reports no network namespace path (host network?)", id)
+}
+
+func isNotFound(err error) bool {
+	type grpcStatus interface{ GRPCStatus() *status.Status }
+	var s grpcStatus
+	return errors.As(err, &s) && s.GRPCStatus().Code() == codes.NotFound
+}
