@@ -189,10 +189,10 @@ func (o Options) build(ctx context.Context, conf *config.Config, a *skel.CmdArgs
 // its own for dynamic attachments, which no CNI call starts.
 func (o Options) Pipeline(conf *config.Config, paths []string, log *slog.Logger) *pipeline.Pipeline {
 	p := &pipeline.Pipeline{
-		Config:  conf,
-		CNI:     libcni.NewCNIConfigWithCacheDir(paths, conf.CacheDir, &delegateExec{}),
-		Records: &record.Store{Dir: filepath.Join(conf.CacheDir, "records")},
-		Deleted: &record.Tombstones{Dir: filepath.Join(conf.CacheDir, "deleted")},
+		Config:    conf,
+		CNI:       libcni.NewCNIConfigWithCacheDir(paths, conf.CacheDir, &delegateExec{}),
+		Records:   &record.Store{Dir: filepath.Join(conf.CacheDir, "records")},
+		Deleted:   &record.Tombstones{Dir: filepath.Join(conf.CacheDir, "deleted")},
 		Locks:     &lock.Locker{Dir: filepath.Join(conf.CacheDir, "locks")},
 		Routes:    podroute.Netlink{},
 		OnIgnored: o.Ignored,
