@@ -18,6 +18,7 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 
 	"github.com/plexus-cni/plexus/core/config"
+	"github.com/plexus-cni/plexus/internal/logfile"
 	"github.com/plexus-cni/plexus/core/lock"
 	"github.com/plexus-cni/plexus/core/pipeline"
 	"github.com/plexus-cni/plexus/core/record"
@@ -288,9 +289,9 @@ func openLog(conf *config.Config) (*slog.Logger, func(), error) {
 	var w io.Writer = os.Stderr
 	closer := func() {}
 	if conf.LogFile != "" {
-		f, err := os.OpenFile(conf.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		f, err := logfile.Open(conf.LogFile, conf.LogOptions)
 		if err != nil {
-			return nil, nil, fmt.Errorf("logFile: %w", err)
+			return nil, nil, err
 		}
 		w, closer = f, func() { f.Close() }
 	}

@@ -298,6 +298,9 @@ func (d *Daemon) installer() (*install.Installer, error) {
 	if d.conf.DaemonWait != 0 {
 		extra["daemonWait"] = d.conf.DaemonWait
 	}
+	if d.conf.LogOptions != nil {
+		extra["logOptions"] = d.conf.LogOptions
+	}
 	for k, v := range map[string]string{"binDir": d.conf.BinDir, "logFile": d.conf.LogFile, "logLevel": d.conf.LogLevel} {
 		if v != "" {
 			extra[k] = v
