@@ -18,13 +18,13 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 
 	"github.com/plexus-cni/plexus/core/config"
-	"github.com/plexus-cni/plexus/internal/logfile"
 	"github.com/plexus-cni/plexus/core/lock"
 	"github.com/plexus-cni/plexus/core/pipeline"
 	"github.com/plexus-cni/plexus/core/record"
 	"github.com/plexus-cni/plexus/core/source"
 	"github.com/plexus-cni/plexus/core/source/kube"
 	"github.com/plexus-cni/plexus/core/source/manifests"
+	"github.com/plexus-cni/plexus/internal/logfile"
 )
 
 // StageBuilder builds the optional stages from the config (policy,

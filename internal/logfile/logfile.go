@@ -174,7 +174,9 @@ func (w *Writer) backups() ([]backup, error) {
 		}
 		out = append(out, backup{path: filepath.Join(dir, n), t: t})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].t.After(out[j].t) || out[i].t.Equal(out[j].t) && out[i].path > out[j].path })
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].t.After(out[j].t) || out[i].t.Equal(out[j].t) && out[i].path > out[j].path
+	})
 	return out, nil
 }
 
