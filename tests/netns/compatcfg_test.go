@@ -3,8 +3,10 @@ package netns
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/vishvananda/netlink"
@@ -124,5 +126,77 @@ func TestDefaultNetworks(t *testing.T) {
 	h.Del(web)
 	h.Del(dns)
 	h.AssertInterfaces(web, 0, "none after DEL")
+	h.AssertNoLeaks(before)
+}
+
+// delegates: an inline default network, with the reference plugins.
+func TestDelegatesAsTheDefaultNetwork(t *testing.T) {
+	h := harness.New(t)
+	var conf map[string]any
+	harness.Must(t, json.Unmarshal([]byte(h.BridgeConf("inline-default", h.Bridge(), "1.0.0", false)), &conf))
+	h.Set("clusterNetwork", nil)
+	h.Set("delegates", []any{conf})
+	h.Pod("demo", "web", "")
+	c := h.Container("demo", "web")
+	before := harness.HostVeths(t)
+	h.Add(c)
+	h.AssertIfNames(c, "eth0")
+	if st := h.Status("demo", "web"); len(st) != 1 || st[0].Name != "inline-default" || !st[0].Default {
+		t.Errorf("status %+v", st)
+	}
+	h.Del(c)
+	h.AssertNoLeaks(before)
+}
+
+// A libcni subdirectory chain: the default network's conflist names no
+// plugins; they are in <dir>/<name>/*.conf. Its tuning plugin's MAC shows
+// the whole chain ran, and DEL undoes it from the record after the files
+// are gone.
+func TestSubdirectoryChainDefaultNetwork(t *testing.T) {
+	h := harness.New(t)
+	dir := filepath.Join(h.Dir, "netd")
+	harness.Must(t, os.MkdirAll(filepath.Join(dir, "chained"), 0o755))
+	h.WriteFile(filepath.Join(dir, "10-chained.conflist"), `{"cniVersion":"1.0.0","name":"chained"}`)
+	bridge, _ := json.Marshal(map[string]any{"type": "bridge", "bridge": h.Bridge(), "isGateway": true,
+		"ipam": map[string]any{"type": "host-local", "subnet": harness.Subnet(), "dataDir": h.IPAMDir}})
+	h.WriteFile(filepath.Join(dir, "chained", "10-bridge.conf"), string(bridge))
+	h.WriteFile(filepath.Join(dir, "chained", "20-tuning.conf"), `{"type":"tuning","mac":"02:11:22:33:44:55"}`)
+	h.Set("clusterNetwork", filepath.Join(dir, "10-chained.conflist"))
+	h.Pod("demo", "web", "")
+	c := h.Container("demo", "web")
+	before := harness.HostVeths(t)
+
+	h.Add(c)
+	eth0 := c.Links(t)["eth0"]
+	if eth0 == nil || eth0.Attrs().HardwareAddr.String() != "02:11:22:33:44:55" {
+		t.Fatalf("eth0 %v: the chain's tuning plugin did not run", eth0)
+	}
+	harness.Must(t, os.RemoveAll(filepath.Join(dir, "chained")))
+	h.Del(c)
+	h.AssertInterfaces(c, 0, "none after DEL")
+	h.AssertNoLeaks(before)
+}
+
+// readinessindicatorfile: absent, ADD fails naming it (112) and attaches
+// nothing; present, ADD proceeds.
+func TestReadinessIndicatorFile(t *testing.T) {
+	h := harness.New(t)
+	ready := filepath.Join(h.Dir, "default-ready")
+	h.Set("readinessindicatorfile", ready)
+	h.Set("readinessTimeout", "300ms")
+	h.Pod("demo", "web", "")
+	c := h.Container("demo", "web")
+	before := harness.HostVeths(t)
+	_, cerr := h.Plugin(c, "ADD")
+	if cerr == nil || cerr.Code != 112 || !strings.Contains(cerr.Msg, ready) {
+		t.Fatalf("ADD error %+v, want 112 naming %s", cerr, ready)
+	}
+	h.AssertInterfaces(c, 0, "none after a refused ADD")
+	h.AssertNoLeaks(before)
+
+	h.WriteFile(ready, "")
+	h.Add(c)
+	h.AssertIfNames(c, "eth0")
+	h.Del(c)
 	h.AssertNoLeaks(before)
 }
