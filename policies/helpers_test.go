@@ -41,7 +41,7 @@ func newRequest(t testing.TB, annotation string) *pipeline.AuthorizeRequest {
 		NamespaceLabels: map[string]string{"kubernetes.io/metadata.name": "team-a"},
 		Selections:      res.Elements,
 		Attachment: &pipeline.Attachment{
-			Index: el.Index, Selection: el, Name: el.Ref(), IfName: "net1",
+			Index: el.Index, Origin: pipeline.OriginSelection, Selection: el, Name: el.Ref(), IfName: "net1",
 			NAD:    testNAD(el.Namespace, el.Name, nil),
 			Config: json.RawMessage(testConflist),
 		},

@@ -35,6 +35,7 @@ func buildInput(req *pipeline.AuthorizeRequest, use inputUse) (map[string]any, e
 		"namespace": namespaceInput(req.Pod.Namespace, req.NamespaceLabels),
 		"interface": att.IfName,
 		"default":   att.Default,
+		"origin":    string(att.Origin),
 		"nad":       nil,
 		"selection": nil,
 	}

@@ -30,6 +30,7 @@ var commandGroups = map[string]group{
 	"policy":  {summary: "test, check, format and evaluate s7.4 Rego policies", run: runPolicy},
 	"ext":     {summary: "inspect, run and warm WebAssembly extension modules", run: runExt},
 	"install": {summary: "install plexus on a node (the DaemonSet's entrypoint, s6.1)", run: runInstall},
+	"migrate": {summary: "convert a Multus config to plexus's config and policy, list pods plexus treats differently", run: runMigrate},
 }
 
 func main() {

@@ -73,6 +73,24 @@ type Config struct {
 	Policy     json.RawMessage `json:"policy,omitempty"`
 	Extensions json.RawMessage `json:"extensions,omitempty"`
 
+	// DefaultNetworks are NADs ("name" in SystemNamespace, or
+	// "namespace/name") every pod gets after its default network and
+	// before its own selections, except pods in SystemNamespaces.
+	DefaultNetworks  []string `json:"defaultNetworks,omitempty"`
+	SystemNamespaces []string `json:"systemNamespaces,omitempty"`
+	// ReadinessIndicatorFile: ADD waits up to ReadinessTimeout for this
+	// file to exist before delegating (the default network is ready).
+	ReadinessIndicatorFile string   `json:"readinessindicatorfile,omitempty"`
+	ReadinessTimeout       Duration `json:"readinessTimeout,omitempty"`
+	// Delegates is an inline default network: its first element is the
+	// CNI config used when clusterNetwork is unset.
+	Delegates []json.RawMessage `json:"delegates,omitempty"`
+	// AuxiliaryCNIChainName names a libcni subdirectory chain whose plugins
+	// are appended to the default network's.
+	AuxiliaryCNIChainName string `json:"auxiliaryCNIChainName,omitempty"`
+	// LogOptions rotate logFile by size.
+	LogOptions *LogOptions `json:"logOptions,omitempty"`
+
 	// DaemonSocket and DaemonWait switch the plugin to thick mode's
 	// forwarder (Daemon; the shim reads them with daemonconf.Parse).
 	DaemonSocket string   `json:"daemonSocket,omitempty"`
@@ -95,7 +113,7 @@ func (c *Config) Daemon() *daemonconf.Daemon {
 // plexusKeys are the keys Config defines; cniKeys are those the CNI spec
 // lets a runtime or libcni put in any plugin's config.
 var (
-	plexusKeys = []string{"clusterNetwork", "systemNamespace", "confDir", "cacheDir", "binDir", "kubeconfig", "manifests", "apiTimeout", "apiBudget", "delegateTimeout", "logLevel", "logFile", "strictSelection", "compat", "policy", "extensions", "daemonSocket", "daemonWait", "dynamicAttachments", "criSocket"}
+	plexusKeys = []string{"clusterNetwork", "systemNamespace", "confDir", "cacheDir", "binDir", "kubeconfig", "manifests", "apiTimeout", "apiBudget", "delegateTimeout", "logLevel", "logFile", "strictSelection", "compat", "policy", "extensions", "daemonSocket", "daemonWait", "dynamicAttachments", "criSocket", "defaultNetworks", "systemNamespaces", "readinessindicatorfile", "readinessTimeout", "delegates", "auxiliaryCNIChainName", "logOptions"}
 	cniKeys    = []string{"cniVersion", "cniVersions", "name", "type", "capabilities", "runtimeConfig", "args", "prevResult", "ipMasq", "ipam", "dns", "disableCheck", "disableGC", "loadOnlyInlinedPlugins", "cni.dev/valid-attachments", "cni.dev/attachments"}
 )
 
@@ -105,8 +123,8 @@ func Parse(stdin []byte) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.ClusterNetwork == "" {
-		return nil, fmt.Errorf(`plexus config: "clusterNetwork" is required: a CNI config file, a directory, or a NAD name`)
+	if c.ClusterNetwork == "" && len(c.Delegates) == 0 {
+		return nil, fmt.Errorf(`plexus config: "clusterNetwork" is required: a CNI config file, a directory, or a NAD name (or an inline default network in "delegates")`)
 	}
 	return c, nil
 }
@@ -120,6 +138,9 @@ func ParseBase(stdin []byte) (*Config, error) {
 	}
 	if err := checkKeys(keys); err != nil {
 		return nil, err
+	}
+	if err := decodeLogOptions(keys); err != nil {
+		return nil, fmt.Errorf("plexus config: %w", err)
 	}
 	c := &Config{}
 	if err := daemonconf.Decode(stdin, c); err != nil {
@@ -160,6 +181,9 @@ func (c *Config) applyDefaults() {
 	if c.ConfDir == "" {
 		c.ConfDir = DefaultConfDir
 	}
+	if c.SystemNamespaces == nil {
+		c.SystemNamespaces = []string{DefaultSystemNamespace}
+	}
 }
 
 func (c *Config) validate() error {
@@ -176,6 +200,9 @@ func (c *Config) validate() error {
 	}
 	if c.Compat != "" && c.Compat != CompatMultus && c.Compat != CompatOff {
 		return fmt.Errorf(`"compat" %q is not one of %q, %q`, c.Compat, CompatMultus, CompatOff)
+	}
+	if err := c.validateCompat(); err != nil {
+		return err
 	}
 	return c.Daemon().Check()
 }

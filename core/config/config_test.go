@@ -63,6 +63,8 @@ func TestParseErrors(t *testing.T) {
 		{`{"type":"plexus","clusterNetwork":"x","capabilities":[]}`, `plexus config: "capabilities": want map[string]bool, got array`},
 		{`{"type":"plexus","clusterNetwork":"x","compat":"calico"}`, `plexus config: "compat" "calico" is not one of "multus", "off"`},
 		{`{"type":"plexus","clusterNetwork":"x","compat":true}`, `plexus config: "compat"`},
+		{`{"type":"plexus","clusterNetwork":"x","compat":"off","defaultNetworks":["a"]}`, `"defaultNetworks" comes from Multus and needs "compat": "multus"`},
+		{`{"type":"plexus","clusterNetwork":"x","strictSelection":true,"readinessindicatorfile":"/run/ready"}`, `"readinessindicatorfile" comes from Multus`},
 	}
 	for _, tt := range tests {
 		_, err := Parse([]byte(tt.in))

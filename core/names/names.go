@@ -5,6 +5,7 @@ package names
 import (
 	"fmt"
 	"regexp"
+	"strings"
 
 	"github.com/containernetworking/cni/pkg/utils"
 )
@@ -95,4 +96,26 @@ func truncate(s string) string {
 		return s
 	}
 	return s[:max] + "..."
+}
+
+// NADRef splits a NetworkAttachmentDefinition reference, "name" or
+// "namespace/name" (the s4.1.1 form), and checks both parts as DNS-1123
+// labels (s3.3). namespace is "" when the reference has none; the caller
+// decides which namespace that means. A reference never becomes a path:
+// both parts are labels, so neither can hold a '/' or be "." or "..".
+func NADRef(what, ref string) (namespace, name string, err error) {
+	if len(ref) > 2*maxLabel+1 {
+		return "", "", fmt.Errorf("%s %q is longer than a namespace/name reference can be", what, truncate(ref))
+	}
+	name = ref
+	if before, after, found := strings.Cut(ref, "/"); found {
+		namespace, name = before, after
+		if err := Label(what+" namespace", namespace); err != nil {
+			return "", "", err
+		}
+	}
+	if err := Label(what+" name", name); err != nil {
+		return "", "", err
+	}
+	return namespace, name, nil
 }

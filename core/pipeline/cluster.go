@@ -32,12 +32,23 @@ func isPath(ref string) bool {
 	return strings.ContainsRune(ref, '/') || strings.HasPrefix(ref, ".")
 }
 
-// loadClusterNetwork resolves the clusterNetwork setting.
+// loadClusterNetwork resolves the clusterNetwork setting, or the inline
+// default network in "delegates".
 func (p *Pipeline) loadClusterNetwork(ctx context.Context) (*clusterNetwork, error) {
 	ref := p.Config.ClusterNetwork
+	if ref == "" && len(p.Config.Delegates) > 0 {
+		raw, err := p.withAuxiliaryChain(p.Config.Delegates[0], p.Config.ConfDir)
+		if err != nil {
+			return nil, err
+		}
+		return clusterFromConfig(raw, `"delegates[0]"`, nil)
+	}
 	if isPath(ref) {
 		raw, path, err := readClusterFile(ref)
 		if err != nil {
+			return nil, err
+		}
+		if raw, err = p.withAuxiliaryChain(raw, filepath.Dir(path)); err != nil {
 			return nil, err
 		}
 		return clusterFromConfig(raw, path, nil)
@@ -56,7 +67,11 @@ func (p *Pipeline) loadClusterNetwork(ctx context.Context) (*clusterNetwork, err
 	if err != nil {
 		return nil, fmt.Errorf("clusterNetwork: %w", err)
 	}
-	return clusterFromConfig(r.Config, r.Source, n)
+	raw, err := p.withAuxiliaryChain(r.Config, p.Config.ConfDir)
+	if err != nil {
+		return nil, err
+	}
+	return clusterFromConfig(raw, r.Source, n)
 }
 
 func clusterFromConfig(raw []byte, where string, n *source.NAD) (*clusterNetwork, error) {
@@ -87,6 +102,9 @@ func readClusterFile(path string) ([]byte, string, error) {
 		if err != nil {
 			return nil, "", fmt.Errorf("clusterNetwork: %w", err)
 		}
+		if raw, err = withSubdirChain(raw, filepath.Dir(path)); err != nil {
+			return nil, "", fmt.Errorf("clusterNetwork %s: %w", path, err)
+		}
 		return raw, path, nil
 	}
 	entries, err := os.ReadDir(path)
@@ -107,6 +125,9 @@ func readClusterFile(path string) ([]byte, string, error) {
 		full := filepath.Join(path, f)
 		raw, err := os.ReadFile(full)
 		if err != nil {
+			continue
+		}
+		if raw, err = withSubdirChain(raw, path); err != nil {
 			continue
 		}
 		c, err := netconf.Parse(raw)

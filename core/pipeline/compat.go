@@ -52,6 +52,26 @@ func compatArgs(a *Attachment, el *selection.Element) {
 	}
 }
 
+// applyCompat finishes the selections' Multus keys once their configs are
+// final, and tells the pod what was ignored.
+func (p *Pipeline) applyCompat(ctx context.Context, pl *plan) error {
+	for _, a := range pl.attachments {
+		if a.Selection == nil {
+			continue
+		}
+		if err := p.compatCapabilities(a); err != nil {
+			return newError(CodeNetworkNotFound, pl.pod.Ref(), a.Name, err)
+		}
+		p.reportIgnored(ctx, pl.pod, a)
+	}
+	return nil
+}
+
+// ParseOptions are how this config reads selection annotations.
+func (p *Pipeline) ParseOptions() selection.ParseOptions {
+	return selection.ParseOptions{Compat: p.Config.MultusCompat()}
+}
+
 // compatCapabilities passes the element's portMappings and bandwidth as
 // runtimeConfig, once the delegate's config is final (after prepare).
 // libcni hands runtimeConfig only to plugins declaring the capability, so

@@ -213,21 +213,18 @@ func (p *Pipeline) delCached(ctx context.Context, req *Request, c *libcni.Networ
 	})
 }
 
-// delDefault is only possible for a file-based default network: DEL never
-// needs the API.
+// delDefault is only possible for a default network from a file or from
+// "delegates": DEL never needs the API.
 func (p *Pipeline) delDefault(ctx context.Context, req *Request) error {
-	if !isPath(p.Config.ClusterNetwork) {
+	if !isPath(p.Config.ClusterNetwork) && (p.Config.ClusterNetwork != "" || len(p.Config.Delegates) == 0) {
 		return nil
 	}
-	raw, _, err := readClusterFile(p.Config.ClusterNetwork)
+	c, err := p.loadClusterNetwork(ctx)
 	if err != nil {
 		p.Log.Warn("no record and no default network config: nothing to detach", "err", err)
 		return nil
 	}
-	c, err := clusterFromConfig(raw, p.Config.ClusterNetwork, nil)
-	if err != nil {
-		return err
-	}
+	raw := c.config
 	name := c.name
 	a := &record.Attachment{Name: name, IfName: req.IfName, Config: raw, CNIArgs: delegateArgs(req.Args), CapabilityArgs: defaultCapabilityArgs(req.RuntimeConfig, c)}
 	if err := p.detachOne(ctx, req, a); err != nil {

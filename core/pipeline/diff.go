@@ -48,7 +48,7 @@ func DiffAttachments(rec *record.Record, els []*selection.Element) (*Diff, error
 	match := func(i int, el *selection.Element, ok func(a *record.Attachment) bool) {
 		for j := range rec.Attachments {
 			a := &rec.Attachments[j]
-			if matched[j] || a.Default || a.State != record.Attached || a.Name != el.Ref() || !sameRequests(a, el) || !ok(a) {
+			if matched[j] || a.Default || a.Fixed || a.State != record.Attached || a.Name != el.Ref() || !sameRequests(a, el) || !ok(a) {
 				continue
 			}
 			matched[j], d.Keep[i], d.IfNames[i] = true, j, a.IfName
@@ -66,7 +66,7 @@ func DiffAttachments(rec *record.Record, els []*selection.Element) (*Diff, error
 		}
 	}
 	for j, a := range rec.Attachments {
-		if !matched[j] && !a.Default && a.State != record.Planned {
+		if !matched[j] && !a.Default && !a.Fixed && a.State != record.Planned {
 			d.Detach = append(d.Detach, j)
 		}
 	}
@@ -84,6 +84,9 @@ func (d *Diff) assignNew(rec *record.Record, els []*selection.Element) error {
 	for _, a := range rec.Attachments {
 		if a.Default {
 			used[a.IfName] = "the default network"
+		}
+		if a.Fixed {
+			used[a.IfName] = "network " + a.Name + " of defaultNetworks"
 		}
 	}
 	for i, j := range d.Keep {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -41,16 +42,32 @@ func (pl *plan) podRef(req *Request) string {
 // leaves nothing to undo.
 func (p *Pipeline) planAdd(ctx context.Context, req *Request) (*plan, error) {
 	pl := &plan{}
-	cluster, err := p.loadClusterNetwork(ctx)
-	if err != nil {
+	if err := p.awaitReadiness(ctx); err != nil {
 		return nil, newError(CodeClusterNetwork, req.podRef(), "", err)
 	}
+	var err error
 	if pl.pod, err = p.lookupPod(ctx, req); err != nil {
 		return nil, err
 	}
-	pl.attachments = append(pl.attachments, defaultAttachment(req, cluster))
+	def, err := p.planDefault(ctx, req, pl.pod)
+	if err != nil {
+		return nil, err
+	}
+	pl.attachments = append(pl.attachments, def)
 	if pl.pod != nil {
+		if err := p.planDefaultNetworks(ctx, req, pl); err != nil {
+			return nil, err
+		}
 		if err := p.planSelections(ctx, req, pl); err != nil {
+			return nil, err
+		}
+		if err := p.authorize(ctx, pl); err != nil {
+			return nil, err
+		}
+		if err := p.prepare(ctx, pl); err != nil {
+			return nil, err
+		}
+		if err := p.applyCompat(ctx, pl); err != nil {
 			return nil, err
 		}
 	}
@@ -179,6 +196,7 @@ func defaultAttachment(req *Request, c *clusterNetwork) *Attachment {
 	return &Attachment{
 		Index:          -1,
 		Default:        true,
+		Origin:         OriginClusterNetwork,
 		NAD:            c.nad,
 		Name:           c.name,
 		IfName:         req.IfName,
@@ -212,7 +230,7 @@ func (p *Pipeline) planSelections(ctx context.Context, req *Request, pl *plan) e
 		return err
 	}
 	pl.selections = els
-	ifNames, err := assignInterfaces(req.IfName, els)
+	ifNames, err := assignInterfaces(p.usedInterfaces(pl), els)
 	if err != nil {
 		return newError(CodeInterfaceConflict, pl.pod.Ref(), "", err)
 	}
@@ -224,18 +242,6 @@ func (p *Pipeline) planSelections(ctx context.Context, req *Request, pl *plan) e
 		r := nads[el.Ref()]
 		pl.attachments = append(pl.attachments, selectionAttachment(req, el, ifNames[i], r))
 	}
-	if err := p.authorize(ctx, pl); err != nil {
-		return err
-	}
-	if err := p.prepare(ctx, pl); err != nil {
-		return err
-	}
-	for _, a := range pl.attachments[1:] {
-		if err := p.compatCapabilities(a); err != nil {
-			return newError(CodeNetworkNotFound, pl.pod.Ref(), a.Name, err)
-		}
-		p.reportIgnored(ctx, pl.pod, a)
-	}
 	return nil
 }
 
@@ -243,7 +249,7 @@ func (p *Pipeline) planSelections(ctx context.Context, req *Request, pl *plan) e
 // ignored": the pod gets the default network only and a warning, unless
 // strictSelection makes it an error.
 func (p *Pipeline) parseSelection(ctx context.Context, pod *source.Pod) ([]*selection.Element, error) {
-	res, err := selection.ParseWith(pod.Annotations[selection.Annotation], pod.Namespace, selection.ParseOptions{Compat: p.Config.MultusCompat()})
+	res, err := selection.ParseWith(pod.Annotations[selection.Annotation], pod.Namespace, p.ParseOptions())
 	if err != nil {
 		if p.Config.StrictSelection {
 			return nil, newError(CodeInvalidSelection, pod.Ref(), "", err)
@@ -263,8 +269,8 @@ func (p *Pipeline) parseSelection(ctx context.Context, pod *source.Pod) ([]*sele
 // assignInterfaces implements s4.1.2.1.5 and s4.2.1: requested names are
 // used as given and must not repeat; the rest get net1, net2, ... skipping
 // every name already taken.
-func assignInterfaces(defaultIf string, els []*selection.Element) ([]string, error) {
-	used := map[string]string{defaultIf: "the default network"}
+// used holds the names taken before the selections, with their owners.
+func assignInterfaces(used map[string]string, els []*selection.Element) ([]string, error) {
 	out := make([]string, len(els))
 	for i, el := range els {
 		if el.Interface == "" {
@@ -341,6 +347,7 @@ func delegateArgs(args [][2]string) [][2]string {
 func selectionAttachment(req *Request, el *selection.Element, ifName string, r *resolvedNAD) *Attachment {
 	a := &Attachment{
 		Index:     el.Index,
+		Origin:    OriginSelection,
 		Selection: el,
 		NAD:       r.nad,
 		Name:      el.Ref(),
@@ -372,14 +379,17 @@ func selectionAttachment(req *Request, el *selection.Element, ifName string, r *
 // authorize makes the s7.4 decision for every secondary attachment before
 // any delegate runs; the first denial fails the ADD.
 func (p *Pipeline) authorize(ctx context.Context, pl *plan) error {
-	if p.Stages.Authorizer == nil {
+	if p.Stages.Authorizer == nil || !slices.ContainsFunc(pl.attachments, func(a *Attachment) bool { return a.Origin.ChosenByPod() }) {
 		return nil
 	}
 	var nsLabels map[string]string
 	if u, ok := p.Stages.Authorizer.(NamespaceLabelsUser); !ok || u.NeedsNamespaceLabels() {
 		nsLabels = p.namespaceLabels(ctx, pl.pod)
 	}
-	for _, a := range pl.attachments[1:] {
+	for _, a := range pl.attachments {
+		if !a.Origin.ChosenByPod() {
+			continue
+		}
 		d, err := p.Stages.Authorizer.Authorize(ctx, &AuthorizeRequest{Pod: pl.pod, NamespaceLabels: nsLabels, Attachment: a, Selections: pl.selections})
 		if err != nil {
 			d.Allowed = false
@@ -422,7 +432,10 @@ func (p *Pipeline) namespaceLabels(ctx context.Context, pod *source.Pod) map[str
 // prepare hands reverse-domain keys to the extension stage; without one
 // they are ignored with a warning (s4.1.2.1 leaves them to implementations).
 func (p *Pipeline) prepare(ctx context.Context, pl *plan) error {
-	for _, a := range pl.attachments[1:] {
+	for _, a := range pl.attachments {
+		if a.Selection == nil {
+			continue
+		}
 		if p.Stages.Preparer == nil {
 			p.warnUnowned(ctx, pl.pod, a)
 			continue
@@ -471,6 +484,7 @@ func (p *Pipeline) buildRecord(req *Request, pl *plan) error {
 		rec.Attachments = append(rec.Attachments, record.Attachment{
 			Name: a.Name, Default: a.Default, IfName: a.IfName, Config: list.Bytes,
 			CNIArgs: a.CNIArgs, CapabilityArgs: a.CapabilityArgs, State: record.Planned,
+			Fixed: a.Origin == OriginDefaultNetworks,
 		})
 	}
 	pl.record = rec

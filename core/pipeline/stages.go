@@ -16,9 +16,13 @@ import (
 // separate attachment). Stages read it and, where documented, change it.
 type Attachment struct {
 	// Index is the element's position in the selection annotation; -1 for
-	// the default network.
+	// the default network and defaultNetworks.
 	Index   int
 	Default bool
+	// Origin says who chose the network: the admin (clusterNetwork,
+	// defaultNetworks) or the pod (its default-network annotation, a
+	// selection element). The policy decides on the pod's choices only.
+	Origin Origin
 	// Selection is the element as parsed; nil for the default network.
 	Selection *selection.Element
 	// NAD is the NetworkAttachmentDefinition; nil when the default network
@@ -47,6 +51,26 @@ type Attachment struct {
 	Ignored map[string]string
 	warned  map[string]bool
 }
+
+// Origin is who chose an attachment's network.
+type Origin string
+
+const (
+	// OriginClusterNetwork: the cluster-wide default network (s6), from
+	// clusterNetwork or delegates.
+	OriginClusterNetwork Origin = "clusterNetwork"
+	// OriginPodDefault: the pod's default network, chosen with the
+	// v1.multus-cni.io/default-network annotation in place of s6's.
+	OriginPodDefault Origin = "podDefaultNetwork"
+	// OriginDefaultNetworks: a network of the defaultNetworks config key.
+	OriginDefaultNetworks Origin = "defaultNetworks"
+	// OriginSelection: a selection element (s4).
+	OriginSelection Origin = "selection"
+)
+
+// ChosenByPod reports whether the pod chose the network, so the s7.4
+// decision applies to it.
+func (o Origin) ChosenByPod() bool { return o == OriginPodDefault || o == OriginSelection }
 
 // Reason explains a policy decision with a stable code.
 type Reason struct {

@@ -86,7 +86,7 @@ func defaultOf(rec *record.Record) *record.Attachment {
 }
 
 func (p *Pipeline) update(ctx context.Context, req *Request, pod *source.Pod, rec *record.Record) (*Change, error) {
-	res, err := selection.Parse(pod.Annotations[selection.Annotation], pod.Namespace)
+	res, err := selection.ParseWith(pod.Annotations[selection.Annotation], pod.Namespace, p.ParseOptions())
 	if err != nil {
 		// s4.1: an invalid annotation is ignored; here that keeps what the
 		// pod has rather than detaching everything.
@@ -150,6 +150,9 @@ func (p *Pipeline) planUpdate(ctx context.Context, req *Request, pod *source.Pod
 		return nil, err
 	}
 	if err := p.prepare(ctx, pl); err != nil {
+		return nil, err
+	}
+	if err := p.applyCompat(ctx, pl); err != nil {
 		return nil, err
 	}
 	for _, a := range pl.attachments[1:] {
@@ -325,8 +328,8 @@ func (p *Pipeline) publishRestored(ctx context.Context, pod *source.Pod, rec *re
 // them for the selection now: the default network, then the elements'.
 func ordered(rec *record.Record, els []*selection.Element, d *Diff) []record.Attachment {
 	pos := func(a record.Attachment) int {
-		if a.Default {
-			return -1
+		if a.Default || a.Fixed {
+			return -1 // the default network, then defaultNetworks, as ADD made them
 		}
 		for i, el := range els {
 			if el.Ref() == a.Name && d.IfNames[i] == a.IfName {
@@ -447,12 +450,13 @@ func (p *Pipeline) changeEvents(ctx context.Context, pod *source.Pod, ch *Change
 // NeedsUpdate tells, without the lock, delegates or the API, whether
 // Update would do something for the pod: its selection differs from the
 // record, is invalid, or network-status does not list the record's
-// attachments. A record whose ADD did not complete needs nothing yet.
-func NeedsUpdate(rec *record.Record, pod *source.Pod) bool {
+// attachments. A record whose ADD did not complete needs nothing yet. opts
+// are the config's (Pipeline.ParseOptions).
+func NeedsUpdate(rec *record.Record, pod *source.Pod, opts selection.ParseOptions) bool {
 	if def := defaultOf(rec); def == nil || def.State != record.Attached {
 		return false
 	}
-	res, err := selection.Parse(pod.Annotations[selection.Annotation], pod.Namespace)
+	res, err := selection.ParseWith(pod.Annotations[selection.Annotation], pod.Namespace, opts)
 	if err != nil {
 		return true
 	}

@@ -275,7 +275,7 @@ func TestUpdateRedoesAnAttemptedAttachment(t *testing.T) {
 	if err := f.p.Records.Save(rec); err != nil {
 		t.Fatal(err)
 	}
-	if !NeedsUpdate(rec, f.src.pods["demo/web"]) {
+	if !NeedsUpdate(rec, f.src.pods["demo/web"], selection.ParseOptions{}) {
 		t.Fatal("NeedsUpdate = false for an attempted attachment")
 	}
 	if _, err := f.update(t); err != nil {
@@ -307,5 +307,29 @@ func TestUpdateDetachFailureKeepsItRecorded(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(f.src.events, "\n"), "Warning NetworkDetachFailed") {
 		t.Errorf("events %v", f.src.events)
+	}
+}
+
+// defaultNetworks are the admin's, not the pod's: a selection change never
+// detaches them, and new interfaces skip their names.
+func TestUpdateLeavesDefaultNetworksAlone(t *testing.T) {
+	f := newFixture(t, "net-a")
+	f.p.Config.DefaultNetworks = []string{"demo/net-b"}
+	if _, err := f.p.Add(context.Background(), f.req); err != nil {
+		t.Fatal(err)
+	}
+	pod := f.src.pods["demo/web"]
+	pod.Annotations[status.Annotation] = string(f.src.status)
+	pod.Annotations[selection.Annotation] = "net-c"
+	f.cni.calls = nil
+	if _, err := f.update(t); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"DEL net-a net2", "ADD net-c net2"}; !reflect.DeepEqual(f.cni.calls, want) {
+		t.Errorf("calls %v, want %v", f.cni.calls, want)
+	}
+	want := []string{"default-net (eth0) attached", "demo/net-b (net1) attached", "demo/net-c (net2) attached"}
+	if got := f.recordNames(t); !reflect.DeepEqual(got, want) {
+		t.Errorf("record %v, want %v", got, want)
 	}
 }

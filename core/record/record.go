@@ -45,6 +45,9 @@ type Attachment struct {
 	CNIArgs        [][2]string     `json:"cniArgs,omitempty"`
 	CapabilityArgs map[string]any  `json:"capabilityArgs,omitempty"`
 	State          State           `json:"state"`
+	// Fixed marks an attachment the config chose for every pod
+	// (defaultNetworks): a change of the pod's selection never detaches it.
+	Fixed bool `json:"fixed,omitempty"`
 }
 
 // Pod identifies the pod the container belongs to.

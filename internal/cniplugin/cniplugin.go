@@ -24,6 +24,7 @@ import (
 	"github.com/plexus-cni/plexus/core/source"
 	"github.com/plexus-cni/plexus/core/source/kube"
 	"github.com/plexus-cni/plexus/core/source/manifests"
+	"github.com/plexus-cni/plexus/internal/logfile"
 	"github.com/plexus-cni/plexus/internal/podroute"
 )
 
@@ -302,9 +303,9 @@ func openLog(conf *config.Config) (*slog.Logger, func(), error) {
 	var w io.Writer = os.Stderr
 	closer := func() {}
 	if conf.LogFile != "" {
-		f, err := os.OpenFile(conf.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		f, err := logfile.Open(conf.LogFile, conf.LogOptions)
 		if err != nil {
-			return nil, nil, fmt.Errorf("logFile: %w", err)
+			return nil, nil, err
 		}
 		w, closer = f, func() { f.Close() }
 	}

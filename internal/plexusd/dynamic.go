@@ -63,8 +63,10 @@ type reconciler struct {
 	netns  func(ctx context.Context, sandboxID, podUID string) (string, error)
 	update func(ctx context.Context, req *pipeline.Request, pod *source.Pod) (*pipeline.Change, error)
 	conds  conditionSetter // nil: no condition is written
-	queue  workqueue.TypedRateLimitingInterface[string]
-	log    *slog.Logger
+	// parse is how the config reads selection annotations.
+	parse selection.ParseOptions
+	queue workqueue.TypedRateLimitingInterface[string]
+	log   *slog.Logger
 
 	mu sync.Mutex
 	// byUID indexes the records by pod UID as of indexTime, the records
@@ -168,7 +170,7 @@ func (r *reconciler) reconcile(ctx context.Context, key string) (retry bool) {
 		return false
 	}
 	rec := r.recordOf(pod)
-	if rec == nil || !pipeline.NeedsUpdate(rec, pod) {
+	if rec == nil || !pipeline.NeedsUpdate(rec, pod, r.parse) {
 		return false
 	}
 	path, err := r.netns(ctx, rec.ContainerID, sandboxUID(pod))
@@ -366,7 +368,7 @@ func (d *Daemon) startDynamic(ctx context.Context) (func(daemon.Handler) daemon.
 	p := cniplugin.Options{WrapCNI: func(c libcni.CNI) libcni.CNI { return countingCNI{CNI: c, m: d.m} }}.Pipeline(d.conf, paths, log)
 	p.Source, p.Stages = d.src, d.stages
 	r := newReconciler(d.cache, p.Records, log)
-	r.netns, r.update, r.conds = client.NetNS, p.Update, d.cache
+	r.netns, r.update, r.conds, r.parse = client.NetNS, p.Update, d.cache, p.ParseOptions()
 	if err := d.cache.OnPodChange(selection.Annotation, r.enqueue); err != nil {
 		return nil, err
 	}

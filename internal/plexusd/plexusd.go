@@ -310,6 +310,24 @@ func (d *Daemon) installer() (*install.Installer, error) {
 	if d.conf.StrictSelection {
 		extra["strictSelection"] = true
 	}
+	// The keys from Multus that shape each call travel in the installed
+	// config, since calls carry the shim's config.
+	if d.conf.LogOptions != nil {
+		extra["logOptions"] = d.conf.LogOptions
+	}
+	if len(d.conf.DefaultNetworks) > 0 {
+		extra["defaultNetworks"] = d.conf.DefaultNetworks
+		extra["systemNamespaces"] = d.conf.SystemNamespaces
+	}
+	if d.conf.ReadinessIndicatorFile != "" {
+		extra["readinessindicatorfile"] = d.conf.ReadinessIndicatorFile
+		if d.conf.ReadinessTimeout != 0 {
+			extra["readinessTimeout"] = d.conf.ReadinessTimeout
+		}
+	}
+	if d.conf.AuxiliaryCNIChainName != "" {
+		extra["auxiliaryCNIChainName"] = d.conf.AuxiliaryCNIChainName
+	}
 	for k, v := range map[string]string{"binDir": d.conf.BinDir, "logFile": d.conf.LogFile, "logLevel": d.conf.LogLevel, "compat": d.conf.Compat} {
 		if v != "" {
 			extra[k] = v

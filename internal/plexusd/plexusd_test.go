@@ -178,3 +178,39 @@ func TestIgnoredKeysCountedByBoundedKey(t *testing.T) {
 		}
 	}
 }
+
+// Calls carry the installed config, so the keys from Multus that shape a
+// call must be in it.
+func TestInstalledConfigCarriesCompatKeys(t *testing.T) {
+	conf, err := config.ParseBase([]byte(`{"defaultNetworks":["sidecar"],"systemNamespaces":["infra"],
+	  "readinessindicatorfile":"/etc/cni/net.d/10-calico.conflist","readinessTimeout":"20s",
+	  "auxiliaryCNIChainName":"extras","logFile":"/var/log/plexus.log","logOptions":{"maxSize":5}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	d := &Daemon{conf: conf, o: Options{Socket: "/run/p/plexusd.sock", ConfDir: dir, DefaultConfDir: dir, ConfName: "00-plexus.conflist", Readiness: ReadinessBlock}}
+	in, err := d.installer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Reconcile(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "00-plexus.conflist"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list struct{ Plugins []json.RawMessage }
+	if err := json.Unmarshal(raw, &list); err != nil || len(list.Plugins) != 1 {
+		t.Fatalf("%s: %v", raw, err)
+	}
+	got, err := config.Parse(list.Plugins[0])
+	if err != nil {
+		t.Fatalf("%s: %v", raw, err)
+	}
+	if len(got.DefaultNetworks) != 1 || !got.IsSystemNamespace("infra") || got.ReadinessWait() != 20*time.Second ||
+		got.ReadinessIndicatorFile == "" || got.AuxiliaryCNIChainName != "extras" || got.LogOptions == nil || got.LogOptions.MaxSize != 5 {
+		t.Errorf("installed %s", list.Plugins[0])
+	}
+}

@@ -27,6 +27,7 @@ input_doc := {
 	"selections": [element],
 	"interface": "net1",
 	"default": false,
+	"origin": "selection",
 }
 
 # input_with merges patch into input_doc (objects recursively; arrays and

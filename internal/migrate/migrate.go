@@ -1,0 +1,419 @@
+// Package migrate turns a Multus configuration into the equivalent plexus
+// config and policy data (plexusctl migrate), and says what it could not
+// carry over and why. The option names and meanings come from Multus's
+// documented configuration reference.
+package migrate
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/plexus-cni/plexus/core/config"
+	"github.com/plexus-cni/plexus/core/names"
+)
+
+// Multus's defaults where they differ from plexus's, kept so that the
+// migrated config means the same.
+const (
+	multusConfDir   = "/etc/cni/multus/net.d"
+	multusNamespace = "kube-system"
+)
+
+// DefaultPolicyDir is where the migrated config expects the policy
+// library and the generated data file on the node.
+const DefaultPolicyDir = "/etc/plexus/policy"
+
+// PolicyDataFile is the generated policy data file's name.
+const PolicyDataFile = "migrated-from-multus.yaml"
+
+// Options shape the output.
+type Options struct {
+	// PolicyDir is the node directory holding library/ and PolicyDataFile.
+	PolicyDir string
+}
+
+// Note is one key that was not carried over as is.
+type Note struct {
+	Key    string
+	Reason string
+}
+
+// Result is the migration.
+type Result struct {
+	// Source says where the Multus config was found.
+	Source string
+	// Config is the plexus config; Policy the policy data document, nil
+	// when the Multus config needs no policy.
+	Config map[string]any
+	Policy map[string]any
+	Notes  []Note
+}
+
+// Read finds the Multus config in data: a CNI conf whose type is multus or
+// multus-shim, a conflist holding such a plugin, or a ConfigMap (YAML or
+// JSON) one of whose data values is either.
+func Read(data []byte) (map[string]json.RawMessage, string, error) {
+	if m, where, ok := fromJSON(data); ok {
+		return m, where, nil
+	}
+	var cm corev1.ConfigMap
+	if err := yaml.Unmarshal(data, &cm); err != nil || cm.Kind != "ConfigMap" {
+		return nil, "", fmt.Errorf("not a Multus CNI config (a conf or conflist with a plugin of type multus or multus-shim) nor a ConfigMap holding one")
+	}
+	m, where, err := FromConfigMap(&cm)
+	return m, ": " + where, err
+}
+
+// FromConfigMap finds the Multus config in a ConfigMap's data.
+func FromConfigMap(cm *corev1.ConfigMap) (map[string]json.RawMessage, string, error) {
+	keys := make([]string, 0, len(cm.Data))
+	for k := range cm.Data {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if m, where, ok := fromJSON([]byte(cm.Data[k])); ok {
+			return m, fmt.Sprintf("ConfigMap %s/%s, key %s%s", cm.Namespace, cm.Name, k, where), nil
+		}
+	}
+	return nil, "", fmt.Errorf("ConfigMap %s/%s: none of its keys (%s) holds a Multus CNI config", cm.Namespace, cm.Name, strings.Join(keys, ", "))
+}
+
+func fromJSON(data []byte) (map[string]json.RawMessage, string, bool) {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(data, &top) != nil || top == nil {
+		return nil, "", false
+	}
+	if isMultus(top) {
+		return top, "", true
+	}
+	var plugins []map[string]json.RawMessage
+	if json.Unmarshal(top["plugins"], &plugins) != nil {
+		return nil, "", false
+	}
+	for i, p := range plugins {
+		if isMultus(p) {
+			for _, k := range []string{"cniVersion", "name"} {
+				if _, ok := p[k]; !ok && top[k] != nil {
+					p[k] = top[k]
+				}
+			}
+			return p, fmt.Sprintf(" (plugin %d of conflist %s)", i, str(top["name"])), true
+		}
+	}
+	return nil, "", false
+}
+
+// isMultus: a Multus plugin config, or the thick Multus daemon's config,
+// which has no type but names the config it generates.
+func isMultus(m map[string]json.RawMessage) bool {
+	t := str(m["type"])
+	_, daemon := m["multusConfigFile"]
+	return t == "multus" || t == "multus-shim" || (t == "" && daemon)
+}
+
+func str(raw json.RawMessage) string {
+	var s string
+	json.Unmarshal(raw, &s)
+	return s
+}
+
+// converter carries one conversion.
+type converter struct {
+	in   map[string]json.RawMessage
+	opts Options
+	res  *Result
+}
+
+// Convert maps a Multus config to plexus's. Every Multus key is either
+// carried over, with a note when its meaning shifts, or listed with the
+// reason it was not.
+func Convert(in map[string]json.RawMessage, opts Options) (*Result, error) {
+	if opts.PolicyDir == "" {
+		opts.PolicyDir = DefaultPolicyDir
+	}
+	c := &converter{in: in, opts: opts, res: &Result{Config: map[string]any{"type": "plexus"}}}
+	keys := make([]string, 0, len(in))
+	for k := range in {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if err := c.key(k, in[k]); err != nil {
+			return nil, fmt.Errorf("%q: %w", k, err)
+		}
+	}
+	c.finish()
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	return c.res, nil
+}
+
+func (c *converter) note(key, format string, args ...any) {
+	c.res.Notes = append(c.res.Notes, Note{Key: key, Reason: fmt.Sprintf(format, args...)})
+}
+
+// same is carried over unchanged.
+var same = map[string]bool{
+	"cniVersion": true, "name": true, "kubeconfig": true, "confDir": true, "binDir": true,
+	"logFile": true, "capabilities": true, "auxiliaryCNIChainName": true,
+}
+
+func (c *converter) key(k string, raw json.RawMessage) error {
+	if same[k] {
+		return c.copyKey(k, k, raw)
+	}
+	switch k {
+	case "type":
+		return nil
+	case "clusterNetwork":
+		return c.clusterNetwork(raw)
+	case "defaultNetworks":
+		return c.refList(k, raw, func(v string) error { _, _, err := names.NADRef("NAD reference", v); return err },
+			"plexus takes NAD references only, where Multus also took config file names and directories: create a NAD in systemNamespace for it")
+	case "systemNamespaces":
+		return c.refList(k, raw, func(v string) error { return names.Label("namespace", v) }, "not a namespace name")
+	case "delegates":
+		return c.delegates(raw)
+	case "multusNamespace":
+		return c.copyKey(k, "systemNamespace", raw)
+	case "readinessindicatorfile":
+		if str(raw) != "" {
+			return c.copyKey(k, k, raw)
+		}
+		return nil
+	case "logLevel":
+		return c.logLevel(raw)
+	case "logOptions":
+		if str(c.in["logFile"]) == "" {
+			c.note(k, "not carried over: there is no logFile to rotate")
+			return nil
+		}
+		return c.copyKey(k, k, raw)
+	case "logToStderr":
+		c.note(k, "not needed: plexus logs to logFile when it is set, else to stderr")
+	case "namespaceIsolation", "globalNamespaces":
+		return nil // finish, together
+	case "cniDir":
+		c.note(k, "not carried over: Multus's own cache of delegate configs; plexus keeps attachment records in cacheDir (default %s). Pods attached by Multus have no plexus record: restart them (or drain each node) after the switch so their DEL detaches everything", config.DefaultCacheDir)
+	case "allowTryDeleteOnErr":
+		c.note(k, "not needed: plexus's DEL always continues past a failing delegate and keeps the failed ones for the next DEL")
+	case "multusAutoconfigDir":
+		return c.autoconfig(raw)
+	case "chrootDir", "socketDir", "daemonSocketDir", "cniConfigDir", "multusConfigFile", "multusMasterCNI", "forceCNIVersion", "overrideNetworkName", "cniVersions", "perNodeCertificate":
+		c.note(k, "not carried over: a setting of Multus's own daemon or config generator; plexusd and its installer have their own flags (docs/kubernetes.md)")
+	default:
+		c.note(k, "not carried over: not a Multus option plexus knows")
+	}
+	return nil
+}
+
+func (c *converter) copyKey(from, to string, raw json.RawMessage) error {
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return err
+	}
+	c.res.Config[to] = v
+	if from != to {
+		c.note(from, "carried over as %q", to)
+	}
+	return nil
+}
+
+// autoconfig: the thick Multus daemon with multusConfigFile "auto" takes
+// the first CNI config in multusAutoconfigDir as the default network,
+// which is what a clusterNetwork directory means to plexus.
+func (c *converter) autoconfig(raw json.RawMessage) error {
+	_, hasCluster := c.in["clusterNetwork"]
+	_, hasDelegates := c.in["delegates"]
+	if str(c.in["multusConfigFile"]) != "auto" || hasCluster || hasDelegates {
+		c.note("multusAutoconfigDir", "not carried over: only used when multusConfigFile is \"auto\"")
+		return nil
+	}
+	dir := str(raw)
+	c.res.Config["clusterNetwork"] = dir
+	c.note("multusAutoconfigDir", "carried over as clusterNetwork %q: plexus uses the first config there by file name, as Multus's generated config did. The path is as Multus's daemon saw it (in its container): give the node's path if it differs", dir)
+	return nil
+}
+
+// refList carries over a list of strings, leaving out, with a note, the
+// entries plexus would refuse.
+func (c *converter) refList(k string, raw json.RawMessage, valid func(string) error, why string) error {
+	var list []string
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return fmt.Errorf("want a list of strings: %w", err)
+	}
+	out := []string{}
+	for i, v := range list {
+		if err := valid(v); err != nil {
+			c.note(fmt.Sprintf("%s[%d]", k, i), "%q left out: %v; %s", v, err, why)
+			continue
+		}
+		out = append(out, v)
+	}
+	c.res.Config[k] = out
+	return nil
+}
+
+// clusterNetwork: Multus reads a bare name as a NAD in multusNamespace,
+// else a config file of that network name in confDir; plexus only as a
+// NAD. Paths mean the same in both.
+func (c *converter) clusterNetwork(raw json.RawMessage) error {
+	v := str(raw)
+	c.res.Config["clusterNetwork"] = v
+	if !strings.Contains(v, "/") && !strings.HasPrefix(v, ".") {
+		c.note("clusterNetwork", "%q is read by plexus as a NAD in systemNamespace only; Multus also accepted a config file of that network name in confDir: if that is what it names, give the file's path instead", v)
+	}
+	return nil
+}
+
+// delegates: the first element is the default network in both; Multus
+// attached the others to every pod as well.
+func (c *converter) delegates(raw json.RawMessage) error {
+	var list []json.RawMessage
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return fmt.Errorf("want a list of CNI configs: %w", err)
+	}
+	if _, has := c.in["clusterNetwork"]; has {
+		c.note("delegates", "not carried over: clusterNetwork is set, and Multus ignores delegates then too")
+		return nil
+	}
+	if len(list) == 0 {
+		return nil
+	}
+	var first any
+	dec := json.NewDecoder(bytes.NewReader(list[0]))
+	dec.UseNumber()
+	if err := dec.Decode(&first); err != nil {
+		return err
+	}
+	c.res.Config["delegates"] = []any{first}
+	if len(list) > 1 {
+		c.note("delegates", "only the first delegate (the default network) was carried over; Multus attached the other %d to every pod: create a NAD for each and list them in defaultNetworks", len(list)-1)
+	}
+	return nil
+}
+
+// logLevel: Multus's levels are debug, verbose, error and panic.
+func (c *converter) logLevel(raw json.RawMessage) error {
+	v := strings.ToLower(str(raw))
+	switch v {
+	case "debug", "error":
+		c.res.Config["logLevel"] = v
+	case "verbose":
+		c.res.Config["logLevel"] = "info"
+		c.note("logLevel", `"verbose" carried over as "info"`)
+	case "panic":
+		c.res.Config["logLevel"] = "error"
+		c.note("logLevel", `"panic" carried over as "error" (plexus has no panic level)`)
+	default:
+		c.note("logLevel", "%q is not a Multus log level; plexus's default (info) applies", str(raw))
+	}
+	return nil
+}
+
+// finish adds what depends on several keys: Multus's defaults that differ
+// from plexus's, and the namespace isolation policy.
+func (c *converter) finish() {
+	if _, ok := c.in["confDir"]; !ok {
+		c.res.Config["confDir"] = multusConfDir
+		c.note("confDir", "unset: Multus's default %s is kept (plexus's own default is %s)", multusConfDir, config.DefaultConfDir)
+	}
+	c.isolation()
+}
+
+// isolation: namespaceIsolation becomes the library's namespace_isolation
+// rule. Without globalNamespaces Multus lets every pod use the "default"
+// namespace's networks; with it, only the listed namespaces.
+func (c *converter) isolation() {
+	var on bool
+	json.Unmarshal(c.in["namespaceIsolation"], &on)
+	globalRaw, hasGlobal := c.in["globalNamespaces"]
+	if !on {
+		if hasGlobal {
+			c.note("globalNamespaces", "not carried over: it only matters with namespaceIsolation, which is off")
+		}
+		return
+	}
+	global := []string{"default"}
+	if hasGlobal {
+		global = nil
+		for _, ns := range strings.Split(str(globalRaw), ",") {
+			if ns = strings.TrimSpace(ns); ns == "" {
+				continue
+			}
+			if err := names.Label("namespace", ns); err != nil {
+				c.note("globalNamespaces", "%v: left out", err)
+				continue
+			}
+			global = append(global, ns)
+		}
+	} else {
+		c.note("globalNamespaces", `unset: Multus's implied global namespace "default" is listed`)
+	}
+	c.res.Policy = map[string]any{"plexus": map[string]any{"config": map[string]any{
+		"namespace_isolation": map[string]any{"enabled": true, "global_namespaces": global},
+	}}}
+	c.res.Config["policy"] = map[string]any{"paths": []string{
+		path.Join(c.opts.PolicyDir, "library"), path.Join(c.opts.PolicyDir, PolicyDataFile),
+	}}
+	c.note("namespaceIsolation", "carried over as the policy library's namespace_isolation rule (%s)", PolicyDataFile)
+}
+
+// check parses the result as plexus would, so a Multus value plexus
+// refuses (a defaultNetworks entry that is a file name, say) is reported
+// here rather than by the first ADD.
+func (c *converter) check() error {
+	b, err := json.Marshal(c.res.Config)
+	if err != nil {
+		return err
+	}
+	if _, err := config.Parse(b); err != nil {
+		return fmt.Errorf("the migrated config would not load: %w", err)
+	}
+	return nil
+}
+
+// ConfigJSON is the plexus config, indented, keys sorted.
+func (r *Result) ConfigJSON() ([]byte, error) {
+	b, err := json.MarshalIndent(r.Config, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// PolicyYAML is the policy data file, or nil.
+func (r *Result) PolicyYAML() ([]byte, error) {
+	if r.Policy == nil {
+		return nil, nil
+	}
+	b, err := yaml.Marshal(r.Policy)
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte("# Generated by plexusctl migrate from Multus's namespaceIsolation/globalNamespaces.\n"), b...), nil
+}
+
+// Report lists the notes, one a line.
+func (r *Result) Report() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Multus config: %s\n", r.Source)
+	if len(r.Notes) == 0 {
+		b.WriteString("every key carried over unchanged\n")
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "%s: %s\n", n.Key, n.Reason)
+	}
+	return b.String()
+}

@@ -1,0 +1,105 @@
+package migrate
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/plexus-cni/plexus/core/config"
+	"github.com/plexus-cni/plexus/core/selection"
+)
+
+// PodFinding is one way plexus would treat a pod differently from Multus.
+type PodFinding struct {
+	Pod    string // namespace/name
+	Reason string
+}
+
+// ListPods reads every pod of the cluster, a page at a time.
+func ListPods(ctx context.Context, client kubernetes.Interface) ([]corev1.Pod, error) {
+	var out []corev1.Pod
+	opts := metav1.ListOptions{Limit: 500}
+	for {
+		list, err := client.CoreV1().Pods("").List(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("listing pods: %w", err)
+		}
+		out = append(out, list.Items...)
+		if list.Continue == "" {
+			return out, nil
+		}
+		opts.Continue = list.Continue
+	}
+}
+
+// AnalyzePods checks each pod's annotations as plexus would read them with
+// the migrated config, and says where the outcome differs from Multus's:
+// annotations plexus refuses or reads in part (its validation is
+// stricter), and pod default networks the migrated isolation policy would
+// deny (Multus did not put a pod's default network to namespace
+// isolation; plexus's policy decides on every network the pod chose).
+func (r *Result) AnalyzePods(pods []corev1.Pod) []PodFinding {
+	systemNS := config.DefaultSystemNamespace
+	if s, ok := r.Config["systemNamespace"].(string); ok && s != "" {
+		systemNS = s
+	}
+	var out []PodFinding
+	for i := range pods {
+		p := &pods[i]
+		ref := p.Namespace + "/" + p.Name
+		for _, reason := range r.podReasons(p, systemNS) {
+			out = append(out, PodFinding{Pod: ref, Reason: reason})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Pod < out[j].Pod })
+	return out
+}
+
+func (r *Result) podReasons(p *corev1.Pod, systemNS string) []string {
+	var out []string
+	if v, ok := p.Annotations[selection.Annotation]; ok {
+		res, err := selection.ParseWith(v, p.Namespace, selection.ParseOptions{Compat: true})
+		if err != nil {
+			out = append(out, fmt.Sprintf("%v: plexus attaches the default network only (with strictSelection the pod fails to start)", err))
+		} else {
+			out = append(out, res.Warnings...)
+		}
+	}
+	if v, ok := p.Annotations[selection.DefaultNetworkAnnotation]; ok {
+		d, err := selection.ParseDefaultNetwork(v, systemNS)
+		switch {
+		case err != nil:
+			out = append(out, fmt.Sprintf("%v: plexus fails the pod's ADD rather than start it on another default network", err))
+		case !r.isolationAllows(p.Namespace, d.Namespace):
+			out = append(out, fmt.Sprintf("%s %s: the namespace_isolation policy decides on a pod's default network too, and would deny %s (namespace %q is neither the pod's nor global); list it in global_namespaces", selection.DefaultNetworkAnnotation, v, d.Ref(), d.Namespace))
+		}
+	}
+	return out
+}
+
+// isolationAllows is the migrated namespace_isolation rule.
+func (r *Result) isolationAllows(podNS, nadNS string) bool {
+	if r.Policy == nil || podNS == nadNS {
+		return true
+	}
+	cfg := r.Policy["plexus"].(map[string]any)["config"].(map[string]any)["namespace_isolation"].(map[string]any)
+	for _, g := range cfg["global_namespaces"].([]string) {
+		if g == nadNS {
+			return true
+		}
+	}
+	return false
+}
+
+// PodReport lists the findings, one a line.
+func PodReport(findings []PodFinding, podCount int) string {
+	s := fmt.Sprintf("pods: %d checked, %d finding(s)\n", podCount, len(findings))
+	for _, f := range findings {
+		s += fmt.Sprintf("pod %s: %s\n", f.Pod, f.Reason)
+	}
+	return s
+}
