@@ -13,18 +13,35 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"sigs.k8s.io/yaml"
 
 	"github.com/plexus-cni/plexus/tests/harness"
 	"github.com/plexus-cni/plexus/tests/kubeenv"
 )
 
 // thickMemoryLimit is deploy/thick's resources.limits.memory for plexusd;
-// the density benchmark runs plexusd under it, so a burst that would be
+// the density tests run plexusd under it, so a burst that would be
 // OOM-killed in the DaemonSet is OOM-killed here too.
-const thickMemoryLimit = 256 << 20
+func thickMemoryLimit(t testing.TB) int64 {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "deploy", "thick", "daemonset.yaml"))
+	harness.Must(t, err)
+	var ds appsv1.DaemonSet
+	harness.Must(t, yaml.Unmarshal(data, &ds))
+	for _, c := range ds.Spec.Template.Spec.Containers {
+		if c.Name == "plexusd" {
+			if q, ok := c.Resources.Limits[corev1.ResourceMemory]; ok {
+				return q.Value()
+			}
+		}
+	}
+	t.Fatal("deploy/thick/daemonset.yaml: container plexusd has no memory limit")
+	return 0
+}
 
 // densityPods is kubelet's default maxPods; PLEXUS_DENSITY_PODS overrides
 // it for a quicker look.
@@ -67,7 +84,8 @@ func BenchmarkDensity(b *testing.B) {
 	thick := n.PlexusWorld()
 	d := thick.StartDaemon("--node-name", n.Name, "--log-level", "info")
 	daemon := NewCgroup(b, "plexusd")
-	daemon.LimitMemory(thickMemoryLimit)
+	limit := thickMemoryLimit(b)
+	daemon.LimitMemory(limit)
 	daemon.Add(d.Pid())
 	harness.Must(b, env.CreateNamespace(b.Context(), densityNS, nil))
 	for _, nad := range []string{"blue", "red"} {
@@ -107,7 +125,7 @@ func BenchmarkDensity(b *testing.B) {
 				b.ReportMetric(use.PeakAnonMiB, "MiB-plexusd-peak-anon")
 				b.ReportMetric(use.PeakTotalMiB, "MiB-plexusd-peak-total")
 				if use.OOMKills > 0 || !d.Running() {
-					b.Errorf("plexusd was OOM-killed (%d) under deploy/thick's %d MiB limit", use.OOMKills, thickMemoryLimit>>20)
+					b.Errorf("plexusd was OOM-killed (%d) under deploy/thick's %d MiB limit", use.OOMKills, limit>>20)
 				}
 			}
 			for _, w := range []*harness.World{thin, thick} {
@@ -274,7 +292,7 @@ func TestBurstLeavesNothing(t *testing.T) {
 	thick := n.PlexusWorld()
 	d := thick.StartDaemon("--node-name", n.Name, "--log-level", "info")
 	limit := NewCgroup(t, "plexusd-burst")
-	limit.LimitMemory(thickMemoryLimit)
+	limit.LimitMemory(thickMemoryLimit(t))
 	limit.Add(d.Pid())
 	harness.Must(t, env.CreateNamespace(t.Context(), densityNS, nil))
 	for _, nad := range []string{"blue", "red"} {
