@@ -91,8 +91,8 @@ func scaleNADConfig(name string) string {
 }
 
 // growTo adds NADs and pods until the cluster has nads and pods, 32 at a
-// time; pod i is bound to node sim-(i % nodes).
-func (s *scaleCluster) growTo(nads, pods, nodes int) {
+// time; pod i is bound to node sim-(i / perNode).
+func (s *scaleCluster) growTo(nads, pods, perNode int) {
 	s.b.Helper()
 	run := func(from, to int, create func(context.Context, int) error) {
 		var wg sync.WaitGroup
@@ -131,7 +131,7 @@ func (s *scaleCluster) growTo(nads, pods, nodes int) {
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-%d", i), Namespace: ns,
 				Labels:      map[string]string{"app": "sim", "shard": strconv.Itoa(i % 7)},
 				Annotations: map[string]string{"k8s.v1.cni.cncf.io/networks": fmt.Sprintf("net-%d,net-%d", i%max(nads, 1), (i+1)%max(nads, 1))}},
-			Spec: corev1.PodSpec{NodeName: fmt.Sprintf("sim-%d", i%nodes),
+			Spec: corev1.PodSpec{NodeName: fmt.Sprintf("sim-%d", i/perNode),
 				Containers: []corev1.Container{{Name: "c", Image: "example.invalid/app:1", Command: []string{"/app", "--serve"}}}},
 		}
 		_, err := s.cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
@@ -213,11 +213,12 @@ func medianOf(ds []time.Duration) time.Duration {
 // kube-apiserver: each simulated node runs plexusd's cached source (its
 // pods by spec.nodeName, every NAD), in this process, with its own client
 // whose transport counts its requests and the bytes it reads. The cluster
-// grows from 100 NADs and 1,000 pods to 1,000 NADs and 10,000 pods on 100
-// fake nodes (pods that never run), in 100 namespaces; at each step the
-// caches of 10 nodes start at once, and at the end those of 100. Then, with
-// 100 caches running, 1,000 pods are created on other nodes and 10 NADs on
-// none of theirs: the bytes each cache reads show what churn costs a node.
+// grows from 100 NADs and 1,000 pods on 10 fake nodes to 1,000 NADs and
+// 10,000 pods on 100 (pods that never run, 100 per node, in 100
+// namespaces); at each step the caches of nodes sim-0 to sim-9 start at
+// once, and at the end those of all 100. Then, with 100 caches running,
+// 1,000 pods are created on other nodes and 10 NADs: the bytes each cache
+// reads show what churn elsewhere costs a node.
 //
 //	PLEXUS_E2E=1 go test -run '^$' -bench ClusterScale -benchtime 1x -timeout 30m ./tests/bench/
 func BenchmarkClusterScale(b *testing.B) {
@@ -238,15 +239,16 @@ func BenchmarkClusterScale(b *testing.B) {
 	for i := range s.namespaces {
 		harness.Must(b, env.CreateNamespace(b.Context(), s.ns(i), nil))
 	}
-	const nodes = 100
+	const nodes, podsPerNode = 100, 100
 	report := func(label string, r scaleResult) {
 		b.Logf("%-28s %3d nodes: sync median %v max %v; per node %.1f LIST %.1f WATCH %.1f GET, %.0f KiB read, %.0f KiB heap",
 			label, r.nodes, r.syncMedian.Round(time.Millisecond), r.syncMax.Round(time.Millisecond), r.lists, r.watches, r.gets, r.kibPerNode, r.heapKiBPerNode)
 	}
 	for b.Loop() {
+		// 100 pods per node throughout: the cluster grows by nodes.
 		for _, step := range []struct{ nads, pods int }{{100, 1000}, {1000, 1000}, {1000, 10000}} {
 			start := time.Now()
-			s.growTo(step.nads, step.pods, nodes)
+			s.growTo(step.nads, step.pods, podsPerNode)
 			b.Logf("cluster: %d NADs, %d pods (grown in %v)", s.nads, s.pods, time.Since(start).Round(time.Second))
 			r, _, stop := s.measureCaches(10)
 			stop()
@@ -264,21 +266,21 @@ func BenchmarkClusterScale(b *testing.B) {
 	}
 }
 
-// churn creates 1,000 pods on nodes without a cache (sim-100 and up) and 10
-// NADs, and reports what the running caches read meanwhile.
+// churn creates 1,000 pods on nodes without a cache (sim-100 to sim-109)
+// and 10 NADs, and reports what the running caches read meanwhile.
 func (s *scaleCluster) churn(counters []*apiCounter) {
 	s.b.Helper()
 	before := make([]int64, len(counters))
 	for i, c := range counters {
 		before[i] = c.bytes.Load()
 	}
-	s.growTo(s.nads+10, s.pods+1000, 1000) // pod i on sim-(i%1000): 900 of 1,000 on other nodes
+	s.growTo(s.nads+10, s.pods+1000, 100)
 	time.Sleep(2 * time.Second)
 	var total int64
 	for i, c := range counters {
 		total += c.bytes.Load() - before[i]
 	}
 	per := float64(total) / float64(len(counters)) / 1024
-	s.b.Logf("churn (10 NADs, 1,000 pods of which 100 on cached nodes): %.1f KiB read per node", per)
+	s.b.Logf("churn (10 NADs, 1,000 pods on other nodes): %.1f KiB read per node", per)
 	s.b.ReportMetric(per, "KiB-read-per-node-churn")
 }
