@@ -88,8 +88,10 @@ spec: {config: '{"cniVersion":"1.1.0","name":"net-a","plugins":[{"type":"cheap"}
 	return f
 }
 
-// call runs one command as plexusd's handler does; valid is GC's list.
-func (f *stateFixture) call(t *testing.T, command, id string, valid []types.GCAttachment) {
+// call runs one command as plexusd's handler does: with a netns unless
+// gone (containerd's second DEL, once the sandbox is removed); valid is
+// GC's list.
+func (f *stateFixture) call(t *testing.T, command, id string, gone bool, valid []types.GCAttachment) {
 	t.Helper()
 	conf := map[string]any{"cniVersion": "1.1.0", "name": "plexus", "type": "plexus",
 		"clusterNetwork": filepath.Join(f.dir, "default.conflist"), "cacheDir": f.cache,
@@ -104,11 +106,10 @@ func (f *stateFixture) call(t *testing.T, command, id string, valid []types.GCAt
 	env := map[string]string{"CNI_COMMAND": command, "CNI_PATH": f.dir}
 	if id != "" {
 		env["CNI_CONTAINERID"], env["CNI_IFNAME"] = id, "eth0"
-		env["CNI_NETNS"] = filepath.Join(f.dir, "netns")
 		env["CNI_ARGS"] = "K8S_POD_NAMESPACE=demo;K8S_POD_NAME=web;K8S_POD_UID=1234"
-	}
-	if command == "DEL" && id != "" && strings.HasSuffix(id, "5") {
-		delete(env, "CNI_NETNS") // containerd's second DEL, once the sandbox is gone
+		if !gone {
+			env["CNI_NETNS"] = filepath.Join(f.dir, "netns")
+		}
 	}
 	if r := f.o.Handle(context.Background(), &daemon.Call{Env: env, Stdin: stdin}); r.Failed {
 		t.Fatalf("%s %s failed: %s", command, id, r.Stdout)
@@ -161,12 +162,12 @@ func TestStateOnDiskStaysBounded(t *testing.T) {
 	peak := map[string]int{}
 	for i := range lifecycles {
 		id := fmt.Sprintf("c%06d", i)
-		f.call(t, "ADD", id, nil)
+		f.call(t, "ADD", id, false, nil)
 		if i%10 == 9 {
 			live = append(live, id) // its DEL never comes
 		} else {
-			f.call(t, "DEL", id, nil)
-			f.call(t, "DEL", id, nil)
+			f.call(t, "DEL", id, false, nil)
+			f.call(t, "DEL", id, true, nil)
 		}
 		if (i+1)%gcEvery == 0 || i == lifecycles-1 {
 			// The runtime still runs the newest few; the others are gone.
@@ -180,7 +181,7 @@ func TestStateOnDiskStaysBounded(t *testing.T) {
 			for dir, n := range f.files(t) {
 				peak[dir] = max(peak[dir], n)
 			}
-			f.call(t, "GC", "", valid)
+			f.call(t, "GC", "", false, valid)
 		}
 	}
 	got := f.files(t)
