@@ -27,6 +27,10 @@ type Cgroup struct {
 	done        sync.WaitGroup
 	mu          sync.Mutex
 	peakAnonKiB int64
+	// The memory processes had when added stays charged where it was
+	// (this kernel refuses memory.move_charge_at_immigrate): it is added
+	// to the peaks, and the limit leaves room for it.
+	baseAnonKiB, baseTotalKiB int64
 }
 
 // cgroupRoot is where cgroup v1 hierarchies are mounted.
@@ -70,15 +74,32 @@ func ownCgroup(controller string) (string, error) {
 // Add moves a process (and so its future children) into the group.
 func (c *Cgroup) Add(pid int) {
 	c.t.Helper()
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	harness.Must(c.t, err)
+	c.baseAnonKiB += statusKiB(status, "RssAnon:")
+	c.baseTotalKiB += statusKiB(status, "VmRSS:")
 	for _, d := range []string{c.mem, c.cpu} {
 		harness.Must(c.t, os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644))
 	}
 }
 
+// statusKiB is a "Key: N kB" line's N in /proc/PID/status.
+func statusKiB(status []byte, key string) int64 {
+	for _, line := range strings.Split(string(status), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == key {
+			n, _ := strconv.ParseInt(f[1], 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
 // LimitMemory sets the group's memory limit, as a container's
-// resources.limits.memory does.
+// resources.limits.memory does, less what its processes brought along
+// (charged elsewhere): call it after Add.
 func (c *Cgroup) LimitMemory(bytes int64) {
 	c.t.Helper()
+	bytes -= c.baseTotalKiB << 10
 	harness.Must(c.t, os.WriteFile(filepath.Join(c.mem, "memory.limit_in_bytes"), []byte(strconv.FormatInt(bytes, 10)), 0o644))
 }
 
@@ -114,8 +135,9 @@ func (c *Cgroup) Start() {
 type CgroupUsage struct {
 	PeakAnonMiB  float64 // anonymous memory (the heap, stacks), sampled
 	PeakTotalMiB float64 // the kernel's peak, page cache included
-	Failcnt      int64   // times the limit was hit
-	OOMKills     int64   // processes the kernel killed for the limit
+	// Both include what the processes had when added (an upper bound).
+	Failcnt  int64 // times the limit was hit
+	OOMKills int64 // processes the kernel killed for the limit
 }
 
 // Stop ends the sampling and reads the peaks.
@@ -123,8 +145,8 @@ func (c *Cgroup) Stop() CgroupUsage {
 	close(c.stop)
 	c.done.Wait()
 	u := CgroupUsage{
-		PeakAnonMiB:  float64(c.peakAnonKiB) / 1024,
-		PeakTotalMiB: float64(c.readInt(c.mem, "memory.max_usage_in_bytes")) / (1 << 20),
+		PeakAnonMiB:  float64(c.peakAnonKiB+c.baseAnonKiB) / 1024,
+		PeakTotalMiB: float64(c.readInt(c.mem, "memory.max_usage_in_bytes")+c.baseTotalKiB<<10) / (1 << 20),
 		Failcnt:      c.readInt(c.mem, "memory.failcnt"),
 	}
 	if data, err := os.ReadFile(filepath.Join(c.mem, "memory.oom_control")); err == nil {

@@ -64,8 +64,9 @@ type burst struct {
 
 // BenchmarkDensity fills the node: 110 pods (kubelet's default maxPods)
 // with 2 bridge selections each are created through the API at once, then
-// deleted at once, with the default network alone, plexus thin and plexus
-// thick. It reports the time until every pod is Running and until every
+// deleted at once, with the default network alone, plexus thin, plexus
+// thick, and plexus thick with the example extension's key on one
+// selection. It reports the time until every pod is Running and until every
 // pod is gone, plexus's per-pod ADD time (p50, p99, from its log lines'
 // elapsed), the CPU of containerd's group (containerd, its shims and
 // every CNI plugin it runs: thin plexus and its delegates) and of
@@ -81,13 +82,18 @@ func BenchmarkDensity(b *testing.B) {
 	n := Start(b, env, Options{Name: "node-density"})
 	runtime := NewCgroup(b, "plexus-containerd")
 	runtime.Add(n.containerd.Pid())
-	thin := n.PlexusWorld()
-	thick := n.PlexusWorld()
-	d := thick.StartDaemon("--node-name", n.Name, "--log-level", "info")
-	daemon := NewCgroup(b, "plexusd")
 	limit := thickMemoryLimit(b)
-	daemon.LimitMemory(limit)
-	daemon.Add(d.Pid())
+	thin := n.PlexusWorld()
+	thick, d, daemon := startLimitedDaemon(b, n, "plexusd", limit, nil)
+	// make build puts the example extensions beside the binaries.
+	mod := filepath.Join(os.Getenv("PLEXUS_BIN"), "extensions", "overrides.wasm")
+	if _, err := os.Stat(mod); err != nil {
+		b.Skipf("extension modules not built (make build): %v", err)
+	}
+	ext, dExt, daemonExt := startLimitedDaemon(b, n, "plexusd-ext", limit, func(w *harness.World) {
+		w.Set("extensions", map[string]any{"modules": []any{map[string]any{
+			"path": mod, "config": map[string]any{"allow": []string{"mtu"}}}}})
+	})
 	harness.Must(b, env.CreateNamespace(b.Context(), densityNS, nil))
 	for _, nad := range []string{"blue", "red"} {
 		harness.Must(b, kubeenv.CreateNAD(b.Context(), n.Dyn, densityNS, nad, thin.BridgeNADConfig(nad)))
@@ -97,25 +103,30 @@ func BenchmarkDensity(b *testing.B) {
 		install  func()
 		networks string
 		log      string
+		d        *harness.Daemon
+		cg       *Cgroup
 	}{
-		{"default", func() { n.InstallDefault(thin) }, "", ""},
-		{"thin", func() { n.InstallPlexus(thin) }, "blue,red", filepath.Join(thin.Dir, "plexus.log")},
-		{"thick", func() { n.InstallPlexus(thick) }, "blue,red", d.LogPath},
+		{"default", func() { n.InstallDefault(thin) }, "", "", d, daemon},
+		{"thin", func() { n.InstallPlexus(thin) }, "blue,red", filepath.Join(thin.Dir, "plexus.log"), d, daemon},
+		{"thick", func() { n.InstallPlexus(thick) }, "blue,red", d.LogPath, d, daemon},
+		// The example extension's key on one selection: plexusd then holds
+		// the extension's compiled module and instances too.
+		{"thick-extension", func() { n.InstallPlexus(ext) }, `[{"name":"blue","io.plexus.overrides":{"mtu":1400}},{"name":"red"}]`, dExt.LogPath, dExt, daemonExt},
 	}
 	// Per setup: every iteration's times and CPU, every ADD; reported as
 	// medians (ADDs: percentiles of all), memory as the highest peak.
 	running, gone, cpus, adds := map[string][]time.Duration{}, map[string][]time.Duration{}, map[string][]time.Duration{}, map[string][]time.Duration{}
-	var peak CgroupUsage
+	peaks := map[string]CgroupUsage{}
 	for i := range b.N {
 		for _, c := range configs {
 			c.install()
 			before := harness.HostVeths(b)
 			logStart := fileSize(c.log)
-			cpu0, dcpu0 := runtime.CPUSeconds(), daemon.CPUSeconds()
-			daemon.Start()
+			cpu0, dcpu0 := runtime.CPUSeconds(), c.cg.CPUSeconds()
+			c.cg.Start()
 			r := n.runBurst(fmt.Sprintf("%s-%d", c.name, i), pods, c.networks)
-			use := daemon.Stop()
-			cpu, dcpu := runtime.CPUSeconds()-cpu0, daemon.CPUSeconds()-dcpu0
+			use := c.cg.Stop()
+			cpu, dcpu := runtime.CPUSeconds()-cpu0, c.cg.CPUSeconds()-dcpu0
 			r.adds = addTimes(b, c.log, logStart)
 			b.Logf("%s: %d pods Running in %v, gone in %v; containerd's group %.1f s CPU, plexusd's %.1f s; plexusd peak anon %.1f MiB, total %.1f MiB, failcnt %d, OOM kills %d; %d ADDs p50 %v p99 %v",
 				c.name, pods, r.running, r.gone, cpu, dcpu, use.PeakAnonMiB, use.PeakTotalMiB, use.Failcnt, use.OOMKills, len(r.adds), percentile(r.adds, 50), percentile(r.adds, 99))
@@ -123,14 +134,13 @@ func BenchmarkDensity(b *testing.B) {
 			gone[c.name] = append(gone[c.name], r.gone)
 			cpus[c.name] = append(cpus[c.name], time.Duration((cpu+dcpu)*float64(time.Second)))
 			adds[c.name] = append(adds[c.name], r.adds...)
-			if c.name == "thick" {
-				peak.PeakAnonMiB = max(peak.PeakAnonMiB, use.PeakAnonMiB)
-				peak.PeakTotalMiB = max(peak.PeakTotalMiB, use.PeakTotalMiB)
-				if use.OOMKills > 0 || !d.Running() {
-					b.Errorf("plexusd was OOM-killed (%d) under deploy/thick's %d MiB limit", use.OOMKills, limit>>20)
-				}
+			p := peaks[c.name]
+			p.PeakAnonMiB, p.PeakTotalMiB = max(p.PeakAnonMiB, use.PeakAnonMiB), max(p.PeakTotalMiB, use.PeakTotalMiB)
+			peaks[c.name] = p
+			if use.OOMKills > 0 || !c.d.Running() {
+				b.Errorf("%s: plexusd was OOM-killed (%d) under deploy/thick's %d MiB limit", c.name, use.OOMKills, limit>>20)
 			}
-			for _, w := range []*harness.World{thin, thick} {
+			for _, w := range []*harness.World{thin, thick, ext} {
 				w.AssertNoLeaks(before)
 			}
 		}
@@ -143,9 +153,25 @@ func BenchmarkDensity(b *testing.B) {
 			b.ReportMetric(float64(percentile(adds[c.name], 50).Microseconds())/1000, "ms-add-p50-"+c.name)
 			b.ReportMetric(float64(percentile(adds[c.name], 99).Microseconds())/1000, "ms-add-p99-"+c.name)
 		}
+		if strings.HasPrefix(c.name, "thick") {
+			b.ReportMetric(peaks[c.name].PeakAnonMiB, "MiB-peak-anon-"+c.name)
+			b.ReportMetric(peaks[c.name].PeakTotalMiB, "MiB-peak-total-"+c.name)
+		}
 	}
-	b.ReportMetric(peak.PeakAnonMiB, "MiB-plexusd-peak-anon")
-	b.ReportMetric(peak.PeakTotalMiB, "MiB-plexusd-peak-total")
+}
+
+// startLimitedDaemon starts plexusd for a new World (set up by prepare
+// first, if given) in its own cgroup under limit.
+func startLimitedDaemon(b *testing.B, n *Node, name string, limit int64, prepare func(*harness.World)) (*harness.World, *harness.Daemon, *Cgroup) {
+	w := n.PlexusWorld()
+	if prepare != nil {
+		prepare(w)
+	}
+	d := w.StartDaemon("--node-name", n.Name, "--log-level", "info")
+	cg := NewCgroup(b, name)
+	cg.Add(d.Pid())
+	cg.LimitMemory(limit)
+	return w, d, cg
 }
 
 const densityNS = "density"
@@ -305,8 +331,8 @@ func TestBurstLeavesNothing(t *testing.T) {
 	thick := n.PlexusWorld()
 	d := thick.StartDaemon("--node-name", n.Name, "--log-level", "info")
 	limit := NewCgroup(t, "plexusd-burst")
-	limit.LimitMemory(thickMemoryLimit(t))
 	limit.Add(d.Pid())
+	limit.LimitMemory(thickMemoryLimit(t))
 	harness.Must(t, env.CreateNamespace(t.Context(), densityNS, nil))
 	for _, nad := range []string{"blue", "red"} {
 		harness.Must(t, kubeenv.CreateNAD(t.Context(), n.Dyn, densityNS, nad, thin.BridgeNADConfig(nad)))
