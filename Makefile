@@ -89,6 +89,9 @@ bench: build k8s-bins node-bins node-deps pause-image
 	PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 $(GO) test -run '^$$' -bench 'SandboxStart|PodStart' -benchtime 9x ./tests/node/
 	PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 $(GO) test -run '^$$' -bench DynamicAttach -benchtime 30x ./tests/node/
 	PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 $(GO) test -count=1 -v -run 'TestKubernetes/(Thick)?RequestCounts' ./tests/e2e/ | grep 'API requests'
+	PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 $(GO) test -run '^$$' -bench Density -benchtime 1x -timeout 40m -v ./tests/node/ | grep -E 'density_test|^Benchmark'
+	PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 $(GO) test -run '^$$' -bench ClusterScale -benchtime 1x -timeout 30m -v ./tests/bench/ | grep -E 'scale_test|^Benchmark'
+	PLEXUS_STATE_LIFECYCLES=10000 $(GO) test -count=1 -timeout 30m -v -run TestStateOnDiskStaysBounded ./internal/cniplugin/ | grep lifecycles
 
 ## lint: gofmt, go vet, staticcheck
 lint:

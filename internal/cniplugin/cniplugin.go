@@ -84,6 +84,7 @@ func ParseCommand(s string) (Command, error) {
 // parsed once by the caller; ADD's result is written to stdout in the
 // runtime's cniVersion.
 func (o Options) Run(ctx context.Context, conf *config.Config, cmd Command, a *skel.CmdArgs, stdout io.Writer) error {
+	start := time.Now()
 	log, closeLog, err := o.logger(conf)
 	if err != nil {
 		return types.NewError(types.ErrInvalidNetworkConfig, err.Error(), "")
@@ -105,7 +106,7 @@ func (o Options) Run(ctx context.Context, conf *config.Config, cmd Command, a *s
 		return types.NewError(types.ErrInvalidEnvironmentVariables, err.Error(), "")
 	}
 	p.Log = callLogger(log, cmd, a)
-	return dispatch(ctx, p, req, cmd, stdout)
+	return dispatch(ctx, p, req, cmd, stdout, start)
 }
 
 // callLogger names the call in every line: the command, and the container
@@ -129,33 +130,36 @@ func (o Options) logger(conf *config.Config) (*slog.Logger, func(), error) {
 	return openLog(conf)
 }
 
-func dispatch(ctx context.Context, p *pipeline.Pipeline, req *pipeline.Request, cmd Command, stdout io.Writer) error {
+// dispatch runs the command. Every outcome's log line carries the call's
+// time in plexus from start (its config read, its source built), which is
+// how operators and the density benchmark read per-pod ADD latency.
+func dispatch(ctx context.Context, p *pipeline.Pipeline, req *pipeline.Request, cmd Command, stdout io.Writer, start time.Time) error {
 	switch cmd {
 	case CmdAdd:
 		res, err := p.Add(ctx, req)
 		if err != nil {
-			p.Log.Error("ADD failed", "err", err)
+			p.Log.Error("ADD failed", "err", err, "elapsed", time.Since(start))
 			return err
 		}
-		p.Log.Info("ADD done")
+		p.Log.Info("ADD done", "elapsed", time.Since(start))
 		return res.PrintTo(stdout)
 	case CmdDel:
-		return logged(p, "DEL", p.Del(ctx, req))
+		return logged(p, "DEL", p.Del(ctx, req), start)
 	case CmdCheck:
-		return logged(p, "CHECK", p.Check(ctx, req))
+		return logged(p, "CHECK", p.Check(ctx, req), start)
 	case CmdGC:
-		return logged(p, "GC", p.GC(ctx, p.Config.ValidAttachments))
+		return logged(p, "GC", p.GC(ctx, p.Config.ValidAttachments), start)
 	default:
-		return logged(p, "STATUS", p.Status(ctx))
+		return logged(p, "STATUS", p.Status(ctx), start)
 	}
 }
 
-func logged(p *pipeline.Pipeline, what string, err error) error {
+func logged(p *pipeline.Pipeline, what string, err error, start time.Time) error {
 	if err != nil {
-		p.Log.Error(what+" failed", "err", err)
+		p.Log.Error(what+" failed", "err", err, "elapsed", time.Since(start))
 		return err
 	}
-	p.Log.Info(what + " done")
+	p.Log.Info(what+" done", "elapsed", time.Since(start))
 	return nil
 }
 

@@ -143,3 +143,13 @@ func (d *Daemon) Metric(name string, filters ...string) float64 {
 
 // Pid is plexusd's process id.
 func (d *Daemon) Pid() int { return d.cmd.Process.Pid }
+
+// Running reports whether plexusd has not exited (a crash, an OOM kill).
+func (d *Daemon) Running() bool {
+	select {
+	case <-d.exited:
+		return false
+	default:
+		return true
+	}
+}

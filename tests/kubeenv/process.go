@@ -90,6 +90,14 @@ func (p *Process) Running() bool {
 	}
 }
 
+// Pid is the running program's process ID, 0 when it is not running.
+func (p *Process) Pid() int {
+	if !p.Running() {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
 // Stop sends SIGTERM to the program, waits for its exit (SIGKILL to its
 // group after grace), then kills whatever is left in its process group.
 // SIGTERM goes to the program alone: its children still in the group (a

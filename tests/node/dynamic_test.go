@@ -326,15 +326,3 @@ func timeChange(b *testing.B, n *Node, ns, networks string, entries int) time.Du
 	return 0
 }
 
-func percentile(ds []time.Duration, p int) time.Duration {
-	s := append([]time.Duration(nil), ds...)
-	for i := range s {
-		for j := i + 1; j < len(s); j++ {
-			if s[j] < s[i] {
-				s[i], s[j] = s[j], s[i]
-			}
-		}
-	}
-	i := (len(s)*p + 99) / 100
-	return s[max(i-1, 0)]
-}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package cniplugin
+
+const raceDetector = false
