@@ -80,6 +80,7 @@ type Daemon struct {
 	noSource bool
 	synced   func() bool
 	stages   pipeline.Stages
+	pub      *publisher // network-status and events after the reply
 	closers  []func()
 }
 
@@ -145,7 +146,10 @@ func (d *Daemon) buildSource(ctx context.Context) error {
 		return err
 	}
 	c.Misses = func(kind string) { d.m.cacheMisses.WithLabelValues(kind).Inc() }
-	d.src, d.synced = countingSource{Source: c, m: d.m}, c.HasSynced
+	counted := countingSource{Source: c, m: d.m}
+	d.pub = newPublisher(counted, d.o.Log)
+	d.closers = append(d.closers, func() { d.pub.close(publishGrace) })
+	d.src, d.synced = asyncSource{Source: counted, pub: d.pub}, c.HasSynced
 	return nil
 }
 
@@ -217,7 +221,7 @@ func (d *Daemon) serve(ctx context.Context) error {
 			return err
 		}
 	}
-	srv := &daemon.Server{Handler: d.m.handler(d.block(d.options().Handle)), MaxParallel: d.o.MaxParallel, Ready: d.ready, Log: d.o.Log}
+	srv := &daemon.Server{Handler: d.m.handler(d.block(d.publishing(d.options().Handle))), MaxParallel: d.o.MaxParallel, Ready: d.ready, Log: d.o.Log}
 	d.o.Log.Info("plexusd serving", "socket", d.o.Socket, "node", d.o.NodeName)
 	err = srv.Serve(ctx, ln)
 	_ = os.Remove(d.o.Socket)
