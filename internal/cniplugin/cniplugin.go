@@ -44,9 +44,14 @@ type Options struct {
 	Log *slog.Logger
 	// WrapCNI, when set, wraps libcni (plexusd counts attachments).
 	WrapCNI func(libcni.CNI) libcni.CNI
+	// HandOffStages, without Stages, runs an ADD that configures a policy
+	// or extensions in StagesPlugin (the plexus binary).
+	HandOffStages bool
 
 	// parse replaces config.Parse in tests, which count the parses.
 	parse func([]byte) (*config.Config, error)
+	// stagesPath replaces StagesPlugin beside this binary in tests.
+	stagesPath string
 }
 
 // Command is a CNI command plexus runs.
