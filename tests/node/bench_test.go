@@ -31,7 +31,10 @@ func benchSetup(b *testing.B, name string) (*Node, []benchConfig) {
 	n := Start(b, env, Options{Name: name})
 	thin := n.PlexusWorld()
 	thick := n.PlexusWorld()
-	thick.StartDaemon("--node-name", n.Name)
+	// Log as deployed (info): the harness's debug level is for tests.
+	thin.Set("logLevel", "info")
+	thick.Set("logLevel", "info")
+	thick.StartDaemon("--node-name", n.Name, "--log-level", "info")
 	harness.Must(b, env.CreateNamespace(b.Context(), benchNS, nil))
 	for _, nad := range []string{"blue", "red", "green"} {
 		// On thin's bridges and leases; thick's pods use them too (the
