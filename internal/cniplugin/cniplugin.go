@@ -45,7 +45,7 @@ type Options struct {
 	// WrapCNI, when set, wraps libcni (plexusd counts attachments).
 	WrapCNI func(libcni.CNI) libcni.CNI
 	// HandOffStages, without Stages, runs an ADD that configures a policy
-	// or extensions in StagesPlugin (the plexus binary).
+	// or extensions in StagesPlugin (the plexus binary sets it).
 	HandOffStages bool
 
 	// parse replaces config.Parse in tests, which count the parses.
