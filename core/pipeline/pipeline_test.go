@@ -525,6 +525,23 @@ func TestDelWithoutRecordNamesTheDefaultNetwork(t *testing.T) {
 	}
 }
 
+// TestNullPodAnnotationsAreNoAnnotations: containerd passes null for a
+// sandbox without annotations; that is a pod without selections, which
+// needs no pod read.
+func TestNullPodAnnotationsAreNoAnnotations(t *testing.T) {
+	f := newFixture(t, "net-a")
+	f.req.RuntimeConfig = map[string]any{PodAnnotationsCapability: nil}
+	if _, err := f.p.Add(context.Background(), f.req); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"ADD default-net eth0"}; !reflect.DeepEqual(f.cni.calls, want) {
+		t.Errorf("calls %v, want %v", f.cni.calls, want)
+	}
+	if f.src.podReads != 0 || f.src.status == nil {
+		t.Errorf("%d pod reads, status %s; want none and a status", f.src.podReads, f.src.status)
+	}
+}
+
 // TestPodAnnotationsFromTheRuntime: with the runtime's pod annotations and
 // K8S_POD_UID, the selection comes from the runtime and the pod is not read,
 // unless something else needs the pod object.

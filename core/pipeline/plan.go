@@ -150,8 +150,13 @@ func (p *Pipeline) podFromRuntime(req *Request, ns, name string) *source.Pod {
 	return &source.Pod{Namespace: ns, Name: name, UID: uid, Annotations: ann}
 }
 
-// annotations checks the runtime's annotations: an object of strings.
+// annotations checks the runtime's annotations: an object of strings, or
+// null, which is how containerd passes a sandbox without annotations (no
+// selection, so nothing to read the pod for).
 func annotations(raw any) (map[string]string, error) {
+	if raw == nil {
+		return map[string]string{}, nil
+	}
 	m, ok := raw.(map[string]any)
 	if !ok {
 		return nil, fmt.Errorf("want an object of strings, got %T", raw)

@@ -49,9 +49,14 @@ type Options struct {
 	// Ignored, when set, is told every selection key an ADD ignores
 	// (plexusd counts them).
 	Ignored func(key string)
+	// HandOffStages, without Stages, runs an ADD that configures a policy
+	// or extensions in StagesPlugin (the plexus binary sets it).
+	HandOffStages bool
 
 	// parse replaces config.Parse in tests, which count the parses.
 	parse func([]byte) (*config.Config, error)
+	// stagesPath replaces StagesPlugin beside this binary in tests.
+	stagesPath string
 }
 
 // Command is a CNI command plexus runs.

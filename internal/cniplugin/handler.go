@@ -35,6 +35,10 @@ func Main(o Options, about string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if err := o.main(ctx, os.Environ(), os.Stdin, os.Stdout, os.Stderr, about); err != nil {
+		var handedOff exitStatus
+		if errors.As(err, &handedOff) {
+			return int(handedOff) // the stages plugin printed its error
+		}
 		_, _ = os.Stdout.Write(errorDocument(err))
 		return 1
 	}
@@ -63,6 +67,9 @@ func (o Options) main(ctx context.Context, environ []string, stdin io.Reader, st
 	}
 	if conf.DaemonSocket != "" {
 		return o.forward(ctx, conf, a, cmd)
+	}
+	if o.Stages == nil && o.HandOffStages && needsStages(cmd, conf) {
+		return o.handOff(ctx, environ, in, stdout, stderr)
 	}
 	return o.Run(ctx, conf, cmd, a, stdout)
 }

@@ -282,10 +282,7 @@ func (in *Installer) plexusConfig(def string, raw []byte) ([]byte, error) {
 	for k, v := range in.o.Extra {
 		plugin[k] = v
 	}
-	plugin["type"] = "plexus"
-	if in.o.PluginType != "" {
-		plugin["type"] = in.o.PluginType
-	}
+	plugin["type"] = in.pluginType()
 	plugin["clusterNetwork"] = def
 	if !in.o.ConfigOnly {
 		plugin["kubeconfig"] = in.o.Kubeconfig
@@ -392,4 +389,23 @@ func (in *Installer) writeImmediate(ours string, raw []byte) error {
 		in.o.Log.Info("wrote plexus's CNI config (s6.1.2: attachments wait for the default network)", "path", ours)
 	}
 	return err
+}
+
+// stagesPlugin is cniplugin.StagesPlugin: the plugin with the policy
+// engine and the extension host built in.
+const stagesPlugin = "plexus-stages"
+
+// pluginType is the config's "type": PluginType when set; the stages
+// plugin for a config with a policy or extensions when it is installed
+// (the plexus binary would hand every ADD to it); else plexus.
+func (in *Installer) pluginType() string {
+	if in.o.PluginType != "" {
+		return in.o.PluginType
+	}
+	_, policy := in.o.Extra["policy"]
+	_, extensions := in.o.Extra["extensions"]
+	if (policy || extensions) && slices.Contains(in.o.Binaries, stagesPlugin) {
+		return stagesPlugin
+	}
+	return "plexus"
 }

@@ -468,3 +468,37 @@ func TestConfigOnlyImmediateWritesBeforeTheDefaultNetwork(t *testing.T) {
 		t.Errorf("a config-only install must not name a kubeconfig:\n%s", b)
 	}
 }
+
+// A config with a policy or extensions names the stages plugin when it is
+// installed (plexus would hand every ADD to it); otherwise plexus.
+func TestConfigTypeIsTheStagesPluginForPolicyOrExtensions(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		extra    map[string]any
+		binaries []string
+		want     string
+	}{
+		{"no policy", map[string]any{"logLevel": "info"}, []string{"plexus", "plexus-stages"}, "plexus"},
+		{"policy", map[string]any{"policy": map[string]any{"paths": []string{"/p"}}}, []string{"plexus", "plexus-stages"}, "plexus-stages"},
+		{"extensions", map[string]any{"extensions": map[string]any{}}, []string{"plexus", "plexus-stages"}, "plexus-stages"},
+		{"policy, stages plugin not installed", map[string]any{"policy": map[string]any{}}, []string{"plexus"}, "plexus"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := newNode(t)
+			o := n.options()
+			o.Extra, o.Binaries = tc.extra, nil
+			for _, b := range tc.binaries {
+				n.write(filepath.Join(n.src, b), "#!"+b)
+				o.Binaries = append(o.Binaries, b)
+			}
+			in, err := New(o)
+			must(t, err)
+			n.writeDefault("10-flannel.conflist")
+			must(t, in.Reconcile(t.Context()))
+			list, _ := n.pluginConfig()
+			if got := list["plugins"].([]any)[0].(map[string]any)["type"]; got != tc.want {
+				t.Errorf("type %v, want %s", got, tc.want)
+			}
+		})
+	}
+}

@@ -81,6 +81,7 @@ type Daemon struct {
 	noSource bool
 	synced   func() bool
 	stages   pipeline.Stages
+	pub      *publisher // network-status and events after the reply
 	closers  []func()
 }
 
@@ -146,7 +147,10 @@ func (d *Daemon) buildSource(ctx context.Context) error {
 		return err
 	}
 	c.Misses = func(kind string) { d.m.cacheMisses.WithLabelValues(kind).Inc() }
-	d.src, d.synced, d.cache = countingSource{Source: c, m: d.m}, c.HasSynced, c
+	counted := countingSource{Source: c, m: d.m}
+	d.pub = newPublisher(counted, d.o.Log)
+	d.closers = append(d.closers, func() { d.pub.close(publishGrace) })
+	d.src, d.synced, d.cache = asyncSource{Source: counted, pub: d.pub}, c.HasSynced, c
 	return nil
 }
 
@@ -224,7 +228,7 @@ func (d *Daemon) serve(ctx context.Context) error {
 			return err
 		}
 	}
-	srv := &daemon.Server{Handler: d.m.handler(d.block(dynamic(d.options().Handle))), MaxParallel: d.o.MaxParallel, Ready: d.ready, Log: d.o.Log}
+	srv := &daemon.Server{Handler: d.m.handler(d.block(dynamic(d.publishing(d.options().Handle)))), MaxParallel: d.o.MaxParallel, Ready: d.ready, Log: d.o.Log}
 	d.o.Log.Info("plexusd serving", "socket", d.o.Socket, "node", d.o.NodeName)
 	err = srv.Serve(ctx, ln)
 	_ = os.Remove(d.o.Socket)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -129,10 +130,16 @@ func (s *suite) getPod(t *testing.T, namespace, name string) *corev1.Pod {
 	return p
 }
 
-// status reads the pod's network-status annotation (s5).
+// status reads the pod's network-status annotation (s5), waiting for it
+// to appear: plexusd publishes it after the ADD has answered. The wait is
+// a bound, not a measurement.
 func (s *suite) status(t *testing.T, namespace, name string) []harness.StatusEntry {
 	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
 	raw, ok := s.getPod(t, namespace, name).Annotations[statusAnnotation]
+	for ; !ok && time.Now().Before(deadline); raw, ok = s.getPod(t, namespace, name).Annotations[statusAnnotation] {
+		time.Sleep(20 * time.Millisecond)
+	}
 	if !ok {
 		t.Fatalf("pod %s/%s has no %s annotation", namespace, name, statusAnnotation)
 	}

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -50,10 +51,18 @@ var referencePlugins = []string{
 // Main builds the binaries and runs the tests; call it from TestMain.
 func Main(m *testing.M) int { return MainBuilding(m) }
 
+// plexusMains are plexus's binaries the tests run: the plugin, the plugin
+// with the optional stages (an ADD with a policy or extensions runs there),
+// plexusd and the shim.
+var plexusMains = []string{
+	"github.com/plexus-cni/plexus/cmd/plexus", "github.com/plexus-cni/plexus/cmd/plexus-stages",
+	"github.com/plexus-cni/plexus/cmd/plexusd", "github.com/plexus-cni/plexus/cmd/plexus-shim",
+}
+
 func build(dir string) error {
 	if pre := os.Getenv("PLEXUS_BIN"); pre != "" {
 		// make test builds once into bin/ and points the tests at it.
-		for _, f := range append([]string{"github.com/plexus-cni/plexus/cmd/plexus", "github.com/plexus-cni/plexus/cmd/plexusd", "github.com/plexus-cni/plexus/cmd/plexus-shim"}, referencePlugins...) {
+		for _, f := range append(slices.Clone(plexusMains), referencePlugins...) {
 			src := filepath.Join(pre, filepath.Base(f))
 			if err := os.Symlink(src, filepath.Join(dir, filepath.Base(f))); err != nil {
 				return err
@@ -61,7 +70,7 @@ func build(dir string) error {
 		}
 		return nil
 	}
-	args := append([]string{"build", "-o", dir + "/", "github.com/plexus-cni/plexus/cmd/plexus", "github.com/plexus-cni/plexus/cmd/plexusd", "github.com/plexus-cni/plexus/cmd/plexus-shim"}, referencePlugins...)
+	args := append(append([]string{"build", "-o", dir + "/"}, plexusMains...), referencePlugins...)
 	cmd := exec.Command("go", args...)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // static, as make build does
 	cmd.Stderr = os.Stderr

@@ -236,10 +236,16 @@ func (n *Node) GetPod(namespace, name string) *corev1.Pod {
 	return p
 }
 
-// NetworkStatus is the pod's network-status annotation (s5).
+// NetworkStatus is the pod's network-status annotation (s5), waited for:
+// plexusd publishes it after the ADD has answered, so it may appear just
+// after the pod runs. The wait is a bound, not a measurement.
 func (n *Node) NetworkStatus(namespace, name string) []harness.StatusEntry {
 	n.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
 	raw, ok := n.GetPod(namespace, name).Annotations[StatusAnnotation]
+	for ; !ok && time.Now().Before(deadline); raw, ok = n.GetPod(namespace, name).Annotations[StatusAnnotation] {
+		time.Sleep(20 * time.Millisecond)
+	}
 	if !ok {
 		n.t.Fatalf("pod %s/%s has no %s annotation", namespace, name, StatusAnnotation)
 	}
