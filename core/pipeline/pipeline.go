@@ -29,6 +29,9 @@ type Pipeline struct {
 	// nil: every DEL without a record detaches from libcni's cache.
 	Deleted *record.Tombstones
 	Locks   *lock.Locker
+	// Devices asks kubelet which devices a pod got, for NADs naming a
+	// resource; nil: such NADs fail the ADD.
+	Devices DeviceLister
 	// Log carries the call's "cmd", "container" (CNI_CONTAINERID) and
 	// "ifName" (CNI_IFNAME) when set; the pipeline's own lines add
 	// "interface" for an attachment's interface and never repeat those keys.

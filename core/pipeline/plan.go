@@ -224,6 +224,10 @@ func (p *Pipeline) planSelections(ctx context.Context, req *Request, pl *plan) e
 		r := nads[el.Ref()]
 		pl.attachments = append(pl.attachments, selectionAttachment(req, el, ifNames[i], r))
 	}
+	if err := p.assignDevices(ctx, pl, req.ContainerID); err != nil {
+		p.event(ctx, pl.pod, source.EventWarning, "NetworkDevicesUnavailable", err.Error())
+		return err
+	}
 	if err := p.authorize(ctx, pl); err != nil {
 		return err
 	}
@@ -339,9 +343,13 @@ func selectionAttachment(req *Request, el *selection.Element, ifName string, r *
 		Config:    r.resolved.Config,
 		CNIArgs:   delegateArgs(req.Args),
 	}
-	if len(el.IPs) > 0 || el.MAC != "" {
+	if len(el.IPs) > 0 || el.MAC != "" || el.InfinibandGUID != "" {
 		a.ConfigArgs = map[string]any{}
 		a.CapabilityArgs = map[string]any{}
+	}
+	if el.InfinibandGUID != "" {
+		a.ConfigArgs[selection.InfinibandGUIDKey] = el.InfinibandGUID
+		a.CapabilityArgs[InfinibandGUIDCapability] = el.InfinibandGUID
 	}
 	if len(el.IPs) > 0 {
 		a.ConfigArgs["ips"] = el.IPs
@@ -454,6 +462,7 @@ func (p *Pipeline) buildRecord(req *Request, pl *plan) error {
 		rec.Attachments = append(rec.Attachments, record.Attachment{
 			Name: a.Name, Default: a.Default, IfName: a.IfName, Config: list.Bytes,
 			CNIArgs: a.CNIArgs, CapabilityArgs: a.CapabilityArgs, State: record.Planned,
+			DeviceInfoFile: a.DeviceInfoFile,
 		})
 	}
 	pl.record = rec
@@ -469,6 +478,9 @@ func finalConfig(a *Attachment) (*libcni.NetworkConfigList, error) {
 	}
 	if err := c.InjectArgs(a.ConfigArgs); err != nil {
 		return nil, err
+	}
+	for k, v := range a.PluginKeys {
+		c.SetPluginKey(k, v)
 	}
 	return c.List()
 }

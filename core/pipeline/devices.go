@@ -1,0 +1,195 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/plexus-cni/plexus/core/devinfo"
+	"github.com/plexus-cni/plexus/core/names"
+	"github.com/plexus-cni/plexus/core/selection"
+	"github.com/plexus-cni/plexus/core/source"
+	"github.com/plexus-cni/plexus/core/status"
+)
+
+// ResourceNameAnnotation on a NAD names the device plugin resource whose
+// devices its attachments use (device-info spec s4.1).
+const ResourceNameAnnotation = "k8s.v1.cni.cncf.io/resourceName"
+
+// Capability names under which a delegate declares it takes these keys in
+// runtimeConfig.
+const (
+	DeviceIDCapability       = "deviceID"
+	InfinibandGUIDCapability = "infinibandGUID"
+)
+
+// PodDevices are the device IDs kubelet allocated to a pod's containers,
+// per resource name.
+type PodDevices map[string][]string
+
+// DeviceLister tells which devices kubelet allocated to a pod. The
+// pipeline asks at most once per ADD, and only for a pod with an
+// attachment whose NAD names a resource.
+type DeviceLister interface {
+	PodDevices(ctx context.Context, namespace, name string) (PodDevices, error)
+}
+
+// assignDevices gives every attachment of a NAD with a resource name its
+// own device of the pod's, in a stable order (device IDs sorted): an
+// element's requested deviceID first, the rest in selection order. A
+// requested deviceID on a NAD without a resource name passes through.
+func (p *Pipeline) assignDevices(ctx context.Context, pl *plan, containerID string) error {
+	byResource := map[string][]*Attachment{}
+	var resources []string
+	for _, a := range pl.attachments[1:] {
+		res := a.NAD.Annotations[ResourceNameAnnotation]
+		if res == "" {
+			if a.Selection.DeviceID != "" {
+				p.setDevice(a, a.Selection.DeviceID)
+			}
+			continue
+		}
+		if err := names.ResourceName("the NAD's "+ResourceNameAnnotation+" annotation", res); err != nil {
+			return newError(CodeDevices, pl.pod.Ref(), a.Name, err)
+		}
+		a.ResourceName = res
+		if _, seen := byResource[res]; !seen {
+			resources = append(resources, res)
+		}
+		byResource[res] = append(byResource[res], a)
+	}
+	if len(resources) == 0 {
+		return nil
+	}
+	if p.Devices == nil {
+		return newError(CodeDevices, pl.pod.Ref(), byResource[resources[0]][0].Name, fmt.Errorf("the NAD names resource %s, but plexus has no pod-resources client to ask kubelet for the pod's devices", resources[0]))
+	}
+	devs, err := p.Devices.PodDevices(ctx, pl.pod.Namespace, pl.pod.Name)
+	if err != nil {
+		return newError(CodeDevices, pl.pod.Ref(), "", fmt.Errorf("asking kubelet which devices the pod was allocated: %w", err))
+	}
+	for _, res := range resources {
+		if err := p.assignResource(pl, res, devs[res], byResource[res], containerID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// assignResource hands out one resource's devices to its attachments.
+func (p *Pipeline) assignResource(pl *plan, res string, allocated []string, atts []*Attachment, containerID string) error {
+	ids := slices.Clone(allocated)
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	for _, id := range ids {
+		if err := names.DeviceID("kubelet's device ID for "+res, id); err != nil {
+			return newError(CodeDevices, pl.pod.Ref(), atts[0].Name, err)
+		}
+	}
+	if len(ids) == 0 {
+		return newError(CodeDevices, pl.pod.Ref(), atts[0].Name, fmt.Errorf("resource %s: kubelet allocated no device of it to the pod, which has %d attachment(s) needing one; request it in a container's resources.limits", res, len(atts)))
+	}
+	used := map[string]*Attachment{}
+	for _, a := range atts {
+		want := a.Selection.DeviceID
+		if want == "" {
+			continue
+		}
+		if !slices.Contains(ids, want) {
+			return newError(CodeDevices, pl.pod.Ref(), a.Name, fmt.Errorf("selection element %d requests device %q of resource %s, which is not one of the pod's (%s)", a.Index, want, res, strings.Join(ids, ", ")))
+		}
+		if by, taken := used[want]; taken {
+			return newError(CodeDevices, pl.pod.Ref(), a.Name, fmt.Errorf("selection element %d requests device %q of resource %s, already requested by element %d", a.Index, want, res, by.Index))
+		}
+		used[want] = a
+	}
+	free := slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return used[id] != nil })
+	need := 0
+	for _, a := range atts {
+		if a.Selection.DeviceID == "" {
+			need++
+		}
+	}
+	if need > len(free) {
+		return newError(CodeDevices, pl.pod.Ref(), atts[0].Name, fmt.Errorf("resource %s: the pod was allocated %d device(s) (%s) but %d attachment(s) need one", res, len(ids), strings.Join(ids, ", "), len(atts)))
+	}
+	for _, a := range atts {
+		id := a.Selection.DeviceID
+		if id == "" {
+			id, free = free[0], free[1:]
+		}
+		if err := p.setDeviceInfo(a, res, id, containerID); err != nil {
+			return newError(CodeDevices, pl.pod.Ref(), a.Name, err)
+		}
+		p.setDevice(a, id)
+	}
+	return nil
+}
+
+// setDevice hands the device to the delegate: "deviceID" in every plugin's
+// config, and in runtimeConfig for plugins with the deviceID capability.
+func (p *Pipeline) setDevice(a *Attachment, id string) {
+	a.DeviceID = id
+	if a.PluginKeys == nil {
+		a.PluginKeys = map[string]any{}
+	}
+	a.PluginKeys[selection.DeviceIDKey] = id
+	capabilityArg(a, DeviceIDCapability, id)
+}
+
+// setDeviceInfo fixes the device-info spec's files for the attachment: the
+// device plugin's (s4.1), copied at attach time to the attachment's CNI
+// file (s4.2.1), whose path goes to delegates declaring the capability (s5.1.1).
+func (p *Pipeline) setDeviceInfo(a *Attachment, res, id, containerID string) error {
+	files := devinfo.Files{Dir: p.Config.DeviceInfoDir}
+	dp, err := files.DevicePluginFile(res, id)
+	if err != nil {
+		return err
+	}
+	cni, err := files.CNIFile(containerID, a.IfName)
+	if err != nil {
+		return err
+	}
+	a.DevicePluginFile, a.DeviceInfoFile = dp, cni
+	capabilityArg(a, devinfo.Capability, cni)
+	return nil
+}
+
+func capabilityArg(a *Attachment, key string, v any) {
+	if a.CapabilityArgs == nil {
+		a.CapabilityArgs = map[string]any{}
+	}
+	a.CapabilityArgs[key] = v
+}
+
+// prepareDeviceInfo writes the attachment's CNI device-info file just
+// before its delegate runs (s4.2.1); the record already names it, so a
+// failure from here on removes it.
+func prepareDeviceInfo(a *Attachment) error {
+	if a.DeviceInfoFile == "" {
+		return nil
+	}
+	if _, err := devinfo.Prepare(a.DevicePluginFile, a.DeviceInfoFile); err != nil {
+		return fmt.Errorf("device %s of %s: %w", a.DeviceID, a.ResourceName, err)
+	}
+	return nil
+}
+
+// addDeviceInfo puts the CNI device-info file's content, as the device
+// plugin or the delegate left it, in the status entry (s6.1.1). A file
+// that is not device-info is left out with a warning: the attachment
+// itself worked.
+func (p *Pipeline) addDeviceInfo(ctx context.Context, pl *plan, a *Attachment, e *status.Entry) {
+	if a.DeviceInfoFile == "" {
+		return
+	}
+	info, err := devinfo.Read(a.DeviceInfoFile)
+	if err != nil {
+		msg := fmt.Sprintf("network %s: device-info left out of %s: %v", a.Name, status.Annotation, err)
+		p.Log.Warn(msg)
+		p.event(ctx, pl.pod, source.EventWarning, "NetworkDeviceInfoInvalid", msg)
+		return
+	}
+	e.DeviceInfo = info
+}
