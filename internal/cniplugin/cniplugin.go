@@ -24,6 +24,7 @@ import (
 	"github.com/plexus-cni/plexus/core/source"
 	"github.com/plexus-cni/plexus/core/source/kube"
 	"github.com/plexus-cni/plexus/core/source/manifests"
+	"github.com/plexus-cni/plexus/internal/podresources"
 )
 
 // StageBuilder builds the optional stages from the config (policy,
@@ -44,6 +45,9 @@ type Options struct {
 	Log *slog.Logger
 	// WrapCNI, when set, wraps libcni (plexusd counts attachments).
 	WrapCNI func(libcni.CNI) libcni.CNI
+	// OnPodResourcesCall, when set, is told of every call to kubelet's
+	// pod-resources API (plexusd counts them).
+	OnPodResourcesCall func(method string)
 
 	// parse replaces config.Parse in tests, which count the parses.
 	parse func([]byte) (*config.Config, error)
@@ -179,6 +183,10 @@ func (o Options) build(ctx context.Context, conf *config.Config, a *skel.CmdArgs
 		log.Warn("source unavailable for DEL; continuing from the record", "err", err)
 	}
 	p.Source = src
+	if cmd == CmdAdd {
+		// Connects only when a NAD names a resource (pipeline.assignDevices).
+		p.Devices = &podresources.Client{Socket: conf.PodResourcesSocket, OnCall: o.OnPodResourcesCall}
+	}
 	cleanup := func() {}
 	if cmd == CmdAdd && o.Stages != nil {
 		st, closeStages, err := o.Stages(ctx, conf, log)

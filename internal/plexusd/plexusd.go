@@ -188,6 +188,9 @@ func (d *Daemon) options() cniplugin.Options {
 		},
 		Log:     d.o.Log,
 		WrapCNI: func(c libcni.CNI) libcni.CNI { return countingCNI{CNI: c, m: d.m} },
+		OnPodResourcesCall: func(method string) {
+			d.m.podResources.WithLabelValues(method).Inc()
+		},
 	}
 	switch {
 	case d.src != nil:
