@@ -53,7 +53,9 @@ func startDevicePlugin(t *testing.T, n *Node, resource, infoDir string, ids ...s
 		harness.Must(t, os.MkdirAll(filepath.Dir(dp), 0o755))
 		harness.Must(t, os.WriteFile(dp, []byte(info), 0o644))
 	}
-	dir := filepath.Join(n.Dir, "kubelet", "device-plugins")
+	// kubelet's device manager serves at a fixed path, not under its
+	// root directory (pluginapi.KubeletSocket); host.go restores it.
+	dir := pluginapi.DevicePluginPath
 	sock := filepath.Join(dir, "plexus-test.sock")
 	_ = os.Remove(sock)
 	lis, err := net.Listen("unix", sock)
