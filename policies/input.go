@@ -202,7 +202,11 @@ func deviceInput(a *pipeline.Attachment) any {
 	if a.ResourceName == "" && a.DeviceID == "" {
 		return nil
 	}
-	return map[string]any{"resourceName": a.ResourceName, "deviceID": a.DeviceID}
+	d := map[string]any{"resourceName": a.ResourceName, "deviceID": a.DeviceID}
+	if a.ResourceClaim != "" {
+		d["resourceClaim"], d["driver"] = a.ResourceClaim, a.Driver
+	}
+	return d
 }
 
 // stringMap never returns nil, so a policy may index labels and annotations

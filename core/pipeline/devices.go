@@ -42,8 +42,20 @@ type DeviceLister interface {
 func (p *Pipeline) assignDevices(ctx context.Context, pl *plan, containerID string) error {
 	byResource := map[string][]*Attachment{}
 	var resources []string
+	byClaim := map[string][]*Attachment{}
+	var claims []string
 	for _, a := range pl.attachments[1:] {
 		res := a.NAD.Annotations[ResourceNameAnnotation]
+		if ref, ok := a.NAD.Annotations[ResourceClaimAnnotation]; ok {
+			if res != "" {
+				return newError(CodeDevices, pl.pod.Ref(), a.Name, fmt.Errorf("the NAD names both a resource (%s) and a resource claim (%s): choose one", ResourceNameAnnotation, ResourceClaimAnnotation))
+			}
+			if _, seen := byClaim[ref]; !seen {
+				claims = append(claims, ref)
+			}
+			byClaim[ref] = append(byClaim[ref], a)
+			continue
+		}
 		if res == "" {
 			if a.Selection.DeviceID != "" {
 				p.setDevice(a, a.Selection.DeviceID)
@@ -59,6 +71,11 @@ func (p *Pipeline) assignDevices(ctx context.Context, pl *plan, containerID stri
 		}
 		byResource[res] = append(byResource[res], a)
 	}
+	for _, ref := range claims {
+		if err := p.assignClaim(ctx, pl, ref, byClaim[ref], containerID); err != nil {
+			return err
+		}
+	}
 	if len(resources) == 0 {
 		return nil
 	}
@@ -70,25 +87,33 @@ func (p *Pipeline) assignDevices(ctx context.Context, pl *plan, containerID stri
 		return newError(CodeDevices, pl.pod.Ref(), "", fmt.Errorf("asking kubelet which devices the pod was allocated: %w", err))
 	}
 	for _, res := range resources {
-		if err := p.assignResource(pl, res, devs[res], byResource[res], containerID); err != nil {
+		ids, err := p.assign(pl, "resource "+res, devs[res], byResource[res])
+		if err != nil {
 			return err
+		}
+		for i, a := range byResource[res] {
+			if err := p.setDeviceInfo(a, res, ids[i], containerID); err != nil {
+				return newError(CodeDevices, pl.pod.Ref(), a.Name, err)
+			}
+			p.setDevice(a, ids[i])
 		}
 	}
 	return nil
 }
 
-// assignResource hands out one resource's devices to its attachments.
-func (p *Pipeline) assignResource(pl *plan, res string, allocated []string, atts []*Attachment, containerID string) error {
+// assign hands out the devices of one resource or claim (what) to its
+// attachments and returns each one's device ID, in atts' order.
+func (p *Pipeline) assign(pl *plan, what string, allocated []string, atts []*Attachment) ([]string, error) {
 	ids := slices.Clone(allocated)
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
 	for _, id := range ids {
-		if err := names.DeviceID("kubelet's device ID for "+res, id); err != nil {
-			return newError(CodeDevices, pl.pod.Ref(), atts[0].Name, err)
+		if err := names.DeviceID("the device ID of "+what, id); err != nil {
+			return nil, newError(CodeDevices, pl.pod.Ref(), atts[0].Name, err)
 		}
 	}
 	if len(ids) == 0 {
-		return newError(CodeDevices, pl.pod.Ref(), atts[0].Name, fmt.Errorf("resource %s: kubelet allocated no device of it to the pod, which has %d attachment(s) needing one; request it in a container's resources.limits", res, len(atts)))
+		return nil, newError(CodeDevices, pl.pod.Ref(), atts[0].Name, fmt.Errorf("%s: no device of it is allocated to the pod, which has %d attachment(s) needing one%s", what, len(atts), noDeviceHint(what)))
 	}
 	used := map[string]*Attachment{}
 	for _, a := range atts {
@@ -97,10 +122,10 @@ func (p *Pipeline) assignResource(pl *plan, res string, allocated []string, atts
 			continue
 		}
 		if !slices.Contains(ids, want) {
-			return newError(CodeDevices, pl.pod.Ref(), a.Name, fmt.Errorf("selection element %d requests device %q of resource %s, which is not one of the pod's (%s)", a.Index, want, res, strings.Join(ids, ", ")))
+			return nil, newError(CodeDevices, pl.pod.Ref(), a.Name, fmt.Errorf("selection element %d requests device %q of %s, which is not one of the pod's (%s)", a.Index, want, what, strings.Join(ids, ", ")))
 		}
 		if by, taken := used[want]; taken {
-			return newError(CodeDevices, pl.pod.Ref(), a.Name, fmt.Errorf("selection element %d requests device %q of resource %s, already requested by element %d", a.Index, want, res, by.Index))
+			return nil, newError(CodeDevices, pl.pod.Ref(), a.Name, fmt.Errorf("selection element %d requests device %q of %s, already requested by element %d", a.Index, want, what, by.Index))
 		}
 		used[want] = a
 	}
@@ -112,19 +137,23 @@ func (p *Pipeline) assignResource(pl *plan, res string, allocated []string, atts
 		}
 	}
 	if need > len(free) {
-		return newError(CodeDevices, pl.pod.Ref(), atts[0].Name, fmt.Errorf("resource %s: the pod was allocated %d device(s) (%s) but %d attachment(s) need one", res, len(ids), strings.Join(ids, ", "), len(atts)))
+		return nil, newError(CodeDevices, pl.pod.Ref(), atts[0].Name, fmt.Errorf("%s: the pod was allocated %d device(s) (%s) but %d attachment(s) need one", what, len(ids), strings.Join(ids, ", "), len(atts)))
 	}
-	for _, a := range atts {
-		id := a.Selection.DeviceID
-		if id == "" {
-			id, free = free[0], free[1:]
+	out := make([]string, len(atts))
+	for i, a := range atts {
+		out[i] = a.Selection.DeviceID
+		if out[i] == "" {
+			out[i], free = free[0], free[1:]
 		}
-		if err := p.setDeviceInfo(a, res, id, containerID); err != nil {
-			return newError(CodeDevices, pl.pod.Ref(), a.Name, err)
-		}
-		p.setDevice(a, id)
 	}
-	return nil
+	return out, nil
+}
+
+func noDeviceHint(what string) string {
+	if strings.HasPrefix(what, "resource ") {
+		return "; request it in a container's resources.limits"
+	}
+	return ""
 }
 
 // setDevice hands the device to the delegate: "deviceID" in every plugin's
@@ -169,6 +198,10 @@ func capabilityArg(a *Attachment, key string, v any) {
 func prepareDeviceInfo(a *Attachment) error {
 	if a.DeviceInfoFile == "" {
 		return nil
+	}
+	if a.DevicePluginFile == "" {
+		// A claim's device: no device plugin file; the delegate may write one.
+		return devinfo.Remove(a.DeviceInfoFile)
 	}
 	if _, err := devinfo.Prepare(a.DevicePluginFile, a.DeviceInfoFile); err != nil {
 		return fmt.Errorf("device %s of %s: %w", a.DeviceID, a.ResourceName, err)

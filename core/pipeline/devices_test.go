@@ -15,6 +15,7 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 
 	"github.com/plexus-cni/plexus/core/devinfo"
+	"github.com/plexus-cni/plexus/core/source"
 	"github.com/plexus-cni/plexus/core/status"
 )
 
@@ -250,4 +251,94 @@ func compact(raw json.RawMessage) string {
 		return "invalid: " + string(raw)
 	}
 	return b.String()
+}
+
+// claimSource is fakeSource reading ResourceClaims too.
+type claimSource struct {
+	*fakeSource
+	claims map[string]*source.ResourceClaim
+	reads  int
+}
+
+func (s *claimSource) ResourceClaim(_ context.Context, ns, name string) (*source.ResourceClaim, error) {
+	s.reads++
+	if c, ok := s.claims[ns+"/"+name]; ok {
+		return c, nil
+	}
+	return nil, source.NotFound("ResourceClaim", ns, name)
+}
+
+func claimFixture(t *testing.T, networks, annotation string, podClaims map[string]string, claim *source.ResourceClaim) (*fixture, *claimSource, *perIfCNI) {
+	t.Helper()
+	f, _, c, _ := deviceFixture(t, networks, nil)
+	f.src.nads["demo/sriov"].Annotations = map[string]string{ResourceClaimAnnotation: annotation}
+	f.src.pods["demo/web"].ResourceClaims = podClaims
+	cs := &claimSource{fakeSource: f.src, claims: map[string]*source.ResourceClaim{}}
+	if claim != nil {
+		cs.claims["demo/"+claim.Name] = claim
+	}
+	f.p.Source = cs
+	return f, cs, c
+}
+
+func TestClaimDevicesGoToTheAttachments(t *testing.T) {
+	claim := &source.ResourceClaim{Namespace: "demo", Name: "web-nics-x7", ReservedFor: []string{"u1"}, Devices: []source.ClaimDevice{
+		{Request: "nic", Driver: "net.example.com", Pool: "node-1", Device: "vf-1"},
+		{Request: "nic", Driver: "net.example.com", Pool: "node-1", Device: "vf-0"},
+		{Request: "gpu", Driver: "gpu.example.com", Pool: "node-1", Device: "gpu-0"},
+	}}
+	f, cs, c := claimFixture(t, "sriov,sriov", "nics/nic", map[string]string{"nics": "web-nics-x7"}, claim)
+	if _, err := f.p.Add(context.Background(), f.req); err != nil {
+		t.Fatal(err)
+	}
+	if cs.reads != 1 {
+		t.Errorf("%d ResourceClaim reads, want 1", cs.reads)
+	}
+	if c.rt["net1"].CapabilityArgs["deviceID"] != "vf-0" || c.rt["net2"].CapabilityArgs["deviceID"] != "vf-1" {
+		t.Errorf("net1 %v, net2 %v", c.rt["net1"].CapabilityArgs, c.rt["net2"].CapabilityArgs)
+	}
+	if got := pluginDeviceIDs(t, c.conf["net2"]); got[0] != "vf-1" {
+		t.Errorf("config deviceID %v", got)
+	}
+}
+
+func TestClaimErrorsAttachNothing(t *testing.T) {
+	reserved := func(uid string, devs ...string) *source.ResourceClaim {
+		c := &source.ResourceClaim{Namespace: "demo", Name: "claim-1", ReservedFor: []string{uid}}
+		for _, d := range devs {
+			c.Devices = append(c.Devices, source.ClaimDevice{Request: "nic", Driver: "net.example.com", Pool: "p", Device: d})
+		}
+		return c
+	}
+	tests := []struct {
+		name, networks, annotation string
+		podClaims                  map[string]string
+		claim                      *source.ResourceClaim
+		want                       []string
+	}{
+		{"claim not the pod's", "sriov", "other", map[string]string{"nics": "claim-1"}, reserved("u1", "vf-0"), []string{`"other"`, "does not have", "nics"}},
+		{"claim not generated yet", "sriov", "nics", map[string]string{"nics": ""}, nil, []string{"no ResourceClaim yet"}},
+		{"claim reserved for another pod", "sriov", "nics", map[string]string{"nics": "claim-1"}, reserved("u2", "vf-0"), []string{"not reserved for this pod"}},
+		{"fewer devices than selections", "sriov,sriov", "nics", map[string]string{"nics": "claim-1"}, reserved("u1", "vf-0"), []string{"allocated 1 device(s)", "2 attachment(s)"}},
+		{"claim missing", "sriov", "nics", map[string]string{"nics": "claim-1"}, nil, []string{"ResourceClaim demo/claim-1", "not found"}},
+		{"invalid reference", "sriov", "../x", map[string]string{}, nil, []string{"DNS-1123"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, _, _ := claimFixture(t, tt.networks, tt.annotation, tt.podClaims, tt.claim)
+			_, err := f.p.Add(context.Background(), f.req)
+			var te *types.Error
+			if !errors.As(err, &te) || te.Code != CodeDevices {
+				t.Fatalf("want CNI error %d, got %v", CodeDevices, err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(te.Msg, w) {
+					t.Errorf("error %q should mention %q", te.Msg, w)
+				}
+			}
+			if len(f.cni.calls) != 0 {
+				t.Errorf("delegates ran: %v", f.cni.calls)
+			}
+		})
+	}
 }

@@ -47,6 +47,10 @@ type Attachment struct {
 	// the pod, or the selection's deviceID. Set before authorization.
 	ResourceName string
 	DeviceID     string
+	// ResourceClaim and Driver are the ResourceClaim and DRA driver of a
+	// device allocated through a claim of the pod (ResourceClaimAnnotation).
+	ResourceClaim string
+	Driver        string
 	// DevicePluginFile and DeviceInfoFile are the device-info spec's files
 	// for a device of ResourceName (s4.1, s4.2); empty without one.
 	DevicePluginFile string
