@@ -79,12 +79,15 @@ func (d *devicesWorld) podRequesting(name, networks string, count int64) *corev1
 	return p
 }
 
-// podResourcesCalls is kubelet's count of pod-resources API requests.
-func (d *devicesWorld) podResourcesCalls(t *testing.T) float64 {
+// podResourcesCalls is kubelet's count of pod-resources API requests, all
+// and Get's.
+func (d *devicesWorld) podResourcesCalls(t *testing.T) (all, get float64) {
 	t.Helper()
-	v, err := d.n.KubeletMetric(t.Context(), "pod_resources_endpoint_requests_total")
+	all, err := d.n.KubeletMetric(t.Context(), "kubelet_pod_resources_endpoint_requests_total")
 	harness.Must(t, err)
-	return v
+	get, err = d.n.KubeletMetric(t.Context(), "kubelet_pod_resources_endpoint_requests_get")
+	harness.Must(t, err)
+	return all, get
 }
 
 // assertDevicesOnHost checks every device link is back in the host's
@@ -124,11 +127,12 @@ func TestDevicePluginNetworks(t *testing.T) {
 	t.Run("two devices selected twice", func(t *testing.T) {
 		n := n.With(t)
 		before := harness.HostVeths(t)
-		calls := d.podResourcesCalls(t)
+		all, get := d.podResourcesCalls(t)
 		n.CreatePod(d.podRequesting("two", "sriov,sriov", 2))
 		pod := n.WaitRunning(d.ns, "two")
-		if got := d.podResourcesCalls(t) - calls; got != 1 {
-			t.Errorf("%v pod-resources calls for one ADD, want 1", got)
+		all2, get2 := d.podResourcesCalls(t)
+		if all2-all != 1 || get2-get != 1 {
+			t.Errorf("%v pod-resources calls (%v Get) for one ADD, want 1 Get", all2-all, get2-get)
 		}
 		adds := d.adds(t)
 		if len(adds) != 2 {
@@ -177,6 +181,17 @@ func TestDevicePluginNetworks(t *testing.T) {
 		n.DeletePod(d.ns, "two")
 		d.assertDevicesOnHost(t)
 		d.w.AssertNoLeaks(before)
+	})
+
+	t.Run("no device networks, no pod-resources call", func(t *testing.T) {
+		n := n.With(t)
+		all, _ := d.podResourcesCalls(t)
+		n.CreatePod(d.podRequesting("plain", "", 1))
+		n.WaitRunning(d.ns, "plain")
+		if all2, _ := d.podResourcesCalls(t); all2 != all {
+			t.Errorf("%v pod-resources calls for a pod without device networks", all2-all)
+		}
+		n.DeletePod(d.ns, "plain")
 	})
 
 	failing := []struct {
