@@ -24,8 +24,7 @@ const (
 	CodeClusterNetwork     uint = 112 // the cluster-wide default network cannot be loaded (s6)
 	CodeGarbageCollection  uint = 113 // GC could not finish
 	CodeDefaultNotReady    uint = 114 // STATUS: the default network's delegates are not ready
-	// 115 is the shim's: plexusd unreachable (internal/shim).
-	CodeDevices            uint = 116 // the pod's devices could not be found or do not suffice
+	CodeDevices            uint = 116 // the pod's devices could not be found or do not suffice (115 is internal/shim's)
 	CodeInvalidEnvironment uint = 4   // CNI's own code for bad CNI_* variables
 )
 
