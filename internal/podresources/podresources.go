@@ -81,7 +81,7 @@ func (c *Client) get(ctx context.Context, api podresourcesv1.PodResourcesListerC
 		return nil, err
 	}
 	if resp.GetPodResources() == nil {
-		return nil, fmt.Errorf("Get: no resources for pod %s/%s", namespace, name)
+		return nil, fmt.Errorf("kubelet's Get returned no resources for pod %s/%s", namespace, name)
 	}
 	return resp.GetPodResources(), nil
 }
@@ -97,7 +97,7 @@ func (c *Client) list(ctx context.Context, api podresourcesv1.PodResourcesLister
 			return pr, nil
 		}
 	}
-	return nil, fmt.Errorf("List: kubelet reports no pod %s/%s", namespace, name)
+	return nil, fmt.Errorf("kubelet's List reports no pod %s/%s", namespace, name)
 }
 
 func (c *Client) count(method string) {
