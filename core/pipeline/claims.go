@@ -59,7 +59,7 @@ func (p *Pipeline) assignClaim(ctx context.Context, pl *plan, ref string, atts [
 		}
 		a.DeviceInfoFile = cni
 		capabilityArg(a, devinfo.Capability, cni)
-		p.setDevice(a, assigned[i])
+		setDevice(a, assigned[i])
 	}
 	return nil
 }

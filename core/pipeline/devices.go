@@ -37,68 +37,84 @@ type DeviceLister interface {
 
 // assignDevices gives every attachment of a NAD with a resource name its
 // own device of the pod's, in a stable order (device IDs sorted): an
-// element's requested deviceID first, the rest in selection order. A
-// requested deviceID on a NAD without a resource name passes through.
+// element's requested deviceID first, the rest in selection order. NADs
+// naming a claim of the pod get its devices the same way (claims.go). A
+// requested deviceID on a NAD with neither passes through.
 func (p *Pipeline) assignDevices(ctx context.Context, pl *plan, containerID string) error {
-	byResource := map[string][]*Attachment{}
-	var resources []string
-	byClaim := map[string][]*Attachment{}
-	var claims []string
-	for _, a := range pl.attachments[1:] {
-		res := a.NAD.Annotations[ResourceNameAnnotation]
-		if ref, ok := a.NAD.Annotations[ResourceClaimAnnotation]; ok {
-			if res != "" {
-				return newError(CodeDevices, pl.pod.Ref(), a.Name, fmt.Errorf("the NAD names both a resource (%s) and a resource claim (%s): choose one", ResourceNameAnnotation, ResourceClaimAnnotation))
-			}
-			if _, seen := byClaim[ref]; !seen {
-				claims = append(claims, ref)
-			}
-			byClaim[ref] = append(byClaim[ref], a)
-			continue
-		}
-		if res == "" {
-			if a.Selection.DeviceID != "" {
-				p.setDevice(a, a.Selection.DeviceID)
-			}
-			continue
-		}
-		if err := names.ResourceName("the NAD's "+ResourceNameAnnotation+" annotation", res); err != nil {
-			return newError(CodeDevices, pl.pod.Ref(), a.Name, err)
-		}
-		a.ResourceName = res
-		if _, seen := byResource[res]; !seen {
-			resources = append(resources, res)
-		}
-		byResource[res] = append(byResource[res], a)
+	resources, claims, err := groupDeviceNADs(pl)
+	if err != nil {
+		return err
 	}
-	for _, ref := range claims {
-		if err := p.assignClaim(ctx, pl, ref, byClaim[ref], containerID); err != nil {
+	for _, ref := range claims.order {
+		if err := p.assignClaim(ctx, pl, ref, claims.by[ref], containerID); err != nil {
 			return err
 		}
 	}
-	if len(resources) == 0 {
+	if len(resources.order) == 0 {
 		return nil
 	}
 	if p.Devices == nil {
-		return newError(CodeDevices, pl.pod.Ref(), byResource[resources[0]][0].Name, fmt.Errorf("the NAD names resource %s, but plexus has no pod-resources client to ask kubelet for the pod's devices", resources[0]))
+		return newError(CodeDevices, pl.pod.Ref(), "", fmt.Errorf("NADs name resource %s, but plexus has no pod-resources client to ask kubelet for the pod's devices", resources.order[0]))
 	}
 	devs, err := p.Devices.PodDevices(ctx, pl.pod.Namespace, pl.pod.Name)
 	if err != nil {
 		return newError(CodeDevices, pl.pod.Ref(), "", fmt.Errorf("asking kubelet which devices the pod was allocated: %w", err))
 	}
-	for _, res := range resources {
-		ids, err := p.assign(pl, "resource "+res, devs[res], byResource[res])
+	for _, res := range resources.order {
+		atts := resources.by[res]
+		ids, err := p.assign(pl, "resource "+res, devs[res], atts)
 		if err != nil {
 			return err
 		}
-		for i, a := range byResource[res] {
+		for i, a := range atts {
 			if err := p.setDeviceInfo(a, res, ids[i], containerID); err != nil {
 				return newError(CodeDevices, pl.pod.Ref(), a.Name, err)
 			}
-			p.setDevice(a, ids[i])
+			setDevice(a, ids[i])
 		}
 	}
 	return nil
+}
+
+// deviceGroup is attachments by resource name or claim, in first-seen order.
+type deviceGroup struct {
+	order []string
+	by    map[string][]*Attachment
+}
+
+func (g *deviceGroup) add(key string, a *Attachment) {
+	if g.by == nil {
+		g.by = map[string][]*Attachment{}
+	}
+	if _, seen := g.by[key]; !seen {
+		g.order = append(g.order, key)
+	}
+	g.by[key] = append(g.by[key], a)
+}
+
+// groupDeviceNADs sorts the secondary attachments by the resource or
+// claim their NAD names, validating resource names; a plain NAD's
+// requested deviceID is handed on as it is.
+func groupDeviceNADs(pl *plan) (resources, claims deviceGroup, err error) {
+	for _, a := range pl.attachments[1:] {
+		res := a.NAD.Annotations[ResourceNameAnnotation]
+		ref, isClaim := a.NAD.Annotations[ResourceClaimAnnotation]
+		switch {
+		case isClaim && res != "":
+			return resources, claims, newError(CodeDevices, pl.pod.Ref(), a.Name, fmt.Errorf("the NAD names both a resource (%s) and a resource claim (%s): choose one", ResourceNameAnnotation, ResourceClaimAnnotation))
+		case isClaim:
+			claims.add(ref, a)
+		case res != "":
+			if err := names.ResourceName("the NAD's "+ResourceNameAnnotation+" annotation", res); err != nil {
+				return resources, claims, newError(CodeDevices, pl.pod.Ref(), a.Name, err)
+			}
+			a.ResourceName = res
+			resources.add(res, a)
+		case a.Selection.DeviceID != "":
+			setDevice(a, a.Selection.DeviceID)
+		}
+	}
+	return resources, claims, nil
 }
 
 // assign hands out the devices of one resource or claim (what) to its
@@ -158,7 +174,7 @@ func noDeviceHint(what string) string {
 
 // setDevice hands the device to the delegate: "deviceID" in every plugin's
 // config, and in runtimeConfig for plugins with the deviceID capability.
-func (p *Pipeline) setDevice(a *Attachment, id string) {
+func setDevice(a *Attachment, id string) {
 	a.DeviceID = id
 	if a.PluginKeys == nil {
 		a.PluginKeys = map[string]any{}
