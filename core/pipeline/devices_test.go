@@ -106,6 +106,10 @@ func TestEachAttachmentOfAResourceGetsItsOwnDevice(t *testing.T) {
 	if fd.calls != 1 {
 		t.Errorf("%d pod-resources calls, want 1", fd.calls)
 	}
+	// Devices cost no API request: the pod once, each distinct NAD once.
+	if f.src.podReads != 1 || f.src.nadReads != 2 {
+		t.Errorf("%d pod reads, %d NAD reads; want 1 and 2", f.src.podReads, f.src.nadReads)
+	}
 	for ifName, want := range map[string]string{"net1": "dev-a", "net3": "dev-b"} {
 		if got := pluginDeviceIDs(t, c.conf[ifName]); !reflect.DeepEqual(got, []any{want, want}) {
 			t.Errorf("%s: plugins' deviceID %v, want %s in each", ifName, got, want)
