@@ -215,6 +215,43 @@ func TestDevicePluginNetworks(t *testing.T) {
 		n.InstallPlexus(d.w)
 		d.failsWithNothingAttached(t, n, "no-socket", "sriov", 1, []string{"no-kubelet.sock", "does not exist"})
 	})
+
+	// Thick mode, last (its shim config stays installed): plexusd asks
+	// kubelet once per ADD (its own metric and kubelet's agree), with the
+	// pod and NADs from its informer caches.
+	t.Run("thick", func(t *testing.T) {
+		n := n.With(t)
+		w := n.PlexusWorld()
+		w.Set("deviceInfoDir", d.infoDir)
+		w.Set("podResourcesSocket", d.w.Plexus["podResourcesSocket"])
+		daemon := w.StartDaemon("--node-name", n.Name)
+		defer logOnFailure(t, daemon)
+		n.InstallPlexus(w)
+		before := harness.HostVeths(t)
+		adds := len(d.adds(t))
+		all, get := d.podResourcesCalls(t)
+		n.CreatePod(d.podRequesting("thick", "sriov,sriov", 2))
+		n.WaitRunning(d.ns, "thick")
+		all2, get2 := d.podResourcesCalls(t)
+		if all2-all != 1 || get2-get != 1 {
+			t.Errorf("%v pod-resources calls (%v Get) for one ADD, want 1 Get", all2-all, get2-get)
+		}
+		if got := daemon.Metric("plexus_pod_resources_calls_total", `method="Get"`); got != 1 {
+			t.Errorf("plexusd counted %v pod-resources calls, want 1", got)
+		}
+		calls := d.adds(t)[adds:]
+		if len(calls) != 2 || calls[0].RuntimeDeviceID == calls[1].RuntimeDeviceID || calls[0].RuntimeDeviceID == "" {
+			t.Errorf("devhost ADDs %+v, want two with distinct devices", calls)
+		}
+		var st []deviceStatus
+		harness.Must(t, json.Unmarshal([]byte(n.GetPod(d.ns, "thick").Annotations[StatusAnnotation]), &st))
+		if len(st) != 3 || len(st[1].DeviceInfo) == 0 || len(st[2].DeviceInfo) == 0 {
+			t.Errorf("network-status %+v", st)
+		}
+		n.DeletePod(d.ns, "thick")
+		d.assertDevicesOnHost(t)
+		w.AssertNoLeaks(before)
+	})
 }
 
 // failsWithNothingAttached runs a pod whose ADD must fail with want in
