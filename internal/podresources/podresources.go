@@ -48,8 +48,7 @@ const (
 
 // PodDevices returns the device IDs of each resource allocated to the
 // pod's containers. It uses Get, GA and locked on since Kubernetes 1.36
-// (KubeletPodResourcesGet), and falls back to List for a kubelet that
-// does not serve Get.
+// (KubeletPodResourcesGet), and falls back to List when Get fails.
 func (c *Client) PodDevices(ctx context.Context, namespace, name string) (pipeline.PodDevices, error) {
 	if _, err := os.Stat(c.Socket); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -67,8 +66,14 @@ func (c *Client) PodDevices(ctx context.Context, namespace, name string) (pipeli
 	defer conn.close()
 	pr, err := c.get(ctx, conn, namespace, name)
 	var se *statusError
-	if errors.As(err, &se) && se.code == codeUnimplemented {
+	if errors.As(err, &se) {
+		// Kubelets before 1.36 may not serve Get: before 1.27 it does not
+		// exist (Unimplemented), until 1.34 it is off by default ("Get
+		// method disabled", code Unknown). List answers on every kubelet.
 		pr, err = c.list(ctx, conn, namespace, name)
+		if err != nil {
+			err = fmt.Errorf("kubelet's Get: %v; then %w", se, err)
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("kubelet's pod-resources API at %s: %w", c.Socket, err)

@@ -93,9 +93,11 @@ func TestPodDevicesErrorsNameTheSocketAndPod(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), missing) || !strings.Contains(err.Error(), "does not exist") {
 		t.Errorf("missing socket: %v", err)
 	}
-	c := &Client{Socket: serve(t, &fakeKubelet{withoutGet: true, pods: pods()})}
-	_, err = c.PodDevices(context.Background(), "demo", "gone")
-	if err == nil || !strings.Contains(err.Error(), "demo/gone") {
-		t.Errorf("unknown pod: %v", err)
+	for _, withoutGet := range []bool{false, true} {
+		c := &Client{Socket: serve(t, &fakeKubelet{withoutGet: withoutGet, pods: pods()})}
+		_, err = c.PodDevices(context.Background(), "demo", "gone")
+		if err == nil || !strings.Contains(err.Error(), "demo/gone") {
+			t.Errorf("withoutGet %v: unknown pod: %v", withoutGet, err)
+		}
 	}
 }

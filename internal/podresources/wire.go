@@ -32,11 +32,8 @@ func newConn(socket string) *conn {
 
 func (c *conn) close() { c.tr.CloseIdleConnections() }
 
-// gRPC status codes plexus tells apart.
-const (
-	codeOK            = 0
-	codeUnimplemented = 12
-)
+// codeOK is gRPC's status for success.
+const codeOK = 0
 
 // statusError is a call's non-OK grpc-status.
 type statusError struct {
