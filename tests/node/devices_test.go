@@ -40,6 +40,8 @@ type devicesWorld struct {
 	log     string
 	plugin  *testDevicePlugin
 	devices []string
+	// podResourcesSocket is kubelet's, under its root directory.
+	podResourcesSocket string
 }
 
 func newDevicesWorld(t *testing.T) *devicesWorld {
@@ -48,7 +50,8 @@ func newDevicesWorld(t *testing.T) *devicesWorld {
 	d := &devicesWorld{n: n, w: w, ns: "devices", infoDir: filepath.Join(w.Dir, "devinfo"), log: filepath.Join(w.Dir, "devhost.log"),
 		devices: []string{"pxdv0", "pxdv1", "pxdv2"}}
 	w.Set("deviceInfoDir", d.infoDir)
-	w.Set("podResourcesSocket", filepath.Join(n.Dir, "kubelet", "pod-resources", "kubelet.sock"))
+	d.podResourcesSocket = filepath.Join(n.Dir, "kubelet", "pod-resources", "kubelet.sock")
+	w.Set("podResourcesSocket", d.podResourcesSocket)
 	n.InstallPlexus(w)
 	d.plugin = startDevicePlugin(t, n, testResource, d.infoDir, d.devices...)
 	harness.Must(t, n.Env.CreateNamespace(t.Context(), d.ns, nil))
@@ -223,7 +226,7 @@ func TestDevicePluginNetworks(t *testing.T) {
 		n := n.With(t)
 		w := n.PlexusWorld()
 		w.Set("deviceInfoDir", d.infoDir)
-		w.Set("podResourcesSocket", d.w.Plexus["podResourcesSocket"])
+		w.Set("podResourcesSocket", d.podResourcesSocket)
 		daemon := w.StartDaemon("--node-name", n.Name)
 		defer logOnFailure(t, daemon)
 		n.InstallPlexus(w)
