@@ -8,6 +8,7 @@ REF_PLUGINS := \
 	github.com/containernetworking/plugins/plugins/main/bridge \
 	github.com/containernetworking/plugins/plugins/main/macvlan \
 	github.com/containernetworking/plugins/plugins/main/vlan \
+	github.com/containernetworking/plugins/plugins/main/host-device \
 	github.com/containernetworking/plugins/plugins/main/ipvlan \
 	github.com/containernetworking/plugins/plugins/main/ptp \
 	github.com/containernetworking/plugins/plugins/main/loopback \

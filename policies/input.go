@@ -38,6 +38,7 @@ func buildInput(req *pipeline.AuthorizeRequest, use inputUse) (map[string]any, e
 		"origin":    string(att.Origin),
 		"nad":       nil,
 		"selection": nil,
+		"device":    deviceInput(att),
 	}
 	if att.NAD != nil {
 		config := att.Config
@@ -186,7 +187,27 @@ func elementInput(e *selection.Element) (map[string]any, error) {
 	if e.Interface != "" {
 		el["interface"] = e.Interface
 	}
+	if e.DeviceID != "" {
+		el["deviceID"] = e.DeviceID
+	}
+	if e.InfinibandGUID != "" {
+		el["infiniband-guid"] = e.InfinibandGUID
+	}
 	return el, nil
+}
+
+// deviceInput is the device the attachment will use: the NAD's resource
+// (k8s.v1.cni.cncf.io/resourceName) and the device ID kubelet allocated to
+// the pod for it, or the selection's deviceID; nil without a device.
+func deviceInput(a *pipeline.Attachment) any {
+	if a.ResourceName == "" && a.DeviceID == "" {
+		return nil
+	}
+	d := map[string]any{"resourceName": a.ResourceName, "deviceID": a.DeviceID}
+	if a.ResourceClaim != "" {
+		d["resourceClaim"], d["driver"] = a.ResourceClaim, a.Driver
+	}
+	return d
 }
 
 // stringMap never returns nil, so a policy may index labels and annotations

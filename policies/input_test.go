@@ -22,6 +22,7 @@ func TestInputDocumentMatchesGolden(t *testing.T) {
 	req := newRequest(t, `[{"name":"blue","ips":["10.10.0.7/24"],"mac":"02:00:00:00:00:01",`+
 		`"interface":"data0","com.example.vlan":100},{"name":"red","namespace":"shared"}]`)
 	req.Attachment.IfName = "data0"
+	req.Attachment.ResourceName, req.Attachment.DeviceID = "vendor.example/netdev", "0000:18:02.5"
 	in, err := BuildInput(req)
 	if err != nil {
 		t.Fatal(err)

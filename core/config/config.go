@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/containernetworking/cni/pkg/version"
 
 	"github.com/plexus-cni/plexus/core/config/daemonconf"
+	"github.com/plexus-cni/plexus/core/devinfo"
 )
 
 // Defaults for keys left out.
@@ -20,6 +22,10 @@ const (
 	DefaultSystemNamespace = "kube-system"
 	DefaultCacheDir        = "/var/lib/cni/plexus"
 	DefaultConfDir         = "/etc/cni/net.d"
+	// DefaultPodResourcesSocket is kubelet's pod-resources gRPC socket.
+	DefaultPodResourcesSocket = "/var/lib/kubelet/pod-resources/kubelet.sock"
+	// DefaultDeviceInfoDir is the device-info spec v1.1's root (s4.1, s4.2).
+	DefaultDeviceInfoDir = devinfo.DefaultDir
 )
 
 // Config is plexus's network configuration.
@@ -68,6 +74,12 @@ type Config struct {
 	// the reference implementation say, beyond the spec) or CompatOff
 	// (the spec alone). Unset: multus, or off with StrictSelection.
 	Compat string `json:"compat,omitempty"`
+	// PodResourcesSocket is kubelet's pod-resources API, asked which
+	// devices a pod got for a NAD with k8s.v1.cni.cncf.io/resourceName.
+	PodResourcesSocket string `json:"podResourcesSocket,omitempty"`
+	// DeviceInfoDir is the device-info spec's root directory, holding the
+	// device plugins' dp/ and the CNI files' cni/.
+	DeviceInfoDir string `json:"deviceInfoDir,omitempty"`
 	// Policy and Extensions configure the optional stages; core only
 	// carries them to whoever builds the stages.
 	Policy     json.RawMessage `json:"policy,omitempty"`
@@ -113,7 +125,7 @@ func (c *Config) Daemon() *daemonconf.Daemon {
 // plexusKeys are the keys Config defines; cniKeys are those the CNI spec
 // lets a runtime or libcni put in any plugin's config.
 var (
-	plexusKeys = []string{"clusterNetwork", "systemNamespace", "confDir", "cacheDir", "binDir", "kubeconfig", "manifests", "apiTimeout", "apiBudget", "delegateTimeout", "logLevel", "logFile", "strictSelection", "compat", "policy", "extensions", "daemonSocket", "daemonWait", "dynamicAttachments", "criSocket", "defaultNetworks", "systemNamespaces", "readinessindicatorfile", "readinessTimeout", "delegates", "auxiliaryCNIChainName", "logOptions"}
+	plexusKeys = []string{"clusterNetwork", "systemNamespace", "confDir", "cacheDir", "binDir", "kubeconfig", "manifests", "apiTimeout", "apiBudget", "delegateTimeout", "logLevel", "logFile", "strictSelection", "compat", "policy", "extensions", "daemonSocket", "daemonWait", "dynamicAttachments", "criSocket", "defaultNetworks", "systemNamespaces", "readinessindicatorfile", "readinessTimeout", "delegates", "auxiliaryCNIChainName", "logOptions", "podResourcesSocket", "deviceInfoDir"}
 	cniKeys    = []string{"cniVersion", "cniVersions", "name", "type", "capabilities", "runtimeConfig", "args", "prevResult", "ipMasq", "ipam", "dns", "disableCheck", "disableGC", "loadOnlyInlinedPlugins", "cni.dev/valid-attachments", "cni.dev/attachments"}
 )
 
@@ -184,6 +196,12 @@ func (c *Config) applyDefaults() {
 	if c.SystemNamespaces == nil {
 		c.SystemNamespaces = []string{DefaultSystemNamespace}
 	}
+	if c.PodResourcesSocket == "" {
+		c.PodResourcesSocket = DefaultPodResourcesSocket
+	}
+	if c.DeviceInfoDir == "" {
+		c.DeviceInfoDir = DefaultDeviceInfoDir
+	}
 }
 
 func (c *Config) validate() error {
@@ -194,6 +212,11 @@ func (c *Config) validate() error {
 	}
 	if c.Kubeconfig != "" && c.Manifests != "" {
 		return fmt.Errorf(`"kubeconfig" and "manifests" are exclusive: choose one source`)
+	}
+	for key, dir := range map[string]string{"podResourcesSocket": c.PodResourcesSocket, "deviceInfoDir": c.DeviceInfoDir} {
+		if !filepath.IsAbs(dir) {
+			return fmt.Errorf("%q %q is not an absolute path", key, dir)
+		}
 	}
 	if _, err := c.Level(); err != nil {
 		return err

@@ -119,3 +119,47 @@ func NADRef(what, ref string) (namespace, name string, err error) {
 	}
 	return namespace, name, nil
 }
+
+// resourceName is an extended resource name as kubelet's device manager
+// accepts it: a DNS-1123 subdomain prefix, '/', and a qualified name part.
+var resourceName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`)
+
+// deviceID is a device plugin's device ID as plexus accepts it: PCI
+// addresses ("0000:18:02.5"), names and UUIDs, never a separator or a
+// leading dot, because it becomes part of a file name (device-info spec s4.1).
+var deviceID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:\-]*$`)
+
+// maxDeviceID bounds a device ID so "<resource>-<id>-device.json" stays a
+// valid file name (255 bytes).
+const maxDeviceID = 128
+
+// ResourceName checks an extended resource name such as
+// "vendor.example/netdev" (the NAD's k8s.v1.cni.cncf.io/resourceName).
+func ResourceName(what, s string) error {
+	switch {
+	case s == "":
+		return fmt.Errorf("%s is empty", what)
+	case len(s) > maxSubdomain+1+maxLabel:
+		return fmt.Errorf("%s %q is too long", what, truncate(s))
+	case !resourceName.MatchString(s):
+		return fmt.Errorf("%s %q is not an extended resource name (<DNS subdomain>/<name>, e.g. vendor.example/netdev)", what, truncate(s))
+	}
+	_, name, _ := strings.Cut(s, "/")
+	if len(name) > maxLabel {
+		return fmt.Errorf("%s %q: the part after '/' is longer than %d characters", what, truncate(s), maxLabel)
+	}
+	return nil
+}
+
+// DeviceID checks a device ID from kubelet or a selection element.
+func DeviceID(what, s string) error {
+	switch {
+	case s == "":
+		return fmt.Errorf("%s is empty", what)
+	case len(s) > maxDeviceID:
+		return fmt.Errorf("%s %q is longer than %d characters", what, truncate(s), maxDeviceID)
+	case !deviceID.MatchString(s):
+		return fmt.Errorf("%s %q is not a device ID (alphanumerics, '_', '.', ':', '-', starting with an alphanumeric)", what, truncate(s))
+	}
+	return nil
+}

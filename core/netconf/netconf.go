@@ -201,6 +201,14 @@ func (c *Conf) InjectArgs(cniArgs map[string]any) error {
 	return nil
 }
 
+// SetPluginKey sets a top-level key in every plugin, as the device
+// plugin path gives "deviceID" to each (sriov, host-device).
+func (c *Conf) SetPluginKey(key string, value any) {
+	for _, p := range c.plugins {
+		p[key] = value
+	}
+}
+
 // objectAt returns m[key] as an object, creating it when absent.
 func objectAt(m map[string]any, key string) (map[string]any, error) {
 	v, ok := m[key]

@@ -92,6 +92,9 @@ func (p *Pipeline) attachAll(ctx context.Context, req *Request, pl *plan) error 
 			ra.State = record.Planned
 			return p.rollback(ctx, req, pl, newError(CodeRecord, podRef, a.Name, err))
 		}
+		if err := prepareDeviceInfo(a); err != nil {
+			return p.rollback(ctx, req, pl, newError(CodeDevices, podRef, attachmentLabel(a), err))
+		}
 		res, err := p.attachOne(ctx, req, ra, pl.lists[i])
 		if err != nil {
 			return p.rollback(ctx, req, pl, newError(CodeAttachFailed, podRef, attachmentLabel(a), err))
@@ -207,6 +210,7 @@ func (p *Pipeline) publish(ctx context.Context, req *Request, pl *plan) *types.E
 		if err != nil {
 			return newError(CodeStatus, podRef, a.Name, err)
 		}
+		p.addDeviceInfo(ctx, pl, a, e)
 		p.enrich(ctx, pl.pod, a, e)
 		if err := compatStatus(a, e); err != nil {
 			return newError(CodeStatus, podRef, a.Name, err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/containernetworking/cni/libcni"
 
+	"github.com/plexus-cni/plexus/core/devinfo"
 	"github.com/plexus-cni/plexus/core/netconf"
 	"github.com/plexus-cni/plexus/core/record"
 	"github.com/plexus-cni/plexus/core/source"
@@ -102,7 +103,12 @@ func (p *Pipeline) teardown(ctx context.Context, req *Request, rec *record.Recor
 		if a.State == record.Planned {
 			continue
 		}
-		if err := p.detachOne(ctx, req, &a); err != nil {
+		err := p.detachOne(ctx, req, &a)
+		if err == nil && a.DeviceInfoFile != "" {
+			// s4.2.1: on DEL; after the delegate, which may still read it.
+			err = devinfo.Remove(a.DeviceInfoFile)
+		}
+		if err != nil {
 			failed = append([]record.Attachment{a}, failed...)
 			msgs = append(msgs, fmt.Sprintf("%s (%s): %v", a.Name, a.IfName, err))
 		}

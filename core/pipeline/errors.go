@@ -25,6 +25,7 @@ const (
 	CodeGarbageCollection  uint = 113 // GC could not finish
 	CodeDefaultNotReady    uint = 114 // STATUS: the default network's delegates are not ready
 	CodeDefaultRoute       uint = 116 // "default-route" (Multus compatibility) could not be applied
+	CodeDevices            uint = 117 // the pod's devices could not be found or do not suffice (115 is internal/shim's)
 	CodeInvalidEnvironment uint = 4   // CNI's own code for bad CNI_* variables
 )
 

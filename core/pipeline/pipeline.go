@@ -35,6 +35,9 @@ type Pipeline struct {
 	// OnIgnored, when set, is called for every selection key an ADD
 	// ignores (plexusd counts them).
 	OnIgnored func(key string)
+	// Devices asks kubelet which devices a pod got, for NADs naming a
+	// resource; nil: such NADs fail the ADD.
+	Devices DeviceLister
 	// Log carries the call's "cmd", "container" (CNI_CONTAINERID) and
 	// "ifName" (CNI_IFNAME) when set; the pipeline's own lines add
 	// "interface" for an attachment's interface and never repeat those keys.

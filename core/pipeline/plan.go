@@ -247,6 +247,10 @@ func (p *Pipeline) planSelections(ctx context.Context, req *Request, pl *plan) e
 		r := nads[el.Ref()]
 		pl.attachments = append(pl.attachments, selectionAttachment(req, el, ifNames[i], r))
 	}
+	if err := p.assignDevices(ctx, pl, req.ContainerID); err != nil {
+		p.event(ctx, pl.pod, source.EventWarning, "NetworkDevicesUnavailable", err.Error())
+		return err
+	}
 	return nil
 }
 
@@ -364,11 +368,15 @@ func selectionAttachment(req *Request, el *selection.Element, ifName string, r *
 		a.ignore(k, reason, true) // the parse warned
 	}
 	compatArgs(a, el)
-	if len(el.IPs) > 0 || el.MAC != "" {
+	if len(el.IPs) > 0 || el.MAC != "" || el.InfinibandGUID != "" {
 		if a.ConfigArgs == nil {
 			a.ConfigArgs = map[string]any{}
 		}
 		a.CapabilityArgs = map[string]any{}
+	}
+	if el.InfinibandGUID != "" {
+		a.ConfigArgs[selection.InfinibandGUIDKey] = el.InfinibandGUID
+		a.CapabilityArgs[InfinibandGUIDCapability] = el.InfinibandGUID
 	}
 	if len(el.IPs) > 0 {
 		a.ConfigArgs["ips"] = el.IPs
@@ -489,7 +497,8 @@ func (p *Pipeline) buildRecord(req *Request, pl *plan) error {
 		rec.Attachments = append(rec.Attachments, record.Attachment{
 			Name: a.Name, Default: a.Default, IfName: a.IfName, Config: list.Bytes,
 			CNIArgs: a.CNIArgs, CapabilityArgs: a.CapabilityArgs, State: record.Planned,
-			Fixed: a.Origin == OriginDefaultNetworks,
+			Fixed:          a.Origin == OriginDefaultNetworks,
+			DeviceInfoFile: a.DeviceInfoFile,
 		})
 	}
 	pl.record = rec
@@ -505,6 +514,9 @@ func finalConfig(a *Attachment) (*libcni.NetworkConfigList, error) {
 	}
 	if err := c.InjectArgs(a.ConfigArgs); err != nil {
 		return nil, err
+	}
+	for k, v := range a.PluginKeys {
+		c.SetPluginKey(k, v)
 	}
 	return c.List()
 }

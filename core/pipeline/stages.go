@@ -43,6 +43,22 @@ type Attachment struct {
 	CNIArgs [][2]string
 	// CapabilityArgs become runtimeConfig for delegates declaring them.
 	CapabilityArgs map[string]any
+	// PluginKeys are set at the top of every delegate plugin's config
+	// ("deviceID").
+	PluginKeys map[string]any
+	// ResourceName is the NAD's k8s.v1.cni.cncf.io/resourceName, and
+	// DeviceID the device the attachment uses: one kubelet allocated to
+	// the pod, or the selection's deviceID. Set before authorization.
+	ResourceName string
+	DeviceID     string
+	// ResourceClaim and Driver are the ResourceClaim and DRA driver of a
+	// device allocated through a claim of the pod (ResourceClaimAnnotation).
+	ResourceClaim string
+	Driver        string
+	// DevicePluginFile and DeviceInfoFile are the device-info spec's files
+	// for a device of ResourceName (s4.1, s4.2); empty without one.
+	DevicePluginFile string
+	DeviceInfoFile   string
 	// Result is the delegate's ADD result, set after the attachment.
 	Result types.Result
 	// Ignored maps each selection key plexus does not act on for this

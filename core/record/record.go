@@ -48,6 +48,9 @@ type Attachment struct {
 	// Fixed marks an attachment the config chose for every pod
 	// (defaultNetworks): a change of the pod's selection never detaches it.
 	Fixed bool `json:"fixed,omitempty"`
+	// DeviceInfoFile is the attachment's CNI device-info file (device-info
+	// spec s4.2), removed on DEL; empty without a device.
+	DeviceInfoFile string `json:"deviceInfoFile,omitempty"`
 }
 
 // Pod identifies the pod the container belongs to.
@@ -162,6 +165,9 @@ func checkAttachment(a Attachment) error {
 	}
 	if len(a.Config) == 0 {
 		return fmt.Errorf("no config")
+	}
+	if a.DeviceInfoFile != "" && (!filepath.IsAbs(a.DeviceInfoFile) || filepath.Clean(a.DeviceInfoFile) != a.DeviceInfoFile) {
+		return fmt.Errorf("device-info file %q is not a clean absolute path", a.DeviceInfoFile)
 	}
 	return nil
 }

@@ -57,7 +57,7 @@ type Bandwidth struct {
 // IsCompatKey reports a key accepted with ParseOptions.Compat.
 func IsCompatKey(k string) bool {
 	switch k {
-	case KeyDefaultRoute, KeyCNIArgs, KeyPortMappings, KeyBandwidth:
+	case KeyDefaultRoute, KeyCNIArgs, KeyPortMappings, KeyBandwidth, DeviceIDKey, InfinibandGUIDKey:
 		return true
 	}
 	return false

@@ -41,6 +41,11 @@ type Element struct {
 	IPs       []string `json:"ips,omitempty"`
 	MAC       string   `json:"mac,omitempty"`
 	Interface string   `json:"interface,omitempty"`
+	// DeviceID and InfinibandGUID are the Multus-style "deviceID" and
+	// "infiniband-guid" keys (not in NPWG v1), already validated: a device
+	// for the delegate, and an InfiniBand port GUID for ib-sriov.
+	DeviceID       string `json:"deviceID,omitempty"`
+	InfinibandGUID string `json:"infiniband-guid,omitempty"`
 	// Extensions holds the reverse-domain keys (s4.1.2.1) for the extension stage.
 	Extensions map[string]json.RawMessage `json:"extensions,omitempty"`
 	// Compat holds the keys without a period that plexus accepts with
@@ -210,6 +215,10 @@ func parseElement(i int, raw json.RawMessage, podNamespace string, o ParseOption
 			el.MAC, err = decodeMAC(v)
 		case k == "interface":
 			el.Interface, err = decodeInterface(v)
+		case k == DeviceIDKey && o.Compat:
+			el.DeviceID, err = decodeDeviceID(v)
+		case k == InfinibandGUIDKey && o.Compat:
+			el.InfinibandGUID, err = decodeGUID(v)
 		case strings.Contains(k, "."):
 			if el.Extensions == nil {
 				el.Extensions = map[string]json.RawMessage{}
@@ -309,6 +318,40 @@ func decodeMAC(v json.RawMessage) (string, error) {
 	hw, err := net.ParseMAC(s)
 	if err != nil || (len(hw) != 6 && len(hw) != 20) {
 		return "", fmt.Errorf("%q is neither a 6-byte Ethernet nor a 20-byte InfiniBand hardware address", s)
+	}
+	return s, nil
+}
+
+// Keys outside NPWG v1 that plexus accepts, as the reference implementation
+// does; they reach the delegate as config and runtimeConfig.
+const (
+	DeviceIDKey       = "deviceID"
+	InfinibandGUIDKey = "infiniband-guid"
+)
+
+// decodeDeviceID checks a requested device: a device ID from kubelet's
+// device manager (PCI address, name or UUID).
+func decodeDeviceID(v json.RawMessage) (string, error) {
+	var s string
+	if err := decodeString(v, &s); err != nil {
+		return "", err
+	}
+	if err := names.DeviceID("device ID", s); err != nil {
+		return "", err
+	}
+	return s, nil
+}
+
+// decodeGUID checks an InfiniBand port GUID: 8 bytes (EUI-64) written as
+// colon-separated hex pairs.
+func decodeGUID(v json.RawMessage) (string, error) {
+	var s string
+	if err := decodeString(v, &s); err != nil {
+		return "", err
+	}
+	hw, err := net.ParseMAC(s)
+	if err != nil || len(hw) != 8 {
+		return "", fmt.Errorf("%q is not an 8-byte InfiniBand GUID (xx:xx:xx:xx:xx:xx:xx:xx)", s)
 	}
 	return s, nil
 }

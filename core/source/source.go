@@ -20,6 +20,10 @@ type Pod struct {
 	Annotations        map[string]string `json:"annotations"`
 	ServiceAccountName string            `json:"serviceAccountName"`
 	NodeName           string            `json:"nodeName"`
+	// ResourceClaims maps the pod's claim names (spec.resourceClaims) to
+	// the ResourceClaim objects they stand for, once known (DRA); nil
+	// when the source did not say (the pod came from the runtime).
+	ResourceClaims map[string]string `json:"resourceClaims,omitempty"`
 }
 
 // Ref is "namespace/name".
@@ -36,9 +40,21 @@ type PodObject struct {
 		Annotations map[string]string `json:"annotations"`
 	} `json:"metadata"`
 	Spec struct {
-		ServiceAccountName string `json:"serviceAccountName"`
-		NodeName           string `json:"nodeName"`
+		ServiceAccountName string     `json:"serviceAccountName"`
+		NodeName           string     `json:"nodeName"`
+		ResourceClaims     []podClaim `json:"resourceClaims"`
 	} `json:"spec"`
+	Status struct {
+		ResourceClaimStatuses []podClaim `json:"resourceClaimStatuses"`
+	} `json:"status"`
+}
+
+// podClaim is a pod's spec.resourceClaims or status.resourceClaimStatuses
+// entry: a claim of the pod and the ResourceClaim it is (named directly,
+// or generated from a template and then reported in the status).
+type podClaim struct {
+	Name              string  `json:"name"`
+	ResourceClaimName *string `json:"resourceClaimName"`
 }
 
 // Pod converts the object.
@@ -47,7 +63,53 @@ func (o *PodObject) Pod() *Pod {
 	return &Pod{
 		Namespace: m.Namespace, Name: m.Name, UID: m.UID, Labels: m.Labels, Annotations: m.Annotations,
 		ServiceAccountName: o.Spec.ServiceAccountName, NodeName: o.Spec.NodeName,
+		ResourceClaims: claimNames(o.Spec.ResourceClaims, o.Status.ResourceClaimStatuses),
 	}
+}
+
+// claimNames maps each claim of the pod to its ResourceClaim's name; a
+// template's claim not yet generated maps to "".
+func claimNames(spec, status []podClaim) map[string]string {
+	out := map[string]string{}
+	for _, lists := range [][]podClaim{spec, status} {
+		for _, c := range lists {
+			if c.ResourceClaimName != nil {
+				out[c.Name] = *c.ResourceClaimName
+			} else if _, ok := out[c.Name]; !ok {
+				out[c.Name] = ""
+			}
+		}
+	}
+	return out
+}
+
+// ResourceClaim is what plexus uses of a resource.k8s.io/v1 ResourceClaim:
+// the devices allocated for it, with what their driver reported.
+type ResourceClaim struct {
+	Namespace string
+	Name      string
+	// ReservedFor are the UIDs of the pods the claim is reserved for.
+	ReservedFor []string
+	Devices     []ClaimDevice
+}
+
+// ClaimDevice is one allocated device (status.allocation.devices.results)
+// and the driver's status of it (status.devices), when given.
+type ClaimDevice struct {
+	Request string `json:"request"`
+	Driver  string `json:"driver"`
+	Pool    string `json:"pool"`
+	Device  string `json:"device"`
+	// InterfaceName, HardwareAddress and IPs are the driver's networkData.
+	InterfaceName   string   `json:"interfaceName,omitempty"`
+	HardwareAddress string   `json:"hardwareAddress,omitempty"`
+	IPs             []string `json:"ips,omitempty"`
+}
+
+// ResourceClaimReader is implemented by sources that can read
+// ResourceClaims (Kubernetes), for NADs naming a claim of the pod (DRA).
+type ResourceClaimReader interface {
+	ResourceClaim(ctx context.Context, namespace, name string) (*ResourceClaim, error)
 }
 
 // NAD is a NetworkAttachmentDefinition as the source delivers it.

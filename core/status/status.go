@@ -32,7 +32,10 @@ type Entry struct {
 	MAC       string   `json:"mac,omitempty"`
 	Default   bool     `json:"default"`
 	DNS       *DNS     `json:"dns,omitempty"`
-	Extra     map[string]json.RawMessage
+	// DeviceInfo is the device-info spec v1.1 s6.1 map: the CNI device
+	// information file's content after the delegate ran.
+	DeviceInfo json.RawMessage `json:"device-info,omitempty"`
+	Extra      map[string]json.RawMessage
 }
 
 type plainEntry struct {
@@ -42,6 +45,8 @@ type plainEntry struct {
 	MAC       string   `json:"mac,omitempty"`
 	Default   bool     `json:"default"`
 	DNS       *DNS     `json:"dns,omitempty"`
+	// DeviceInfo is kept as written: its keys depend on its "type".
+	DeviceInfo json.RawMessage `json:"device-info,omitempty"`
 }
 
 // SetExtra adds a reverse-domain key (s5.3).
@@ -61,7 +66,7 @@ func (e *Entry) SetExtra(key string, value json.RawMessage) error {
 
 // MarshalJSON writes the s5.3 keys first, then extra keys sorted.
 func (e Entry) MarshalJSON() ([]byte, error) {
-	base, err := json.Marshal(plainEntry{e.Name, e.Interface, e.IPs, e.MAC, e.Default, e.DNS})
+	base, err := json.Marshal(plainEntry{e.Name, e.Interface, e.IPs, e.MAC, e.Default, e.DNS, e.DeviceInfo})
 	if err != nil || len(e.Extra) == 0 {
 		return base, err
 	}
@@ -93,7 +98,7 @@ func (e *Entry) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &all); err != nil {
 		return err
 	}
-	*e = Entry{Name: p.Name, Interface: p.Interface, IPs: p.IPs, MAC: p.MAC, Default: p.Default, DNS: p.DNS}
+	*e = Entry{Name: p.Name, Interface: p.Interface, IPs: p.IPs, MAC: p.MAC, Default: p.Default, DNS: p.DNS, DeviceInfo: p.DeviceInfo}
 	for k, v := range all {
 		if strings.Contains(k, ".") {
 			if e.Extra == nil {

@@ -25,6 +25,7 @@ import (
 	"github.com/plexus-cni/plexus/core/source/kube"
 	"github.com/plexus-cni/plexus/core/source/manifests"
 	"github.com/plexus-cni/plexus/internal/logfile"
+	"github.com/plexus-cni/plexus/internal/podresources"
 	"github.com/plexus-cni/plexus/internal/podroute"
 )
 
@@ -52,6 +53,9 @@ type Options struct {
 	// HandOffStages, without Stages, runs an ADD that configures a policy
 	// or extensions in StagesPlugin (the plexus binary sets it).
 	HandOffStages bool
+	// OnPodResourcesCall, when set, is told of every call to kubelet's
+	// pod-resources API (plexusd counts them).
+	OnPodResourcesCall func(method string)
 
 	// parse replaces config.Parse in tests, which count the parses.
 	parse func([]byte) (*config.Config, error)
@@ -183,6 +187,10 @@ func (o Options) build(ctx context.Context, conf *config.Config, a *skel.CmdArgs
 		log.Warn("source unavailable for DEL; continuing from the record", "err", err)
 	}
 	p.Source = src
+	if cmd == CmdAdd {
+		// Connects only when a NAD names a resource (pipeline.assignDevices).
+		p.Devices = &podresources.Client{Socket: conf.PodResourcesSocket, OnCall: o.OnPodResourcesCall}
+	}
 	cleanup := func() {}
 	if cmd == CmdAdd && o.Stages != nil {
 		st, closeStages, err := o.Stages(ctx, conf, log)

@@ -35,6 +35,7 @@ type metrics struct {
 	policyReloads *prometheus.CounterVec
 	policyLoaded  prometheus.Gauge
 	ignoredKeys   *prometheus.CounterVec
+	podResources  *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -78,9 +79,12 @@ func newMetrics() *metrics {
 		policyLoaded: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "plexus_policy_last_reload_ok", Help: "1 when the policy files in place are the ones in use, 0 when the last change failed to compile and the previous policy is kept.",
 		}),
+		podResources: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "plexus_pod_resources_calls_total", Help: "Calls to kubelet's pod-resources API (at most one per ADD of a pod with device networks), by method.",
+		}, []string{"method"}),
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.inflight, m.attachments, m.denials, m.decisions, m.extErrors,
-		m.apiErrors, m.cacheMisses, m.policyReloads, m.policyLoaded, m.ignoredKeys,
+		m.apiErrors, m.cacheMisses, m.policyReloads, m.policyLoaded, m.ignoredKeys, m.podResources,
 		// The daemon's own health: memory, garbage collection, threads, CPU.
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

@@ -194,6 +194,9 @@ func (d *Daemon) options() cniplugin.Options {
 		Log:     d.o.Log,
 		WrapCNI: func(c libcni.CNI) libcni.CNI { return countingCNI{CNI: c, m: d.m} },
 		Ignored: d.m.ignored,
+		OnPodResourcesCall: func(method string) {
+			d.m.podResources.WithLabelValues(method).Inc()
+		},
 	}
 	switch {
 	case d.src != nil:

@@ -271,11 +271,13 @@ spec:
 			"k8s.cni.cncf.io/network-attachment-definitions/watch": true,
 			"/events/create": true, "/events/patch": true,
 			"events.k8s.io/events/create": true, "events.k8s.io/events/patch": true,
+			"resource.k8s.io/resourceclaims/get": true,
 		}
 		resources := []struct{ group, resource, subresource string }{
 			{"", "pods", ""}, {"", "pods", "status"}, {"", "pods", "binding"}, {"", "pods", "exec"},
 			{"", "namespaces", ""}, {"", "events", ""}, {"events.k8s.io", "events", ""},
 			{"k8s.cni.cncf.io", "network-attachment-definitions", ""},
+			{"resource.k8s.io", "resourceclaims", ""}, {"resource.k8s.io", "resourceclaims", "status"},
 			{"", "secrets", ""}, {"", "configmaps", ""}, {"", "nodes", ""}, {"", "serviceaccounts", "token"},
 		}
 		verbs := []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}

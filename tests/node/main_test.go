@@ -17,5 +17,6 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "skipping node tests (containerd + kubelet on this host): set %s=1 to run them (needs root)\n", kubeenv.E2EEnv)
 		os.Exit(0)
 	}
-	os.Exit(harness.MainBuilding(m, "github.com/plexus-cni/plexus/tests/node/cnispy"))
+	os.Exit(harness.MainBuilding(m, "github.com/plexus-cni/plexus/tests/node/cnispy",
+		"github.com/plexus-cni/plexus/tests/node/devhost", "github.com/containernetworking/plugins/plugins/main/host-device"))
 }

@@ -151,7 +151,8 @@ func trimPod(obj any) (any, error) {
 			Namespace: p.Namespace, Name: p.Name, UID: p.UID, ResourceVersion: p.ResourceVersion,
 			Labels: p.Labels, Annotations: p.Annotations,
 		},
-		Spec: corev1.PodSpec{NodeName: p.Spec.NodeName, ServiceAccountName: p.Spec.ServiceAccountName},
+		Spec:   corev1.PodSpec{NodeName: p.Spec.NodeName, ServiceAccountName: p.Spec.ServiceAccountName, ResourceClaims: p.Spec.ResourceClaims},
+		Status: corev1.PodStatus{ResourceClaimStatuses: p.Status.ResourceClaimStatuses},
 	}, nil
 }
 
@@ -173,6 +174,7 @@ func podOf(p *corev1.Pod) *source.Pod {
 	return &source.Pod{
 		Namespace: p.Namespace, Name: p.Name, UID: string(p.UID), Labels: p.Labels, Annotations: p.Annotations,
 		ServiceAccountName: p.Spec.ServiceAccountName, NodeName: p.Spec.NodeName,
+		ResourceClaims: claimsOf(p),
 	}
 }
 
@@ -216,3 +218,21 @@ func (s *Source) CachedPod(namespace, name string) *source.Pod {
 
 // PodKeys lists the "namespace/name" of every cached pod.
 func (s *Source) PodKeys() []string { return s.pods.GetStore().ListKeys() }
+
+// claimsOf maps the pod's claims to their ResourceClaims' names, as
+// source.PodObject does for a pod read from the API.
+func claimsOf(p *corev1.Pod) map[string]string {
+	out := map[string]string{}
+	for _, c := range p.Spec.ResourceClaims {
+		out[c.Name] = ""
+		if c.ResourceClaimName != nil {
+			out[c.Name] = *c.ResourceClaimName
+		}
+	}
+	for _, c := range p.Status.ResourceClaimStatuses {
+		if c.ResourceClaimName != nil {
+			out[c.Name] = *c.ResourceClaimName
+		}
+	}
+	return out
+}

@@ -1,0 +1,110 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/plexus-cni/plexus/core/devinfo"
+	"github.com/plexus-cni/plexus/core/names"
+	"github.com/plexus-cni/plexus/core/source"
+)
+
+// ResourceClaimAnnotation on a NAD names a claim of the pod (Dynamic
+// Resource Allocation, resource.k8s.io/v1): "<claim>" or
+// "<claim>/<request>", the claim as the pod's spec.resourceClaims names
+// it. Each attachment of the NAD gets one device allocated for it.
+const ResourceClaimAnnotation = "plexus.io/resource-claim"
+
+// assignClaim resolves a claim of the pod to the devices allocated for it
+// (the ResourceClaim's status) and hands them to its attachments.
+func (p *Pipeline) assignClaim(ctx context.Context, pl *plan, ref string, atts []*Attachment, containerID string) error {
+	fail := func(err error) error { return newError(CodeDevices, pl.pod.Ref(), atts[0].Name, err) }
+	podClaim, request, _ := strings.Cut(ref, "/")
+	if err := names.Label("the NAD's "+ResourceClaimAnnotation+" claim", podClaim); err != nil {
+		return fail(err)
+	}
+	if request != "" {
+		if err := names.Label("the NAD's "+ResourceClaimAnnotation+" request", request); err != nil {
+			return fail(err)
+		}
+	}
+	claim, err := p.readClaim(ctx, pl, podClaim)
+	if err != nil {
+		return fail(err)
+	}
+	var ids []string
+	drivers := map[string]string{}
+	for _, d := range claim.Devices {
+		if request == "" || d.Request == request {
+			ids = append(ids, d.Device)
+			drivers[d.Device] = d.Driver
+		}
+	}
+	what := "resource claim " + podClaim + " (ResourceClaim " + claim.Name + ")"
+	if request != "" {
+		what += " request " + request
+	}
+	assigned, err := p.assign(pl, what, ids, atts)
+	if err != nil {
+		return err
+	}
+	files := devinfo.Files{Dir: p.Config.DeviceInfoDir}
+	for i, a := range atts {
+		a.ResourceClaim, a.Driver = claim.Name, drivers[assigned[i]]
+		cni, err := files.CNIFile(containerID, a.IfName)
+		if err != nil {
+			return fail(err)
+		}
+		a.DeviceInfoFile = cni
+		capabilityArg(a, devinfo.Capability, cni)
+		setDevice(a, assigned[i])
+	}
+	return nil
+}
+
+// readClaim finds the ResourceClaim behind the pod's claim and reads it:
+// one API request per claim. It must be reserved for this pod, so a NAD
+// cannot hand a pod another pod's device.
+func (p *Pipeline) readClaim(ctx context.Context, pl *plan, podClaim string) (*source.ResourceClaim, error) {
+	reader, ok := p.Source.(source.ResourceClaimReader)
+	if !ok {
+		return nil, fmt.Errorf("the NAD names resource claim %q, but the pod source cannot read ResourceClaims", podClaim)
+	}
+	if pl.pod.ResourceClaims == nil {
+		// The pod came from the runtime's annotations, which lack its claims.
+		pod, err := p.Source.Pod(ctx, pl.pod.Namespace, pl.pod.Name)
+		if err != nil {
+			return nil, fmt.Errorf("reading the pod for its resource claims: %w", err)
+		}
+		pl.pod.ResourceClaims = pod.ResourceClaims
+	}
+	name, ok := pl.pod.ResourceClaims[podClaim]
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("the NAD names resource claim %q, which the pod does not have (spec.resourceClaims: %s)", podClaim, claimList(pl.pod.ResourceClaims))
+	case name == "":
+		return nil, fmt.Errorf("resource claim %q of the pod has no ResourceClaim yet (status.resourceClaimStatuses)", podClaim)
+	}
+	claim, err := reader.ResourceClaim(ctx, pl.pod.Namespace, name)
+	if err != nil {
+		return nil, fmt.Errorf("resource claim %q: %w", podClaim, err)
+	}
+	if pl.pod.UID != "" && !slices.Contains(claim.ReservedFor, pl.pod.UID) {
+		return nil, fmt.Errorf("ResourceClaim %s/%s is not reserved for this pod (UID %s)", claim.Namespace, claim.Name, pl.pod.UID)
+	}
+	return claim, nil
+}
+
+func claimList(m map[string]string) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return strings.Join(ks, ", ")
+}

@@ -1,0 +1,256 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/plexus-cni/plexus/core/devinfo"
+	"github.com/plexus-cni/plexus/core/names"
+	"github.com/plexus-cni/plexus/core/selection"
+	"github.com/plexus-cni/plexus/core/source"
+	"github.com/plexus-cni/plexus/core/status"
+)
+
+// ResourceNameAnnotation on a NAD names the device plugin resource whose
+// devices its attachments use (device-info spec s4.1).
+const ResourceNameAnnotation = "k8s.v1.cni.cncf.io/resourceName"
+
+// Capability names under which a delegate declares it takes these keys in
+// runtimeConfig.
+const (
+	DeviceIDCapability       = "deviceID"
+	InfinibandGUIDCapability = "infinibandGUID"
+)
+
+// PodDevices are the device IDs kubelet allocated to a pod's containers,
+// per resource name.
+type PodDevices map[string][]string
+
+// DeviceLister tells which devices kubelet allocated to a pod. The
+// pipeline asks at most once per ADD, and only for a pod with an
+// attachment whose NAD names a resource.
+type DeviceLister interface {
+	PodDevices(ctx context.Context, namespace, name string) (PodDevices, error)
+}
+
+// assignDevices gives every attachment of a NAD with a resource name its
+// own device of the pod's, in a stable order (device IDs sorted): an
+// element's requested deviceID first, the rest in selection order. NADs
+// naming a claim of the pod get its devices the same way (claims.go). A
+// requested deviceID on a NAD with neither passes through.
+func (p *Pipeline) assignDevices(ctx context.Context, pl *plan, containerID string) error {
+	resources, claims, err := groupDeviceNADs(pl)
+	if err != nil {
+		return err
+	}
+	for _, ref := range claims.order {
+		if err := p.assignClaim(ctx, pl, ref, claims.by[ref], containerID); err != nil {
+			return err
+		}
+	}
+	if len(resources.order) == 0 {
+		return nil
+	}
+	if p.Devices == nil {
+		return newError(CodeDevices, pl.pod.Ref(), "", fmt.Errorf("NADs name resource %s, but plexus has no pod-resources client to ask kubelet for the pod's devices", resources.order[0]))
+	}
+	devs, err := p.Devices.PodDevices(ctx, pl.pod.Namespace, pl.pod.Name)
+	if err != nil {
+		return newError(CodeDevices, pl.pod.Ref(), "", fmt.Errorf("asking kubelet which devices the pod was allocated: %w", err))
+	}
+	for _, res := range resources.order {
+		atts := resources.by[res]
+		ids, err := p.assign(pl, "resource "+res, devs[res], atts)
+		if err != nil {
+			return err
+		}
+		for i, a := range atts {
+			if err := p.setDeviceInfo(a, res, ids[i], containerID); err != nil {
+				return newError(CodeDevices, pl.pod.Ref(), a.Name, err)
+			}
+			setDevice(a, ids[i])
+		}
+	}
+	return nil
+}
+
+// deviceGroup is attachments by resource name or claim, in first-seen order.
+type deviceGroup struct {
+	order []string
+	by    map[string][]*Attachment
+}
+
+func (g *deviceGroup) add(key string, a *Attachment) {
+	if g.by == nil {
+		g.by = map[string][]*Attachment{}
+	}
+	if _, seen := g.by[key]; !seen {
+		g.order = append(g.order, key)
+	}
+	g.by[key] = append(g.by[key], a)
+}
+
+// groupDeviceNADs sorts the secondary attachments by the resource or
+// claim their NAD names, validating resource names; a plain NAD's
+// requested deviceID is handed on as it is.
+func groupDeviceNADs(pl *plan) (resources, claims deviceGroup, err error) {
+	for _, a := range pl.attachments[1:] {
+		if a.NAD == nil {
+			continue
+		}
+		res := a.NAD.Annotations[ResourceNameAnnotation]
+		ref, isClaim := a.NAD.Annotations[ResourceClaimAnnotation]
+		switch {
+		case isClaim && res != "":
+			return resources, claims, newError(CodeDevices, pl.pod.Ref(), a.Name, fmt.Errorf("the NAD names both a resource (%s) and a resource claim (%s): choose one", ResourceNameAnnotation, ResourceClaimAnnotation))
+		case isClaim:
+			claims.add(ref, a)
+		case res != "":
+			if err := names.ResourceName("the NAD's "+ResourceNameAnnotation+" annotation", res); err != nil {
+				return resources, claims, newError(CodeDevices, pl.pod.Ref(), a.Name, err)
+			}
+			a.ResourceName = res
+			resources.add(res, a)
+		case requestedDevice(a) != "":
+			setDevice(a, requestedDevice(a))
+		}
+	}
+	return resources, claims, nil
+}
+
+// assign hands out the devices of one resource or claim (what) to its
+// attachments and returns each one's device ID, in atts' order.
+func (p *Pipeline) assign(pl *plan, what string, allocated []string, atts []*Attachment) ([]string, error) {
+	ids := slices.Clone(allocated)
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	for _, id := range ids {
+		if err := names.DeviceID("the device ID of "+what, id); err != nil {
+			return nil, newError(CodeDevices, pl.pod.Ref(), atts[0].Name, err)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, newError(CodeDevices, pl.pod.Ref(), atts[0].Name, fmt.Errorf("%s: no device of it is allocated to the pod, which has %d attachment(s) needing one%s", what, len(atts), noDeviceHint(what)))
+	}
+	used := map[string]*Attachment{}
+	for _, a := range atts {
+		want := requestedDevice(a)
+		if want == "" {
+			continue
+		}
+		if !slices.Contains(ids, want) {
+			return nil, newError(CodeDevices, pl.pod.Ref(), a.Name, fmt.Errorf("selection element %d requests device %q of %s, which is not one of the pod's (%s)", a.Index, want, what, strings.Join(ids, ", ")))
+		}
+		if by, taken := used[want]; taken {
+			return nil, newError(CodeDevices, pl.pod.Ref(), a.Name, fmt.Errorf("selection element %d requests device %q of %s, already requested by element %d", a.Index, want, what, by.Index))
+		}
+		used[want] = a
+	}
+	free := slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return used[id] != nil })
+	need := 0
+	for _, a := range atts {
+		if requestedDevice(a) == "" {
+			need++
+		}
+	}
+	if need > len(free) {
+		return nil, newError(CodeDevices, pl.pod.Ref(), atts[0].Name, fmt.Errorf("%s: the pod was allocated %d device(s) (%s) but %d attachment(s) need one", what, len(ids), strings.Join(ids, ", "), len(atts)))
+	}
+	out := make([]string, len(atts))
+	for i, a := range atts {
+		out[i] = requestedDevice(a)
+		if out[i] == "" {
+			out[i], free = free[0], free[1:]
+		}
+	}
+	return out, nil
+}
+
+func noDeviceHint(what string) string {
+	if strings.HasPrefix(what, "resource ") {
+		return "; request it in a container's resources.limits"
+	}
+	return ""
+}
+
+// setDevice hands the device to the delegate: "deviceID" in every plugin's
+// config, and in runtimeConfig for plugins with the deviceID capability.
+func setDevice(a *Attachment, id string) {
+	a.DeviceID = id
+	if a.PluginKeys == nil {
+		a.PluginKeys = map[string]any{}
+	}
+	a.PluginKeys[selection.DeviceIDKey] = id
+	capabilityArg(a, DeviceIDCapability, id)
+}
+
+// setDeviceInfo fixes the device-info spec's files for the attachment: the
+// device plugin's (s4.1), copied at attach time to the attachment's CNI
+// file (s4.2.1), whose path goes to delegates declaring the capability (s5.1.1).
+func (p *Pipeline) setDeviceInfo(a *Attachment, res, id, containerID string) error {
+	files := devinfo.Files{Dir: p.Config.DeviceInfoDir}
+	dp, err := files.DevicePluginFile(res, id)
+	if err != nil {
+		return err
+	}
+	cni, err := files.CNIFile(containerID, a.IfName)
+	if err != nil {
+		return err
+	}
+	a.DevicePluginFile, a.DeviceInfoFile = dp, cni
+	capabilityArg(a, devinfo.Capability, cni)
+	return nil
+}
+
+func capabilityArg(a *Attachment, key string, v any) {
+	if a.CapabilityArgs == nil {
+		a.CapabilityArgs = map[string]any{}
+	}
+	a.CapabilityArgs[key] = v
+}
+
+// prepareDeviceInfo writes the attachment's CNI device-info file just
+// before its delegate runs (s4.2.1); the record already names it, so a
+// failure from here on removes it.
+func prepareDeviceInfo(a *Attachment) error {
+	if a.DeviceInfoFile == "" {
+		return nil
+	}
+	if a.DevicePluginFile == "" {
+		// A claim's device: no device plugin file; the delegate may write one.
+		return devinfo.Remove(a.DeviceInfoFile)
+	}
+	if _, err := devinfo.Prepare(a.DevicePluginFile, a.DeviceInfoFile); err != nil {
+		return fmt.Errorf("device %s of %s: %w", a.DeviceID, a.ResourceName, err)
+	}
+	return nil
+}
+
+// addDeviceInfo puts the CNI device-info file's content, as the device
+// plugin or the delegate left it, in the status entry (s6.1.1). A file
+// that is not device-info is left out with a warning: the attachment
+// itself worked.
+func (p *Pipeline) addDeviceInfo(ctx context.Context, pl *plan, a *Attachment, e *status.Entry) {
+	if a.DeviceInfoFile == "" {
+		return
+	}
+	info, err := devinfo.Read(a.DeviceInfoFile)
+	if err != nil {
+		msg := fmt.Sprintf("network %s: device-info left out of %s: %v", a.Name, status.Annotation, err)
+		p.Log.Warn(msg)
+		p.event(ctx, pl.pod, source.EventWarning, "NetworkDeviceInfoInvalid", msg)
+		return
+	}
+	e.DeviceInfo = info
+}
+
+// requestedDevice is the deviceID the attachment's selection element asks
+// for; "" for none or for a network the config chose (defaultNetworks).
+func requestedDevice(a *Attachment) string {
+	if a.Selection == nil {
+		return ""
+	}
+	return a.Selection.DeviceID
+}

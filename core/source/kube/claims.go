@@ -1,0 +1,86 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/plexus-cni/plexus/core/source"
+)
+
+// claimObject is the part of a resource.k8s.io/v1 ResourceClaim plexus
+// reads: what was allocated, for whom, and what the driver reported.
+type claimObject struct {
+	Status struct {
+		Allocation *struct {
+			Devices struct {
+				Results []struct {
+					Request string `json:"request"`
+					Driver  string `json:"driver"`
+					Pool    string `json:"pool"`
+					Device  string `json:"device"`
+				} `json:"results"`
+			} `json:"devices"`
+		} `json:"allocation"`
+		ReservedFor []struct {
+			Resource string `json:"resource"`
+			UID      string `json:"uid"`
+		} `json:"reservedFor"`
+		Devices []struct {
+			Driver      string `json:"driver"`
+			Pool        string `json:"pool"`
+			Device      string `json:"device"`
+			NetworkData *struct {
+				InterfaceName   string   `json:"interfaceName"`
+				IPs             []string `json:"ips"`
+				HardwareAddress string   `json:"hardwareAddress"`
+			} `json:"networkData"`
+		} `json:"devices"`
+	} `json:"status"`
+}
+
+// ResourceClaim implements source.ResourceClaimReader with a GET of the
+// one claim (RBAC: get on resourceclaims).
+func (s *Source) ResourceClaim(ctx context.Context, namespace, name string) (*source.ResourceClaim, error) {
+	var raw []byte
+	err := s.retry(ctx, "get ResourceClaim "+namespace+"/"+name, func(ctx context.Context) (err error) {
+		raw, err = s.verb(http.MethodGet).AbsPath("/apis/resource.k8s.io/v1/namespaces", namespace, "resourceclaims", name).DoRaw(ctx)
+		return err
+	})
+	if apierrors.IsNotFound(err) {
+		return nil, source.NotFound("ResourceClaim", namespace, name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var o claimObject
+	if err := json.Unmarshal(raw, &o); err != nil {
+		return nil, fmt.Errorf("decoding ResourceClaim %s/%s: %w", namespace, name, err)
+	}
+	return o.claim(namespace, name), nil
+}
+
+func (o *claimObject) claim(namespace, name string) *source.ResourceClaim {
+	c := &source.ResourceClaim{Namespace: namespace, Name: name}
+	for _, r := range o.Status.ReservedFor {
+		if r.Resource == "pods" {
+			c.ReservedFor = append(c.ReservedFor, r.UID)
+		}
+	}
+	if o.Status.Allocation == nil {
+		return c
+	}
+	for _, r := range o.Status.Allocation.Devices.Results {
+		d := source.ClaimDevice{Request: r.Request, Driver: r.Driver, Pool: r.Pool, Device: r.Device}
+		for _, st := range o.Status.Devices {
+			if st.Driver == r.Driver && st.Pool == r.Pool && st.Device == r.Device && st.NetworkData != nil {
+				d.InterfaceName, d.HardwareAddress, d.IPs = st.NetworkData.InterfaceName, st.NetworkData.HardwareAddress, st.NetworkData.IPs
+			}
+		}
+		c.Devices = append(c.Devices, d)
+	}
+	return c
+}
