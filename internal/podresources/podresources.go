@@ -1,13 +1,6 @@
-// Package podresources asks kubelet's pod-resources API (v1,
-// k8s.io/kubelet/pkg/apis/podresources/v1) which devices a pod's
-// containers were allocated: the pipeline's DeviceLister.
-//
-// It speaks gRPC itself: one unary call over HTTP/2 on the unix socket,
-// the messages encoded with protowire. grpc-go and the generated client
-// would add 80 packages to the thin plugin, text/template among them
-// (which keeps the linker from dropping unused methods): 8.7 MB more
-// binary for two RPCs. The tests check this client against grpc-go's
-// server and a real kubelet.
+// Package podresources asks kubelet's pod-resources API (v1, through the
+// generated client in k8s.io/kubelet/pkg/apis/podresources/v1) which
+// devices a pod's containers were allocated: the pipeline's DeviceLister.
 package podresources
 
 import (
@@ -17,6 +10,12 @@ import (
 	"io/fs"
 	"os"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
 	"github.com/plexus-cni/plexus/core/pipeline"
 )
@@ -40,15 +39,9 @@ type Client struct {
 
 var _ pipeline.DeviceLister = (*Client)(nil)
 
-// The service's methods (api.proto: package v1, service PodResourcesLister).
-const (
-	methodGet  = "/v1.PodResourcesLister/Get"
-	methodList = "/v1.PodResourcesLister/List"
-)
-
 // PodDevices returns the device IDs of each resource allocated to the
 // pod's containers. It uses Get, GA and locked on since Kubernetes 1.36
-// (KubeletPodResourcesGet), and falls back to List when Get fails.
+// (KubeletPodResourcesGet), and falls back to List when kubelet refuses Get.
 func (c *Client) PodDevices(ctx context.Context, namespace, name string) (pipeline.PodDevices, error) {
 	if _, err := os.Stat(c.Socket); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -62,55 +55,80 @@ func (c *Client) PodDevices(ctx context.Context, namespace, name string) (pipeli
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	conn := newConn(c.Socket)
-	defer conn.close()
-	pr, err := c.get(ctx, conn, namespace, name)
-	var se *statusError
-	if errors.As(err, &se) {
+	conn, err := grpc.NewClient("unix://"+c.Socket,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessage)))
+	if err != nil {
+		return nil, fmt.Errorf("kubelet's pod-resources API at %s: %w", c.Socket, err)
+	}
+	defer func() { _ = conn.Close() }()
+	api := podresourcesv1.NewPodResourcesListerClient(conn)
+	pr, err := c.get(ctx, api, namespace, name)
+	if refused(err) {
 		// Kubelets before 1.36 may not serve Get: before 1.27 it does not
 		// exist (Unimplemented), until 1.34 it is off by default ("Get
 		// method disabled", code Unknown). List answers on every kubelet.
-		pr, err = c.list(ctx, conn, namespace, name)
+		getErr := err
+		pr, err = c.list(ctx, api, namespace, name)
 		if err != nil {
-			err = fmt.Errorf("kubelet's Get: %v; then %w", se, err)
+			err = fmt.Errorf("kubelet's Get: %v; then %w", getErr, err)
 		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("kubelet's pod-resources API at %s: %w", c.Socket, err)
 	}
-	return pr.devices, nil
+	return devicesOf(pr), nil
 }
 
-func (c *Client) get(ctx context.Context, conn *conn, namespace, name string) (*podResources, error) {
+// refused tells an answer from kubelet (worth asking List) from a
+// connection that failed or timed out (List would fail the same way).
+func refused(err error) bool {
+	s, ok := status.FromError(err)
+	if !ok || err == nil {
+		return false
+	}
+	switch s.Code() {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled:
+		return false
+	}
+	return true
+}
+
+func (c *Client) get(ctx context.Context, api podresourcesv1.PodResourcesListerClient, namespace, name string) (*podresourcesv1.PodResources, error) {
 	c.count("Get")
-	resp, err := conn.call(ctx, methodGet, encodeGetRequest(name, namespace))
+	resp, err := api.Get(ctx, &podresourcesv1.GetPodResourcesRequest{PodName: name, PodNamespace: namespace})
 	if err != nil {
 		return nil, err
 	}
-	pr, err := decodeGetResponse(resp)
-	if err != nil {
-		return nil, fmt.Errorf("decoding Get's answer: %w", err)
-	}
-	if pr == nil {
+	if resp.GetPodResources() == nil {
 		return nil, fmt.Errorf("kubelet's Get returned no resources for pod %s/%s", namespace, name)
 	}
-	return pr, nil
+	return resp.GetPodResources(), nil
 }
 
-func (c *Client) list(ctx context.Context, conn *conn, namespace, name string) (*podResources, error) {
+func (c *Client) list(ctx context.Context, api podresourcesv1.PodResourcesListerClient, namespace, name string) (*podresourcesv1.PodResources, error) {
 	c.count("List")
-	resp, err := conn.call(ctx, methodList, nil)
+	resp, err := api.List(ctx, &podresourcesv1.ListPodResourcesRequest{})
 	if err != nil {
 		return nil, err
 	}
-	pr, err := decodeListResponse(resp, namespace, name)
-	if err != nil {
-		return nil, fmt.Errorf("decoding List's answer: %w", err)
+	for _, pr := range resp.GetPodResources() {
+		if pr.GetNamespace() == namespace && pr.GetName() == name {
+			return pr, nil
+		}
 	}
-	if pr == nil {
-		return nil, fmt.Errorf("kubelet's List reports no pod %s/%s", namespace, name)
+	return nil, fmt.Errorf("kubelet's List reports no pod %s/%s", namespace, name)
+}
+
+// devicesOf gathers every container's devices by resource name.
+func devicesOf(pr *podresourcesv1.PodResources) pipeline.PodDevices {
+	out := pipeline.PodDevices{}
+	for _, c := range pr.GetContainers() {
+		for _, d := range c.GetDevices() {
+			out[d.GetResourceName()] = append(out[d.GetResourceName()], d.GetDeviceIds()...)
+		}
 	}
-	return pr, nil
+	return out
 }
 
 func (c *Client) count(method string) {

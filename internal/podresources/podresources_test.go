@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
 	"github.com/plexus-cni/plexus/core/pipeline"
@@ -31,7 +33,7 @@ func (k *fakeKubelet) Get(_ context.Context, req *podresourcesv1.GetPodResources
 			return &podresourcesv1.GetPodResourcesResponse{PodResources: p}, nil
 		}
 	}
-	return nil, context.Canceled
+	return nil, status.Errorf(codes.NotFound, "pod %s/%s not found", req.PodNamespace, req.PodName)
 }
 
 func (k *fakeKubelet) List(context.Context, *podresourcesv1.ListPodResourcesRequest) (*podresourcesv1.ListPodResourcesResponse, error) {
