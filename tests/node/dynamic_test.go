@@ -325,4 +325,3 @@ func timeChange(b *testing.B, n *Node, ns, networks string, entries int) time.Du
 	b.Fatalf("network-status with %d entries not seen within %s", entries, dynamicWait)
 	return 0
 }
-
