@@ -214,9 +214,24 @@ func (p *Pipeline) delCached(ctx context.Context, req *Request, c *libcni.Networ
 		ContainerID: req.ContainerID, NetNS: req.NetNS, IfName: c.IfName,
 		Args: c.CniArgs, CapabilityArgs: c.CapabilityArgs,
 	}
-	return p.delegateCall(ctx, func(ctx context.Context) error {
+	if err := p.delegateCall(ctx, func(ctx context.Context) error {
 		return p.CNI.DelNetworkList(ctx, list, rt)
-	})
+	}); err != nil {
+		return err
+	}
+	return p.removeDeviceInfo(req.ContainerID, c.IfName)
+}
+
+// removeDeviceInfo deletes the attachment's CNI device-info file (device-
+// info spec s4.2.1) when the record that names it is lost: its path follows
+// from the container and interface alone. Names that cannot form the path
+// cannot have a file either.
+func (p *Pipeline) removeDeviceInfo(containerID, ifName string) error {
+	path, err := devinfo.Files{Dir: p.Config.DeviceInfoDir}.CNIFile(containerID, ifName)
+	if err != nil {
+		return nil
+	}
+	return devinfo.Remove(path)
 }
 
 // delDefault is only possible for a default network from a file or from

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -11,6 +14,7 @@ import (
 	"github.com/containernetworking/cni/libcni"
 	"github.com/containernetworking/cni/pkg/types"
 
+	"github.com/plexus-cni/plexus/core/devinfo"
 	"github.com/plexus-cni/plexus/core/selection"
 	"github.com/plexus-cni/plexus/core/status"
 )
@@ -608,5 +612,31 @@ func TestPodAnnotationsReachADefaultNetworkDeclaringThem(t *testing.T) {
 	}
 	if got := f.cni.lastRT["default-net"].CapabilityArgs[PodAnnotationsCapability]; !reflect.DeepEqual(got, ann) {
 		t.Errorf("default network got %v, want %v", got, ann)
+	}
+}
+
+// A DEL without a record still removes the CNI device-info file of each
+// attachment it undoes from libcni's cache (device-info spec s4.2.1).
+func TestDelWithoutRecordRemovesDeviceInfoFiles(t *testing.T) {
+	f := newFixture(t, "")
+	f.p.Config.DeviceInfoDir = t.TempDir()
+	path, err := devinfo.Files{Dir: f.p.Config.DeviceInfoDir}.CNIFile("c1", "net9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(`{"type":"pci","version":"1.1.0"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.cni.cached = []*libcni.NetworkAttachment{
+		{ContainerID: "c1", Network: "lost", IfName: "net9", Config: []byte(`{"cniVersion":"1.0.0","name":"lost","type":"host-device"}`)},
+	}
+	if err := f.p.Del(context.Background(), f.req); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("device-info file after DEL: %v", err)
 	}
 }
