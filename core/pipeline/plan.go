@@ -61,13 +61,7 @@ func (p *Pipeline) planAdd(ctx context.Context, req *Request) (*plan, error) {
 		if err := p.planSelections(ctx, req, pl); err != nil {
 			return nil, err
 		}
-		if err := p.authorize(ctx, pl); err != nil {
-			return nil, err
-		}
-		if err := p.prepare(ctx, pl); err != nil {
-			return nil, err
-		}
-		if err := p.applyCompat(ctx, pl); err != nil {
+		if err := p.runStages(ctx, pl); err != nil {
 			return nil, err
 		}
 	}
@@ -391,6 +385,19 @@ func selectionAttachment(req *Request, el *selection.Element, ifName string, r *
 
 // authorize makes the s7.4 decision for every secondary attachment before
 // any delegate runs; the first denial fails the ADD.
+// runStages runs the stages that may refuse or change attachments before
+// any delegate: the s7.4 decision, the extensions (s4.1.2.1), then what
+// Multus's keys need once the configs are final.
+func (p *Pipeline) runStages(ctx context.Context, pl *plan) error {
+	if err := p.authorize(ctx, pl); err != nil {
+		return err
+	}
+	if err := p.prepare(ctx, pl); err != nil {
+		return err
+	}
+	return p.applyCompat(ctx, pl)
+}
+
 func (p *Pipeline) authorize(ctx context.Context, pl *plan) error {
 	if p.Stages.Authorizer == nil || !slices.ContainsFunc(pl.attachments, func(a *Attachment) bool { return a.Origin.ChosenByPod() }) {
 		return nil

@@ -144,15 +144,13 @@ func (p *Pipeline) planUpdate(ctx context.Context, req *Request, pod *source.Pod
 		return nil, err
 	}
 	for _, i := range d.Attach {
-		pl.attachments = append(pl.attachments, selectionAttachment(req, els[i], d.IfNames[i], nads[els[i].Ref()]))
+		a := selectionAttachment(req, els[i], d.IfNames[i], nads[els[i].Ref()])
+		if err := refuseDeviceHotplug(pod, a); err != nil {
+			return nil, err
+		}
+		pl.attachments = append(pl.attachments, a)
 	}
-	if err := p.authorize(ctx, pl); err != nil {
-		return nil, err
-	}
-	if err := p.prepare(ctx, pl); err != nil {
-		return nil, err
-	}
-	if err := p.applyCompat(ctx, pl); err != nil {
+	if err := p.runStages(ctx, pl); err != nil {
 		return nil, err
 	}
 	for _, a := range pl.attachments[1:] {
@@ -489,4 +487,16 @@ func statusCurrent(pod *source.Pod, rec *record.Record) bool {
 		}
 	}
 	return true
+}
+
+// refuseDeviceHotplug refuses to add a device network to a running pod:
+// its devices were allocated when the pod started, and handing one out
+// needs what the pod's other attachments already hold, which Update does
+// not track yet. Refusing names the network rather than attach it to no
+// device or to one in use.
+func refuseDeviceHotplug(pod *source.Pod, a *Attachment) error {
+	if a.NAD == nil || (a.NAD.Annotations[ResourceNameAnnotation] == "" && a.NAD.Annotations[ResourceClaimAnnotation] == "") {
+		return nil
+	}
+	return newError(CodeInvalidSelection, pod.Ref(), a.Name, fmt.Errorf("network %s uses devices (%s or %s): device networks are attached when the pod starts, not added to a running pod", a.Name, ResourceNameAnnotation, ResourceClaimAnnotation))
 }

@@ -333,3 +333,18 @@ func TestUpdateLeavesDefaultNetworksAlone(t *testing.T) {
 		t.Errorf("record %v, want %v", got, want)
 	}
 }
+
+// A device network is not hot-plugged: Update refuses it by name before
+// any delegate runs, and the pod keeps what it has.
+func TestUpdateRefusesDeviceNetworks(t *testing.T) {
+	f := updateFixture(t, "net-a", "net-a,sriov")
+	f.src.addNAD("demo", "sriov", `{"cniVersion":"1.0.0","name":"sriov","type":"host-device"}`)
+	f.src.nads["demo/sriov"].Annotations = map[string]string{ResourceNameAnnotation: "vendor.example/netdev"}
+	_, err := f.update(t)
+	if te := cniErr(t, err); te.Code != CodeInvalidSelection || !strings.Contains(te.Msg, "demo/sriov") || len(f.cni.calls) != 0 {
+		t.Errorf("error %+v, calls %v", te, f.cni.calls)
+	}
+	if got, want := f.recordNames(t), []string{"default-net (eth0) attached", "demo/net-a (net1) attached"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("record %v, want %v", got, want)
+	}
+}

@@ -138,29 +138,9 @@ func TestInstalledConfigCarriesDaemonKeys(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dir := t.TempDir()
-		d := &Daemon{conf: conf, o: Options{Socket: "/run/p/plexusd.sock", ConfDir: dir, DefaultConfDir: dir, ConfName: "00-plexus.conflist", Readiness: ReadinessBlock}}
-		in, err := d.installer()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := in.Reconcile(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		raw, err := os.ReadFile(filepath.Join(dir, "00-plexus.conflist"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var list struct{ Plugins []json.RawMessage }
-		if err := json.Unmarshal(raw, &list); err != nil || len(list.Plugins) != 1 {
-			t.Fatalf("%s: %v", raw, err)
-		}
-		got, err := config.Parse(list.Plugins[0])
-		if err != nil {
-			t.Fatalf("%s: %v", raw, err)
-		}
+		got, installed := installedConfig(t, conf)
 		if got.DaemonSocket != "/run/p/plexusd.sock" || got.Daemon().Wait() != tt.want || got.Type != "plexus-shim" || got.MultusCompat() != tt.compat {
-			t.Errorf("%s: installed %s", tt.plexusd, list.Plugins[0])
+			t.Errorf("%s: installed %s", tt.plexusd, installed)
 		}
 	}
 }
@@ -188,6 +168,17 @@ func TestInstalledConfigCarriesCompatKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	got, installed := installedConfig(t, conf)
+	if len(got.DefaultNetworks) != 1 || !got.IsSystemNamespace("infra") || got.ReadinessWait() != 20*time.Second ||
+		got.ReadinessIndicatorFile == "" || got.AuxiliaryCNIChainName != "extras" || got.LogOptions == nil || got.LogOptions.MaxSize != 5 {
+		t.Errorf("installed %s", installed)
+	}
+}
+
+// installedConfig is the shim config plexusd installs for conf, parsed as
+// a call would parse it, and as written.
+func installedConfig(t *testing.T, conf *config.Config) (*config.Config, []byte) {
+	t.Helper()
 	dir := t.TempDir()
 	d := &Daemon{conf: conf, o: Options{Socket: "/run/p/plexusd.sock", ConfDir: dir, DefaultConfDir: dir, ConfName: "00-plexus.conflist", Readiness: ReadinessBlock}}
 	in, err := d.installer()
@@ -209,8 +200,5 @@ func TestInstalledConfigCarriesCompatKeys(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%s: %v", raw, err)
 	}
-	if len(got.DefaultNetworks) != 1 || !got.IsSystemNamespace("infra") || got.ReadinessWait() != 20*time.Second ||
-		got.ReadinessIndicatorFile == "" || got.AuxiliaryCNIChainName != "extras" || got.LogOptions == nil || got.LogOptions.MaxSize != 5 {
-		t.Errorf("installed %s", list.Plugins[0])
-	}
+	return got, list.Plugins[0]
 }
