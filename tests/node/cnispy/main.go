@@ -14,10 +14,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
+
+	"github.com/plexus-cni/plexus/tests/node/internal/chain"
 )
 
 // Call is one recorded invocation.
@@ -68,7 +68,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	return execPlugin(typ, out)
+	return chain.Exec(typ, out)
 }
 
 func record(logPath string, conf map[string]json.RawMessage) error {
@@ -101,38 +101,4 @@ func record(logPath string, conf map[string]json.RawMessage) error {
 		return fmt.Errorf("write cnispyLog: %w", err)
 	}
 	return nil
-}
-
-// execPlugin replaces this process with the plugin, its stdin the rewritten
-// config, so the runtime gets the plugin's own output and exit status.
-func execPlugin(typ string, conf []byte) error {
-	var bin string
-	for _, dir := range filepath.SplitList(os.Getenv("CNI_PATH")) {
-		if p := filepath.Join(dir, typ); isExecutable(p) {
-			bin = p
-			break
-		}
-	}
-	if bin == "" {
-		return fmt.Errorf("plugin %q not found in CNI_PATH", typ)
-	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		return err
-	}
-	// The config is small (far below a pipe's buffer), so writing it all
-	// before exec cannot block.
-	if _, err := w.Write(conf); err != nil {
-		return err
-	}
-	w.Close()
-	if err := syscall.Dup2(int(r.Fd()), 0); err != nil {
-		return err
-	}
-	return syscall.Exec(bin, []string{bin}, os.Environ())
-}
-
-func isExecutable(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && !fi.IsDir() && fi.Mode().Perm()&0o111 != 0
 }

@@ -15,8 +15,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"syscall"
+
+	"github.com/plexus-cni/plexus/tests/node/internal/chain"
 )
 
 // Call is one recorded invocation: the device as plexus passed it in the
@@ -83,7 +83,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	return execPlugin("host-device", out)
+	return chain.Exec("host-device", out)
 }
 
 func appendLine(path string, c Call) error {
@@ -98,31 +98,4 @@ func appendLine(path string, c Call) error {
 	defer f.Close()
 	_, err = f.Write(append(line, '\n'))
 	return err
-}
-
-// execPlugin replaces this process with the plugin reading conf on stdin.
-func execPlugin(typ string, conf []byte) error {
-	var bin string
-	for _, dir := range filepath.SplitList(os.Getenv("CNI_PATH")) {
-		p := filepath.Join(dir, typ)
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode().Perm()&0o111 != 0 {
-			bin = p
-			break
-		}
-	}
-	if bin == "" {
-		return fmt.Errorf("plugin %q not found in CNI_PATH", typ)
-	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		return err
-	}
-	if _, err := w.Write(conf); err != nil {
-		return err
-	}
-	w.Close()
-	if err := syscall.Dup2(int(r.Fd()), 0); err != nil {
-		return err
-	}
-	return syscall.Exec(bin, []string{bin}, os.Environ())
 }
