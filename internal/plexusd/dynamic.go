@@ -65,8 +65,11 @@ type reconciler struct {
 	conds  conditionSetter // nil: no condition is written
 	// parse is how the config reads selection annotations.
 	parse selection.ParseOptions
-	queue workqueue.TypedRateLimitingInterface[string]
-	log   *slog.Logger
+	// publishing reports status or events of the pod still queued after
+	// an ADD answered; nil: none ever are.
+	publishing func(podKey string) bool
+	queue      workqueue.TypedRateLimitingInterface[string]
+	log        *slog.Logger
 
 	mu sync.Mutex
 	// byUID indexes the records by pod UID as of indexTime, the records
@@ -164,6 +167,12 @@ func (r *reconciler) reconcile(ctx context.Context, key string) (retry bool) {
 	pod := r.pods.CachedPod(ns, name)
 	if pod == nil {
 		return false
+	}
+	if r.publishing != nil && r.publishing(key) {
+		// The ADD's own status is on its way: read now, the pod would look
+		// stale and its status be rewritten from the record, replacing the
+		// ADD's (enriched) one still queued. Look again later.
+		return true
 	}
 	ann := pod.Annotations[selection.Annotation]
 	if r.wasRefused(pod.UID, ann) {
@@ -369,6 +378,9 @@ func (d *Daemon) startDynamic(ctx context.Context) (func(daemon.Handler) daemon.
 	p.Source, p.Stages = d.src, d.stages
 	r := newReconciler(d.cache, p.Records, log)
 	r.netns, r.update, r.conds, r.parse = client.NetNS, p.Update, d.cache, p.ParseOptions()
+	if d.pub != nil {
+		r.publishing = d.pub.pending
+	}
 	if err := d.cache.OnPodChange(selection.Annotation, r.enqueue); err != nil {
 		return nil, err
 	}

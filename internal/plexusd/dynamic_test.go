@@ -218,3 +218,18 @@ func TestReconcileFindsLaterRecordsAndMirrorPods(t *testing.T) {
 		t.Errorf("updates %v, want %v", f.updates, want)
 	}
 }
+
+// While the ADD's own status is still queued the pod looks stale: the
+// reconciler waits for it instead of rewriting the status from the record.
+func TestReconcileWaitsForThePodsQueuedStatus(t *testing.T) {
+	f := newDynFixture(t)
+	f.set("a,b")
+	f.r.publishing = func(key string) bool { return key == "demo/web" }
+	if retry := f.r.reconcile(context.Background(), "demo/web"); !retry || len(f.updates) != 0 {
+		t.Errorf("retry %v, updates %v: want a retry and no update", retry, f.updates)
+	}
+	f.r.publishing = func(string) bool { return false }
+	if f.r.reconcile(context.Background(), "demo/web"); len(f.updates) != 1 {
+		t.Errorf("updates %v once the status was sent, want 1", f.updates)
+	}
+}

@@ -120,6 +120,14 @@ func (p *publisher) work(ref string) *podWork {
 	return w
 }
 
+// pending reports whether the pod ("namespace/name") has status or events
+// queued or being sent.
+func (p *publisher) pending(ref string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.pods[ref] != nil
+}
+
 // run sends the pod's work in order and ends when its queue is empty.
 func (p *publisher) run(ref string, w *podWork) {
 	defer p.wg.Done()
