@@ -224,10 +224,14 @@ func (p *Pipeline) publish(ctx context.Context, req *Request, pl *plan) *types.E
 	if err != nil {
 		return newError(CodeStatus, podRef, "", err)
 	}
+	// The event goes out beside the PATCH, not after it: in thin mode each
+	// is a round trip the runtime waits for. Should the PATCH fail, the
+	// rollback's NetworkAttachFailed event follows this one.
+	sent := p.eventAsync(ctx, pl.pod, source.EventNormal, "AddedInterfaces", summary(entries))
+	defer sent()
 	if err := p.Source.PublishStatus(ctx, pl.pod, doc); err != nil {
 		return newError(CodeStatus, podRef, "", fmt.Errorf("publishing %s: %w", status.Annotation, err))
 	}
-	p.event(ctx, pl.pod, source.EventNormal, "AddedInterfaces", summary(entries))
 	return nil
 }
 

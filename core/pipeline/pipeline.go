@@ -103,6 +103,17 @@ func (p *Pipeline) event(ctx context.Context, pod *source.Pod, typ source.EventT
 	}
 }
 
+// eventAsync records an event while the caller goes on; the returned
+// func waits until it is sent.
+func (p *Pipeline) eventAsync(ctx context.Context, pod *source.Pod, typ source.EventType, reason, msg string) (wait func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.event(ctx, pod, typ, reason, msg)
+	}()
+	return func() { <-done }
+}
+
 // delegateCall runs one delegate operation bounded by delegateTimeout, and
 // says so when that bound is what stopped it: libcni only reports the
 // killed plugin's exit status.

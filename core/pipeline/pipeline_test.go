@@ -9,13 +9,16 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/containernetworking/cni/libcni"
 	"github.com/containernetworking/cni/pkg/types"
 
 	"github.com/plexus-cni/plexus/core/devinfo"
 	"github.com/plexus-cni/plexus/core/selection"
+	"github.com/plexus-cni/plexus/core/source"
 	"github.com/plexus-cni/plexus/core/status"
 )
 
@@ -638,5 +641,64 @@ func TestDelWithoutRecordRemovesDeviceInfoFiles(t *testing.T) {
 	}
 	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("device-info file after DEL: %v", err)
+	}
+}
+
+// statusGate is a source whose status PATCH waits for the event, or fails.
+type statusGate struct {
+	*fakeSource
+	mu      sync.Mutex
+	eventIn chan struct{}
+	fail    error
+}
+
+func (s *statusGate) PublishStatus(ctx context.Context, pod *source.Pod, doc []byte) error {
+	select {
+	case <-s.eventIn:
+	case <-time.After(5 * time.Second):
+		return errors.New("the event was not sent while the status PATCH was in flight")
+	}
+	if s.fail != nil {
+		return s.fail
+	}
+	return s.fakeSource.PublishStatus(ctx, pod, doc)
+}
+
+func (s *statusGate) Event(ctx context.Context, pod *source.Pod, typ source.EventType, reason, msg string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fakeSource.Event(ctx, pod, typ, reason, msg)
+	if reason == "AddedInterfaces" {
+		close(s.eventIn)
+	}
+}
+
+func TestAddSendsItsEventBesideTheStatusPatch(t *testing.T) {
+	tests := []struct {
+		name       string
+		fail       error
+		wantEvents []string
+	}{
+		{"patch succeeds", nil, []string{"Normal AddedInterfaces"}},
+		{"patch fails: the failure follows", errors.New("forbidden"), []string{"Normal AddedInterfaces", "Warning NetworkAttachFailed"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, "net-a")
+			src := &statusGate{fakeSource: f.src, eventIn: make(chan struct{}), fail: tt.fail}
+			f.p.Source = src
+			_, err := f.p.Add(context.Background(), f.req)
+			if (err != nil) != (tt.fail != nil) {
+				t.Fatalf("ADD err = %v, want failure %v", err, tt.fail)
+			}
+			if len(src.events) != len(tt.wantEvents) {
+				t.Fatalf("events %q, want %q", src.events, tt.wantEvents)
+			}
+			for i, want := range tt.wantEvents {
+				if !strings.HasPrefix(src.events[i], want) {
+					t.Errorf("event %d = %q, want %s", i, src.events[i], want)
+				}
+			}
+		})
 	}
 }

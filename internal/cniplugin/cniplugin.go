@@ -191,13 +191,19 @@ func (o Options) build(ctx context.Context, conf *config.Config, a *skel.CmdArgs
 		// Connects only when a NAD names a resource (pipeline.assignDevices).
 		p.Devices = &podresources.Client{Socket: conf.PodResourcesSocket, OnCall: o.OnPodResourcesCall}
 	}
-	cleanup := func() {}
+	closeSource := func() {}
+	if c, ok := src.(interface{ Close() }); ok {
+		closeSource = c.Close
+	}
+	cleanup := closeSource
 	if cmd == CmdAdd && o.Stages != nil {
 		st, closeStages, err := o.Stages(ctx, conf, log)
 		if err != nil {
+			closeSource()
 			return nil, nil, types.NewError(types.ErrInvalidNetworkConfig, err.Error(), "")
 		}
-		p.Stages, cleanup = st, closeStages
+		p.Stages = st
+		cleanup = func() { closeStages(); closeSource() }
 	}
 	return p, cleanup, nil
 }
@@ -263,7 +269,8 @@ func buildSource(conf *config.Config, cmd Command, log *slog.Logger) (source.Sou
 	if err != nil {
 		return nil, err
 	}
-	return kube.New(rc, kube.Options{CallTimeout: time.Duration(conf.APITimeout), Budget: time.Duration(conf.APIBudget), Log: log})
+	// An ADD's first request comes after its delegates: connect meanwhile.
+	return kube.New(rc, kube.Options{CallTimeout: time.Duration(conf.APITimeout), Budget: time.Duration(conf.APIBudget), Log: log, Prewarm: cmd == CmdAdd})
 }
 
 // pluginPaths puts binDir before CNI_PATH.

@@ -42,24 +42,61 @@ func benchSetup(b *testing.B, name string) (*Node, []benchConfig) {
 		// leak checks are not run here).
 		harness.Must(b, kubeenv.CreateNAD(b.Context(), n.Dyn, benchNS, nad, thin.BridgeNADConfig(nad)))
 	}
-	return n, []benchConfig{
+	all := []benchConfig{
 		{"default-alone", func() { n.InstallDefault(thin) }, ""},
 		{"thin-0", func() { n.InstallPlexus(thin) }, ""},
 		{"thin-3", func() { n.InstallPlexus(thin) }, "blue,red,green"},
 		{"thick-0", func() { n.InstallPlexus(thick) }, ""},
 		{"thick-3", func() { n.InstallPlexus(thick) }, "blue,red,green"},
 	}
+	return n, selectSetups(b, all, os.Getenv("PLEXUS_BENCH_SETUPS"))
+}
+
+// selectSetups keeps the setups named in a comma-separated list (all when
+// it is empty), so a long run can compare only the ones in question. The
+// default network alone is always kept: the others are reported against it.
+func selectSetups(b *testing.B, all []benchConfig, names string) []benchConfig {
+	if names == "" {
+		return all
+	}
+	want := strings.Split(names, ",")
+	var out []benchConfig
+	for _, c := range all {
+		if c.name == "default-alone" || slices.Contains(want, c.name) {
+			out = append(out, c)
+		}
+	}
+	if len(out) == 1 {
+		b.Fatalf("PLEXUS_BENCH_SETUPS=%q names no setup", names)
+	}
+	return out
 }
 
 const benchNS = "bench"
 
 // reportMedians reports each setup's median in ms and logs every sample.
+// Setups other than the default network alone also report the median of
+// their paired differences from it (same iteration) in ms and in percent
+// of its median: single starts vary by far more than what plexus adds, and
+// pairing removes the drift the iterations share.
 func reportMedians(b *testing.B, configs []benchConfig, times [][]time.Duration) {
+	base := times[0]
 	for j, c := range configs {
-		b.ReportMetric(float64(median(times[j]).Microseconds())/1000, "ms-median-"+c.name)
+		b.ReportMetric(ms(median(times[j])), "ms-median-"+c.name)
 		b.Logf("%s: %v", c.name, times[j])
+		if j == 0 {
+			continue
+		}
+		d := make([]time.Duration, len(times[j]))
+		for i := range d {
+			d[i] = times[j][i] - base[i]
+		}
+		b.ReportMetric(ms(median(d)), "ms-added-"+c.name)
+		b.ReportMetric(100*ms(median(d))/ms(median(base)), "%-added-"+c.name)
 	}
 }
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // BenchmarkPodStart measures a pod's start through the API (create to
 // Running, seen by a watch) on a real node, with the default network

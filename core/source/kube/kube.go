@@ -36,6 +36,11 @@ type Options struct {
 	// Component names plexus in events.
 	Component string
 	Log       *slog.Logger
+	// Prewarm connects to the API server (TCP and TLS) as the source is
+	// built, before any request: for a thin ADD, whose delegates run
+	// meanwhile and whose first request then does not wait for the
+	// handshake.
+	Prewarm bool
 }
 
 func (o *Options) defaults() {
@@ -57,6 +62,7 @@ func (o *Options) defaults() {
 type Source struct {
 	client *rest.RESTClient
 	opts   Options
+	warm   *warmDialer // nil unless Prewarm applied
 }
 
 // Config loads a kubeconfig file, or the in-cluster config when path is
@@ -93,11 +99,25 @@ func New(cfg *rest.Config, opts Options) (*Source, error) {
 	// A CNI call makes a handful of requests; client-side throttling would
 	// only add latency.
 	c.QPS, c.Burst = 100, 200
+	var warm *warmDialer
+	if opts.Prewarm {
+		c, warm = prewarm(c, opts.CallTimeout)
+	}
 	client, err := rest.RESTClientFor(c)
 	if err != nil {
+		if warm != nil {
+			warm.close()
+		}
 		return nil, fmt.Errorf("building the Kubernetes client: %w", err)
 	}
-	return &Source{client: client, opts: opts}, nil
+	return &Source{client: client, opts: opts, warm: warm}, nil
+}
+
+// Close ends a connection made ahead that no request used.
+func (s *Source) Close() {
+	if s.warm != nil {
+		s.warm.close()
+	}
 }
 
 // Pod implements source.Source.

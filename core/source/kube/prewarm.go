@@ -1,0 +1,148 @@
+package kube
+
+import (
+	"context"
+	"crypto/tls"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/rest"
+)
+
+// prewarm returns a copy of cfg whose transport starts connecting to the
+// API server (TCP and the TLS handshake) at once and hands that connection
+// to the first request. A thin ADD builds its source before it runs the
+// default network's delegates, which take longer than the handshake, so
+// its first request (the status PATCH, or the pod GET) finds the
+// connection ready instead of paying for it. No request is made to warm
+// it.
+//
+// cfg is returned unchanged, and client-go builds its transport as
+// always, when the connection is not a plain TLS connection plexus could
+// make the same way: plain HTTP, a custom dialer or transport, an
+// authenticator that owns the TLS client certificate (exec or auth
+// provider plugins), or a proxy for the server.
+func prewarm(cfg *rest.Config, timeout time.Duration) (*rest.Config, *warmDialer) {
+	if cfg.Transport != nil || cfg.Dial != nil || cfg.Proxy != nil || cfg.ExecProvider != nil || cfg.AuthProvider != nil {
+		return cfg, nil
+	}
+	u, _, err := rest.DefaultServerUrlFor(cfg)
+	if err != nil || u.Scheme != "https" {
+		return cfg, nil
+	}
+	if p, err := http.ProxyFromEnvironment(&http.Request{URL: u}); err != nil || p != nil {
+		return cfg, nil
+	}
+	tlsConf, err := rest.TLSConfigFor(cfg)
+	if err != nil || tlsConf == nil {
+		return cfg, nil
+	}
+	port := u.Port()
+	if port == "" {
+		port = "443"
+	}
+	d := &warmDialer{addr: net.JoinHostPort(u.Hostname(), port), tls: tlsConf, http2: os.Getenv("DISABLE_HTTP2") == ""}
+	d.start(timeout)
+	c := rest.CopyConfig(cfg)
+	// The TLS settings now live in the dialer: client-go refuses a custom
+	// transport beside its own TLS options.
+	c.TLSClientConfig = rest.TLSClientConfig{}
+	c.Transport = &http.Transport{
+		DialTLSContext:      d.DialTLSContext,
+		ForceAttemptHTTP2:   d.http2,
+		MaxIdleConnsPerHost: 25,
+		IdleConnTimeout:     90 * time.Second,
+	}
+	return c, d
+}
+
+// warmDialer makes the API server's TLS connections; the first one is
+// dialed ahead of any request.
+type warmDialer struct {
+	addr  string
+	tls   *tls.Config
+	http2 bool
+
+	warm   chan warmConn // the connection dialed ahead, once
+	cancel context.CancelFunc
+	once   sync.Once
+}
+
+type warmConn struct {
+	conn net.Conn
+	err  error
+}
+
+func (d *warmDialer) start(timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	d.warm, d.cancel = make(chan warmConn, 1), cancel
+	go func() {
+		conn, err := d.dial(ctx, "tcp", d.addr)
+		d.warm <- warmConn{conn, err}
+	}()
+}
+
+// DialTLSContext is the transport's dialer: the first connection to the
+// server is the one dialed ahead (waited for if still in its handshake);
+// if that failed, or for any later connection, it dials anew, so an error
+// is the one a request of its own would have met.
+func (d *warmDialer) DialTLSContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	if addr == d.addr {
+		if conn := d.take(ctx); conn != nil {
+			return conn, nil
+		}
+	}
+	return d.dial(ctx, network, addr)
+}
+
+// take is the connection dialed ahead, for the first caller only.
+func (d *warmDialer) take(ctx context.Context) net.Conn {
+	var conn net.Conn
+	d.once.Do(func() {
+		select {
+		case w := <-d.warm:
+			d.cancel() // an established connection outlives its dial's context
+			conn = w.conn
+		case <-ctx.Done():
+			d.cancel()
+			go d.discard()
+		}
+	})
+	return conn
+}
+
+// discard closes the connection dialed ahead when nothing took it.
+func (d *warmDialer) discard() {
+	if w := <-d.warm; w.conn != nil {
+		w.conn.Close()
+	}
+}
+
+func (d *warmDialer) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	cfg := d.tls.Clone()
+	if cfg.ServerName == "" {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		cfg.ServerName = host
+	}
+	cfg.NextProtos = []string{"http/1.1"}
+	if d.http2 {
+		cfg.NextProtos = []string{"h2", "http/1.1"}
+	}
+	dialer := &tls.Dialer{NetDialer: &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}, Config: cfg}
+	return dialer.DialContext(ctx, network, addr)
+}
+
+// close ends the dial ahead if it is still running and closes its
+// connection if no request took it.
+func (d *warmDialer) close() {
+	d.once.Do(func() {
+		d.cancel()
+		d.discard()
+	})
+}
