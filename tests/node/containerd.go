@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -206,4 +208,51 @@ func (n *Node) writeCNIConfig(file string, data []byte, network string) {
 	if n.kubelet.Running() {
 		n.WaitReady()
 	}
+}
+
+// SandboxCNITime is how long containerd's CNI setup of the sandbox took,
+// from its debug lines "begin cni setup" and "cni result" for that sandbox
+// (Options.ContainerdDebug): loopback and the installed network's ADD, as
+// the runtime waited for them.
+func (n *Node) SandboxCNITime(id string) (time.Duration, error) {
+	f, err := os.Open(filepath.Join(n.Dir, "containerd.log"))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	var begin, end time.Time
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasSuffix(line, "podsandboxid="+id) {
+			continue
+		}
+		switch {
+		case strings.Contains(line, `msg="begin cni setup"`):
+			begin, err = logTime(line)
+		case strings.Contains(line, `msg="cni result:`):
+			end, err = logTime(line)
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	if begin.IsZero() || end.IsZero() {
+		return 0, fmt.Errorf("containerd's log has no CNI setup lines for sandbox %s (log level debug?)", id)
+	}
+	return end.Sub(begin), nil
+}
+
+// logTime is the time="..." of a containerd log line.
+func logTime(line string) (time.Time, error) {
+	v, ok := strings.CutPrefix(line, `time="`)
+	if !ok {
+		return time.Time{}, fmt.Errorf("containerd log line without a time: %.80s", line)
+	}
+	v, _, _ = strings.Cut(v, `"`)
+	return time.Parse(time.RFC3339Nano, v)
 }

@@ -51,6 +51,9 @@ type Options struct {
 	// CNIBinDir is containerd's CNI bin_dir. Empty: harness.BinDir
 	// (plexus, plexus-shim, the reference plugins and the tests' tools).
 	CNIBinDir string
+	// ContainerdDebug runs containerd at log level debug, whose lines time
+	// each sandbox's CNI setup (SandboxCNITime).
+	ContainerdDebug bool
 }
 
 // Node is a running containerd plus kubelet.
@@ -162,8 +165,11 @@ func Start(t testing.TB, env *kubeenv.Env, opts Options) *Node {
 	harness.Must(t, n.writeCrictlConfig())
 	harness.Must(t, n.writeKubeletConfig())
 
-	n.containerd = kubeenv.NewProcess("containerd", mustLookPath(t, "containerd"), filepath.Join(dir, "containerd.log"),
-		"--config", filepath.Join(dir, "containerd.toml"))
+	args := []string{"--config", filepath.Join(dir, "containerd.toml")}
+	if opts.ContainerdDebug {
+		args = append(args, "--log-level", "debug")
+	}
+	n.containerd = kubeenv.NewProcess("containerd", mustLookPath(t, "containerd"), filepath.Join(dir, "containerd.log"), args...)
 	n.containerd.Env = []string{"PATH=" + pathEnv()}
 	n.StartContainerd()
 	harness.Must(t, n.importPauseImage())
