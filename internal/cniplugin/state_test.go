@@ -58,7 +58,7 @@ type stateFixture struct {
 	o          Options
 }
 
-func newStateFixture(t *testing.T) *stateFixture {
+func newStateFixture(t testing.TB) *stateFixture {
 	dir := t.TempDir()
 	f := &stateFixture{dir: dir, cache: filepath.Join(dir, "cache")}
 	manifests := filepath.Join(dir, "manifests")
@@ -91,7 +91,7 @@ spec: {config: '{"cniVersion":"1.1.0","name":"net-a","plugins":[{"type":"cheap"}
 // call runs one command as plexusd's handler does: with a netns unless
 // gone (containerd's second DEL, once the sandbox is removed); valid is
 // GC's list.
-func (f *stateFixture) call(t *testing.T, command, id string, gone bool, valid []types.GCAttachment) {
+func (f *stateFixture) call(t testing.TB, command, id string, gone bool, valid []types.GCAttachment) {
 	t.Helper()
 	conf := map[string]any{"cniVersion": "1.1.0", "name": "plexus", "type": "plexus",
 		"clusterNetwork": filepath.Join(f.dir, "default.conflist"), "cacheDir": f.cache,
