@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -44,7 +45,8 @@ func prewarm(cfg *rest.Config, timeout time.Duration) (*rest.Config, *warmDialer
 	if port == "" {
 		port = "443"
 	}
-	d := &warmDialer{addr: net.JoinHostPort(u.Hostname(), port), tls: tlsConf, http2: os.Getenv("DISABLE_HTTP2") == ""}
+	d := &warmDialer{addr: net.JoinHostPort(u.Hostname(), port), tls: tlsConf, protos: alpn(tlsConf.NextProtos)}
+	d.http2 = slices.Contains(d.protos, "h2")
 	d.start(timeout)
 	c := rest.CopyConfig(cfg)
 	// The TLS settings now live in the dialer: client-go refuses a custom
@@ -62,9 +64,10 @@ func prewarm(cfg *rest.Config, timeout time.Duration) (*rest.Config, *warmDialer
 // warmDialer makes the API server's TLS connections; the first one is
 // dialed ahead of any request.
 type warmDialer struct {
-	addr  string
-	tls   *tls.Config
-	http2 bool
+	addr   string
+	tls    *tls.Config
+	protos []string // offered in the handshake (ALPN)
+	http2  bool
 
 	warm   chan warmConn // the connection dialed ahead, once
 	cancel context.CancelFunc
@@ -130,12 +133,23 @@ func (d *warmDialer) dial(ctx context.Context, network, addr string) (net.Conn, 
 		}
 		cfg.ServerName = host
 	}
-	cfg.NextProtos = []string{"http/1.1"}
-	if d.http2 {
-		cfg.NextProtos = []string{"h2", "http/1.1"}
-	}
+	cfg.NextProtos = d.protos
 	dialer := &tls.Dialer{NetDialer: &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}, Config: cfg}
 	return dialer.DialContext(ctx, network, addr)
+}
+
+// alpn is what the handshake offers: the kubeconfig's choice (its
+// TLSClientConfig.NextProtos) when it made one, else HTTP/2 then HTTP/1.1
+// as client-go offers them, without HTTP/2 when DISABLE_HTTP2 is set, as
+// client-go does.
+func alpn(configured []string) []string {
+	switch {
+	case len(configured) > 0:
+		return configured
+	case os.Getenv("DISABLE_HTTP2") != "":
+		return []string{"http/1.1"}
+	}
+	return []string{"h2", "http/1.1"}
 }
 
 // close ends the dial ahead if it is still running and closes its

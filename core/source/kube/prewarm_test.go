@@ -146,3 +146,20 @@ func waitConnected(t *testing.T, api *tlsAPI) {
 		}
 	}
 }
+
+func TestPrewarmKeepsTheKubeconfigsProtocolChoice(t *testing.T) {
+	api := newTLSAPI(t)
+	cfg := api.config()
+	cfg.NextProtos = []string{"http/1.1"}
+	s, err := New(cfg, Options{Prewarm: true, Budget: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.PublishStatus(context.Background(), &source.Pod{Namespace: "ns", Name: "p"}, []byte(`[]`)); err != nil {
+		t.Fatal(err)
+	}
+	if len(api.proto) != 1 || api.proto[0] != 1 || api.connections() != 1 {
+		t.Errorf("protocols %v over %d connections, want one HTTP/1.1 request on the connection made ahead", api.proto, api.connections())
+	}
+}
