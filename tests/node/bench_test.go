@@ -163,6 +163,25 @@ func BenchmarkSandboxStart(b *testing.B) {
 	}
 	reportMedians(b, configs, times)
 	reportCNI(b, configs, cniTimes, median(times[0]))
+	writeSamples(b, configs, times, cniTimes)
+}
+
+// writeSamples writes every sample as CSV (iteration, setup, sandbox start
+// ms, CNI setup ms) to the file PLEXUS_BENCH_CSV names, for analyses the
+// reported medians do not give (go test truncates a benchmark's log).
+func writeSamples(b *testing.B, configs []benchConfig, times, cniTimes [][]time.Duration) {
+	path := os.Getenv("PLEXUS_BENCH_CSV")
+	if path == "" {
+		return
+	}
+	var sb strings.Builder
+	sb.WriteString("iteration,setup,start_ms,cni_ms\n")
+	for j, c := range configs {
+		for i := range times[j] {
+			fmt.Fprintf(&sb, "%d,%s,%.3f,%.3f\n", i, c.name, ms(times[j][i]), ms(cniTimes[j][i]))
+		}
+	}
+	harness.Must(b, os.WriteFile(path, []byte(sb.String()), 0o644))
 }
 
 // reportCNI reports the CNI setup within each sandbox start, as containerd
