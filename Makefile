@@ -87,7 +87,9 @@ bench: build k8s-bins node-bins node-deps pause-image
 	PLEXUS_BIN=$(BIN) $(GO) test -run '^$$' -bench 'ShimCall|PluginStart' -benchtime 500x ./tests/bench/
 	PLEXUS_BIN=$(BIN) $(GO) test -run '^$$' -bench ThinPolicyCost -benchtime 150x ./tests/bench/
 	PLEXUS_BIN=$(BIN) $(GO) test -run '^$$' -bench 'Concurrent|Memory' -benchtime 2x ./tests/bench/
-	PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 $(GO) test -run '^$$' -bench 'SandboxStart|PodStart' -benchtime 9x ./tests/node/
+	$(GO) test -run '^$$' -bench HandlerLifecycle -benchtime 1000x ./internal/cniplugin/
+	PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 $(GO) test -run '^$$' -bench SandboxStart -benchtime 40x ./tests/node/
+	PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 $(GO) test -run '^$$' -bench PodStart -benchtime 9x ./tests/node/
 	PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 $(GO) test -run '^$$' -bench DynamicAttach -benchtime 30x ./tests/node/
 	PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 $(GO) test -count=1 -v -run 'TestKubernetes/(Thick)?RequestCounts' ./tests/e2e/ | grep 'API requests'
 	PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 $(GO) test -run '^$$' -bench Density -benchtime 1x -timeout 40m -v ./tests/node/ | grep -E 'density_test|^Benchmark'
