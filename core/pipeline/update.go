@@ -58,19 +58,11 @@ func (p *Pipeline) Update(ctx context.Context, req *Request, pod *source.Pod) (*
 		return nil, newError(CodeRecord, pod.Ref(), "", err)
 	}
 	defer func() { unlock(!p.hasRecord(req.ContainerID)) }()
-	rec, err := p.Records.Load(req.ContainerID)
-	switch {
-	case err != nil:
-		return nil, newError(CodeRecord, pod.Ref(), "", err)
-	case rec == nil:
-		return nil, ErrNoRecord
-	case rec.Pod == nil || rec.Pod.UID != pod.UID:
-		return nil, newError(CodePodLookup, pod.Ref(), "", fmt.Errorf("container %s was attached for another pod (record %+v, pod UID %s)", req.ContainerID, rec.Pod, pod.UID))
+	rec, err := p.settledRecord(req.ContainerID, pod)
+	if err != nil {
+		return nil, err
 	}
 	def := defaultOf(rec)
-	if def == nil || def.State != record.Attached {
-		return nil, ErrNotSettled
-	}
 	r := *req
 	r.IfName, r.Args = def.IfName, def.CNIArgs
 	return p.update(ctx, &r, pod, rec)
@@ -409,6 +401,48 @@ func (p *Pipeline) writeStatus(ctx context.Context, pod *source.Pod, entries []*
 		return newError(CodeStatus, pod.Ref(), "", fmt.Errorf("publishing %s: %w", status.Annotation, err))
 	}
 	return nil
+}
+
+// settledRecord is the container's record when it is the pod's and its
+// ADD completed; the caller holds the container's lock.
+func (p *Pipeline) settledRecord(containerID string, pod *source.Pod) (*record.Record, error) {
+	rec, err := p.Records.Load(containerID)
+	switch {
+	case err != nil:
+		return nil, newError(CodeRecord, pod.Ref(), "", err)
+	case rec == nil:
+		return nil, ErrNoRecord
+	case rec.Pod == nil || rec.Pod.UID != pod.UID:
+		return nil, newError(CodePodLookup, pod.Ref(), "", fmt.Errorf("container %s was attached for another pod (record %+v, pod UID %s)", containerID, rec.Pod, pod.UID))
+	}
+	if def := defaultOf(rec); def == nil || def.State != record.Attached {
+		return nil, ErrNotSettled
+	}
+	return rec, nil
+}
+
+// Republish writes the pod's network-status (s5) from the container's
+// record, under the container's lock, when the status does not list
+// exactly the record's attachments, and reports whether it wrote. plexusd
+// publishes after answering an ADD; a plexusd stopped in between leaves
+// the pod without its status, which this restores. Entries the pod's
+// status still has keep what was added to them (device-info, extension
+// keys). ErrNoRecord and ErrNotSettled as for Update.
+func (p *Pipeline) Republish(ctx context.Context, containerID string, pod *source.Pod) (bool, error) {
+	unlock, err := p.Locks.Lock(ctx, containerID)
+	if err != nil {
+		return false, newError(CodeRecord, pod.Ref(), "", err)
+	}
+	defer func() { unlock(!p.hasRecord(containerID)) }()
+	rec, err := p.settledRecord(containerID, pod)
+	if err != nil {
+		return false, err
+	}
+	ch, err := p.republishIfStale(ctx, pod, rec)
+	if err != nil {
+		return false, err
+	}
+	return ch.Republished, nil
 }
 
 // republishIfStale writes network-status when it does not list exactly

@@ -348,3 +348,60 @@ func TestUpdateRefusesDeviceNetworks(t *testing.T) {
 		t.Errorf("record %v, want %v", got, want)
 	}
 }
+
+func TestRepublishRestoresAStatusThatNeverReachedThePod(t *testing.T) {
+	f := newFixture(t, "net-a")
+	if _, err := f.p.Add(context.Background(), f.req); err != nil {
+		t.Fatal(err)
+	}
+	published := f.src.status
+	pod := f.src.pods["demo/web"] // as the API has it: the ADD's PATCH was lost
+	f.src.status = nil
+
+	wrote, err := f.p.Republish(context.Background(), f.req.ContainerID, pod)
+	if err != nil || !wrote {
+		t.Fatalf("Republish = %v, %v; want the status written", wrote, err)
+	}
+	var got, want []status.Entry
+	if err := json.Unmarshal(f.src.status, &got); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(published, &want); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) || got[0].Name != want[0].Name || got[1].Interface != want[1].Interface || !got[0].Default {
+		t.Errorf("republished %s, want the ADD's %s", f.src.status, published)
+	}
+
+	pod.Annotations[status.Annotation] = string(published)
+	f.src.status = nil
+	if wrote, err := f.p.Republish(context.Background(), f.req.ContainerID, pod); err != nil || wrote || f.src.status != nil {
+		t.Errorf("a current status: Republish = %v, %v (wrote %s); want nothing written", wrote, err, f.src.status)
+	}
+}
+
+func TestRepublishRefusesWhatIsNotThePodsSettledRecord(t *testing.T) {
+	f := newFixture(t, "net-a")
+	if _, err := f.p.Add(context.Background(), f.req); err != nil {
+		t.Fatal(err)
+	}
+	other := &source.Pod{Namespace: "demo", Name: "web", UID: "u2"}
+	tests := []struct {
+		name      string
+		container string
+		pod       *source.Pod
+		want      error
+	}{
+		{"no record", "c-unknown", f.src.pods["demo/web"], ErrNoRecord},
+		{"the pod was re-created under its name", f.req.ContainerID, other, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f.src.status = nil
+			wrote, err := f.p.Republish(context.Background(), tt.container, tt.pod)
+			if wrote || err == nil || (tt.want != nil && !errors.Is(err, tt.want)) || f.src.status != nil {
+				t.Errorf("Republish = %v, %v; want a refusal (%v) and nothing written", wrote, err, tt.want)
+			}
+		})
+	}
+}
