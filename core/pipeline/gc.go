@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/containernetworking/cni/libcni"
 	"github.com/containernetworking/cni/pkg/types"
@@ -71,9 +70,9 @@ func (p *Pipeline) Collect(ctx context.Context, id string, stale func() bool) (b
 		return false, newError(CodeGarbageCollection, "", "", err)
 	}
 	if !stale() {
-		// A lock file without a record is a finished DEL's, or ours.
-		_, err := p.Records.LastWrite(id)
-		unlock(errors.Is(err, os.ErrNotExist))
+		// As ADD does: a lock file goes with the record (a DEL that
+		// finished meanwhile removed both; ours would be left).
+		unlock(!p.hasRecord(id))
 		return false, nil
 	}
 	if err := p.del(ctx, &Request{ContainerID: id}); err != nil {

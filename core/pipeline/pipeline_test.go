@@ -341,17 +341,19 @@ func TestCollectDecidesUnderTheContainerLock(t *testing.T) {
 	}
 	f.cni.calls = nil
 	held := false
-	probe := func(answer bool) func() bool {
+	probe := func(id string, answer bool) func() bool {
 		return func() bool {
 			// The lock is ours: another taker must not get it now.
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel()
-			_, err := f.p.Locks.Lock(ctx, "c1")
-			held = err != nil
+			unlock, err := f.p.Locks.Lock(ctx, id)
+			if held = err != nil; !held {
+				unlock(false)
+			}
 			return answer
 		}
 	}
-	if done, err := f.p.Collect(context.Background(), "c1", probe(false)); done || err != nil || !held {
+	if done, err := f.p.Collect(context.Background(), "c1", probe("c1", false)); done || err != nil || !held {
 		t.Fatalf("not stale: done %v err %v, lock held while asked %v", done, err, held)
 	}
 	if len(f.cni.calls) != 0 {
@@ -360,7 +362,15 @@ func TestCollectDecidesUnderTheContainerLock(t *testing.T) {
 	if rec, _ := f.p.Records.Load("c1"); rec == nil {
 		t.Fatal("the record of a container not stale is gone")
 	}
-	done, err := f.p.Collect(context.Background(), "c1", probe(true))
+	// A DEL that held the lock meanwhile removed record and lock file:
+	// no lock file of the collection's is left either.
+	if done, err := f.p.Collect(context.Background(), "gone", probe("gone", false)); done || err != nil || !held {
+		t.Fatalf("no record: done %v err %v, lock held while asked %v", done, err, held)
+	}
+	if _, err := os.Stat(filepath.Join(f.p.Locks.Dir, "gone.lock")); !os.IsNotExist(err) {
+		t.Errorf("lock file of a container without a record left: %v", err)
+	}
+	done, err := f.p.Collect(context.Background(), "c1", probe("c1", true))
 	if !done || err != nil || !held {
 		t.Fatalf("stale: done %v err %v, lock held while asked %v", done, err, held)
 	}
@@ -378,7 +388,7 @@ func TestCollectDecidesUnderTheContainerLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.cni.fail["DEL net-a"] = errors.New("busy")
-	if done, err := f.p.Collect(context.Background(), "c1", probe(true)); done || err == nil {
+	if done, err := f.p.Collect(context.Background(), "c1", probe("c1", true)); done || err == nil {
 		t.Fatalf("failing delegate: done %v err %v", done, err)
 	}
 	if rec, _ := f.p.Records.Load("c1"); rec == nil || len(rec.Attachments) != 1 {
