@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/containernetworking/cni/pkg/types"
 	"github.com/containernetworking/cni/pkg/version"
@@ -115,7 +116,24 @@ type Config struct {
 	// CRISocket is the runtime's CRI socket, where plexusd finds a running
 	// sandbox's network namespace for dynamic attachments ("": containerd's).
 	CRISocket string `json:"criSocket,omitempty"`
+	// GCInterval and GCGrace shape plexusd's collection of stale records
+	// (on when criSocket is set): every GCInterval, the records of
+	// containers the runtime no longer lists and not written for GCGrace
+	// are detached, for runtimes that never send CNI GC (containerd 1.6).
+	// Unset: DefaultGCInterval, DefaultGCGrace.
+	GCInterval Duration `json:"gcInterval,omitempty"`
+	GCGrace    Duration `json:"gcGrace,omitempty"`
 }
+
+// The defaults of gcInterval and gcGrace. The grace covers the time
+// between an ADD's last record write and the runtime listing its sandbox
+// (containerd 1.6 lists a sandbox only once its CNI ADD returned), which
+// is milliseconds; a running ADD holds the container's lock, under which
+// the choice is made again, so it is waited for, not collected.
+const (
+	DefaultGCInterval = 10 * time.Minute
+	DefaultGCGrace    = 2 * time.Minute
+)
 
 // Daemon is the config's thick-mode keys.
 func (c *Config) Daemon() *daemonconf.Daemon {
@@ -125,7 +143,7 @@ func (c *Config) Daemon() *daemonconf.Daemon {
 // plexusKeys are the keys Config defines; cniKeys are those the CNI spec
 // lets a runtime or libcni put in any plugin's config.
 var (
-	plexusKeys = []string{"clusterNetwork", "systemNamespace", "confDir", "cacheDir", "binDir", "kubeconfig", "manifests", "apiTimeout", "apiBudget", "delegateTimeout", "logLevel", "logFile", "strictSelection", "compat", "policy", "extensions", "daemonSocket", "daemonWait", "dynamicAttachments", "criSocket", "defaultNetworks", "systemNamespaces", "readinessindicatorfile", "readinessTimeout", "delegates", "auxiliaryCNIChainName", "logOptions", "podResourcesSocket", "deviceInfoDir"}
+	plexusKeys = []string{"clusterNetwork", "systemNamespace", "confDir", "cacheDir", "binDir", "kubeconfig", "manifests", "apiTimeout", "apiBudget", "delegateTimeout", "logLevel", "logFile", "strictSelection", "compat", "policy", "extensions", "daemonSocket", "daemonWait", "dynamicAttachments", "criSocket", "gcInterval", "gcGrace", "defaultNetworks", "systemNamespaces", "readinessindicatorfile", "readinessTimeout", "delegates", "auxiliaryCNIChainName", "logOptions", "podResourcesSocket", "deviceInfoDir"}
 	cniKeys    = []string{"cniVersion", "cniVersions", "name", "type", "capabilities", "runtimeConfig", "args", "prevResult", "ipMasq", "ipam", "dns", "disableCheck", "disableGC", "loadOnlyInlinedPlugins", "cni.dev/valid-attachments", "cni.dev/attachments"}
 )
 

@@ -57,6 +57,32 @@ func (p *Pipeline) GC(ctx context.Context, valid []types.GCAttachment) error {
 	return nil
 }
 
+// Collect detaches the container id from its record as GC does for a
+// stale container, for a runtime that never sends GC (containerd 1.6):
+// plexusd calls it for records whose sandbox the runtime no longer lists.
+// The choice is made again with the container's lock held (s7.3), since
+// an ADD or DEL of the container may have held the lock meanwhile and
+// written or removed the record: stale is asked then, and false leaves
+// the container alone. It reports whether the container was detached.
+func (p *Pipeline) Collect(ctx context.Context, id string, stale func() bool) (bool, error) {
+	unlock, err := p.Locks.Lock(ctx, id)
+	if err != nil {
+		return false, newError(CodeGarbageCollection, "", "", err)
+	}
+	if !stale() {
+		// As ADD does: a lock file goes with the record (a DEL that
+		// finished meanwhile removed both; ours would be left).
+		unlock(!p.hasRecord(id))
+		return false, nil
+	}
+	if err := p.del(ctx, &Request{ContainerID: id}); err != nil {
+		unlock(false)
+		return false, asCNIError(CodeDetachFailed, "", "", err)
+	}
+	unlock(true)
+	return true, nil
+}
+
 // collectLive adds a live container's delegate networks and their pairs.
 func (p *Pipeline) collectLive(id string, nets map[string]*libcni.NetworkConfigList, pairs map[string][]types.GCAttachment) {
 	rec, err := p.Records.Load(id)

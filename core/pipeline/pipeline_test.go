@@ -332,6 +332,70 @@ func TestGCPassesPerNetworkValidAttachments(t *testing.T) {
 	}
 }
 
+// Collect detaches a stale container from its record under its lock, but
+// leaves it alone when stale, asked with the lock held, says no.
+func TestCollectDecidesUnderTheContainerLock(t *testing.T) {
+	f := newFixture(t, "net-a")
+	if _, err := f.p.Add(context.Background(), f.req); err != nil {
+		t.Fatal(err)
+	}
+	f.cni.calls = nil
+	held := false
+	probe := func(id string, answer bool) func() bool {
+		return func() bool {
+			// The lock is ours: another taker must not get it now.
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			unlock, err := f.p.Locks.Lock(ctx, id)
+			if held = err != nil; !held {
+				unlock(false)
+			}
+			return answer
+		}
+	}
+	if done, err := f.p.Collect(context.Background(), "c1", probe("c1", false)); done || err != nil || !held {
+		t.Fatalf("not stale: done %v err %v, lock held while asked %v", done, err, held)
+	}
+	if len(f.cni.calls) != 0 {
+		t.Fatalf("a container not stale was detached: %v", f.cni.calls)
+	}
+	if rec, _ := f.p.Records.Load("c1"); rec == nil {
+		t.Fatal("the record of a container not stale is gone")
+	}
+	// A DEL that held the lock meanwhile removed record and lock file:
+	// no lock file of the collection's is left either.
+	if done, err := f.p.Collect(context.Background(), "gone", probe("gone", false)); done || err != nil || !held {
+		t.Fatalf("no record: done %v err %v, lock held while asked %v", done, err, held)
+	}
+	if _, err := os.Stat(filepath.Join(f.p.Locks.Dir, "gone.lock")); !os.IsNotExist(err) {
+		t.Errorf("lock file of a container without a record left: %v", err)
+	}
+	done, err := f.p.Collect(context.Background(), "c1", probe("c1", true))
+	if !done || err != nil || !held {
+		t.Fatalf("stale: done %v err %v, lock held while asked %v", done, err, held)
+	}
+	if got := strings.Join(f.cni.calls, "|"); got != "DEL net-a net1|DEL default-net eth0" {
+		t.Errorf("DEL calls %q", got)
+	}
+	if rec, _ := f.p.Records.Load("c1"); rec != nil {
+		t.Error("the record outlived the collection")
+	}
+	if left, _ := os.ReadDir(f.p.Locks.Dir); len(left) != 0 {
+		t.Errorf("lock files left: %v", left)
+	}
+	// A delegate failing keeps the record for the next pass.
+	if _, err := f.p.Add(context.Background(), f.req); err != nil {
+		t.Fatal(err)
+	}
+	f.cni.fail["DEL net-a"] = errors.New("busy")
+	if done, err := f.p.Collect(context.Background(), "c1", probe("c1", true)); done || err == nil {
+		t.Fatalf("failing delegate: done %v err %v", done, err)
+	}
+	if rec, _ := f.p.Records.Load("c1"); rec == nil || len(rec.Attachments) != 1 {
+		t.Errorf("record after a failed collection: %+v", rec)
+	}
+}
+
 func TestCheckRunsEveryAttachment(t *testing.T) {
 	f := newFixture(t, "net-a,net-b")
 	if _, err := f.p.Add(context.Background(), f.req); err != nil {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/plexus-cni/plexus/core/names"
 )
@@ -218,6 +219,23 @@ func (s *Store) Remove(containerID string) error {
 		return fmt.Errorf("removing attachment record: %w", err)
 	}
 	return nil
+}
+
+// LastWrite is when the container's record was last saved: the journal's
+// modification time, since records carry no time of their own. No record
+// is an error wrapping os.ErrNotExist. plexusd's stale-record collection
+// leaves alone a record written within its grace period: its ADD may
+// still be running.
+func (s *Store) LastWrite(containerID string) (time.Time, error) {
+	p, err := s.path(containerID)
+	if err != nil {
+		return time.Time{}, err
+	}
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("attachment record of %s: %w", containerID, err)
+	}
+	return fi.ModTime(), nil
 }
 
 // List returns the container IDs that have a record.

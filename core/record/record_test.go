@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 func sample() *Record {
@@ -183,5 +184,34 @@ func TestSaveDoesNotFollowSymlinks(t *testing.T) {
 	}
 	if _, err := os.Stat(target); !os.IsNotExist(err) {
 		t.Fatalf("symlink target created: %v", err)
+	}
+}
+
+func TestLastWriteFollowsSaves(t *testing.T) {
+	s := &Store{Dir: t.TempDir()}
+	if _, err := s.LastWrite("c1"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("no record: err = %v, want ErrNotExist", err)
+	}
+	if _, err := s.LastWrite("../x"); err == nil || errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a path as container ID: err = %v, want a refusal", err)
+	}
+	mustSave(t, s)
+	old := time.Now().Add(-time.Hour).Truncate(time.Second)
+	if err := os.Chtimes(filepath.Join(s.Dir, "c1.json"), old, old); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.LastWrite("c1"); err != nil || !got.Equal(old) {
+		t.Fatalf("LastWrite = %v %v, want %v", got, err, old)
+	}
+	mustSave(t, s) // an append is a write
+	if got, err := s.LastWrite("c1"); err != nil || time.Since(got) > time.Minute {
+		t.Fatalf("LastWrite after a save = %v %v, want now", got, err)
+	}
+}
+
+func mustSave(t *testing.T, s *Store) {
+	t.Helper()
+	if err := s.Save(sample()); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,7 +1,9 @@
 // Package cri asks the container runtime, over its CRI socket, where a
-// running pod sandbox's network namespace is. plexusd needs it to change a
-// running pod's attachments (dynamic attachments): the path comes from the
-// runtime, never from anything in the pod object.
+// running pod sandbox's network namespace is, and which sandboxes it has.
+// plexusd needs the first to change a running pod's attachments (dynamic
+// attachments): the path comes from the runtime, never from anything in
+// the pod object; and the second to collect the records of sandboxes the
+// runtime lost without a DEL.
 package cri
 
 import (
@@ -64,6 +66,27 @@ func (c *Client) NetNS(ctx context.Context, id, podUID string) (string, error) {
 		return "", fmt.Errorf("CRI PodSandboxStatus %s: %w", id, err)
 	}
 	return netnsFrom(id, podUID, resp)
+}
+
+// SandboxIDs lists the IDs of every pod sandbox the runtime knows, in
+// every state: a sandbox that is not ready still gets its DEL (CRI
+// StopPodSandbox or RemovePodSandbox), so only its absence means the
+// runtime will never send one.
+func (c *Client) SandboxIDs(ctx context.Context) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	// No filter: the CRI filters by state only when one is given.
+	resp, err := c.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("CRI ListPodSandbox: %w", err)
+	}
+	ids := make([]string, 0, len(resp.GetItems()))
+	for _, sb := range resp.GetItems() {
+		if id := sb.GetId(); id != "" {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
 }
 
 // netnsFrom checks the sandbox and reads its network namespace path from

@@ -1,10 +1,17 @@
 package cri
 
 import (
+	"context"
 	"errors"
+	"net"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -44,5 +51,75 @@ func TestNetNSFrom(t *testing.T) {
 				t.Fatalf("got %q %v, want %q", got, err, tt.want)
 			}
 		})
+	}
+}
+
+// fakeRuntime serves ListPodSandbox from items, or fails with err.
+type fakeRuntime struct {
+	runtimeapi.UnimplementedRuntimeServiceServer
+	items []*runtimeapi.PodSandbox
+	err   error
+	got   *runtimeapi.ListPodSandboxRequest
+}
+
+func (f *fakeRuntime) ListPodSandbox(_ context.Context, req *runtimeapi.ListPodSandboxRequest) (*runtimeapi.ListPodSandboxResponse, error) {
+	f.got = req
+	if f.err != nil {
+		return nil, f.err
+	}
+	return &runtimeapi.ListPodSandboxResponse{Items: f.items}, nil
+}
+
+// serve runs rt on a unix socket and returns a client of it.
+func serve(t *testing.T, rt runtimeapi.RuntimeServiceServer) *Client {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "cri.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	runtimeapi.RegisterRuntimeServiceServer(srv, rt)
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(srv.Stop)
+	c, err := New(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestSandboxIDsListsEveryState(t *testing.T) {
+	rt := &fakeRuntime{items: []*runtimeapi.PodSandbox{
+		{Id: "ready1", State: runtimeapi.PodSandboxState_SANDBOX_READY},
+		{Id: "stopped1", State: runtimeapi.PodSandboxState_SANDBOX_NOTREADY},
+	}}
+	c := serve(t, rt)
+	ids, err := c.SandboxIDs(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"ready1", "stopped1"}; !slices.Equal(ids, want) {
+		t.Errorf("ids %v, want %v", ids, want)
+	}
+	if rt.got.GetFilter() != nil {
+		t.Errorf("the request filtered sandboxes: %v", rt.got.GetFilter())
+	}
+}
+
+func TestSandboxIDsReportsNoAnswerAsAnError(t *testing.T) {
+	c := serve(t, &fakeRuntime{err: status.Error(codes.Unavailable, "restarting")})
+	if ids, err := c.SandboxIDs(context.Background()); err == nil || ids != nil {
+		t.Fatalf("a failing runtime: ids %v err %v, want an error and no list", ids, err)
+	}
+	// Nobody listening at all.
+	gone, err := New(filepath.Join(t.TempDir(), "none.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gone.Close()
+	if ids, err := gone.SandboxIDs(context.Background()); err == nil || ids != nil {
+		t.Fatalf("no runtime: ids %v err %v, want an error and no list", ids, err)
 	}
 }

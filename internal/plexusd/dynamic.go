@@ -360,21 +360,12 @@ func (d *Daemon) startDynamic(ctx context.Context) (func(daemon.Handler) daemon.
 	if d.cache == nil {
 		return nil, errors.New(`plexusd config "dynamicAttachments" needs the Kubernetes source (kubeconfig or in-cluster), not manifests`)
 	}
-	socket := d.conf.CRISocket
-	if socket == "" {
-		socket = cri.DefaultSocket
-	}
-	client, err := cri.New(socket)
+	client, err := d.criClient()
 	if err != nil {
 		return nil, err
 	}
-	d.closers = append(d.closers, func() { _ = client.Close() })
-	paths := []string{defaultCNIPath}
-	if d.conf.BinDir != "" {
-		paths = []string{d.conf.BinDir, defaultCNIPath}
-	}
 	log := d.o.Log.With("cmd", "dynamic")
-	p := cniplugin.Options{WrapCNI: func(c libcni.CNI) libcni.CNI { return countingCNI{CNI: c, m: d.m} }}.Pipeline(d.conf, paths, log)
+	p := d.daemonPipeline(log)
 	p.Source, p.Stages = d.src, d.stages
 	r := newReconciler(d.cache, p.Records, log)
 	r.netns, r.update, r.conds, r.parse = client.NetNS, p.Update, d.cache, p.ParseOptions()
@@ -385,7 +376,7 @@ func (d *Daemon) startDynamic(ctx context.Context) (func(daemon.Handler) daemon.
 		return nil, err
 	}
 	go r.run(ctx, d.cache.WaitForSync)
-	d.o.Log.Info("dynamic attachments on", "criSocket", socket)
+	d.o.Log.Info("dynamic attachments on", "criSocket", d.criSocket())
 	return func(next daemon.Handler) daemon.Handler {
 		return func(ctx context.Context, c *daemon.Call) *daemon.Reply {
 			reply := next(ctx, c)
@@ -397,6 +388,40 @@ func (d *Daemon) startDynamic(ctx context.Context) (func(daemon.Handler) daemon.
 			return reply
 		}
 	}, nil
+}
+
+// criSocket is the runtime's CRI socket: the config's, else containerd's.
+func (d *Daemon) criSocket() string {
+	if d.conf.CRISocket != "" {
+		return d.conf.CRISocket
+	}
+	return cri.DefaultSocket
+}
+
+// criClient is plexusd's one CRI client, shared by dynamic attachments
+// and the stale record collection, closed with plexusd.
+func (d *Daemon) criClient() (*cri.Client, error) {
+	if d.cri != nil {
+		return d.cri, nil
+	}
+	client, err := cri.New(d.criSocket())
+	if err != nil {
+		return nil, err
+	}
+	d.closers = append(d.closers, func() { _ = client.Close() })
+	d.cri = client
+	return client, nil
+}
+
+// daemonPipeline is a pipeline for plexusd's own work (not a CNI call's),
+// on plexusd's config and files, its delegate calls counted. Delegates
+// are looked for in binDir, then where the runtime usually keeps them.
+func (d *Daemon) daemonPipeline(log *slog.Logger) *pipeline.Pipeline {
+	paths := []string{defaultCNIPath}
+	if d.conf.BinDir != "" {
+		paths = []string{d.conf.BinDir, defaultCNIPath}
+	}
+	return cniplugin.Options{WrapCNI: func(c libcni.CNI) libcni.CNI { return countingCNI{CNI: c, m: d.m} }}.Pipeline(d.conf, paths, log)
 }
 
 // podKey is "namespace/name" from CNI_ARGS, "" without them.

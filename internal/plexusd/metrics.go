@@ -36,6 +36,8 @@ type metrics struct {
 	policyLoaded  prometheus.Gauge
 	ignoredKeys   *prometheus.CounterVec
 	podResources  *prometheus.CounterVec
+	gcCollected   prometheus.Counter
+	gcPasses      *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -82,9 +84,15 @@ func newMetrics() *metrics {
 		podResources: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "plexus_pod_resources_calls_total", Help: "Calls to kubelet's pod-resources API (at most one per ADD of a pod with device networks), by method.",
 		}, []string{"method"}),
+		gcCollected: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "plexus_gc_collected_containers_total", Help: "Containers whose sandbox the runtime no longer lists that plexusd detached from their attachment record (criSocket set).",
+		}),
+		gcPasses: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "plexus_gc_passes_total", Help: "Passes of the stale record collection, by result: ok, cri_failed (the runtime did not answer: nothing collected) or incomplete (some records could not be read or detached).",
+		}, []string{"result"}),
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.inflight, m.attachments, m.denials, m.decisions, m.extErrors,
-		m.apiErrors, m.cacheMisses, m.policyReloads, m.policyLoaded, m.ignoredKeys, m.podResources,
+		m.apiErrors, m.cacheMisses, m.policyReloads, m.policyLoaded, m.ignoredKeys, m.podResources, m.gcCollected, m.gcPasses,
 		// The daemon's own health: memory, garbage collection, threads, CPU.
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

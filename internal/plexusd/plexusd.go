@@ -26,6 +26,7 @@ import (
 	"github.com/plexus-cni/plexus/core/source/kube/cached"
 	"github.com/plexus-cni/plexus/core/source/manifests"
 	"github.com/plexus-cni/plexus/internal/cniplugin"
+	"github.com/plexus-cni/plexus/internal/cri"
 	"github.com/plexus-cni/plexus/internal/daemon"
 	"github.com/plexus-cni/plexus/internal/install"
 	"github.com/plexus-cni/plexus/internal/stages"
@@ -81,7 +82,8 @@ type Daemon struct {
 	noSource bool
 	synced   func() bool
 	stages   pipeline.Stages
-	pub      *publisher // network-status and events after the reply
+	pub      *publisher  // network-status and events after the reply
+	cri      *cri.Client // the runtime's CRI, once dynamic attachments or GC need it
 	closers  []func()
 }
 
@@ -217,6 +219,9 @@ func (d *Daemon) serve(ctx context.Context) error {
 		return err
 	}
 	dynamic, err := d.startDynamic(ctx)
+	if err == nil {
+		err = d.startGC(ctx)
+	}
 	if err != nil {
 		ln.Close()
 		return err

@@ -1,0 +1,202 @@
+package plexusd
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/plexus-cni/plexus/core/config"
+	"github.com/plexus-cni/plexus/core/record"
+)
+
+// collectTimeout bounds the collection of one container: its lock (an ADD
+// or DEL of it may hold it) and its delegates' DELs.
+const collectTimeout = 2 * time.Minute
+
+// collector detaches the records of containers whose sandbox the runtime
+// lost without a DEL (a crash, its state wiped, a DEL that failed and was
+// never retried). CNI 1.1's GC does that, but containerd 1.6 never sends
+// it, and the records, lock files and the delegates' resources (IPAM
+// leases, host interfaces) would otherwise stay forever.
+type collector struct {
+	// sandboxes lists the runtime's sandbox IDs in every state.
+	sandboxes func(ctx context.Context) ([]string, error)
+	records   *record.Store
+	// collect detaches one container if stale, asked under its lock,
+	// still holds (pipeline.Collect).
+	collect func(ctx context.Context, id string, stale func() bool) (bool, error)
+	// grace: a record written more recently may belong to an ADD whose
+	// sandbox the runtime does not list yet.
+	grace time.Duration
+	every time.Duration
+	now   func() time.Time
+	// collected and failed count for the metrics; nil: not counted.
+	collected func()
+	passed    func(result string)
+	log       *slog.Logger
+}
+
+// Results of one pass, the values of plexus_gc_passes_total's label.
+const (
+	passOK = "ok"
+	// passNoList: the runtime did not answer; nothing was collected.
+	passNoList = "cri_failed"
+	// passPartial: the records could not be listed, or some containers
+	// could not be collected; the next pass tries them again.
+	passPartial = "incomplete"
+)
+
+// run makes a pass once synced returns, then every c.every until ctx ends.
+func (c *collector) run(ctx context.Context, synced func(context.Context) bool) {
+	if !synced(ctx) {
+		return
+	}
+	t := time.NewTicker(c.every)
+	defer t.Stop()
+	for {
+		c.pass(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// pass collects the stale records once and reports how many.
+func (c *collector) pass(ctx context.Context) int {
+	live, err := c.sandboxes(ctx)
+	if err != nil {
+		// No answer is not "no sandboxes": every record would look stale.
+		c.log.Warn("stale records: listing the runtime's sandboxes failed, nothing collected", "err", err)
+		c.report(passNoList)
+		return 0
+	}
+	candidates, err := c.candidates(live)
+	if err != nil {
+		c.log.Warn("stale records: listing records failed", "err", err)
+		c.report(passPartial)
+		return 0
+	}
+	n, failed := 0, 0
+	for _, id := range candidates {
+		if ctx.Err() != nil {
+			return n
+		}
+		done, err := c.collectOne(ctx, id)
+		switch {
+		case err != nil:
+			failed++
+			c.log.Warn("stale records: collecting a container failed, tried again next pass", "container", id, "err", err)
+		case done:
+			n++
+		}
+	}
+	if failed > 0 {
+		c.report(passPartial)
+	} else {
+		c.report(passOK)
+	}
+	return n
+}
+
+func (c *collector) report(result string) {
+	if c.passed != nil {
+		c.passed(result)
+	}
+}
+
+// candidates are the recorded containers the runtime does not list whose
+// record is older than the grace period.
+func (c *collector) candidates(live []string) ([]string, error) {
+	known := make(map[string]bool, len(live))
+	for _, id := range live {
+		known[id] = true
+	}
+	ids, err := c.records.List()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, id := range ids {
+		if !known[id] && c.stale(id) {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+// stale: the record exists and was last written before the grace period.
+func (c *collector) stale(id string) bool {
+	t, err := c.records.LastWrite(id)
+	return err == nil && c.now().Sub(t) >= c.grace
+}
+
+// collectOne detaches one container, deciding again under its lock, and
+// logs it with the pod its record names.
+func (c *collector) collectOne(ctx context.Context, id string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, collectTimeout)
+	defer cancel()
+	// Read before: the record is gone once collected.
+	pod := "unknown"
+	if rec, err := c.records.Load(id); err == nil && rec != nil && rec.Pod != nil {
+		pod = rec.Pod.Namespace + "/" + rec.Pod.Name
+	}
+	done, err := c.collect(ctx, id, func() bool { return c.stale(id) })
+	if err != nil {
+		return false, fmt.Errorf("pod %s: %w", pod, err)
+	}
+	if done {
+		c.log.Info("stale records: detached a container the runtime no longer has", "container", id, "pod", pod)
+		if c.collected != nil {
+			c.collected()
+		}
+	}
+	return done, nil
+}
+
+// startGC starts the collection of stale records when the config names
+// the runtime's CRI socket: only then does plexusd know which sandboxes
+// the runtime still has. Its pipeline has no source: the pod a stale
+// record names is gone or gets a new sandbox, and its name may by now be
+// another pod's (a StatefulSet's), whose network-status is not ours to
+// remove.
+func (d *Daemon) startGC(ctx context.Context) error {
+	if d.conf.CRISocket == "" {
+		return nil
+	}
+	client, err := d.criClient()
+	if err != nil {
+		return err
+	}
+	log := d.o.Log.With("cmd", "gc")
+	p := d.daemonPipeline(log)
+	c := &collector{
+		sandboxes: client.SandboxIDs, records: p.Records,
+		collect: func(ctx context.Context, id string, stale func() bool) (bool, error) {
+			// As in GC: the DEL's lines name the container.
+			one := *p
+			one.Log = log.With("container", id)
+			return one.Collect(ctx, id, stale)
+		},
+		grace: orDefault(d.conf.GCGrace, config.DefaultGCGrace), every: orDefault(d.conf.GCInterval, config.DefaultGCInterval),
+		now: time.Now, log: log,
+		collected: d.m.gcCollected.Inc,
+		passed:    func(r string) { d.m.gcPasses.WithLabelValues(r).Inc() },
+	}
+	synced := func(context.Context) bool { return true }
+	if d.cache != nil {
+		synced = d.cache.WaitForSync
+	}
+	go c.run(ctx, synced)
+	d.o.Log.Info("stale record collection on", "criSocket", d.conf.CRISocket, "interval", c.every, "grace", c.grace)
+	return nil
+}
+
+func orDefault(v config.Duration, def time.Duration) time.Duration {
+	if v == 0 {
+		return def
+	}
+	return time.Duration(v)
+}
