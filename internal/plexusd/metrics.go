@@ -38,6 +38,9 @@ type metrics struct {
 	podResources  *prometheus.CounterVec
 	gcCollected   prometheus.Counter
 	gcPasses      *prometheus.CounterVec
+	// statusRepaired counts network-status written from records after a
+	// restart (repair.go).
+	statusRepaired prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -87,12 +90,16 @@ func newMetrics() *metrics {
 		gcCollected: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "plexus_gc_collected_containers_total", Help: "Containers whose sandbox the runtime no longer lists that plexusd detached from their attachment record (criSocket set).",
 		}),
+		statusRepaired: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "plexus_status_repaired_total",
+			Help: "network-status annotations a restarted plexusd wrote from attachment records (its predecessor answered the ADD but did not publish).",
+		}),
 		gcPasses: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "plexus_gc_passes_total", Help: "Passes of the stale record collection, by result: ok, cri_failed (the runtime did not answer: nothing collected) or incomplete (some records could not be read or detached).",
 		}, []string{"result"}),
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.inflight, m.attachments, m.denials, m.decisions, m.extErrors,
-		m.apiErrors, m.cacheMisses, m.policyReloads, m.policyLoaded, m.ignoredKeys, m.podResources, m.gcCollected, m.gcPasses,
+		m.apiErrors, m.cacheMisses, m.policyReloads, m.policyLoaded, m.ignoredKeys, m.podResources, m.gcCollected, m.gcPasses, m.statusRepaired,
 		// The daemon's own health: memory, garbage collection, threads, CPU.
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

@@ -214,6 +214,8 @@ func (d *Daemon) options() cniplugin.Options {
 }
 
 func (d *Daemon) serve(ctx context.Context) error {
+	// Records written from here on are this plexusd's.
+	started := time.Now()
 	ln, err := daemon.Listen(d.o.Socket)
 	if err != nil {
 		return err
@@ -226,6 +228,7 @@ func (d *Daemon) serve(ctx context.Context) error {
 		ln.Close()
 		return err
 	}
+	d.startStatusRepair(ctx, started)
 	if d.o.MetricsAddr != "" {
 		go d.serveHTTP(ctx)
 	}

@@ -21,6 +21,7 @@ func TestKubernetes(t *testing.T) {
 	t.Run("RuntimeAnnotationsRequestCounts", s.testRuntimeAnnotationsRequestCounts)
 	t.Run("ThickRequestCounts", s.testThickRequestCounts)
 	t.Run("ThickLifecycle", s.testThickLifecycle)
+	t.Run("ThickRestartRestoresLostStatus", s.testThickRestartRestoresLostStatus)
 	t.Run("ThickFiftyPods", s.testThickFiftyPods)
 	t.Run("AddTwiceKeepsStatusExact", s.testAddTwice)
 	t.Run("PodRecreatedUnderSameName", s.testPodRecreated)

@@ -2,7 +2,11 @@ package e2e
 
 import (
 	"fmt"
+	"reflect"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/plexus-cni/plexus/tests/harness"
 )
@@ -51,5 +55,33 @@ func (s *suite) testThickFiftyPods(t *testing.T) {
 		}
 	}
 	harness.Parallel(t, cs, func(c *harness.Container) error { _, err := w.CNITool(c, "del"); return err })
+	w.AssertNoLeaks(before)
+}
+
+// testThickRestartRestoresLostStatus: plexusd publishes network-status
+// after answering the ADD; when it stops in between, the status never
+// reaches the pod. The next plexusd writes it from the attachment record
+// once its pod cache has synced. Here the status is removed through the
+// API while plexusd is stopped, which leaves the pod as a lost PATCH
+// would.
+func (s *suite) testThickRestartRestoresLostStatus(t *testing.T) {
+	w, ns := s.world(t)
+	s.nad(t, ns, "blue", w.BridgeNADConfig("blue"))
+	c := container(w, s.pod(t, ns, "lost", "blue"))
+	d := w.StartDaemon("--node-name", "node-a")
+	before := harness.HostVeths(t)
+	w.Add(c)
+	want := s.status(t, ns, "lost")
+	d.Stop()
+	patch := []byte(`{"metadata":{"annotations":{"` + statusAnnotation + `":null}}}`)
+	if _, err := s.admin.CoreV1().Pods(ns).Patch(t.Context(), "lost", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	d.Start()
+	got := s.status(t, ns, "lost") // waits for the annotation
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("restored network-status %+v, want the ADD's %+v", got, want)
+	}
+	w.Del(c)
 	w.AssertNoLeaks(before)
 }
