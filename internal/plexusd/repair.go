@@ -26,7 +26,9 @@ type statusRepair struct {
 		Load(containerID string) (*record.Record, error)
 		LastWrite(containerID string) (time.Time, error)
 	}
-	pods      interface{ CachedPod(namespace, name string) *source.Pod }
+	pods interface {
+		CachedPod(namespace, name string) *source.Pod
+	}
 	republish func(ctx context.Context, containerID string, pod *source.Pod) (bool, error)
 	started   time.Time
 	log       *slog.Logger
