@@ -8,6 +8,7 @@ import (
 
 	"github.com/plexus-cni/plexus/core/config"
 	"github.com/plexus-cni/plexus/core/record"
+	"github.com/plexus-cni/plexus/core/source"
 )
 
 // collectTimeout bounds the collection of one container: its lock (an ADD
@@ -35,6 +36,10 @@ type collector struct {
 	collected func()
 	passed    func(result string)
 	log       *slog.Logger
+	// pods is plexusd's pod cache; nil (the manifests source): no guard.
+	pods interface {
+		CachedPod(namespace, name string) *source.Pod
+	}
 }
 
 // Results of one pass, the values of plexus_gc_passes_total's label.
@@ -118,13 +123,58 @@ func (c *collector) candidates(live []string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []string
+	var stale []string
+	listed := map[string]bool{} // UIDs of pods with a sandbox the runtime lists
 	for _, id := range ids {
-		if !known[id] && c.stale(id) {
-			out = append(out, id)
+		switch {
+		case known[id]:
+			if pod := c.podOf(id); pod != nil {
+				listed[pod.UID] = true
+			}
+		case c.stale(id):
+			stale = append(stale, id)
 		}
 	}
-	return out, nil
+	return c.guard(stale, listed), nil
+}
+
+// guard keeps the stale records of pods the API still places on this node
+// (same UID) when the runtime lists no other sandbox of theirs. A runtime
+// that lists none of a running pod's sandboxes more likely is not the
+// runtime kubelet uses (criSocket naming Docker's own containerd, say)
+// than lost the only one; detaching would cut every such pod off its
+// networks. Once kubelet has given the pod a new sandbox, or the pod is
+// gone, the old record is collected.
+func (c *collector) guard(stale []string, listed map[string]bool) []string {
+	if c.pods == nil {
+		return stale
+	}
+	var out []string
+	for _, id := range stale {
+		pod := c.podOf(id)
+		if pod == nil || listed[pod.UID] {
+			out = append(out, id)
+			continue
+		}
+		cached := c.pods.CachedPod(pod.Namespace, pod.Name)
+		if cached == nil || cached.UID != pod.UID {
+			out = append(out, id)
+			continue
+		}
+		c.log.Warn("stale records: the runtime lists no sandbox of a pod the API still has on this node; kept (is criSocket the runtime kubelet uses?)",
+			"container", id, "pod", pod.Namespace+"/"+pod.Name)
+	}
+	return out
+}
+
+// podOf is the pod a container's record names, nil if it names none or
+// cannot be read.
+func (c *collector) podOf(id string) *record.Pod {
+	rec, err := c.records.Load(id)
+	if err != nil || rec == nil {
+		return nil
+	}
+	return rec.Pod
 }
 
 // stale: the record exists and was last written before the grace period.
@@ -183,6 +233,7 @@ func (d *Daemon) startGC(ctx context.Context) error {
 		grace: orDefault(d.conf.GCGrace, config.DefaultGCGrace), every: orDefault(d.conf.GCInterval, config.DefaultGCInterval),
 		now: time.Now, log: log,
 		collected: d.m.gcCollected.Inc,
+		pods:      d.podCacheOrNil(),
 		passed:    func(r string) { d.m.gcPasses.WithLabelValues(r).Inc() },
 	}
 	synced := func(context.Context) bool { return true }
@@ -192,6 +243,17 @@ func (d *Daemon) startGC(ctx context.Context) error {
 	go c.run(ctx, synced)
 	d.o.Log.Info("stale record collection on", "criSocket", d.conf.CRISocket, "interval", c.every, "grace", c.grace)
 	return nil
+}
+
+// podCacheOrNil is the pod cache as an interface value, nil without the
+// Kubernetes source (a nil *cached.Source in an interface is not nil).
+func (d *Daemon) podCacheOrNil() interface {
+	CachedPod(namespace, name string) *source.Pod
+} {
+	if d.cache == nil {
+		return nil
+	}
+	return d.cache
 }
 
 func orDefault(v config.Duration, def time.Duration) time.Duration {

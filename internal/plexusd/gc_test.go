@@ -196,3 +196,47 @@ func TestGCRunsOnceAfterSync(t *testing.T) {
 		t.Errorf("passes %v, left %v", f.passes, f.left(t))
 	}
 }
+
+// recordFor saves a record of container id for the given pod, last
+// written age before now.
+func (f *gcFixture) recordFor(t *testing.T, id, pod, uid string, age time.Duration) {
+	t.Helper()
+	rec := &record.Record{ContainerID: id, Pod: &record.Pod{Namespace: "demo", Name: pod, UID: uid}, Attachments: []record.Attachment{
+		{Name: "default", Default: true, IfName: "eth0", Config: []byte(`{}`), State: record.Attached},
+	}}
+	if err := f.store.Save(rec); err != nil {
+		t.Fatal(err)
+	}
+	at := gcNow.Add(-age)
+	if err := os.Chtimes(filepath.Join(f.store.Dir, id+".json"), at, at); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestGCKeepsTheOnlySandboxOfAPodTheAPIStillHas(t *testing.T) {
+	f := newGCFixture(t)
+	f.c.pods = repairPods{
+		"demo/running":   {Namespace: "demo", Name: "running", UID: "u1"},
+		"demo/replaced":  {Namespace: "demo", Name: "replaced", UID: "u2"},
+		"demo/recreated": {Namespace: "demo", Name: "recreated", UID: "u3-new"},
+	}
+	// The runtime lists none of running's sandboxes (criSocket naming
+	// another runtime looks like this): its record stays.
+	f.recordFor(t, "running-old", "running", "u1", time.Hour)
+	// kubelet gave replaced a new sandbox: the old one is collected.
+	f.recordFor(t, "replaced-old", "replaced", "u2", time.Hour)
+	f.recordFor(t, "replaced-new", "replaced", "u2", time.Hour)
+	// The name is another pod's now, and a pod that is gone.
+	f.recordFor(t, "recreated-old", "recreated", "u3-old", time.Hour)
+	f.recordFor(t, "deleted-old", "deleted", "u4", time.Hour)
+	f.live = []string{"replaced-new"}
+
+	f.c.pass(context.Background())
+	slices.Sort(f.detached)
+	if want := []string{"deleted-old", "recreated-old", "replaced-old"}; !reflect.DeepEqual(f.detached, want) {
+		t.Errorf("collected %v, want %v", f.detached, want)
+	}
+	if left := f.left(t); !reflect.DeepEqual(left, []string{"replaced-new", "running-old"}) {
+		t.Errorf("records left %v", left)
+	}
+}
