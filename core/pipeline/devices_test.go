@@ -207,18 +207,7 @@ func TestDeviceErrorsAttachNothing(t *testing.T) {
 			f, _, _, dir := deviceFixture(t, tt.networks, tt.devs)
 			f.p.Devices.(*fakeDevices).err = tt.err
 			_, err := f.p.Add(context.Background(), f.req)
-			var te *types.Error
-			if !errors.As(err, &te) || te.Code != CodeDevices {
-				t.Fatalf("want CNI error %d, got %v", CodeDevices, err)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(te.Msg, w) {
-					t.Errorf("error %q should mention %q", te.Msg, w)
-				}
-			}
-			if len(f.cni.calls) != 0 {
-				t.Errorf("delegates ran: %v", f.cni.calls)
-			}
+			assertDevicesRefused(t, f, err, tt.want)
 			if rec, _ := f.p.Records.Load("c1"); rec != nil {
 				t.Errorf("record left: %+v", rec)
 			}
@@ -331,18 +320,25 @@ func TestClaimErrorsAttachNothing(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f, _, _ := claimFixture(t, tt.networks, tt.annotation, tt.podClaims, tt.claim)
 			_, err := f.p.Add(context.Background(), f.req)
-			var te *types.Error
-			if !errors.As(err, &te) || te.Code != CodeDevices {
-				t.Fatalf("want CNI error %d, got %v", CodeDevices, err)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(te.Msg, w) {
-					t.Errorf("error %q should mention %q", te.Msg, w)
-				}
-			}
-			if len(f.cni.calls) != 0 {
-				t.Errorf("delegates ran: %v", f.cni.calls)
-			}
+			assertDevicesRefused(t, f, err, tt.want)
 		})
+	}
+}
+
+// assertDevicesRefused: the ADD failed with CodeDevices, its message
+// names every part of want, and no delegate ran.
+func assertDevicesRefused(t *testing.T, f *fixture, err error, want []string) {
+	t.Helper()
+	var te *types.Error
+	if !errors.As(err, &te) || te.Code != CodeDevices {
+		t.Fatalf("want CNI error %d, got %v", CodeDevices, err)
+	}
+	for _, w := range want {
+		if !strings.Contains(te.Msg, w) {
+			t.Errorf("error %q should mention %q", te.Msg, w)
+		}
+	}
+	if len(f.cni.calls) != 0 {
+		t.Errorf("delegates ran: %v", f.cni.calls)
 	}
 }

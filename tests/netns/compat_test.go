@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/vishvananda/netlink"
 
 	"github.com/plexus-cni/plexus/tests/harness"
@@ -42,33 +41,6 @@ func newDualStack(h *harness.World, name string, defaultRoutes bool, extra ...ma
 	return dualStack{conf: string(b2), gw4: fmt.Sprintf("10.%d.%d.1", a, b), gw6: fmt.Sprintf("fd10:%d:%d::1", a, b)}
 }
 
-// defaultRoutes lists the pod's main-table default routes of one family as
-// "via <gw> dev <if>".
-func defaultRoutes(t *testing.T, c *harness.Container, family int) []string {
-	t.Helper()
-	var out []string
-	harness.Must(t, c.NS.Do(func(ns.NetNS) error {
-		rs, err := netlink.RouteList(nil, family)
-		if err != nil {
-			return err
-		}
-		for _, r := range rs {
-			if r.Dst != nil {
-				if ones, _ := r.Dst.Mask.Size(); ones != 0 {
-					continue
-				}
-			}
-			l, err := netlink.LinkByIndex(r.LinkIndex)
-			if err != nil {
-				return err
-			}
-			out = append(out, fmt.Sprintf("via %s dev %s", r.Gw, l.Attrs().Name))
-		}
-		return nil
-	}))
-	return out
-}
-
 // TestCompatDefaultRouteReplacesThePodsDefaultRoute: "default-route" moves
 // the pod's IPv4 and IPv6 default routes from the cluster network (eth0) to
 // the selected attachment's gateways, in the pod's namespace itself; the
@@ -87,7 +59,7 @@ func TestCompatDefaultRouteReplacesThePodsDefaultRoute(t *testing.T) {
 	plain := h.Container("demo", "plain")
 	before := harness.HostVeths(t)
 	h.Add(plain)
-	if got := defaultRoutes(t, plain, netlink.FAMILY_V4); len(got) != 1 || got[0] != "via "+def.gw4+" dev eth0" {
+	if got := plain.DefaultRoutes(t, netlink.FAMILY_V4); len(got) != 1 || got[0] != "via "+def.gw4+" dev eth0" {
 		t.Fatalf("without default-route the IPv4 default is %v, want via %s dev eth0", got, def.gw4)
 	}
 	h.Del(plain)
@@ -99,7 +71,7 @@ func TestCompatDefaultRouteReplacesThePodsDefaultRoute(t *testing.T) {
 		family int
 		want   string
 	}{{netlink.FAMILY_V4, "via " + sec.gw4 + " dev up0"}, {netlink.FAMILY_V6, "via " + sec.gw6 + " dev up0"}} {
-		if got := defaultRoutes(t, c, tc.family); len(got) != 1 || got[0] != tc.want {
+		if got := c.DefaultRoutes(t, tc.family); len(got) != 1 || got[0] != tc.want {
 			t.Errorf("family %d default routes %v, want only %q", tc.family, got, tc.want)
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/vishvananda/netlink"
 
 	"github.com/plexus-cni/plexus/tests/harness"
@@ -62,7 +61,7 @@ func multusPods(t *testing.T, n *Node, w *harness.World, nsName string) {
 		before := harness.HostVeths(t)
 		pod := n.RunPod(nsName, "json", `[{"name":"net-a","interface":"eth1"},{"name":"uplink","default-route":["`+gw+`"],"cni-args":{"mtu":1400}}]`)
 		c := assertAttached(t, n, pod, []attachment{{DefaultNetwork, "eth0"}, {nsName + "/net-a", "eth1"}, {nsName + "/uplink", "net1"}})
-		if got := podDefaultRoutes(t, c); len(got) != 1 || got[0] != "via "+gw+" dev net1" {
+		if got := c.DefaultRoutes(t, netlink.FAMILY_V4); len(got) != 1 || got[0] != "via "+gw+" dev net1" {
 			t.Errorf("pod's IPv4 default routes %v, want only via %s dev net1", got, gw)
 		}
 		if mtu := c.Links(t)["net1"].Attrs().MTU; mtu != 1400 {
@@ -75,30 +74,4 @@ func multusPods(t *testing.T, n *Node, w *harness.World, nsName string) {
 		n.DeletePod(nsName, pod.Name)
 		assertCleanedUp(t, w, before, sb.ID)
 	})
-}
-
-// podDefaultRoutes lists the pod's IPv4 default routes as "via <gw> dev <if>".
-func podDefaultRoutes(t *testing.T, c *harness.Container) []string {
-	t.Helper()
-	var out []string
-	harness.Must(t, c.NS.Do(func(ns.NetNS) error {
-		rs, err := netlink.RouteList(nil, netlink.FAMILY_V4)
-		if err != nil {
-			return err
-		}
-		for _, r := range rs {
-			if r.Dst != nil {
-				if ones, _ := r.Dst.Mask.Size(); ones != 0 {
-					continue
-				}
-			}
-			l, err := netlink.LinkByIndex(r.LinkIndex)
-			if err != nil {
-				return err
-			}
-			out = append(out, fmt.Sprintf("via %s dev %s", r.Gw, l.Attrs().Name))
-		}
-		return nil
-	}))
-	return out
 }
