@@ -120,21 +120,23 @@ func (d *Daemon) Log() string {
 // every filter, from plexusd's /metrics.
 func (d *Daemon) Metric(name string, filters ...string) float64 {
 	d.w.t.Helper()
-	body := httpGet(d.w.t, "http://"+d.Metrics+"/metrics")
+	return SumMetric(httpGet(d.w.t, "http://"+d.Metrics+"/metrics"), name, filters...)
+}
+
+// SumMetric is the sum of the samples, in a Prometheus text exposition, of
+// the metric name whose line contains every filter.
+func SumMetric(body, name string, filters ...string) float64 {
 	var sum float64
 	for _, line := range strings.Split(body, "\n") {
-		if !strings.HasPrefix(line, name) || strings.HasPrefix(line, "#") {
+		if !strings.HasPrefix(line, name) || (len(line) > len(name) && line[len(name)] != '{' && line[len(name)] != ' ') {
 			continue
 		}
 		ok := true
 		for _, f := range filters {
 			ok = ok && strings.Contains(line, f)
 		}
-		if !ok {
-			continue
-		}
 		var v float64
-		if _, err := fmt.Sscan(line[strings.LastIndex(line, " ")+1:], &v); err == nil {
+		if _, err := fmt.Sscan(line[strings.LastIndex(line, " ")+1:], &v); ok && err == nil {
 			sum += v
 		}
 	}

@@ -149,7 +149,7 @@ func (h *World) WriteFile(path, content string) {
 	Must(h.t, os.WriteFile(path, []byte(content), 0o644))
 }
 
-// set changes a plexus config key and rewrites the config.
+// Set changes a plexus config key (nil removes it) and rewrites the config.
 func (h *World) Set(key string, v any) {
 	if v == nil {
 		delete(h.Plexus, key)

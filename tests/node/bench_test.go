@@ -22,6 +22,8 @@ type benchConfig struct {
 	name     string
 	install  func()
 	networks string
+	// optIn setups run only when PLEXUS_BENCH_SETUPS names them.
+	optIn bool
 }
 
 // benchSetup is a node with a thin and a thick plexus World and three bridge
@@ -32,9 +34,15 @@ func benchSetup(b *testing.B, name string) (*Node, []benchConfig) {
 	n := Start(b, env, Options{Name: name, ContainerdDebug: true})
 	thin := n.PlexusWorld()
 	thick := n.PlexusWorld()
+	// Thin with no source: no API request, no status. What thin mode
+	// costs before it publishes anything (the floor an asynchronous
+	// publish could reach).
+	noAPI := n.PlexusWorld()
+	noAPI.Set("kubeconfig", nil)
 	// Log as deployed (info): the harness's debug level is for tests.
-	thin.Set("logLevel", "info")
-	thick.Set("logLevel", "info")
+	for _, w := range []*harness.World{thin, thick, noAPI} {
+		w.Set("logLevel", "info")
+	}
 	thick.StartDaemon("--node-name", n.Name, "--log-level", "info")
 	harness.Must(b, env.CreateNamespace(b.Context(), benchNS, nil))
 	for _, nad := range []string{"blue", "red", "green"} {
@@ -43,26 +51,25 @@ func benchSetup(b *testing.B, name string) (*Node, []benchConfig) {
 		harness.Must(b, kubeenv.CreateNAD(b.Context(), n.Dyn, benchNS, nad, thin.BridgeNADConfig(nad)))
 	}
 	all := []benchConfig{
-		{"default-alone", func() { n.InstallDefault(thin) }, ""},
-		{"thin-0", func() { n.InstallPlexus(thin) }, ""},
-		{"thin-3", func() { n.InstallPlexus(thin) }, "blue,red,green"},
-		{"thick-0", func() { n.InstallPlexus(thick) }, ""},
-		{"thick-3", func() { n.InstallPlexus(thick) }, "blue,red,green"},
+		{"default-alone", func() { n.InstallDefault(thin) }, "", false},
+		{"thin-0", func() { n.InstallPlexus(thin) }, "", false},
+		{"thin-3", func() { n.InstallPlexus(thin) }, "blue,red,green", false},
+		{"thick-0", func() { n.InstallPlexus(thick) }, "", false},
+		{"thick-3", func() { n.InstallPlexus(thick) }, "blue,red,green", false},
+		{"thin-0-noapi", func() { n.InstallPlexus(noAPI) }, "", true},
 	}
 	return n, selectSetups(b, all, os.Getenv("PLEXUS_BENCH_SETUPS"))
 }
 
-// selectSetups keeps the setups named in a comma-separated list (all when
-// it is empty), so a long run can compare only the ones in question. The
-// default network alone is always kept: the others are reported against it.
+// selectSetups keeps the setups named in a comma-separated list (all but
+// the opt-in ones when it is empty), so a long run can compare only the
+// ones in question. The default network alone is always kept: the others
+// are reported against it.
 func selectSetups(b *testing.B, all []benchConfig, names string) []benchConfig {
-	if names == "" {
-		return all
-	}
 	want := strings.Split(names, ",")
 	var out []benchConfig
 	for _, c := range all {
-		if c.name == "default-alone" || slices.Contains(want, c.name) {
+		if c.name == "default-alone" || (names == "" && !c.optIn) || slices.Contains(want, c.name) {
 			out = append(out, c)
 		}
 	}

@@ -117,6 +117,21 @@ func (d *Deployment) HostPath(p string) string {
 	return filepath.Join(d.Root, p)
 }
 
+// ShareRuntimeSocket makes the node's containerd socket appear where the
+// manifests name the host's (/run/containerd/containerd.sock, plexusd's
+// criSocket), through a bind mount that the DaemonSet's mount of the
+// host's /run carries into the pod. Call it before Apply.
+func (d *Deployment) ShareRuntimeSocket(t *testing.T) {
+	t.Helper()
+	target := d.HostPath("/run/containerd/containerd.sock")
+	harness.Must(t, os.MkdirAll(filepath.Dir(target), 0o755))
+	harness.Must(t, os.WriteFile(target, nil, 0o600))
+	if err := syscall.Mount(d.n.Socket, target, "", syscall.MS_BIND, ""); err != nil {
+		t.Fatalf("bind %s on %s: %v", d.n.Socket, target, err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(target, syscall.MNT_DETACH) })
+}
+
 // NetnsDir is where containerd mounts sandbox network namespaces: its CRI
 // plugin's state directory's netns (netns_mounts_under_state_dir).
 func (n *Node) NetnsDir() string {

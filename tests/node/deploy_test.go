@@ -5,10 +5,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -273,6 +275,7 @@ func TestDeploy(t *testing.T) {
 // removes plexus's config and leaves the default network's.
 func TestDeployThick(t *testing.T) {
 	node, d, world := deployNode(t, "node-deploy-thick", "deploy/thick")
+	d.ShareRuntimeSocket(t)
 	conf := filepath.Join(node.ConfDir, "00-plexus.conflist")
 	var defaultConf string
 	var defaultData []byte
@@ -286,6 +289,18 @@ func TestDeployThick(t *testing.T) {
 			t.Fatalf("plexusd's config does not run the shim:\n%s", data)
 		}
 		podWithSelections(t, n, world, "deploy-thick")
+	})
+	// deploy/thick sets criSocket: plexusd asks the runtime for its
+	// sandboxes (the stale record collection) and gets an answer.
+	t.Run("StaleRecordCollectionRuns", func(t *testing.T) {
+		var body string
+		d.waitFor(t, "a stale record pass that listed the runtime's sandboxes", func(ctx context.Context) (bool, string) {
+			body = getBody(ctx, thickMetrics)
+			return harness.SumMetric(body, "plexus_gc_passes_total", `result="ok"`) > 0, linesWith(body, "plexus_gc_passes_total")
+		})
+		if v := harness.SumMetric(body, "plexus_gc_passes_total", `result="cri_failed"`); v > 0 {
+			t.Errorf("%v passes could not list the runtime's sandboxes", v)
+		}
 	})
 	if t.Failed() {
 		return
@@ -305,6 +320,43 @@ func TestDeployThick(t *testing.T) {
 		}
 		assertDefaultAlone(t, n, d, defaultConf, defaultData, "deploy-thick-uninstalled")
 	})
+}
+
+// thickMetrics is plexusd's /metrics as deploy/thick serves it (host
+// network, loopback).
+const thickMetrics = "http://127.0.0.1:9191/metrics"
+
+// getBody is the body of a GET of url, or the error as text.
+func getBody(ctx context.Context, url string) string {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err.Error()
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err.Error()
+	}
+	return string(b)
+}
+
+// linesWith is the lines of text holding substr, or the start of text if
+// none does (an error, say).
+func linesWith(text, substr string) string {
+	var out []string
+	for line := range strings.SplitSeq(text, "\n") {
+		if strings.Contains(line, substr) {
+			out = append(out, line)
+		}
+	}
+	if len(out) == 0 {
+		return text[:min(len(text), 300)]
+	}
+	return strings.Join(out, "; ")
 }
 
 // watchFiles polls the paths until the returned stop is called, which

@@ -10,11 +10,12 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/plexus-cni/plexus/tests/harness"
 )
 
 // WaitReady waits until kubelet answers on /healthz and the node's Ready
@@ -86,21 +87,7 @@ func (n *Node) KubeletMetric(ctx context.Context, name string, filters ...string
 	if err != nil || resp.StatusCode != http.StatusOK {
 		return 0, fmt.Errorf("kubelet /metrics: %s %v", resp.Status, err)
 	}
-	var sum float64
-	for _, line := range strings.Split(string(body), "\n") {
-		if !strings.HasPrefix(line, name) || (len(line) > len(name) && line[len(name)] != '{' && line[len(name)] != ' ') {
-			continue
-		}
-		ok := true
-		for _, f := range filters {
-			ok = ok && strings.Contains(line, f)
-		}
-		var v float64
-		if _, err := fmt.Sscan(line[strings.LastIndex(line, " ")+1:], &v); ok && err == nil {
-			sum += v
-		}
-	}
-	return sum, nil
+	return harness.SumMetric(string(body), name, filters...), nil
 }
 
 // WaitPodsSynced waits until the running kubelet has synced pods pods
