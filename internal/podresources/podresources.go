@@ -1,6 +1,14 @@
-// Package podresources asks kubelet's pod-resources API (v1, through the
-// generated client in k8s.io/kubelet/pkg/apis/podresources/v1) which
-// devices a pod's containers were allocated: the pipeline's DeviceLister.
+// Package podresources asks kubelet's pod-resources API (v1) which devices
+// a pod's containers were allocated: the pipeline's DeviceLister.
+//
+// It speaks the API's two unary calls itself (grpc.go, proto.go) rather
+// than through grpc-go and the generated client in
+// k8s.io/kubelet/pkg/apis/podresources/v1: those add 9.5 MB to the plexus
+// binary and 1.4 ms to the start of every thin-mode CNI call (package
+// initialization and page faults, docs/performance.md), while only the
+// ADD of a pod selecting a device network asks kubelet anything. The tests
+// check it against grpc-go serving the generated API, and tests/node
+// against a real kubelet.
 package podresources
 
 import (
@@ -10,12 +18,6 @@ import (
 	"io/fs"
 	"os"
 	"time"
-
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/status"
-	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
 	"github.com/plexus-cni/plexus/core/pipeline"
 )
@@ -55,21 +57,15 @@ func (c *Client) PodDevices(ctx context.Context, namespace, name string) (pipeli
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	conn, err := grpc.NewClient("unix://"+c.Socket,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessage)))
-	if err != nil {
-		return nil, fmt.Errorf("kubelet's pod-resources API at %s: %w", c.Socket, err)
-	}
-	defer func() { _ = conn.Close() }()
-	api := podresourcesv1.NewPodResourcesListerClient(conn)
-	pr, err := c.get(ctx, api, namespace, name)
+	conn := dial(c.Socket)
+	defer conn.close()
+	pr, err := c.get(ctx, conn, namespace, name)
 	if refused(err) {
 		// Kubelets before 1.36 may not serve Get: before 1.27 it does not
 		// exist (Unimplemented), until 1.34 it is off by default ("Get
 		// method disabled", code Unknown). List answers on every kubelet.
 		getErr := err
-		pr, err = c.list(ctx, api, namespace, name)
+		pr, err = c.list(ctx, conn, namespace, name)
 		if err != nil {
 			err = fmt.Errorf("kubelet's Get: %v; then %w", getErr, err)
 		}
@@ -77,58 +73,41 @@ func (c *Client) PodDevices(ctx context.Context, namespace, name string) (pipeli
 	if err != nil {
 		return nil, fmt.Errorf("kubelet's pod-resources API at %s: %w", c.Socket, err)
 	}
-	return devicesOf(pr), nil
+	return pr.devices, nil
 }
 
-// refused tells an answer from kubelet (worth asking List) from a
-// connection that failed or timed out (List would fail the same way).
-func refused(err error) bool {
-	s, ok := status.FromError(err)
-	if !ok || err == nil {
-		return false
-	}
-	switch s.Code() {
-	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled:
-		return false
-	}
-	return true
-}
-
-func (c *Client) get(ctx context.Context, api podresourcesv1.PodResourcesListerClient, namespace, name string) (*podresourcesv1.PodResources, error) {
+func (c *Client) get(ctx context.Context, conn *conn, namespace, name string) (*podResources, error) {
 	c.count("Get")
-	resp, err := api.Get(ctx, &podresourcesv1.GetPodResourcesRequest{PodName: name, PodNamespace: namespace})
+	resp, err := conn.call(ctx, "Get", getRequest(namespace, name))
 	if err != nil {
 		return nil, err
 	}
-	if resp.GetPodResources() == nil {
+	pods, err := decodePods(resp)
+	if err != nil {
+		return nil, fmt.Errorf("kubelet's Get answer: %w", err)
+	}
+	if len(pods) == 0 {
 		return nil, fmt.Errorf("kubelet's Get returned no resources for pod %s/%s", namespace, name)
 	}
-	return resp.GetPodResources(), nil
+	return &pods[0], nil
 }
 
-func (c *Client) list(ctx context.Context, api podresourcesv1.PodResourcesListerClient, namespace, name string) (*podresourcesv1.PodResources, error) {
+func (c *Client) list(ctx context.Context, conn *conn, namespace, name string) (*podResources, error) {
 	c.count("List")
-	resp, err := api.List(ctx, &podresourcesv1.ListPodResourcesRequest{})
+	resp, err := conn.call(ctx, "List", nil)
 	if err != nil {
 		return nil, err
 	}
-	for _, pr := range resp.GetPodResources() {
-		if pr.GetNamespace() == namespace && pr.GetName() == name {
-			return pr, nil
+	pods, err := decodePods(resp)
+	if err != nil {
+		return nil, fmt.Errorf("kubelet's List answer: %w", err)
+	}
+	for i := range pods {
+		if pods[i].namespace == namespace && pods[i].name == name {
+			return &pods[i], nil
 		}
 	}
 	return nil, fmt.Errorf("kubelet's List reports no pod %s/%s", namespace, name)
-}
-
-// devicesOf gathers every container's devices by resource name.
-func devicesOf(pr *podresourcesv1.PodResources) pipeline.PodDevices {
-	out := pipeline.PodDevices{}
-	for _, c := range pr.GetContainers() {
-		for _, d := range c.GetDevices() {
-			out[d.GetResourceName()] = append(out[d.GetResourceName()], d.GetDeviceIds()...)
-		}
-	}
-	return out
 }
 
 func (c *Client) count(method string) {

@@ -3,14 +3,17 @@ package podresources
 import (
 	"context"
 	"net"
+	"net/http"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
 	"github.com/plexus-cni/plexus/core/pipeline"
@@ -21,12 +24,17 @@ import (
 type fakeKubelet struct {
 	podresourcesv1.UnimplementedPodResourcesListerServer
 	withoutGet bool
-	pods       []*podresourcesv1.PodResources
+	// getErr, when set, is Get's answer.
+	getErr error
+	pods   []*podresourcesv1.PodResources
 }
 
 func (k *fakeKubelet) Get(_ context.Context, req *podresourcesv1.GetPodResourcesRequest) (*podresourcesv1.GetPodResourcesResponse, error) {
 	if k.withoutGet {
 		return k.UnimplementedPodResourcesListerServer.Get(context.Background(), req)
+	}
+	if k.getErr != nil {
+		return nil, k.getErr
 	}
 	for _, p := range k.pods {
 		if p.Namespace == req.PodNamespace && p.Name == req.PodName {
@@ -58,10 +66,15 @@ func pods() []*podresourcesv1.PodResources {
 	dev := func(res string, ids ...string) *podresourcesv1.ContainerDevices {
 		return &podresourcesv1.ContainerDevices{ResourceName: res, DeviceIds: ids}
 	}
+	numa := &podresourcesv1.TopologyInfo{Nodes: []*podresourcesv1.NUMANode{{ID: 1}}}
 	return []*podresourcesv1.PodResources{
 		{Namespace: "demo", Name: "other", Containers: []*podresourcesv1.ContainerResources{{Name: "c", Devices: []*podresourcesv1.ContainerDevices{dev("vendor.example/netdev", "vf9")}}}},
 		{Namespace: "demo", Name: "web", Containers: []*podresourcesv1.ContainerResources{
-			{Name: "a", Devices: []*podresourcesv1.ContainerDevices{dev("vendor.example/netdev", "vf2"), dev("gpu.example/gpu", "g0")}},
+			// Fields plexus skips around the devices: packed CPU IDs,
+			// memory, topology, DRA claims.
+			{Name: "a", CpuIds: []int64{2, 3, 70000}, Memory: []*podresourcesv1.ContainerMemory{{MemoryType: "memory", Size: 1 << 30, Topology: numa}},
+				Devices:          []*podresourcesv1.ContainerDevices{dev("vendor.example/netdev", "vf2"), dev("gpu.example/gpu", "g0"), {ResourceName: "vendor.example/numa", DeviceIds: []string{"n0"}, Topology: numa}},
+				DynamicResources: []*podresourcesv1.DynamicResource{{ClaimName: "claim", ClaimNamespace: "demo", ClaimResources: []*podresourcesv1.ClaimResource{{DriverName: "net.example", PoolName: "p", DeviceName: "d", CdiDevices: []*podresourcesv1.CDIDevice{{Name: "vendor/net=d"}}}}}}},
 			{Name: "b", Devices: []*podresourcesv1.ContainerDevices{dev("vendor.example/netdev", "vf1")}},
 		}},
 	}
@@ -75,7 +88,7 @@ func TestPodDevicesGathersEveryContainersDevicesWithOneCall(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := pipeline.PodDevices{"vendor.example/netdev": {"vf2", "vf1"}, "gpu.example/gpu": {"g0"}}
+		want := pipeline.PodDevices{"vendor.example/netdev": {"vf2", "vf1"}, "gpu.example/gpu": {"g0"}, "vendor.example/numa": {"n0"}}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("withoutGet %v: %v, want %v", withoutGet, got, want)
 		}
@@ -102,4 +115,110 @@ func TestPodDevicesErrorsNameTheSocketAndPod(t *testing.T) {
 			t.Errorf("withoutGet %v: unknown pod: %v", withoutGet, err)
 		}
 	}
+}
+
+// TestGetAnswersDecideWhetherListIsAsked: kubelet refusing Get (older
+// kubelets: Unimplemented, or Unknown "Get method disabled") makes plexus
+// ask List; a kubelet that is unavailable or too slow is not asked again.
+func TestGetAnswersDecideWhetherListIsAsked(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		getErr    error
+		wantCalls []string
+		wantErr   string
+	}{
+		{"disabled", status.Error(codes.Unknown, "Get method disabled"), []string{"Get", "List"}, ""},
+		{"permission", status.Error(codes.PermissionDenied, "no"), []string{"Get", "List"}, ""},
+		{"unavailable", status.Error(codes.Unavailable, "kubelet is shutting down"), []string{"Get"}, "code Unavailable: kubelet is shutting down"},
+		{"deadline", status.Error(codes.DeadlineExceeded, "too slow"), []string{"Get"}, "code DeadlineExceeded: too slow"},
+		{"message percent-encoded on the wire", status.Error(codes.Unavailable, "100% busy: é"), []string{"Get"}, "code Unavailable: 100% busy: é"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var calls []string
+			c := &Client{Socket: serve(t, &fakeKubelet{getErr: tc.getErr, pods: pods()}), OnCall: func(m string) { calls = append(calls, m) }}
+			got, err := c.PodDevices(context.Background(), "demo", "web")
+			if !reflect.DeepEqual(calls, tc.wantCalls) {
+				t.Errorf("calls %v, want %v", calls, tc.wantCalls)
+			}
+			if tc.wantErr == "" {
+				if err != nil || len(got["vendor.example/netdev"]) != 2 {
+					t.Errorf("got %v, %v; want List's devices", got, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), c.Socket) {
+				t.Errorf("error %v, want one naming %q and the socket", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestNotAGRPCServerFailsClearly: a socket that answers HTTP/1.1 (a wrong
+// podResourcesSocket) fails the call, naming the socket, without hanging.
+func TestNotAGRPCServerFailsClearly(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "http.sock")
+	lis, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.NotFoundHandler()}
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	c := &Client{Socket: sock, Timeout: 5 * time.Second}
+	_, err = c.PodDevices(context.Background(), "demo", "web")
+	if err == nil || !strings.Contains(err.Error(), sock) || strings.Contains(err.Error(), "deadline") {
+		t.Errorf("error %v, want a prompt one naming %s", err, sock)
+	}
+}
+
+// FuzzDecodePods checks the decoder against the generated code: any bytes
+// the generated ListPodResourcesResponse accepts, plexus reads, and finds
+// the same devices for every pod; anything else gives an error, not a
+// panic.
+func FuzzDecodePods(f *testing.F) {
+	seed, err := proto.Marshal(&podresourcesv1.ListPodResourcesResponse{PodResources: pods()})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(seed)
+	f.Add(getRequest("demo", "web"))
+	f.Add([]byte{0x0a, 0x80})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := decodePods(data)
+		var want podresourcesv1.ListPodResourcesResponse
+		if proto.Unmarshal(data, &want) != nil {
+			return
+		}
+		if err != nil {
+			t.Fatalf("the generated code reads %x, plexus does not: %v", data, err)
+		}
+		if len(got) != len(want.PodResources) {
+			t.Fatalf("%d pods, the generated code reads %d", len(got), len(want.PodResources))
+		}
+		for i, pr := range want.PodResources {
+			wantDevices := pipeline.PodDevices{}
+			for _, c := range pr.Containers {
+				for _, d := range c.Devices {
+					wantDevices[d.ResourceName] = append(wantDevices[d.ResourceName], d.DeviceIds...)
+				}
+			}
+			if got[i].name != pr.Name || got[i].namespace != pr.Namespace || !sameDevices(got[i].devices, wantDevices) {
+				t.Fatalf("pod %d: %+v, the generated code reads %s/%s %v", i, got[i], pr.Namespace, pr.Name, wantDevices)
+			}
+		}
+	})
+}
+
+// sameDevices compares device lists, taking no IDs and none as equal.
+func sameDevices(a, b pipeline.PodDevices) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		w, ok := b[k]
+		if !ok || len(v) != len(w) || (len(v) > 0 && !reflect.DeepEqual(v, w)) {
+			return false
+		}
+	}
+	return true
 }
