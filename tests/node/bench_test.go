@@ -29,9 +29,22 @@ type benchConfig struct {
 // benchSetup is a node with a thin and a thick plexus World and three bridge
 // NADs in namespace "bench", and the setups to compare: the default
 // network installed alone, plexus thin and thick with 0 and 3 selections.
+//
+// PLEXUS_BENCH_BASELINES names other plexus binaries (earlier builds),
+// comma-separated, to compare in the same run, which drifts less than two
+// runs do: setup thin-0-bN is thin-0 through the Nth (from 1). Compare
+// them with each other rather than with thin-0: thin-0 shares its World
+// (bridge, leases) with the default network alone, and that alone made it
+// 1.6 ms slower than the same binary as thin-0-b1.
 func benchSetup(b *testing.B, name string) (*Node, []benchConfig) {
 	env := kubeenv.ForTest(b, kubeenv.Options{})
-	n := Start(b, env, Options{Name: name, ContainerdDebug: true})
+	opts := Options{Name: name, ContainerdDebug: true}
+	var baselines []string
+	if v := os.Getenv("PLEXUS_BENCH_BASELINES"); v != "" {
+		baselines = strings.Split(v, ",")
+		opts.CNIBinDir = binDirWith(b, baselines)
+	}
+	n := Start(b, env, opts)
 	thin := n.PlexusWorld()
 	thick := n.PlexusWorld()
 	// Thin with no source: no API request, no status. What thin mode
@@ -58,7 +71,30 @@ func benchSetup(b *testing.B, name string) (*Node, []benchConfig) {
 		{"thick-3", func() { n.InstallPlexus(thick) }, "blue,red,green", false},
 		{"thin-0-noapi", func() { n.InstallPlexus(noAPI) }, "", true},
 	}
+	for i := range baselines {
+		w := n.PlexusWorld()
+		w.Set("type", fmt.Sprintf("plexus-b%d", i+1))
+		w.Set("logLevel", "info")
+		all = append(all, benchConfig{fmt.Sprintf("thin-0-b%d", i+1), func() { n.InstallPlexus(w) }, "", false})
+	}
 	return n, selectSetups(b, all, os.Getenv("PLEXUS_BENCH_SETUPS"))
+}
+
+// binDirWith is a directory of links to every binary in harness.BinDir,
+// and copies of the files paths named plexus-b1, plexus-b2, ...
+func binDirWith(b *testing.B, paths []string) string {
+	dir := b.TempDir()
+	entries, err := os.ReadDir(harness.BinDir)
+	harness.Must(b, err)
+	for _, e := range entries {
+		harness.Must(b, os.Symlink(filepath.Join(harness.BinDir, e.Name()), filepath.Join(dir, e.Name())))
+	}
+	for i, p := range paths {
+		data, err := os.ReadFile(p)
+		harness.Must(b, err)
+		harness.Must(b, os.WriteFile(filepath.Join(dir, fmt.Sprintf("plexus-b%d", i+1)), data, 0o755))
+	}
+	return dir
 }
 
 // selectSetups keeps the setups named in a comma-separated list (all but
