@@ -36,7 +36,7 @@ func (s *suite) testRequestCounts(t *testing.T) {
 	before := harness.HostVeths(t)
 
 	add := s.measure(t, "ADD", map[string]float64{
-		"GET pods": 1, "GET network-attachment-definitions": 3, "PATCH pods": 1, "POST events": 1,
+		"GET pods": 1, "GET network-attachment-definitions": 3, "PATCH pods status": 1, "POST events": 1,
 	}, func() { w.Add(c) })
 	if got := len(s.status(t, ns, "web")); got != 5 {
 		t.Errorf("network-status has %d entries, want 5", got)
@@ -68,7 +68,7 @@ func (s *suite) testRuntimeAnnotationsRequestCounts(t *testing.T) {
 	before := harness.HostVeths(t)
 
 	add := s.measure(t, "ADD with the runtime's annotations", map[string]float64{
-		"GET network-attachment-definitions": 3, "PATCH pods": 1, "POST events": 1,
+		"GET network-attachment-definitions": 3, "PATCH pods status": 1, "POST events": 1,
 	}, func() { w.Add(c) })
 	if got := len(s.status(t, ns, "web")); got != 5 {
 		t.Errorf("network-status has %d entries, want 5", got)
@@ -119,7 +119,7 @@ func (s *suite) testThickRequestCounts(t *testing.T) {
 	// LIST holds the pod and NADs created above.
 	d := w.StartDaemon("--node-name", "node-a")
 	before := harness.HostVeths(t)
-	add := s.measure(t, "thick ADD", map[string]float64{"PATCH pods": 1, "POST events": 1}, func() { w.Add(c) })
+	add := s.measure(t, "thick ADD", map[string]float64{"PATCH pods status": 1, "POST events": 1}, func() { w.Add(c) })
 	if got := len(s.status(t, ns, "web")); got != 5 {
 		t.Errorf("network-status has %d entries, want 5", got)
 	}

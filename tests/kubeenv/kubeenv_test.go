@@ -210,9 +210,14 @@ spec:
 		if _, err := NADs(saDyn).Namespace(ns).List(ctx, metav1.ListOptions{}); err != nil {
 			t.Errorf("list NADs: %v", err)
 		}
+		// network-status goes through the status subresource, which keeps
+		// metadata changes.
 		patch := []byte(`{"metadata":{"annotations":{"k8s.v1.cni.cncf.io/network-status":"[]"}}}`)
-		if _, err := sa.CoreV1().Pods(ns).Patch(ctx, "p", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-			t.Errorf("patch pod: %v", err)
+		if _, err := sa.CoreV1().Pods(ns).Patch(ctx, "p", types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+			t.Errorf("patch pod status: %v", err)
+		}
+		if p, err := admin.CoreV1().Pods(ns).Get(ctx, "p", metav1.GetOptions{}); err != nil || p.Annotations["k8s.v1.cni.cncf.io/network-status"] != "[]" {
+			t.Errorf("network-status patched through pods/status did not stick: %v %v", p.Annotations, err)
 		}
 		ref := corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: "p", UID: got.UID, APIVersion: "v1"}
 		if _, err := sa.CoreV1().Events(ns).Create(ctx, &corev1.Event{
@@ -239,7 +244,12 @@ spec:
 			}
 		}
 		forbidden("delete pod", sa.CoreV1().Pods(ns).Delete(ctx, "p", metav1.DeleteOptions{}))
-		_, err := sa.CoreV1().Secrets("").List(ctx, metav1.ListOptions{})
+		// The pod's spec: a node's plexus credential must not be able to
+		// swap a container's image.
+		image := []byte(`{"spec":{"containers":[{"name":"c","image":"attacker.example/evil"}]}}`)
+		_, err := sa.CoreV1().Pods(ns).Patch(ctx, "p", types.StrategicMergePatchType, image, metav1.PatchOptions{})
+		forbidden("patch pod spec", err)
+		_, err = sa.CoreV1().Secrets("").List(ctx, metav1.ListOptions{})
 		forbidden("list secrets", err)
 		_, err = sa.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{})
 		forbidden("list secrets in namespace", err)
@@ -263,8 +273,10 @@ spec:
 			t.Fatal(err)
 		}
 		allowed := map[string]bool{
-			"/pods/get": true, "/pods/patch": true, "/pods/list": true, "/pods/watch": true,
-			"/pods/status/patch": true, // plexusd's dynamic attachments' condition
+			"/pods/get": true, "/pods/list": true, "/pods/watch": true,
+			// network-status, and plexusd's dynamic attachments' condition;
+			// never a write to the pod itself (its spec).
+			"/pods/status/patch": true,
 			"/namespaces/get":    true,
 			"k8s.cni.cncf.io/network-attachment-definitions/get":   true,
 			"k8s.cni.cncf.io/network-attachment-definitions/list":  true,

@@ -184,7 +184,10 @@ func (s *Source) NamespaceLabels(ctx context.Context, namespace string) (map[str
 	return o.Metadata.Labels, nil
 }
 
-// PublishStatus sets the one annotation with a merge patch: other
+// PublishStatus sets the one annotation with a merge patch of the pod's
+// status subresource, which keeps the pod's metadata changes but never
+// its spec: plexus's identity needs no write to pods themselves, whose
+// spec (container images) it must not be able to change. Other
 // annotations and fields are never read or rewritten, so there is nothing
 // to conflict with. The whole list is replaced, so a retried ADD never
 // duplicates entries. The patch carries the pod's UID, which the API
@@ -201,7 +204,7 @@ func (s *Source) PublishStatus(ctx context.Context, pod *source.Pod, doc []byte)
 		return err
 	}
 	err = s.retry(ctx, "patch pod "+pod.Ref(), func(ctx context.Context) error {
-		return s.client.Patch(types.MergePatchType).MaxRetries(0).AbsPath("/api/v1/namespaces", pod.Namespace, "pods", pod.Name).Body(patch).Do(ctx).Error()
+		return s.client.Patch(types.MergePatchType).MaxRetries(0).AbsPath("/api/v1/namespaces", pod.Namespace, "pods", pod.Name, "status").Body(patch).Do(ctx).Error()
 	})
 	if pod.UID != "" && apierrors.IsInvalid(err) {
 		return fmt.Errorf("pod %s no longer has UID %s (re-created under the same name?): %w", pod.Ref(), pod.UID, err)

@@ -151,9 +151,11 @@ func TestPerRequestTimeoutIsRetriedWithinBudget(t *testing.T) {
 	}
 }
 
-// TestPublishStatusPatchesOnlyTheAnnotation: the merge patch sets the one
-// annotation and carries the pod's UID, which the API server refuses to
-// change: a pod re-created under the same name is not patched.
+// TestPublishStatusPatchesOnlyTheAnnotation: the merge patch of the pod's
+// status subresource (never the pod itself, whose spec plexus must not be
+// able to write) sets the one annotation and carries the pod's UID, which
+// the API server refuses to change: a pod re-created under the same name
+// is not patched.
 func TestPublishStatusPatchesOnlyTheAnnotation(t *testing.T) {
 	doc := []byte(`[{"name":"default","interface":"eth0","default":true}]`)
 	for _, tc := range []struct {
@@ -172,8 +174,8 @@ func TestPublishStatusPatchesOnlyTheAnnotation(t *testing.T) {
 			t.Fatalf("requests = %d, want 1", f.count())
 		}
 		r := f.requests[0]
-		if r.method != http.MethodPatch || r.path != "/api/v1/namespaces/ns/pods/p" || r.contentType != "application/merge-patch+json" {
-			t.Errorf("request %s %s (%s), want a merge PATCH of the pod", r.method, r.path, r.contentType)
+		if r.method != http.MethodPatch || r.path != "/api/v1/namespaces/ns/pods/p/status" || r.contentType != "application/merge-patch+json" {
+			t.Errorf("request %s %s (%s), want a merge PATCH of the pod's status subresource", r.method, r.path, r.contentType)
 		}
 		var got, want any
 		if err := json.Unmarshal([]byte(r.body), &got); err != nil {
