@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -48,10 +49,17 @@ func parseFlags(args []string) (plexusd.Options, error) {
 	fs.DurationVar(&o.BlockDeadline, "block-deadline", 2*time.Minute, "with --readiness=block, how long an ADD waits for the default network")
 	fs.StringVar(&o.CNIVersion, "cni-version", "", "cniVersion of the CNI config --install-config writes (default: the default network's, at most "+install.DefaultCNIVersion+", which containerd 1.6 accepts)")
 	fs.BoolVar(&o.Uninstall, "uninstall", os.Getenv("PLEXUS_UNINSTALL") == "true", "remove plexus's CNI config when stopping (env PLEXUS_UNINSTALL=true)")
+	fs.StringVar(&o.BinDir, "cni-bin-dir", install.DefaultBinDir, "the host's CNI bin directory, for --uninstall-binaries")
+	binaries := fs.String("uninstall-binaries", "", "comma-separated binaries that --uninstall also removes from --cni-bin-dir (the ones the init container installed)")
 	fs.BoolVar(&o.Profiling, "profiling", false, "serve Go's pprof under /debug/pprof/ on --metrics-addr")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	for b := range strings.SplitSeq(*binaries, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			o.UninstallBinaries = append(o.UninstallBinaries, b)
+		}
 	}
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(*level)); err != nil {

@@ -25,7 +25,8 @@ import (
 // own path, so the configs it writes name files as plexus will see them.
 type Options struct {
 	// SrcBinDir holds the binaries in the image; Binaries are the ones
-	// copied from it to BinDir, the host's CNI bin directory.
+	// copied from it to BinDir, the host's CNI bin directory (with
+	// ConfigOnly: the ones an uninstall removes from BinDir).
 	SrcBinDir string
 	Binaries  []string
 	BinDir    string
@@ -67,8 +68,9 @@ type Options struct {
 	// runtime runs (unset: "plexus", or "plexus-stages" for a config with a
 	// policy or extensions when Binaries has it; plexusd uses "plexus-shim").
 	PluginType string
-	// ConfigOnly manages plexus's CNI config alone: no binaries, no
-	// kubeconfig (plexusd, whose shim never talks to the API).
+	// ConfigOnly manages plexus's CNI config alone: it copies no binaries
+	// and writes no kubeconfig (plexusd, whose shim never talks to the
+	// API).
 	ConfigOnly bool
 	// Immediate writes the config at once, its clusterNetwork naming
 	// DefaultConfDir, instead of waiting for the default network's config:
@@ -111,8 +113,13 @@ func (o *Options) check() error {
 		return fmt.Errorf("config name %q: want a file name ending in .conflist", o.ConfName)
 	}
 	paths := map[string]string{"conf dir": o.ConfDir, "default conf dir": o.DefaultConfDir}
-	if !o.ConfigOnly {
+	if !o.ConfigOnly || len(o.Binaries) > 0 {
 		paths["bin dir"] = o.BinDir
+	}
+	for _, b := range o.Binaries {
+		if b == "" || b == "." || b == ".." || filepath.Base(b) != b {
+			return fmt.Errorf("binary %q: want a file name in the bin dir", b)
+		}
 	}
 	if !o.ConfigOnly && !o.BinariesOnly {
 		for k, v := range map[string]string{"kubeconfig": o.Kubeconfig, "token file": o.TokenFile, "CA file": o.CAFile} {
@@ -220,9 +227,11 @@ func (in *Installer) Uninstall() error {
 	paths := []string{filepath.Join(in.o.ConfDir, in.o.ConfName)}
 	if !in.o.ConfigOnly {
 		paths = append(paths, in.o.Kubeconfig)
-		for _, b := range in.o.Binaries {
-			paths = append(paths, filepath.Join(in.o.BinDir, b))
-		}
+	}
+	// A config-only installer's binaries were copied by someone else
+	// (thick mode's init container): it only removes them.
+	for _, b := range in.o.Binaries {
+		paths = append(paths, filepath.Join(in.o.BinDir, b))
 	}
 	for _, p := range paths {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -272,10 +272,8 @@ func TestBinariesReplacedAtomically(t *testing.T) {
 	}
 	o := n.options()
 	o.Binaries = []string{"../evil"}
-	in, err = New(o)
-	must(t, err)
-	if err := in.InstallBinaries(); err == nil {
-		t.Error("a binary name with a path was accepted")
+	if _, err := New(o); err == nil || !strings.Contains(err.Error(), "../evil") {
+		t.Errorf("a binary name with a path: err %v, want a refusal naming it", err)
 	}
 }
 
@@ -466,6 +464,46 @@ func TestConfigOnlyImmediateWritesBeforeTheDefaultNetwork(t *testing.T) {
 	}
 	if strings.Contains(string(b), "kubeconfig") {
 		t.Errorf("a config-only install must not name a kubeconfig:\n%s", b)
+	}
+}
+
+// TestConfigOnlyUninstallRemovesTheNamedBinaries: plexusd (config-only)
+// copies no binary, but its uninstall removes the ones thick mode's init
+// container installed, and nothing else in the bin dir; a name that is
+// not a plain file name is refused before anything runs.
+func TestConfigOnlyUninstallRemovesTheNamedBinaries(t *testing.T) {
+	n := newNode(t)
+	def := n.writeDefault("10-bridge.conflist")
+	for _, b := range []string{"plexus", "plexus-shim", "bridge"} {
+		n.write(filepath.Join(n.bin, b), "#!"+b)
+	}
+	o := Options{ConfigOnly: true, ConfDir: n.conf, DefaultConfDir: n.conf, ConfName: DefaultConfName,
+		Binaries: []string{"plexus", "plexus-shim"}, BinDir: n.bin, Uninstall: true, Log: slog.New(slog.DiscardHandler)}
+	in, err := New(o)
+	must(t, err)
+	must(t, in.Reconcile(t.Context()))
+	if !exists(n.ours()) {
+		t.Fatal("no config installed")
+	}
+	if got, _ := os.ReadFile(filepath.Join(n.bin, "plexus")); string(got) != "#!plexus" {
+		t.Errorf("a config-only install rewrote a binary: %q", got)
+	}
+	must(t, in.Uninstall())
+	for _, p := range []string{n.ours(), filepath.Join(n.bin, "plexus"), filepath.Join(n.bin, "plexus-shim")} {
+		if exists(p) {
+			t.Errorf("%s left after uninstall", p)
+		}
+	}
+	for _, p := range []string{def, filepath.Join(n.bin, "bridge")} {
+		if !exists(p) {
+			t.Errorf("uninstall removed %s, which plexus did not install", p)
+		}
+	}
+	for _, bad := range []string{"../bridge", "sub/plexus", "..", ""} {
+		o.Binaries = []string{bad}
+		if _, err := New(o); err == nil || !strings.Contains(err.Error(), "binary") {
+			t.Errorf("binary %q: err %v, want a refusal naming it", bad, err)
+		}
 	}
 }
 

@@ -64,8 +64,11 @@ type Options struct {
 	// CNIVersion is the cniVersion of the CNI config installed ("": the
 	// default network's, at most install.DefaultCNIVersion).
 	CNIVersion string
-	// Uninstall removes plexus's CNI config when plexusd stops.
-	Uninstall bool
+	// Uninstall removes plexus's CNI config when plexusd stops, and the
+	// UninstallBinaries from BinDir (the init container's install).
+	Uninstall         bool
+	UninstallBinaries []string
+	BinDir            string
 	// Profiling serves Go's pprof under /debug/pprof/ on MetricsAddr.
 	Profiling bool
 	Log       *slog.Logger
@@ -352,6 +355,7 @@ func (d *Daemon) installer() (*install.Installer, error) {
 		ConfigOnly: true, Immediate: d.o.Readiness == ReadinessBlock, PluginType: "plexus-shim",
 		CNIVersion: d.o.CNIVersion, Manifests: d.conf.Manifests,
 		ConfDir: d.o.ConfDir, DefaultConfDir: d.o.DefaultConfDir, ConfName: d.o.ConfName,
+		Binaries: d.o.UninstallBinaries, BinDir: d.o.BinDir,
 		Extra: extra, Uninstall: d.o.Uninstall, Poll: time.Second, Log: d.o.Log,
 	})
 }

@@ -307,15 +307,18 @@ func TestDeployThick(t *testing.T) {
 	}
 
 	// docs/kubernetes.md: with PLEXUS_UNINSTALL=true plexusd removes
-	// plexus's CNI config when it stops. The init container's binaries
-	// stay (nothing in thick mode removes them).
+	// plexus's CNI config when it stops, and the binaries its init
+	// container installed.
 	t.Run("Uninstall", func(t *testing.T) {
 		n := node.With(t)
 		uninstallDeploy(t, d, "plexusd", conf)
 		d.WaitFile(t, conf, false)
 		for _, b := range []string{"plexus", "plexus-shim"} {
-			if _, err := os.Stat(filepath.Join(n.cniBinDir, b)); err == nil {
-				t.Logf("after the thick uninstall %s is still in the CNI bin dir (as documented: plexusd removes its config only)", b)
+			d.WaitFile(t, filepath.Join(n.cniBinDir, b), false)
+		}
+		for _, b := range []string{"bridge", "host-local"} {
+			if _, err := os.Stat(filepath.Join(n.cniBinDir, b)); err != nil {
+				t.Errorf("the thick uninstall took the default network's plugin: %v", err)
 			}
 		}
 		assertDefaultAlone(t, n, d, defaultConf, defaultData, "deploy-thick-uninstalled")
