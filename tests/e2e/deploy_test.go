@@ -44,7 +44,7 @@ func manifestFiles(t *testing.T) []string {
 // run its pods here, but admission and validation are the real ones.
 func (s *suite) testDeployManifests(t *testing.T) {
 	files := manifestFiles(t)
-	for _, f := range []string{"base/crd.yaml", "base/rbac.yaml", "daemonset.yaml", "thick/daemonset.yaml"} {
+	for _, f := range []string{"base/admission.yaml", "base/crd.yaml", "base/rbac.yaml", "daemonset.yaml", "thick/daemonset.yaml"} {
 		if !contains(files, f) {
 			t.Errorf("deploy/%s is missing", f)
 		}
@@ -73,7 +73,7 @@ func (s *suite) testDeployManifests(t *testing.T) {
 func TestKustomizationListsEveryManifest(t *testing.T) {
 	want := map[string][]string{
 		"":      {"base", "daemonset.yaml"},
-		"base":  {"crd.yaml", "rbac.yaml"},
+		"base":  {"admission.yaml", "crd.yaml", "rbac.yaml"},
 		"thick": {"../base", "configmap.yaml", "daemonset.yaml"},
 	}
 	for dir, resources := range want {

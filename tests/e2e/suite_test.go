@@ -50,8 +50,8 @@ func newSuite(t *testing.T) *suite {
 	harness.Must(t, err)
 	s.dyn, err = dynamic.NewForConfig(env.AdminConfig())
 	harness.Must(t, err)
-	if err := env.Apply(t.Context(), false, deployFile(t, "base/crd.yaml"), deployFile(t, "base/rbac.yaml")); err != nil {
-		t.Fatalf("apply deploy/base/crd.yaml and deploy/base/rbac.yaml: %v", err)
+	if err := env.Apply(t.Context(), false, deployFile(t, "base/crd.yaml"), deployFile(t, "base/rbac.yaml"), deployFile(t, "base/admission.yaml")); err != nil {
+		t.Fatalf("apply deploy/base (CRD, RBAC, admission policy): %v", err)
 	}
 	s.kubeconfig = filepath.Join(t.TempDir(), "plexus.kubeconfig")
 	s.writeKubeconfig(t, s.kubeconfig, plexusNamespace, plexusSA)

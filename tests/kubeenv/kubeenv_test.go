@@ -86,7 +86,7 @@ func TestControlPlane(t *testing.T) {
 		}
 	})
 
-	if err := e.Apply(ctx, false, deployFile(t, "base/crd.yaml"), deployFile(t, "base/rbac.yaml")); err != nil {
+	if err := e.Apply(ctx, false, deployFile(t, "base/crd.yaml"), deployFile(t, "base/rbac.yaml"), deployFile(t, "base/admission.yaml")); err != nil {
 		t.Fatalf("apply deploy manifests: %v", err)
 	}
 
@@ -259,6 +259,58 @@ spec:
 		// The pod survived the attempted delete.
 		if _, err := admin.CoreV1().Pods(ns).Get(ctx, "p", metav1.GetOptions{}); err != nil {
 			t.Errorf("pod after forbidden delete: %v", err)
+		}
+	})
+
+	// deploy/base/admission.yaml: through pods/status plexus may change its
+	// annotation and its condition, and nothing else RBAC would let by.
+	t.Run("plexus's pod writes are its annotation and condition", func(t *testing.T) {
+		// The API server starts enforcing a new policy within a second or
+		// so of its creation.
+		other := []byte(`{"metadata":{"annotations":{"example.com/x":"y"}}}`)
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			_, err := sa.CoreV1().Pods(ns).Patch(ctx, "p", types.StrategicMergePatchType, other, metav1.PatchOptions{}, "status")
+			if apierrors.IsForbidden(err) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the admission policy is not enforced 20s after its creation: %v", err)
+			}
+			if err == nil {
+				// Let through before the policy was on: put it back.
+				undo := []byte(`{"metadata":{"annotations":{"example.com/x":null}}}`)
+				if _, err := admin.CoreV1().Pods(ns).Patch(ctx, "p", types.StrategicMergePatchType, undo, metav1.PatchOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		for _, tc := range []struct {
+			name, patch string
+			allowed     bool
+		}{
+			{"network-status", `{"metadata":{"annotations":{"k8s.v1.cni.cncf.io/network-status":"[{\"name\":\"x\"}]"}}}`, true},
+			{"plexus's condition", `{"status":{"conditions":[{"type":"plexus.io/NetworkAttachments","status":"True","reason":"Applied"}]}}`, true},
+			{"another annotation", `{"metadata":{"annotations":{"example.com/x":"y"}}}`, false},
+			{"a label (a Service's selector)", `{"metadata":{"labels":{"app":"hijack"}}}`, false},
+			{"a finalizer", `{"metadata":{"finalizers":["example.com/block"]}}`, false},
+			{"the pod IP (Service endpoints)", `{"status":{"podIP":"10.9.9.9","podIPs":[{"ip":"10.9.9.9"}]}}`, false},
+			{"the phase", `{"status":{"phase":"Failed"}}`, false},
+			{"readiness", `{"status":{"conditions":[{"type":"Ready","status":"True"}]}}`, false},
+		} {
+			_, err := sa.CoreV1().Pods(ns).Patch(ctx, "p", types.StrategicMergePatchType, []byte(tc.patch), metav1.PatchOptions{}, "status")
+			switch {
+			case tc.allowed && err != nil:
+				t.Errorf("%s: %v, want allowed", tc.name, err)
+			case !tc.allowed && !apierrors.IsForbidden(err):
+				t.Errorf("%s: err = %v, want Forbidden by the admission policy", tc.name, err)
+			case !tc.allowed && !strings.Contains(err.Error(), "plexus-pod-writes"):
+				t.Errorf("%s: %v, want the policy named", tc.name, err)
+			}
+		}
+		// The policy binds plexus's identity only.
+		label := []byte(`{"metadata":{"labels":{"plexus.test/admin":"yes"}}}`)
+		if _, err := admin.CoreV1().Pods(ns).Patch(ctx, "p", types.StrategicMergePatchType, label, metav1.PatchOptions{}, "status"); err != nil {
+			t.Errorf("an admin's label through pods/status: %v", err)
 		}
 	})
 

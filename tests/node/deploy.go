@@ -330,14 +330,16 @@ func (d *Deployment) Delete(t testing.TB) {
 	ctx, cancel := context.WithTimeout(t.Context(), deployTimeout)
 	defer cancel()
 	mapper := map[string]schema.GroupVersionResource{
-		"CustomResourceDefinition": {Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"},
-		"ServiceAccount":           {Version: "v1", Resource: "serviceaccounts"},
-		"ConfigMap":                {Version: "v1", Resource: "configmaps"},
-		"ClusterRole":              {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"},
-		"ClusterRoleBinding":       {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterrolebindings"},
-		"Role":                     {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"},
-		"RoleBinding":              {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"},
-		"DaemonSet":                {Group: "apps", Version: "v1", Resource: "daemonsets"},
+		"CustomResourceDefinition":         {Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"},
+		"ServiceAccount":                   {Version: "v1", Resource: "serviceaccounts"},
+		"ConfigMap":                        {Version: "v1", Resource: "configmaps"},
+		"ClusterRole":                      {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"},
+		"ClusterRoleBinding":               {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterrolebindings"},
+		"Role":                             {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"},
+		"RoleBinding":                      {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"},
+		"DaemonSet":                        {Group: "apps", Version: "v1", Resource: "daemonsets"},
+		"ValidatingAdmissionPolicy":        {Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicies"},
+		"ValidatingAdmissionPolicyBinding": {Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicybindings"},
 	}
 	bg := metav1.DeletePropagationBackground
 	for i := len(d.Objects) - 1; i >= 0; i-- {
