@@ -4,7 +4,7 @@
 // It speaks the API's two unary calls itself (grpc.go, proto.go) rather
 // than through grpc-go and the generated client in
 // k8s.io/kubelet/pkg/apis/podresources/v1: those add 9.5 MB to the plexus
-// binary and 1.4 ms to the start of every thin-mode CNI call (package
+// binary and 1.3 ms to the start of every thin-mode CNI call (package
 // initialization and page faults, docs/performance.md), while only the
 // ADD of a pod selecting a device network asks kubelet anything. The tests
 // check it against grpc-go serving the generated API, and tests/node
