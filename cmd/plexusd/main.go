@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -56,11 +55,7 @@ func parseFlags(args []string) (plexusd.Options, error) {
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
-	for b := range strings.SplitSeq(*binaries, ",") {
-		if b = strings.TrimSpace(b); b != "" {
-			o.UninstallBinaries = append(o.UninstallBinaries, b)
-		}
-	}
+	o.UninstallBinaries = install.BinaryList(*binaries)
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(*level)); err != nil {
 		return o, fmt.Errorf("--log-level: %w", err)

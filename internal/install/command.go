@@ -62,11 +62,7 @@ func ParseArgs(args []string, getenv func(string) string, stderr io.Writer) (Opt
 	if o.ConfDir == "" {
 		o.ConfDir = o.DefaultConfDir
 	}
-	for _, b := range strings.Split(binaries, ",") {
-		if b = strings.TrimSpace(b); b != "" {
-			o.Binaries = append(o.Binaries, b)
-		}
-	}
+	o.Binaries = BinaryList(binaries)
 	if extra != "" {
 		if err := json.Unmarshal([]byte(extra), &o.Extra); err != nil {
 			return o, fmt.Errorf("--config: want a JSON object: %w", err)
@@ -112,4 +108,16 @@ func Command(ctx context.Context, args []string, getenv func(string) string, std
 		return exitFail
 	}
 	return exitOK
+}
+
+// BinaryList reads a --binaries flag: comma-separated names, blanks and
+// empty entries dropped (New checks that each is a plain file name).
+func BinaryList(flag string) []string {
+	var out []string
+	for b := range strings.SplitSeq(flag, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			out = append(out, b)
+		}
+	}
+	return out
 }

@@ -18,25 +18,21 @@ const service = "/v1.PodResourcesLister/"
 
 // conn is one HTTP/2 connection to kubelet's socket, without TLS, as
 // kubelet's gRPC server serves it (prior knowledge, no upgrade).
-type conn struct {
-	transport *http.Transport
-	client    *http.Client
-}
+type conn struct{ client *http.Client }
 
 func dial(socket string) *conn {
 	var protocols http.Protocols
 	protocols.SetUnencryptedHTTP2(true)
-	t := &http.Transport{
+	return &conn{client: &http.Client{Transport: &http.Transport{
 		Protocols: &protocols,
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
 			return d.DialContext(ctx, "unix", socket)
 		},
-	}
-	return &conn{transport: t, client: &http.Client{Transport: t}}
+	}}}
 }
 
-func (c *conn) close() { c.transport.CloseIdleConnections() }
+func (c *conn) close() { c.client.CloseIdleConnections() }
 
 // statusError is a gRPC status other than OK.
 type statusError struct {
