@@ -196,6 +196,9 @@ func TestPlanPrepareArgs(t *testing.T) {
 		{AddCNIArgs: map[string]string{"K8S_POD_NAME": "x"}},
 		{AddCNIArgs: map[string]string{"A;B": "x"}},
 		{AddConfigArgs: map[string]json.RawMessage{"ips": json.RawMessage(`[]`)}},
+		// A delegate reads "IPS" as "ips" (encoding/json folds case).
+		{AddConfigArgs: map[string]json.RawMessage{"IPS": json.RawMessage(`[]`)}},
+		{AddConfigArgs: map[string]json.RawMessage{"vendor": json.RawMessage(`1`), "Vendor": json.RawMessage(`2`)}},
 	} {
 		if _, err := planPrepare(a, out); err == nil {
 			t.Errorf("%+v: want a refusal", out)

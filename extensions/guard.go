@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/plexus-cni/plexus/core/pipeline"
+	"github.com/plexus-cni/plexus/core/selection"
 	"github.com/plexus-cni/plexus/core/status"
 )
 
@@ -105,10 +106,21 @@ func planPrepare(a *pipeline.Attachment, out *wireOutput) (*preparePlan, error) 
 		}
 		p.cniArgs = append(p.cniArgs, [2]string{k, v})
 	}
+	held := map[string]string{} // folded args.cni key -> the key as set
+	for k := range a.ConfigArgs {
+		held[selection.FoldArgKey(k)] = k
+	}
 	for _, k := range sortedKeys(out.AddConfigArgs) {
-		if _, ok := a.ConfigArgs[k]; ok || k == "" {
-			return nil, fmt.Errorf("may not change args.cni key %q", k)
+		if k == "" {
+			return nil, fmt.Errorf("args.cni key %q is malformed", k)
 		}
+		// A delegate reads "VLAN" and "vlan" as one key (encoding/json
+		// folds case), so a key already held in any spelling stays as set.
+		f := selection.FoldArgKey(k)
+		if prev, ok := held[f]; ok {
+			return nil, fmt.Errorf("may not change args.cni key %q (held as %q: delegates match keys ignoring case)", k, prev)
+		}
+		held[f] = k
 		var v any
 		if err := json.Unmarshal(out.AddConfigArgs[k], &v); err != nil {
 			return nil, fmt.Errorf("args.cni key %q: %w", k, err)

@@ -193,6 +193,9 @@ func elementInput(e *selection.Element) (map[string]any, error) {
 	if e.InfinibandGUID != "" {
 		el["infiniband-guid"] = e.InfinibandGUID
 	}
+	if args := e.DelegateArgs(); args != nil {
+		el["cniArgs"] = args
+	}
 	return el, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/plexus-cni/plexus/core/pipeline"
+	"github.com/plexus-cni/plexus/core/selection"
 )
 
 const goldenInput = "testdata/input.golden.json"
@@ -219,5 +220,28 @@ func TestPolicyReadsEveryPartOfTheInput(t *testing.T) {
 	}
 	if want := `[100,"shared","web",["macvlan","tuning"],0,false]`; d.Reasons[0].Message != want {
 		t.Errorf("policy read %s, want %s", d.Reasons[0].Message, want)
+	}
+}
+
+// TestInputCNIArgsAsTheDelegateGetsThem: selection.cniArgs is the element's
+// cni-args with its own checked keys, the object its delegates get.
+func TestInputCNIArgsAsTheDelegateGetsThem(t *testing.T) {
+	ann := `[{"name":"blue","ips":["10.10.0.7/24"],"cni-args":{"mtu":1400,"note":"x"}}]`
+	res, err := selection.ParseWith(ann, "team-a", selection.ParseOptions{Compat: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := newRequest(t, `[{"name":"blue"}]`)
+	req.Attachment.Selection = res.Elements[0]
+	in, err := BuildInput(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := json.Marshal(in["selection"].(map[string]any)["cniArgs"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"ips":["10.10.0.7/24"],"mtu":1400,"note":"x"}`; string(got) != want {
+		t.Errorf("selection.cniArgs = %s, want %s", got, want)
 	}
 }

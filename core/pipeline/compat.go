@@ -36,22 +36,6 @@ type Router interface {
 	ReplaceDefaultRoute(ctx context.Context, netns, ifName string, gw net.IP) error
 }
 
-// compatArgs applies the element's Multus-compatible keys that shape the
-// delegate's config: cni-args go to args.cni, where the spec's own keys
-// (set after, by selectionAttachment) and extensions (the prepare stage,
-// later still) take precedence.
-func compatArgs(a *Attachment, el *selection.Element) {
-	if el.Compat == nil || len(el.Compat.CNIArgs) == 0 {
-		return
-	}
-	if a.ConfigArgs == nil {
-		a.ConfigArgs = map[string]any{}
-	}
-	for k, v := range el.Compat.CNIArgs {
-		a.ConfigArgs[k] = v
-	}
-}
-
 // applyCompat finishes the selections' Multus keys once their configs are
 // final, and tells the pod what was ignored.
 func (p *Pipeline) applyCompat(ctx context.Context, pl *plan) error {

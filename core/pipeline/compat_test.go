@@ -70,11 +70,10 @@ func TestAddCompatCommaInterface(t *testing.T) {
 	}
 }
 
-// TestAddCompatCNIArgs: cni-args reach every delegate plugin's args.cni;
-// the element's own "ips" wins over cni-args, whose "ips" is ignored and
-// shown in the status entry.
+// TestAddCompatCNIArgs: cni-args reach every delegate plugin's args.cni
+// beside the element's own "ips", and no other attachment's.
 func TestAddCompatCNIArgs(t *testing.T) {
-	f := newFixture(t, `[{"name":"net-a","ips":["10.0.0.2/24"],"cni-args":{"ips":["10.9.9.9"],"foo":"bar","n":5}}]`)
+	f := newFixture(t, `[{"name":"net-a","ips":["10.0.0.2/24"],"cni-args":{"foo":"bar","n":5}}]`)
 	if _, err := f.p.Add(context.Background(), f.req); err != nil {
 		t.Fatal(err)
 	}
@@ -82,12 +81,29 @@ func TestAddCompatCNIArgs(t *testing.T) {
 	if !strings.Contains(conf, `"args":{"cni":{"foo":"bar","ips":["10.0.0.2/24"],"n":5}}`) {
 		t.Errorf("args.cni: %s", conf)
 	}
-	st := statusEntries(t, f.src.status)
-	if got := string(st[1][StatusIgnoredKey]); !strings.Contains(got, `"cni-args.ips"`) {
-		t.Errorf("status %s lacks the ignored cni-args.ips", f.src.status)
-	}
 	if strings.Contains(string(f.cni.lastConf["default-net"]), "foo") {
 		t.Error("cni-args reached the default network")
+	}
+}
+
+// TestAddCNIArgsCannotRequestAddresses: a cni-args key that a delegate
+// would read as "ips" or "mac" (encoding/json folds case) makes the
+// annotation invalid: no delegate of the selection runs, so no address or
+// MAC the policy never saw is assigned, and the pod is told which key.
+func TestAddCNIArgsCannotRequestAddresses(t *testing.T) {
+	for _, args := range []string{`{"IPs":["10.77.9.99/24"]}`, `{"ip\u017f":["10.77.9.99/24"]}`, `{"MAC":"02:00:00:00:00:99"}`, `{"Mac":"02:00:00:00:00:99"}`, `{"ips":["10.77.9.99/24"]}`} {
+		t.Run(args, func(t *testing.T) {
+			f := newFixture(t, `[{"name":"net-a","cni-args":`+args+`}]`)
+			if _, err := f.p.Add(context.Background(), f.req); err != nil {
+				t.Fatal(err)
+			}
+			if conf, ran := f.cni.lastConf["net-a"]; ran {
+				t.Fatalf("the selection's delegate ran with %s", conf)
+			}
+			if len(f.src.events) == 0 || !strings.Contains(f.src.events[0], "InvalidNetworkSelection") || !strings.Contains(f.src.events[0], "is read by delegates as") {
+				t.Errorf("events %q, want InvalidNetworkSelection naming the key", f.src.events)
+			}
+		})
 	}
 }
 

@@ -361,23 +361,19 @@ func selectionAttachment(req *Request, el *selection.Element, ifName string, r *
 	for k, reason := range el.Ignored {
 		a.ignore(k, reason, true) // the parse warned
 	}
-	compatArgs(a, el)
+	// cni-args cannot hold a key that a delegate reads as one of these
+	// (selection.SameArgKey), so the element's own keys are what it gets.
+	a.ConfigArgs = el.DelegateArgs()
 	if len(el.IPs) > 0 || el.MAC != "" || el.InfinibandGUID != "" {
-		if a.ConfigArgs == nil {
-			a.ConfigArgs = map[string]any{}
-		}
 		a.CapabilityArgs = map[string]any{}
 	}
 	if el.InfinibandGUID != "" {
-		a.ConfigArgs[selection.InfinibandGUIDKey] = el.InfinibandGUID
 		a.CapabilityArgs[InfinibandGUIDCapability] = el.InfinibandGUID
 	}
 	if len(el.IPs) > 0 {
-		a.ConfigArgs["ips"] = el.IPs
 		a.CapabilityArgs["ips"] = el.IPs
 	}
 	if el.MAC != "" {
-		a.ConfigArgs["mac"] = el.MAC
 		a.CapabilityArgs["mac"] = el.MAC
 	}
 	return a

@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // Keys without a period that pods written for the reference implementation
@@ -26,9 +27,10 @@ type Compat struct {
 	// DefaultRoute lists the gateways (at most one IPv4 and one IPv6) the
 	// pod's default route must use instead of the default network's.
 	DefaultRoute []string `json:"defaultRoute,omitempty"`
-	// CNIArgs is merged into the delegate's args.cni. Keys the
-	// specification gives meaning to ("ips", "mac") are never taken from
-	// here: the element's own keys are verified after ADD, these would not be.
+	// CNIArgs is merged into the delegate's args.cni. It never holds a
+	// key that a delegate would read as one plexus sets from the element
+	// (ArgKeys): the element's own keys are checked by policy and verified
+	// after ADD, these would not be.
 	CNIArgs map[string]any `json:"cniArgs,omitempty"`
 	// PortMappings and Bandwidth are runtimeConfig for the attachment's
 	// delegates declaring the "portMappings" and "bandwidth" capabilities.
@@ -63,9 +65,52 @@ func IsCompatKey(k string) bool {
 	return false
 }
 
-// specArgKeys are the args.cni keys the specification itself sets
-// (s4.1.2.1.3.2, s4.1.2.1.4.2).
-func isSpecArgKey(k string) bool { return k == "ips" || k == "mac" }
+// ArgKeys are the args.cni keys plexus sets from an element's own keys:
+// the specification's (s4.1.2.1.3.2, s4.1.2.1.4.2) and Multus's
+// InfiniBand GUID.
+func ArgKeys() []string { return []string{"ips", "mac", InfinibandGUIDKey} }
+
+// SameArgKey reports whether a delegate decoding args.cni with
+// encoding/json could read key a as key b: encoding/json matches object
+// keys to fields case-insensitively with Unicode simple folding ("IPs",
+// "ipſ"). Dashes and underscores are ignored as well, as json/v2's
+// case-insensitive matching does, so a key is refused under either.
+func SameArgKey(a, b string) bool { return FoldArgKey(a) == FoldArgKey(b) }
+
+// FoldArgKey maps every key SameArgKey equates to one string: dashes and
+// underscores dropped, each rune replaced by the smallest of its simple
+// fold orbit (as encoding/json folds names).
+func FoldArgKey(k string) string {
+	var b strings.Builder
+	b.Grow(len(k))
+	for _, r := range k {
+		if r == '-' || r == '_' {
+			continue
+		}
+		b.WriteRune(foldRune(r))
+	}
+	return b.String()
+}
+
+func foldRune(r rune) rune {
+	for {
+		r2 := unicode.SimpleFold(r)
+		if r2 <= r {
+			return r2
+		}
+		r = r2
+	}
+}
+
+// plexusArgKey returns the key of ArgKeys a delegate would read k as.
+func plexusArgKey(k string) (string, bool) {
+	for _, own := range ArgKeys() {
+		if SameArgKey(k, own) {
+			return own, true
+		}
+	}
+	return "", false
+}
 
 func decodeCompat(el *Element, k string, v json.RawMessage) error {
 	if el.Compat == nil {
@@ -76,7 +121,7 @@ func decodeCompat(el *Element, k string, v json.RawMessage) error {
 	case KeyDefaultRoute:
 		el.Compat.DefaultRoute, err = decodeDefaultRoute(v)
 	case KeyCNIArgs:
-		el.Compat.CNIArgs, err = decodeCNIArgs(el, v)
+		el.Compat.CNIArgs, err = decodeCNIArgs(v)
 	case KeyPortMappings:
 		el.Compat.PortMappings, err = decodePortMappings(v)
 	case KeyBandwidth:
@@ -138,9 +183,11 @@ func checkDefaultRoutes(els []*Element) error {
 	return nil
 }
 
-// decodeCNIArgs: a JSON object. "ips" and "mac" in it are ignored (and
-// recorded): the element's own keys set them and are verified.
-func decodeCNIArgs(el *Element, v json.RawMessage) (map[string]any, error) {
+// decodeCNIArgs: a JSON object whose keys a delegate reads as distinct and
+// as none that plexus sets. A key the delegate would take for "ips", "mac"
+// or "infiniband-guid" is refused: those come only from the element's own
+// keys, which the policy sees and plexus verifies after ADD.
+func decodeCNIArgs(v json.RawMessage) (map[string]any, error) {
 	if t := bytes.TrimSpace(v); len(t) == 0 || t[0] != '{' {
 		return nil, fmt.Errorf("must be a JSON object")
 	}
@@ -150,14 +197,19 @@ func decodeCNIArgs(el *Element, v json.RawMessage) (map[string]any, error) {
 	if err := dec.Decode(&args); err != nil {
 		return nil, fmt.Errorf("must be a JSON object: %v", err)
 	}
-	for k := range args {
-		switch {
-		case k == "":
+	folded := make(map[string]string, len(args))
+	for _, k := range sortedKeys(args) {
+		if k == "" {
 			return nil, fmt.Errorf("an empty key is not allowed")
-		case isSpecArgKey(k):
-			el.ignore(KeyCNIArgs+"."+k, fmt.Sprintf("args.cni %q is set only from the element's own %q key, which plexus verifies", k, k))
-			delete(args, k)
 		}
+		if own, ok := plexusArgKey(k); ok {
+			return nil, fmt.Errorf("key %q is read by delegates as %q, which plexus sets only from the element's own %q key: set it there", k, own, own)
+		}
+		f := FoldArgKey(k)
+		if prev, dup := folded[f]; dup {
+			return nil, fmt.Errorf("keys %q and %q are the same key to a delegate, which matches keys ignoring case", prev, k)
+		}
+		folded[f] = k
 	}
 	if len(args) == 0 {
 		return nil, nil
@@ -276,4 +328,30 @@ func integer(raw json.RawMessage, key string, lo, hi int64) (int64, error) {
 		return 0, fmt.Errorf("%q must be a whole number from %d to %d, not %s", key, lo, hi, raw)
 	}
 	return n, nil
+}
+
+// DelegateArgs is the args.cni object the element gives its delegates:
+// its cni-args, then the keys plexus sets from the element's own keys
+// (s4.1.2.1.3.2, s4.1.2.1.4.2). nil when there is none. Policies see this
+// object as the delegates will.
+func (e *Element) DelegateArgs() map[string]any {
+	args := map[string]any{}
+	if e.Compat != nil {
+		for k, v := range e.Compat.CNIArgs {
+			args[k] = v
+		}
+	}
+	if e.InfinibandGUID != "" {
+		args[InfinibandGUIDKey] = e.InfinibandGUID
+	}
+	if len(e.IPs) > 0 {
+		args["ips"] = e.IPs
+	}
+	if e.MAC != "" {
+		args["mac"] = e.MAC
+	}
+	if len(args) == 0 {
+		return nil
+	}
+	return args
 }

@@ -105,6 +105,7 @@ func TestAnalyzePods(t *testing.T) {
 		{pod("a", "good", map[string]string{"k8s.v1.cni.cncf.io/networks": "net-a,shared/net-b"}), ""},
 		{pod("a", "upper", map[string]string{"k8s.v1.cni.cncf.io/networks": "Net_A"}), "plexus attaches the default network only"},
 		{pod("a", "ignored-key", map[string]string{"k8s.v1.cni.cncf.io/networks": `[{"name":"net-a","foo":1}]`}), `key "foo" ignored: unknown key`},
+		{pod("a", "cni-args-ips", map[string]string{"k8s.v1.cni.cncf.io/networks": `[{"name":"net-a","cni-args":{"IPs":["10.1.0.9/24"]}}]`}), `key "IPs" is read by delegates as "ips"`},
 		{pod("a", "bad-default", map[string]string{"v1.multus-cni.io/default-network": "calico@eth0"}), "plexus fails the pod's ADD"},
 		{pod("a", "isolated-default", map[string]string{"v1.multus-cni.io/default-network": "calico"}), "would deny kube-system/calico"},
 		{pod("a", "own-default", map[string]string{"v1.multus-cni.io/default-network": "a/calico"}), ""},

@@ -273,9 +273,8 @@ func (m *metrics) ignored(key string) {
 }
 
 func ignoredLabel(key string) string {
-	base, sub, _ := strings.Cut(key, ".")
 	switch {
-	case selection.IsCompatKey(key), base == selection.KeyCNIArgs && (sub == "ips" || sub == "mac"):
+	case selection.IsCompatKey(key):
 		return key
 	case strings.Contains(key, "."):
 		return "reverse-domain"

@@ -249,3 +249,27 @@ func TestCompatBandwidthReachesOnlyItsAttachment(t *testing.T) {
 	h.Del(c)
 	h.AssertNoLeaks(before)
 }
+
+// TestCompatCNIArgsCannotRequestAddresses: host-local reads args.cni
+// "ips" with encoding/json, which matches "IPs" or "ipſ" too. Such a key
+// in cni-args would assign an address that no policy saw and plexus never
+// verified, so it invalidates the annotation: the pod gets its default
+// network only (s4.1: an invalid annotation is ignored).
+func TestCompatCNIArgsCannotRequestAddresses(t *testing.T) {
+	for _, key := range []string{"IPs", `ip\u017f`, "ips"} {
+		t.Run(key, func(t *testing.T) {
+			h := harness.New(t)
+			subnet := harness.Subnet()
+			h.NAD("demo", "net-a", `{"cniVersion":"1.0.0","name":"net-a","type":"bridge","bridge":"`+h.Bridge()+`",
+			  "ipam":{"type":"host-local","subnet":"`+subnet+`","dataDir":"`+h.IPAMDir+`"}}`)
+			wanted := strings.TrimSuffix(subnet, "0/24") + "99/24"
+			h.Pod("demo", "web", `[{"name":"net-a","cni-args":{"`+key+`":["`+wanted+`"]}}]`)
+			c := h.Container("demo", "web")
+			before := harness.HostVeths(t)
+			h.Add(c)
+			h.AssertIfNames(c, "eth0")
+			h.Del(c)
+			h.AssertNoLeaks(before)
+		})
+	}
+}
