@@ -97,6 +97,7 @@ func (p *Pipeline) attachAll(ctx context.Context, req *Request, pl *plan) error 
 		}
 		res, err := p.attachOne(ctx, req, ra, pl.lists[i])
 		if err != nil {
+			ra.Rejected = delegateRejection(err)
 			return p.rollback(ctx, req, pl, newError(CodeAttachFailed, podRef, attachmentLabel(a), err))
 		}
 		a.Result = res

@@ -104,6 +104,9 @@ func (p *Pipeline) teardown(ctx context.Context, req *Request, rec *record.Recor
 			continue
 		}
 		err := p.detachOne(ctx, req, &a)
+		if err != nil && rejectedAgain(&a, err) {
+			err = p.detachRejected(ctx, req, &a)
+		}
 		if err == nil && a.DeviceInfoFile != "" {
 			// s4.2.1: on DEL; after the delegate, which may still read it.
 			err = devinfo.Remove(a.DeviceInfoFile)
