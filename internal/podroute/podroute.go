@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 
+	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
@@ -15,6 +16,16 @@ import (
 
 // Netlink is the Router that uses netlink in the pod's namespace.
 type Netlink struct{}
+
+// CheckNetNS reports whether path names a network namespace (an nsfs or
+// procfs file), as delegates will require.
+func (Netlink) CheckNetNS(path string) error {
+	n, err := ns.GetNS(path)
+	if err != nil {
+		return err
+	}
+	return n.Close()
+}
 
 // ReplaceDefaultRoute removes every default route of gw's family from the
 // main table and adds "default via gw dev ifName". If the add fails, the

@@ -1,6 +1,8 @@
 package netns
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/plexus-cni/plexus/tests/harness"
@@ -63,4 +65,20 @@ func TestReservedInterfaceNameNeverReachesADelegate(t *testing.T) {
 			h.AssertNoLeaks(before)
 		})
 	}
+}
+
+// TestADDWithANetnsThatIsNotANamespaceLeavesNothing: CNI_NETNS naming a
+// file that is not a network namespace fails the ADD before plexus
+// records or locks anything, and DEL still ends.
+func TestADDWithANetnsThatIsNotANamespaceLeavesNothing(t *testing.T) {
+	h := harness.New(t)
+	c, before := h.BridgePod("demo", "web", "net-a")
+	notNS := filepath.Join(t.TempDir(), "not-a-netns")
+	harness.Must(t, os.WriteFile(notNS, nil, 0o600))
+	_, e := h.PluginEdited(c, "ADD", []string{"CNI_NETNS=" + notNS}, nil)
+	harness.AssertCNIError(t, e, 8, "CNI_NETNS", notNS, "not a network namespace")
+	if _, e := h.PluginEdited(c, "DEL", []string{"CNI_NETNS=" + notNS}, nil); e != nil {
+		t.Errorf("DEL: %+v", e)
+	}
+	h.AssertNoLeaks(before)
 }
