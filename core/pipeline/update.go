@@ -138,7 +138,7 @@ func (p *Pipeline) planUpdate(ctx context.Context, req *Request, pod *source.Pod
 	for _, i := range d.Attach {
 		a := selectionAttachment(req, els[i], d.IfNames[i], nads[els[i].Ref()])
 		if err := refuseDeviceHotplug(pod, a); err != nil {
-			return nil, err
+			return nil, p.refuse(ctx, pod, err)
 		}
 		pl.attachments = append(pl.attachments, a)
 	}
@@ -206,6 +206,7 @@ func (p *Pipeline) attachNew(ctx context.Context, req *Request, pl *plan, rec *r
 		}
 		res, err := p.attachOne(ctx, req, ra, pl.lists[k])
 		if err != nil {
+			ra.Rejected = delegateRejection(err)
 			return newError(CodeAttachFailed, pl.pod.Ref(), attachmentLabel(a), err)
 		}
 		a.Result = res
@@ -528,7 +529,7 @@ func statusCurrent(pod *source.Pod, rec *record.Record) bool {
 // needs what the pod's other attachments already hold, which Update does
 // not track yet. Refusing names the network rather than attach it to no
 // device or to one in use.
-func refuseDeviceHotplug(pod *source.Pod, a *Attachment) error {
+func refuseDeviceHotplug(pod *source.Pod, a *Attachment) *types.Error {
 	if a.NAD == nil || (a.NAD.Annotations[ResourceNameAnnotation] == "" && a.NAD.Annotations[ResourceClaimAnnotation] == "") {
 		return nil
 	}
