@@ -17,10 +17,16 @@ import (
 // Netlink is the Router that uses netlink in the pod's namespace.
 type Netlink struct{}
 
-// CheckNetNS reports whether path names a network namespace (an nsfs or
-// procfs file), as delegates will require.
+// CheckNetNS refuses a path that exists but is not a network namespace
+// (an nsfs or procfs file), which delegates would refuse at ADD and DEL
+// alike. A missing path is the delegates' to report: CNI lets DEL run
+// after the namespace is gone.
 func (Netlink) CheckNetNS(path string) error {
 	n, err := ns.GetNS(path)
+	var missing ns.NSPathNotExistErr
+	if errors.As(err, &missing) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}
