@@ -173,8 +173,8 @@ func SandboxInterface(r *types100.Result) int {
 func addresses(r *types100.Result, sandbox int) []net.IP {
 	var out []net.IP
 	for _, ip := range r.IPs {
-		if ip == nil {
-			continue
+		if ip == nil || ip.Address.IP.To16() == nil {
+			continue // no address ("ip4": {} of a 0.2.0 result)
 		}
 		var match bool
 		if sandbox >= 0 {
