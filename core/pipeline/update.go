@@ -378,7 +378,9 @@ func (p *Pipeline) entryFor(pod *source.Pod, rec *record.Record, published map[s
 	return e
 }
 
-// publishedEntries are the pod's network-status entries by "name (interface)".
+// publishedEntries are the pod's network-status entries by "name (interface)",
+// with bare addresses in "ips" (s5.3.3) also where the entry was published
+// with prefixes.
 func publishedEntries(pod *source.Pod) map[string]*status.Entry {
 	out := map[string]*status.Entry{}
 	var list []*status.Entry
@@ -387,6 +389,7 @@ func publishedEntries(pod *source.Pod) map[string]*status.Entry {
 	}
 	for _, e := range list {
 		if e != nil {
+			e.BareIPs()
 			out[label(e.Name, e.Interface)] = e
 		}
 	}
@@ -501,7 +504,9 @@ func NeedsUpdate(rec *record.Record, pod *source.Pod, opts selection.ParseOption
 }
 
 // statusCurrent: network-status lists the record's networks, as many
-// times each (by name: a delegate may report no interface).
+// times each (by name: a delegate may report no interface), with bare
+// addresses in "ips" (s5.3.3): a status whose "ips" hold prefixes is
+// written again, with the addresses.
 func statusCurrent(pod *source.Pod, rec *record.Record) bool {
 	var list []*status.Entry
 	if json.Unmarshal([]byte(pod.Annotations[status.Annotation]), &list) != nil || len(list) != len(rec.Attachments) {
@@ -510,6 +515,9 @@ func statusCurrent(pod *source.Pod, rec *record.Record) bool {
 	count := map[string]int{}
 	for _, e := range list {
 		if e != nil {
+			if e.BareIPs() {
+				return false
+			}
 			count[e.Name]++
 		}
 	}
