@@ -21,7 +21,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
 )
 
 // backupTime is the timestamp in a backup's name: sortable, no colons.

@@ -12,7 +12,7 @@ func TestCheckNetNSRefusesOnlyWhatIsNotANamespace(t *testing.T) {
 		t.Fatal(err)
 	}
 	for path, ok := range map[string]bool{
-		"/proc/self/ns/net": true,
+		"/proc/self/ns/net":                true,
 		filepath.Join(t.TempDir(), "gone"): true, // the delegates' to report
 		file:                               false,
 		t.TempDir():                        false,
