@@ -70,6 +70,11 @@ func TestLibraryRulesThroughEngine(t *testing.T) {
 			wantCodes:  "interface-not-allowed", wantInMsg: []string{"data0"},
 		},
 		{
+			name:       "host port below the bound is denied",
+			annotation: `[{"name":"blue","portMappings":[{"hostPort":22,"containerPort":22}]}]`,
+			wantCodes:  "host-port", wantInMsg: []string{"host port 22"},
+		},
+		{
 			name:       "every violated rule is reported",
 			annotation: `[{"name":"blue","namespace":"team-b","mac":"02:00:00:00:00:01","interface":"data0","ips":["10.99.0.1"]}]`,
 			wantCodes:  "interface-not-allowed,mac-not-allowed,namespace-isolation,static-ip-range",

@@ -8,9 +8,12 @@ import (
 	"os"
 	"path/filepath"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/plexus-cni/plexus/policies"
 )
 
 // Exit codes of plexusctl migrate.
@@ -20,13 +23,15 @@ const (
 	exitUsage = 64
 )
 
-const usage = `usage: plexusctl migrate [--from FILE] [--kubeconfig FILE [--namespace NS] [--configmap NAME]] [--out DIR] [--policy-dir DIR]
+const usage = `usage: plexusctl migrate [--from FILE] [--kubeconfig FILE [--namespace NS] [--configmap NAME] [--baseline]] [--out DIR] [--policy-dir DIR]
 
 Reads a Multus config and writes the equivalent plexus config and policy data.
   --from FILE          a Multus CNI config (conf or conflist) or a ConfigMap YAML holding one
   --kubeconfig FILE    read the Multus DaemonSet's ConfigMap from the cluster (unless --from is
                        given) and list the pods plexus would treat differently
   --namespace, --configmap   where that ConfigMap is (default kube-system/multus-cni-config)
+  --baseline           also list, one line per pod and reason, what the baseline policy
+                       (policies/baseline.yaml, as built into plexusctl) would refuse
   --out DIR            write plexus.conf and, with namespaceIsolation, ` + PolicyDataFile + `
                        there (default: print them)
   --policy-dir DIR     the node directory the config's policy paths point into (default ` + DefaultPolicyDir + `)
@@ -42,14 +47,18 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	configmap := fs.String("configmap", "multus-cni-config", "")
 	out := fs.String("out", "", "")
 	policyDir := fs.String("policy-dir", DefaultPolicyDir, "")
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 || (*from == "" && *kubeconfig == "") {
+	baseline := fs.Bool("baseline", false, "")
+	if err := fs.Parse(args); err != nil || fs.NArg() > 0 || (*from == "" && *kubeconfig == "") || (*baseline && *kubeconfig == "") {
 		if err != nil {
 			fmt.Fprintf(stderr, "plexusctl migrate: %v\n", err)
+		} else if *baseline && *kubeconfig == "" {
+			fmt.Fprintln(stderr, "plexusctl migrate: --baseline checks the cluster's pods: give --kubeconfig")
 		}
 		fmt.Fprint(stderr, usage)
 		return exitUsage
 	}
-	if err := run(ctx, runArgs{from: *from, kubeconfig: *kubeconfig, namespace: *namespace, configmap: *configmap, out: *out, policyDir: *policyDir}, stdout); err != nil {
+	a := runArgs{from: *from, kubeconfig: *kubeconfig, namespace: *namespace, configmap: *configmap, out: *out, policyDir: *policyDir, baseline: *baseline}
+	if err := run(ctx, a, stdout); err != nil {
 		fmt.Fprintf(stderr, "plexusctl migrate: %v\n", err)
 		return exitFail
 	}
@@ -58,6 +67,7 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 type runArgs struct {
 	from, kubeconfig, namespace, configmap, out, policyDir string
+	baseline                                               bool
 }
 
 func run(ctx context.Context, a runArgs, stdout io.Writer) error {
@@ -87,6 +97,24 @@ func run(ctx context.Context, a runArgs, stdout io.Writer) error {
 		return err
 	}
 	fmt.Fprint(stdout, PodReport(res.AnalyzePods(pods), len(pods)))
+	if !a.baseline {
+		return nil
+	}
+	return baselineReport(ctx, res, pods, stdout)
+}
+
+// baselineReport prints what the baseline policy, as embedded in this
+// binary, would refuse of each pod.
+func baselineReport(ctx context.Context, res *Result, pods []corev1.Pod, stdout io.Writer) error {
+	engine, err := policies.NewBaseline(ctx)
+	if err != nil {
+		return err
+	}
+	findings, err := res.BaselineFindings(ctx, engine, pods)
+	if err != nil {
+		return fmt.Errorf("baseline policy: %w", err)
+	}
+	fmt.Fprint(stdout, BaselineReport(findings, len(pods)))
 	return nil
 }
 

@@ -43,10 +43,7 @@ func ListPods(ctx context.Context, client kubernetes.Interface) ([]corev1.Pod, e
 // deny (Multus did not put a pod's default network to namespace
 // isolation; plexus's policy decides on every network the pod chose).
 func (r *Result) AnalyzePods(pods []corev1.Pod) []PodFinding {
-	systemNS := config.DefaultSystemNamespace
-	if s, ok := r.Config["systemNamespace"].(string); ok && s != "" {
-		systemNS = s
-	}
+	systemNS := r.systemNamespace()
 	var out []PodFinding
 	for i := range pods {
 		p := &pods[i]
@@ -79,6 +76,15 @@ func (r *Result) podReasons(p *corev1.Pod, systemNS string) []string {
 		}
 	}
 	return out
+}
+
+// systemNamespace is where the migrated config looks for NADs named
+// without a namespace, such as a pod's default network.
+func (r *Result) systemNamespace() string {
+	if s, ok := r.Config["systemNamespace"].(string); ok && s != "" {
+		return s
+	}
+	return config.DefaultSystemNamespace
 }
 
 // isolationAllows is the migrated namespace_isolation rule.

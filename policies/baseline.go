@@ -1,0 +1,41 @@
+package policies
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// BaselineFile is the data file, next to the library directory, that
+// enables the baseline policy (docs/security.md).
+const BaselineFile = "baseline.yaml"
+
+// baselineFiles are the library and the baseline data as this binary was
+// built with them, so that tools without a checkout (plexusctl migrate)
+// decide exactly as the shipped files do. The library's tests come along
+// and are skipped by LoadPaths.
+//
+//go:embed baseline.yaml library/*.rego
+var baselineFiles embed.FS
+
+// NewBaseline compiles the rule library with the baseline data, both as
+// embedded in this binary. The engine uses the longest deadline: it is
+// meant for offline decisions.
+func NewBaseline(ctx context.Context) (*Engine, error) {
+	dir, err := os.MkdirTemp("", "plexus-baseline-")
+	if err != nil {
+		return nil, fmt.Errorf("baseline policy: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	// The loader reads files by path; the engine keeps nothing of them
+	// once compiled, so the copy can go when New returns.
+	if err := os.CopyFS(dir, baselineFiles); err != nil {
+		return nil, fmt.Errorf("baseline policy: writing its files: %w", err)
+	}
+	return New(ctx, Config{
+		Paths:    []string{filepath.Join(dir, "library"), filepath.Join(dir, BaselineFile)},
+		Deadline: Duration(MaxDeadline),
+	})
+}
