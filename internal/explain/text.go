@@ -347,11 +347,7 @@ func textEvents(p *printer, l *LastAdd, cluster bool) {
 	}
 	p.line(1, "events (warnings first, newest first):")
 	for _, e := range l.Events {
-		mark := ""
-		if e.Type == "Warning" {
-			mark = MarkWarning + " "
-		}
-		p.line(2, "%s%s %s (%s, %s): %s", mark, e.Type, e.Reason, e.Source, e.LastTime, e.Message)
+		p.line(2, "%s %s (%s, %s): %s", e.Type, e.Reason, e.Source, e.LastTime, e.Message)
 	}
 }
 
