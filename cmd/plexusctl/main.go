@@ -31,6 +31,7 @@ var commandGroups = map[string]group{
 	"ext":     {summary: "inspect, run and warm WebAssembly extension modules", run: runExt},
 	"install": {summary: "install plexus on a node (the DaemonSet's entrypoint, s6.1)", run: runInstall},
 	"migrate": {summary: "convert a Multus config to plexus's config and policy, list pods plexus treats differently", run: runMigrate},
+	"explain": {summary: "explain why a pod has, or does not have, its networks", run: runExplain},
 }
 
 func main() {

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// explain pod's exit codes: 64 for usage, 0 for a pod that would get its
+// networks, 1 for one that would not; -o json is the report.
+func TestExplainExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	t.Setenv("KUBECONFIG", "")
+	pod := write("pod.yaml", "kind: Pod\nmetadata:\n  name: web\n  annotations:\n    k8s.v1.cni.cncf.io/networks: blue\n")
+	nad := write("nad.yaml", "kind: NetworkAttachmentDefinition\nmetadata:\n  name: blue\nspec:\n  config: '{\"cniVersion\":\"1.0.0\",\"type\":\"bridge\"}'\n")
+	for _, tt := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"explain"}, exitUsage},
+		{[]string{"explain", "node"}, exitUsage},
+		{[]string{"explain", "pod"}, exitUsage},
+		{[]string{"explain", "pod", "a/b", "-f", pod}, exitUsage},
+		{[]string{"explain", "pod", "-f", pod, "-o", "yaml"}, exitUsage},
+		{[]string{"explain", "pod", "-f", pod, "--nad", nad}, exitOK},
+		{[]string{"explain", "pod", "-f", pod}, exitFail},
+	} {
+		var stdout, stderr bytes.Buffer
+		if got := run(t.Context(), tt.args, &stdout, &stderr); got != tt.want {
+			t.Errorf("%v: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", tt.args, got, tt.want, stdout.String(), stderr.String())
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run(t.Context(), []string{"explain", "pod", "-f", pod, "-o", "json"}, &stdout, &stderr); code != exitFail {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	var rep struct {
+		OK       bool     `json:"ok"`
+		Problems []string `json:"problems"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil || rep.OK || !strings.Contains(strings.Join(rep.Problems, "\n"), "not found") {
+		t.Errorf("json report %s (err %v)", stdout.String(), err)
+	}
+}

@@ -1,0 +1,159 @@
+package explain
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/plexus-cni/plexus/core/nad"
+	"github.com/plexus-cni/plexus/core/source"
+)
+
+// Cluster is the Kubernetes API explain reads: pods, events, namespaces
+// through Core, NADs through Dynamic (their CRD has no typed client).
+type Cluster struct {
+	Core    kubernetes.Interface
+	Dynamic dynamic.Interface
+}
+
+// NewCluster connects with a kubeconfig file; empty means kubectl's
+// default: $KUBECONFIG, else ~/.kube/config.
+func NewCluster(kubeconfig string) (*Cluster, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		if kubeconfig == "" {
+			kubeconfig = "$KUBECONFIG or ~/.kube/config"
+		}
+		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+	}
+	core, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+	}
+	return &Cluster{Core: core, Dynamic: dyn}, nil
+}
+
+// nadResource is the s3.1 CRD's resource.
+func nadResource() schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: nad.Group, Version: nad.Version, Resource: nad.Resource}
+}
+
+// pod reads the pod object and what plexus uses of it, decoded the way
+// plexus's Kubernetes source decodes it.
+func (c *Cluster) pod(ctx context.Context, namespace, name string) (*corev1.Pod, *source.Pod, error) {
+	obj, err := c.Core.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil, source.NotFound("Pod", namespace, name)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading pod %s/%s: %w", namespace, name, err)
+	}
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return nil, nil, fmt.Errorf("pod %s/%s: %w", namespace, name, err)
+	}
+	var o source.PodObject
+	if err := json.Unmarshal(raw, &o); err != nil {
+		return nil, nil, fmt.Errorf("pod %s/%s: %w", namespace, name, err)
+	}
+	p := o.Pod()
+	if p.Namespace == "" {
+		p.Namespace = namespace
+	}
+	return obj, p, nil
+}
+
+// nad GETs one NAD (s3.4); a missing one wraps source.ErrNotFound.
+func (c *Cluster) nad(ctx context.Context, namespace, name string) (*source.NAD, error) {
+	u, err := c.Dynamic.Resource(nadResource()).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, source.NotFound("NetworkAttachmentDefinition", namespace, name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading NetworkAttachmentDefinition %s/%s: %w", namespace, name, err)
+	}
+	raw, err := u.MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("NetworkAttachmentDefinition %s/%s: %w", namespace, name, err)
+	}
+	var n source.NAD
+	if err := json.Unmarshal(raw, &n); err != nil {
+		return nil, fmt.Errorf("decoding NetworkAttachmentDefinition %s/%s: %w", namespace, name, err)
+	}
+	return &n, nil
+}
+
+// namespaceLabels are the policy input's namespace.labels; nil when the
+// namespace cannot be read, as plexus leaves them unknown then.
+func (c *Cluster) namespaceLabels(ctx context.Context, namespace string) map[string]string {
+	ns, err := c.Core.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
+	if err != nil {
+		return nil
+	}
+	if ns.Labels == nil {
+		return map[string]string{}
+	}
+	return ns.Labels
+}
+
+// events lists the pod's events: the field selector keeps the list to
+// this pod (and this incarnation of it, by UID); the filter below repeats
+// it for clients that ignore field selectors.
+func (c *Cluster) events(ctx context.Context, pod *source.Pod) ([]corev1.Event, error) {
+	sel := fields.Set{"involvedObject.name": pod.Name}
+	if pod.UID != "" {
+		sel["involvedObject.uid"] = pod.UID
+	}
+	list, err := c.Core.CoreV1().Events(pod.Namespace).List(ctx, metav1.ListOptions{FieldSelector: sel.AsSelector().String()})
+	if err != nil {
+		return nil, fmt.Errorf("listing events of pod %s: %w", pod.Ref(), err)
+	}
+	var out []corev1.Event
+	for _, e := range list.Items {
+		if e.InvolvedObject.Name == pod.Name && (pod.UID == "" || string(e.InvolvedObject.UID) == pod.UID) {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// PlexusNamespace and PlexusPodPrefix find the plexus DaemonSet's pods
+// (deploy/daemonset.yaml, deploy/thick).
+const (
+	PlexusNamespace = "kube-system"
+	PlexusPodPrefix = "plexus"
+	plexusNameLabel = "app.kubernetes.io/name"
+)
+
+// nodePods lists the plexus pods on a node.
+func (c *Cluster) nodePods(ctx context.Context, node string) ([]corev1.Pod, error) {
+	list, err := c.Core.CoreV1().Pods(PlexusNamespace).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing %s pods on node %s: %w", PlexusNamespace, node, err)
+	}
+	var out []corev1.Pod
+	for _, p := range list.Items {
+		if p.Spec.NodeName == node && (p.Labels[plexusNameLabel] == "plexus" || strings.HasPrefix(p.Name, PlexusPodPrefix)) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}

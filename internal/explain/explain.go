@@ -1,0 +1,121 @@
+package explain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/plexus-cni/plexus/core/selection"
+	"github.com/plexus-cni/plexus/core/source"
+	"github.com/plexus-cni/plexus/policies"
+)
+
+// Options say which pod to explain and with what.
+type Options struct {
+	// Namespace and Name name a pod in the cluster; PodFile a manifest
+	// instead (a pod that does not exist yet).
+	Namespace string
+	Name      string
+	PodFile   string
+	// NADFiles are NetworkAttachmentDefinition manifests, looked at
+	// before the cluster.
+	NADFiles []string
+	// Policies are Rego modules, data files and directories, as the
+	// plugin config's policy.paths.
+	Policies []string
+	// ExtensionsFile is plexus's extensions config (extensions.Config, or
+	// a plugin config holding it under "extensions").
+	ExtensionsFile string
+	// Node asks for the node's side.
+	Node string
+	// Cluster is nil when no kubeconfig was given.
+	Cluster *Cluster
+}
+
+// Explain builds the report. An error means there is no pod to explain
+// (not found, unreadable manifest); everything else is in the report.
+func Explain(ctx context.Context, opts Options) (*Report, error) {
+	b, err := newBuilder(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer b.close(ctx)
+	b.selection()
+	b.keys()
+	b.defaultNetwork(ctx)
+	b.attachments(ctx)
+	b.decide(ctx)
+	b.lastAdd(ctx)
+	b.node(ctx)
+	b.r.OK = len(b.r.Problems) == 0
+	return b.r, nil
+}
+
+// builder carries what the steps share.
+type builder struct {
+	opts   Options
+	r      *Report
+	pod    *source.Pod
+	obj    *corev1.Pod // nil for a manifest
+	nads   *nadReader
+	engine *policies.Engine
+	ext    *extHost
+	// elements and checked are the selection elements and their NADs,
+	// index for index with r.Attachments.
+	elements   []*selection.Element
+	checked    []*checkedNAD
+	defaultNAD *checkedNAD
+}
+
+func newBuilder(ctx context.Context, opts Options) (*builder, error) {
+	b := &builder{opts: opts, r: &Report{Attachments: []Attachment{}, Problems: []string{}, Warnings: []string{}}}
+	if err := b.loadPod(ctx); err != nil {
+		return nil, err
+	}
+	nads, err := newNADReader(opts.NADFiles, opts.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	b.nads = nads
+	b.loadPolicy(ctx)
+	b.loadExtensions(ctx)
+	return b, nil
+}
+
+func (b *builder) loadPod(ctx context.Context) error {
+	switch {
+	case b.opts.PodFile != "":
+		p, err := policies.ReadPodManifest(b.opts.PodFile)
+		if err != nil {
+			return err
+		}
+		b.pod, b.r.Pod.From = p, b.opts.PodFile
+	case b.opts.Cluster == nil:
+		return errors.New("reading a pod from the cluster needs a kubeconfig")
+	default:
+		obj, p, err := b.opts.Cluster.pod(ctx, b.opts.Namespace, b.opts.Name)
+		if err != nil {
+			return err
+		}
+		b.obj, b.pod, b.r.Pod.From = obj, p, "cluster"
+	}
+	b.r.Pod.Namespace, b.r.Pod.Name = b.pod.Namespace, b.pod.Name
+	b.r.Pod.UID, b.r.Pod.NodeName = b.pod.UID, b.pod.NodeName
+	return nil
+}
+
+func (b *builder) close(ctx context.Context) {
+	if b.ext != nil {
+		b.ext.close(ctx)
+	}
+}
+
+func (b *builder) problem(format string, args ...any) {
+	b.r.Problems = append(b.r.Problems, fmt.Sprintf(format, args...))
+}
+
+func (b *builder) warn(format string, args ...any) {
+	b.r.Warnings = append(b.r.Warnings, fmt.Sprintf(format, args...))
+}

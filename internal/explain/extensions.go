@@ -1,0 +1,127 @@
+package explain
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/plexus-cni/plexus/core/config"
+	"github.com/plexus-cni/plexus/extensions"
+	"github.com/plexus-cni/plexus/sdk/abi"
+)
+
+// extHost is the extensions config as loaded: declarations only, no
+// module is compiled or run.
+type extHost struct {
+	host        *extensions.Host
+	modules     []*extensions.Declaration
+	unownedFail bool
+}
+
+func (h *extHost) close(ctx context.Context) { _ = h.host.Close(ctx) }
+
+// loadExtensions reads the config and every module's declaration the way
+// plexus does at start (extensions.New), which refuses overlapping
+// prefixes and modules without a valid declaration.
+func (b *builder) loadExtensions(ctx context.Context) {
+	x := &b.r.Extensions
+	if b.opts.ExtensionsFile == "" {
+		return
+	}
+	x.Given, x.File = true, b.opts.ExtensionsFile
+	cfg, err := readExtensionsConfig(b.opts.ExtensionsFile)
+	if err != nil {
+		x.Error = err.Error()
+		b.problem("extensions: %v", err)
+		return
+	}
+	x.UnownedKeys = cfg.UnownedKeys
+	if x.UnownedKeys == "" {
+		x.UnownedKeys = extensions.PolicyIgnore
+	}
+	cfg.CacheDir = "" // explain compiles nothing; never create the node's cache
+	h, err := extensions.New(ctx, cfg)
+	if err != nil {
+		x.Error = err.Error()
+		b.problem("extensions: %v: plexus would not start with this config", err)
+		return
+	}
+	b.ext = &extHost{host: h, modules: h.Modules(), unownedFail: cfg.UnownedKeys == extensions.PolicyFail}
+	for i, d := range b.ext.modules {
+		x.Modules = append(x.Modules, Module{Name: d.Name, Path: cfg.Modules[i].Path, Prefixes: d.Prefixes, Hooks: d.Hooks})
+	}
+}
+
+// readExtensionsConfig takes extensions.Config ({"modules": [...]}) or a
+// plugin config holding it under "extensions".
+func readExtensionsConfig(path string) (extensions.Config, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return extensions.Config{}, fmt.Errorf("reading extensions config: %w", err)
+	}
+	var probe map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &probe); err != nil {
+		return extensions.Config{}, fmt.Errorf("extensions config %s: %w", path, err)
+	}
+	if _, ok := probe["extensions"]; ok {
+		cfg, err := extensions.ParseConfig(raw)
+		if err != nil {
+			return cfg, fmt.Errorf("extensions config %s: %w", path, err)
+		}
+		return cfg, nil
+	}
+	var cfg extensions.Config
+	if err := config.Unmarshal(raw, &cfg); err != nil {
+		return cfg, fmt.Errorf("extensions config %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// keys maps every reverse-domain key (s4.1.2.1) to the module owning it,
+// as the prepare stage partitions them.
+func (b *builder) keys() {
+	for i := range b.r.Attachments {
+		a := &b.r.Attachments[i]
+		for j := range a.Keys {
+			b.ownKey(a, &a.Keys[j])
+		}
+	}
+}
+
+func (b *builder) ownKey(a *Attachment, k *Key) {
+	where := fmt.Sprintf("selection element %d (%s): key %q", a.Index, a.Network, k.Key)
+	if b.ext == nil {
+		k.Outcome = "no extensions config given (--extensions): without extensions plexus ignores the key"
+		if b.r.Extensions.Given {
+			k.Outcome = "the extensions config did not load"
+		}
+		b.warn("%s: %s", where, k.Outcome)
+		return
+	}
+	for _, d := range b.ext.modules {
+		for _, p := range d.Prefixes {
+			if !extensions.Owns(p, k.Key) {
+				continue
+			}
+			k.Module, k.Prefix = d.Name, p
+			k.Outcome = fmt.Sprintf("module %q (prefix %q) prepares the attachment with it", d.Name, p)
+			if !d.Has(abi.HookPrepare) {
+				k.Outcome = fmt.Sprintf("module %q (prefix %q) owns it but has no prepare hook: the key does not change the attachment", d.Name, p)
+				b.warn("%s: %s", where, k.Outcome)
+			}
+			return
+		}
+	}
+	b.unowned(where, k)
+}
+
+func (b *builder) unowned(where string, k *Key) {
+	if b.ext.unownedFail {
+		k.Outcome = "no extension owns it: the ADD fails (unownedKeys: fail)"
+		b.problem("%s: %s", where, k.Outcome)
+		return
+	}
+	k.Outcome = "no extension owns it: ignored with a warning (it would fail with unownedKeys: fail)"
+	b.warn("%s: %s", where, k.Outcome)
+}

@@ -1,0 +1,142 @@
+package explain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/plexus-cni/plexus/core/config"
+	"github.com/plexus-cni/plexus/core/selection"
+)
+
+// parseOptions are those of plexus's default config: Multus compatibility
+// on ("compat": "multus"), as policies.Eval and internal/migrate parse.
+func parseOptions() selection.ParseOptions { return selection.ParseOptions{Compat: true} }
+
+// InvalidConsequence is what plexus does with an invalid annotation
+// (s4.1: "invalid and ignored") unless strictSelection is set.
+const InvalidConsequence = "plexus attaches the default network only (s4.1); with strictSelection the ADD fails instead"
+
+// selection parses the networks annotation (s4.1) into the report and
+// keeps the elements for the next steps.
+func (b *builder) selection() {
+	v, ok := b.pod.Annotations[selection.Annotation]
+	a := &b.r.Annotation
+	a.Present, a.Value = ok, v
+	res, err := selection.ParseWith(v, b.pod.Namespace, parseOptions())
+	if err != nil {
+		b.invalidSelection(err)
+		return
+	}
+	a.Valid, a.Format, a.Warnings = true, string(res.Format), res.Warnings
+	for _, w := range res.Warnings {
+		b.warn("%s", w)
+	}
+	ifNames, err := assignInterfaces(res.Elements)
+	if err != nil {
+		b.problem("%v", err)
+	}
+	for i, el := range res.Elements {
+		b.r.Attachments = append(b.r.Attachments, attachmentOf(el, ifNames[i]))
+	}
+	b.elements = res.Elements
+}
+
+func (b *builder) invalidSelection(err error) {
+	a := &b.r.Annotation
+	a.Error, a.Consequence = err.Error(), InvalidConsequence
+	var se *selection.Error
+	if errors.As(err, &se) && se.Index >= 0 {
+		i := se.Index
+		a.ErrorElement = &i
+	}
+	b.problem("%v; %s", err, InvalidConsequence)
+}
+
+func attachmentOf(el *selection.Element, ifName string) Attachment {
+	a := Attachment{
+		Index: el.Index, Network: el.Ref(), Interface: ifName, InterfaceRequested: el.Interface != "",
+		IPs: el.IPs, MAC: el.MAC, DeviceID: el.DeviceID, InfinibandGUID: el.InfinibandGUID,
+		Compat: el.Compat, Ignored: el.Ignored,
+		NAD: NAD{Namespace: el.Namespace, Name: el.Name},
+	}
+	keys := make([]string, 0, len(el.Extensions))
+	for k := range el.Extensions {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		a.Keys = append(a.Keys, Key{Key: k})
+	}
+	return a
+}
+
+// defaultRuntimeInterface is the default network's interface: the
+// runtime's CNI_IFNAME, which every runtime sets to eth0.
+const defaultRuntimeInterface = "eth0"
+
+// assignInterfaces mirrors core/pipeline's (s4.1.2.1.5, s4.2.1):
+// requested names as given and never twice, the rest net1, net2, ...
+// skipping names taken. defaultNetworks of the node's config, which take
+// net1.. first, are not known here.
+func assignInterfaces(els []*selection.Element) ([]string, error) {
+	used := map[string]string{defaultRuntimeInterface: "the default network"}
+	out := make([]string, len(els))
+	var errs []error
+	for i, el := range els {
+		if el.Interface == "" {
+			continue
+		}
+		if by, taken := used[el.Interface]; taken {
+			errs = append(errs, fmt.Errorf("selection element %d (%s) requests interface %q, already used by %s (s4.1.2.1.5): the ADD fails", i, el.Ref(), el.Interface, by))
+			out[i] = el.Interface
+			continue
+		}
+		used[el.Interface] = fmt.Sprintf("selection element %d (%s)", i, el.Ref())
+		out[i] = el.Interface
+	}
+	n := 1
+	for i := range els {
+		if out[i] != "" {
+			continue
+		}
+		n = nextFree(used, n)
+		out[i] = fmt.Sprintf("net%d", n)
+		used[out[i]] = "generated"
+		n++
+	}
+	return out, errors.Join(errs...)
+}
+
+// nextFree is the first n' >= n whose "net<n'>" is not taken.
+func nextFree(used map[string]string, n int) int {
+	for {
+		if _, taken := used[fmt.Sprintf("net%d", n)]; !taken {
+			return n
+		}
+		n++
+	}
+}
+
+// defaultNetwork reads v1.multus-cni.io/default-network, which plexus
+// honors with Multus compatibility on. A bad value, a missing NAD or a
+// denial fails the ADD: the pod must not start on another network.
+func (b *builder) defaultNetwork(ctx context.Context) {
+	v, ok := b.pod.Annotations[selection.DefaultNetworkAnnotation]
+	if !ok {
+		return
+	}
+	d := &DefaultNetwork{Value: v}
+	b.r.DefaultNetwork = d
+	ref, err := selection.ParseDefaultNetwork(v, config.DefaultSystemNamespace)
+	if err != nil {
+		d.Error = err.Error()
+		b.problem("%v: the ADD fails", err)
+		return
+	}
+	d.Network = ref.Ref()
+	n := b.checkNAD(ctx, ref.Namespace, ref.Name, "default network "+ref.Ref())
+	d.NAD = &n.report
+	b.defaultNAD = n
+}

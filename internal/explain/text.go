@@ -1,0 +1,392 @@
+package explain
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/plexus-cni/plexus/core/selection"
+	"github.com/plexus-cni/plexus/core/status"
+)
+
+// Markers start the lines of findings that matter, so they can be found
+// with grep.
+const (
+	MarkProblem = "PROBLEM"
+	MarkWarning = "warning"
+)
+
+// printer writes lines and keeps the first write error.
+type printer struct {
+	w   io.Writer
+	err error
+}
+
+func (p *printer) line(indent int, format string, args ...any) {
+	if p.err != nil {
+		return
+	}
+	_, p.err = fmt.Fprintf(p.w, "%s%s\n", strings.Repeat("  ", indent), fmt.Sprintf(format, args...))
+}
+
+// WriteText writes the report for people: one section per question, one
+// line per finding, problems marked PROBLEM.
+func WriteText(w io.Writer, r *Report) error {
+	p := &printer{w: w}
+	textPod(p, r)
+	textSelection(p, r)
+	textDefaultNetwork(p, r)
+	textNetworks(p, r)
+	textPolicy(p, r)
+	textExtensions(p, r)
+	textLastAdd(p, r)
+	textNode(p, r)
+	textResult(p, r)
+	return p.err
+}
+
+func textPod(p *printer, r *Report) {
+	from := "read from the cluster"
+	if r.Pod.From != "cluster" {
+		from = "from manifest " + r.Pod.From
+	}
+	var extra []string
+	if r.Pod.UID != "" {
+		extra = append(extra, "uid "+r.Pod.UID)
+	}
+	if r.Pod.NodeName != "" {
+		extra = append(extra, "node "+r.Pod.NodeName)
+	}
+	detail := ""
+	if len(extra) > 0 {
+		detail = " (" + strings.Join(extra, ", ") + ")"
+	}
+	p.line(0, "Pod %s/%s%s, %s", r.Pod.Namespace, r.Pod.Name, detail, from)
+}
+
+func textSelection(p *printer, r *Report) {
+	a := r.Annotation
+	p.line(0, "")
+	p.line(0, "Selection: %s (s4.1)", selection.Annotation)
+	switch {
+	case !a.Present:
+		p.line(1, "not set: the pod asks for no secondary network")
+		return
+	case !a.Valid:
+		p.line(1, "value: %s", a.Value)
+		where := "the annotation as a whole"
+		if a.ErrorElement != nil {
+			where = fmt.Sprintf("element %d", *a.ErrorElement)
+		}
+		p.line(1, "%s invalid (in %s): %s", MarkProblem, where, a.Error)
+		p.line(1, "%s", a.Consequence)
+		return
+	}
+	p.line(1, "value: %s", a.Value)
+	p.line(1, "format %s, %d element(s)", a.Format, len(r.Attachments))
+	for _, at := range r.Attachments {
+		textElement(p, at)
+	}
+	for _, w := range a.Warnings {
+		p.line(1, "%s %s", MarkWarning, w)
+	}
+}
+
+func textElement(p *printer, a Attachment) {
+	how := "generated"
+	if a.InterfaceRequested {
+		how = "requested"
+	}
+	parts := []string{fmt.Sprintf("[%d] %s on %s (%s)", a.Index, a.Network, a.Interface, how)}
+	if len(a.IPs) > 0 {
+		parts = append(parts, "ips "+strings.Join(a.IPs, " "))
+	}
+	if a.MAC != "" {
+		parts = append(parts, "mac "+a.MAC)
+	}
+	if a.DeviceID != "" {
+		parts = append(parts, "deviceID "+a.DeviceID)
+	}
+	if a.InfinibandGUID != "" {
+		parts = append(parts, "infiniband-guid "+a.InfinibandGUID)
+	}
+	if c := compatKeys(a.Compat); c != "" {
+		parts = append(parts, "compat keys "+c)
+	}
+	if len(a.Keys) > 0 {
+		parts = append(parts, fmt.Sprintf("%d reverse-domain key(s)", len(a.Keys)))
+	}
+	p.line(1, "%s", strings.Join(parts, ", "))
+	keys := make([]string, 0, len(a.Ignored))
+	for k := range a.Ignored {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		p.line(2, "key %q ignored: %s", k, a.Ignored[k])
+	}
+}
+
+func compatKeys(c *selection.Compat) string {
+	if c == nil {
+		return ""
+	}
+	var ks []string
+	if len(c.DefaultRoute) > 0 {
+		ks = append(ks, selection.KeyDefaultRoute)
+	}
+	if len(c.CNIArgs) > 0 {
+		ks = append(ks, selection.KeyCNIArgs)
+	}
+	if c.PortMappings != nil {
+		ks = append(ks, selection.KeyPortMappings)
+	}
+	if c.Bandwidth != nil {
+		ks = append(ks, selection.KeyBandwidth)
+	}
+	return strings.Join(ks, " ")
+}
+
+func textDefaultNetwork(p *printer, r *Report) {
+	p.line(0, "")
+	p.line(0, "Default network: %s", selection.DefaultNetworkAnnotation)
+	d := r.DefaultNetwork
+	switch {
+	case d == nil:
+		p.line(1, "not set: the cluster-wide default network (s6)")
+		return
+	case d.Error != "":
+		p.line(1, "value: %s", d.Value)
+		p.line(1, "%s %s: the ADD fails", MarkProblem, d.Error)
+		return
+	}
+	p.line(1, "value: %s", d.Value)
+	p.line(1, "%s", nadLine("default "+d.Network, d.NAD))
+}
+
+func textNetworks(p *printer, r *Report) {
+	p.line(0, "")
+	p.line(0, "Networks (s3.4)")
+	if len(r.Attachments) == 0 {
+		p.line(1, "none asked for")
+	}
+	for _, a := range r.Attachments {
+		p.line(1, "%s", nadLine(fmt.Sprintf("[%d] %s", a.Index, a.Network), &a.NAD))
+		if d := deviceLine(&a.NAD); d != "" {
+			p.line(2, "%s", d)
+		}
+	}
+}
+
+func nadLine(label string, n *NAD) string {
+	switch {
+	case n == nil:
+		return label + ": not read"
+	case n.Error != "":
+		return fmt.Sprintf("%s: %s %s", label, MarkProblem, n.Error)
+	case n.ConfigSource == "node":
+		return fmt.Sprintf("%s: found (%s); %s no spec.config: the node's conf dir decides (s3.4.1), not checked here", label, n.From, MarkWarning)
+	}
+	s := fmt.Sprintf("%s: found (%s), config from %s is valid: plugins %s", label, n.From, n.ConfigSource, strings.Join(n.PluginTypes, ", "))
+	if len(n.IPAMTypes) > 0 {
+		s += ", ipam " + strings.Join(n.IPAMTypes, ", ")
+	}
+	if n.CNIVersion != "" {
+		s += ", cniVersion " + n.CNIVersion
+	}
+	return s
+}
+
+func deviceLine(n *NAD) string {
+	var s string
+	switch {
+	case n.ResourceName != "":
+		s = "needs a device of resource " + n.ResourceName
+	case n.ResourceClaim != "":
+		s = "needs a device of the pod's resource claim " + n.ResourceClaim
+	}
+	if n.DeviceError != "" {
+		s = strings.TrimPrefix(s+"; ", "; ") + MarkProblem + " " + n.DeviceError
+	}
+	return s
+}
+
+func textPolicy(p *printer, r *Report) {
+	p.line(0, "")
+	p.line(0, "Policy (s7.4)")
+	switch {
+	case !r.Policy.Given:
+		p.line(1, "%s", r.Policy.Note)
+		return
+	case r.Policy.Error != "":
+		p.line(1, "%s %s", MarkProblem, r.Policy.Error)
+		return
+	}
+	p.line(1, "from %s", strings.Join(r.Policy.Paths, ", "))
+	if d := r.DefaultNetwork; d != nil && d.Policy != nil {
+		p.line(1, "%s", decisionLine("default "+d.Network, d.Policy))
+	}
+	for _, a := range r.Attachments {
+		p.line(1, "%s", decisionLine(fmt.Sprintf("[%d] %s", a.Index, a.Network), a.Policy))
+	}
+}
+
+func decisionLine(label string, d *Decision) string {
+	switch {
+	case d == nil:
+		return label + ": not asked"
+	case !d.Evaluated && d.Note != "":
+		return fmt.Sprintf("%s: %s", label, d.Note)
+	case d.Allowed:
+		return label + ": allowed"
+	}
+	rs := make([]string, len(d.Reasons))
+	for i, r := range d.Reasons {
+		rs[i] = fmt.Sprintf("[%s] %s", r.Code, r.Message)
+	}
+	return fmt.Sprintf("%s: %s denied: %s", label, MarkProblem, strings.Join(rs, "; "))
+}
+
+func textExtensions(p *printer, r *Report) {
+	p.line(0, "")
+	p.line(0, "Extensions (s4.1.2.1)")
+	x := r.Extensions
+	switch {
+	case !x.Given:
+		p.line(1, "no extensions config given (--extensions)")
+	case x.Error != "":
+		p.line(1, "%s %s", MarkProblem, x.Error)
+	default:
+		p.line(1, "config %s, unownedKeys %s", x.File, x.UnownedKeys)
+		for _, m := range x.Modules {
+			p.line(1, "module %q (%s): prefixes %s, hooks %s", m.Name, m.Path, strings.Join(m.Prefixes, " "), strings.Join(m.Hooks, " "))
+		}
+	}
+	n := 0
+	for _, a := range r.Attachments {
+		for _, k := range a.Keys {
+			mark := ""
+			if k.Module == "" {
+				mark = MarkWarning + " "
+				if strings.Contains(k.Outcome, "ADD fails") {
+					mark = MarkProblem + " "
+				}
+			}
+			p.line(1, "[%d] %s: %s%s", a.Index, k.Key, mark, k.Outcome)
+			n++
+		}
+	}
+	if n == 0 {
+		p.line(1, "no reverse-domain keys in the selection")
+	}
+}
+
+func textLastAdd(p *printer, r *Report) {
+	l := r.LastAdd
+	if l == nil {
+		return
+	}
+	p.line(0, "")
+	p.line(0, "Last ADD")
+	switch {
+	case !l.StatusPresent:
+		p.line(1, "%s: not set (no ADD has published status yet)", status.Annotation)
+	case l.StatusError != "":
+		p.line(1, "%s: %s %s", status.Annotation, MarkWarning, l.StatusError)
+	default:
+		p.line(1, "%s (s5):", status.Annotation)
+		for _, e := range l.Status {
+			p.line(2, "%s", statusLine(e))
+		}
+	}
+	textCondition(p, l.Condition, r.Pod.From == "cluster")
+	textEvents(p, l, r.Pod.From == "cluster")
+}
+
+func statusLine(e StatusEntry) string {
+	s := e.Name
+	if e.Interface != "" {
+		s += " on " + e.Interface
+	}
+	if len(e.IPs) > 0 {
+		s += ", ips " + strings.Join(e.IPs, " ")
+	}
+	if e.MAC != "" {
+		s += ", mac " + e.MAC
+	}
+	if e.Default {
+		s += ", default"
+	}
+	return s
+}
+
+func textCondition(p *printer, c *Condition, cluster bool) {
+	switch {
+	case !cluster:
+		return
+	case c == nil:
+		p.line(1, "condition %s: not set (plexusd has not changed the running pod's attachments)", ConditionType)
+	case c.Status == "False":
+		p.line(1, "condition %s: %s False, %s: %s", ConditionType, MarkProblem, c.Reason, c.Message)
+	default:
+		p.line(1, "condition %s: %s, %s: %s", ConditionType, c.Status, c.Reason, c.Message)
+	}
+}
+
+func textEvents(p *printer, l *LastAdd, cluster bool) {
+	switch {
+	case !cluster:
+		return
+	case l.EventsError != "":
+		p.line(1, "events: %s %s", MarkWarning, l.EventsError)
+		return
+	case len(l.Events) == 0:
+		p.line(1, "events: none")
+		return
+	}
+	p.line(1, "events (warnings first, newest first):")
+	for _, e := range l.Events {
+		p.line(2, "%s %s (%s, %s): %s", e.Type, e.Reason, e.Source, e.LastTime, e.Message)
+	}
+}
+
+func textNode(p *printer, r *Report) {
+	n := r.Node
+	if n == nil {
+		return
+	}
+	p.line(0, "")
+	p.line(0, "Node %s", n.Name)
+	if n.Error != "" {
+		p.line(1, "%s %s", MarkWarning, n.Error)
+	} else if len(n.Pods) == 0 {
+		p.line(1, "%s no plexus pod in %s on this node", MarkProblem, PlexusNamespace)
+	}
+	for _, pod := range n.Pods {
+		ready := "ready"
+		if !pod.Ready {
+			ready = MarkProblem + " not ready"
+		}
+		p.line(1, "%s/%s: %s, %s, %d restart(s)", PlexusNamespace, pod.Name, pod.Phase, ready, pod.Restarts)
+	}
+	p.line(1, "not available yet (they need the node, not the API):")
+	for _, u := range n.Unavailable {
+		p.line(2, "%s", u)
+	}
+}
+
+func textResult(p *printer, r *Report) {
+	p.line(0, "")
+	if r.OK {
+		p.line(0, "Result: ok, the pod would get every network it asks for (%d warning(s))", len(r.Warnings))
+	} else {
+		p.line(0, "Result: %d problem(s): the pod would not get every network it asks for", len(r.Problems))
+	}
+	for _, s := range r.Problems {
+		p.line(1, "%s %s", MarkProblem, s)
+	}
+	for _, s := range r.Warnings {
+		p.line(1, "%s %s", MarkWarning, s)
+	}
+}
