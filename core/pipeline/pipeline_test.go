@@ -49,7 +49,7 @@ func TestAssignInterfacesS4_1_2_1_5(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := assignInterfaces(map[string]string{"eth0": "the default network"}, tt.els)
+			got, err := AssignInterfaces(map[string]string{"eth0": "the default network"}, tt.els)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)

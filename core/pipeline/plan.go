@@ -229,7 +229,7 @@ func (p *Pipeline) planSelections(ctx context.Context, req *Request, pl *plan) e
 		return err
 	}
 	pl.selections = els
-	ifNames, err := assignInterfaces(p.usedInterfaces(pl), els)
+	ifNames, err := AssignInterfaces(p.usedInterfaces(pl), els)
 	if err != nil {
 		return newError(CodeInterfaceConflict, pl.pod.Ref(), "", err)
 	}
@@ -269,11 +269,11 @@ func (p *Pipeline) parseSelection(ctx context.Context, pod *source.Pod) ([]*sele
 	return res.Elements, nil
 }
 
-// assignInterfaces implements s4.1.2.1.5 and s4.2.1: requested names are
+// AssignInterfaces implements s4.1.2.1.5 and s4.2.1: requested names are
 // used as given and must not repeat; the rest get net1, net2, ... skipping
-// every name already taken.
-// used holds the names taken before the selections, with their owners.
-func assignInterfaces(used map[string]string, els []*selection.Element) ([]string, error) {
+// every name already taken. used holds the names taken before the
+// selections, with their owners, and gains the selections'.
+func AssignInterfaces(used map[string]string, els []*selection.Element) ([]string, error) {
 	out := make([]string, len(els))
 	for i, el := range els {
 		if el.Interface == "" {

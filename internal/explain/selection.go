@@ -3,10 +3,10 @@ package explain
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sort"
 
 	"github.com/plexus-cni/plexus/core/config"
+	"github.com/plexus-cni/plexus/core/pipeline"
 	"github.com/plexus-cni/plexus/core/selection"
 )
 
@@ -33,9 +33,12 @@ func (b *builder) selection() {
 	for _, w := range res.Warnings {
 		b.warn("%s", w)
 	}
-	ifNames, err := assignInterfaces(res.Elements)
+	// The same assignment as the pipeline's; defaultNetworks of the node's
+	// config, which take net1.. first, are not known here.
+	ifNames, err := pipeline.AssignInterfaces(map[string]string{defaultRuntimeInterface: "the default network"}, res.Elements)
 	if err != nil {
-		b.problem("%v", err)
+		b.problem("%v: the ADD fails", err)
+		ifNames = requestedInterfaces(res.Elements)
 	}
 	for i, el := range res.Elements {
 		b.r.Attachments = append(b.r.Attachments, attachmentOf(el, ifNames[i]))
@@ -76,47 +79,14 @@ func attachmentOf(el *selection.Element, ifName string) Attachment {
 // runtime's CNI_IFNAME, which every runtime sets to eth0.
 const defaultRuntimeInterface = "eth0"
 
-// assignInterfaces mirrors core/pipeline's (s4.1.2.1.5, s4.2.1):
-// requested names as given and never twice, the rest net1, net2, ...
-// skipping names taken. defaultNetworks of the node's config, which take
-// net1.. first, are not known here.
-func assignInterfaces(els []*selection.Element) ([]string, error) {
-	used := map[string]string{defaultRuntimeInterface: "the default network"}
+// requestedInterfaces are the names the elements ask for, for reporting
+// when AssignInterfaces refused them.
+func requestedInterfaces(els []*selection.Element) []string {
 	out := make([]string, len(els))
-	var errs []error
 	for i, el := range els {
-		if el.Interface == "" {
-			continue
-		}
-		if by, taken := used[el.Interface]; taken {
-			errs = append(errs, fmt.Errorf("selection element %d (%s) requests interface %q, already used by %s (s4.1.2.1.5): the ADD fails", i, el.Ref(), el.Interface, by))
-			out[i] = el.Interface
-			continue
-		}
-		used[el.Interface] = fmt.Sprintf("selection element %d (%s)", i, el.Ref())
 		out[i] = el.Interface
 	}
-	n := 1
-	for i := range els {
-		if out[i] != "" {
-			continue
-		}
-		n = nextFree(used, n)
-		out[i] = fmt.Sprintf("net%d", n)
-		used[out[i]] = "generated"
-		n++
-	}
-	return out, errors.Join(errs...)
-}
-
-// nextFree is the first n' >= n whose "net<n'>" is not taken.
-func nextFree(used map[string]string, n int) int {
-	for {
-		if _, taken := used[fmt.Sprintf("net%d", n)]; !taken {
-			return n
-		}
-		n++
-	}
+	return out
 }
 
 // defaultNetwork reads v1.multus-cni.io/default-network, which plexus
