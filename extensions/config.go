@@ -51,11 +51,12 @@ type Config struct {
 	CacheDir string `json:"cacheDir,omitempty"`
 	// LongLived is set by a host that serves many calls (plexusd): its
 	// modules get a deadline check compiled into every loop
-	// (wasmbin.AddDeadlineCheck), which makes hook calls about three times
-	// cheaper than wazero's per-iteration context check, for ~30 ms more
-	// per module load. A thin plugin loads a module for one call and keeps
-	// wazero's check, as does plexusd for a module the rewriter refuses
-	// (sdk/ABI.md lists what it takes). Both stop a call at its deadline.
+	// (wasmbin.AddDeadlineCheck), which makes hook calls cheaper than
+	// wazero's per-iteration context check at the price of a rewrite per
+	// module load (wasmbin.NewRuntime says why). A thin plugin loads a
+	// module for one call and keeps wazero's check, as does plexusd for a
+	// module the rewriter refuses (sdk/ABI.md lists what it takes). Both
+	// stop a call at its deadline.
 	LongLived bool `json:"-"`
 }
 

@@ -308,12 +308,15 @@ func TestUnrewritableModuleFallsBackToContextCheck(t *testing.T) {
 			})
 		}
 	}
-	// The control: without the SIMD instruction plexusd's host rewrites.
+	// The control: without the SIMD instruction plexusd's host rewrites,
+	// and a thin plugin's keeps wazero's check.
 	plain := fakeWasm{manifest: manifest, exports: []string{"prepare"}, body: bodyReturn0}
-	h := newHost(t, Config{Modules: []ModuleConfig{{Path: plain.write(t, "plain.wasm")}}, LongLived: true})
-	_ = h.Prepare(context.Background(), prepareReq(bridgeConf, map[string]string{"com.simd.k": "1"}, nil))
-	if !h.modules[0].ticked {
-		t.Fatal("a module the rewriter takes was not rewritten")
+	for _, longLived := range []bool{false, true} {
+		h := newHost(t, Config{Modules: []ModuleConfig{{Path: plain.write(t, "plain.wasm")}}, LongLived: longLived})
+		_ = h.Prepare(context.Background(), prepareReq(bridgeConf, map[string]string{"com.simd.k": "1"}, nil))
+		if h.modules[0].ticked != longLived {
+			t.Fatalf("longLived=%v: module rewritten = %v", longLived, h.modules[0].ticked)
+		}
 	}
 }
 

@@ -39,9 +39,9 @@ type module struct {
 	dropped atomic.Uint64
 
 	mu sync.Mutex
-	// ticked: load compiled the module with wasmbin's deadline check,
-	// which stops calls instead of wazero's context check. A module the
-	// rewriter refuses gets wazero's check, as in thin mode.
+	// ticked: load compiled the module with wasmbin's deadline check on
+	// a runtime that stops calls with it (wasmbin.NewRuntime). A module
+	// the rewriter refuses gets wazero's check, as in thin mode.
 	ticked   bool
 	rt       wazero.Runtime
 	compiled wazero.CompiledModule
@@ -78,12 +78,14 @@ func (m *module) load(ctx context.Context) error {
 		// explain drops; reading it would be parsing debug sections with
 		// debug/dwarf, which CheckLimits does not look at, for nothing.
 		WithDebugInfoEnabled(false).
-		WithMemoryLimitPages(m.lim.memoryPages).
-		WithCloseOnContextDone(!ticked)
+		WithMemoryLimitPages(m.lim.memoryPages)
 	if m.cache != nil {
 		rc = rc.WithCompilationCache(m.cache)
 	}
-	rt := wazero.NewRuntimeWithConfig(ctx, rc)
+	rt, err := wasmbin.NewRuntime(ctx, rc, ticked)
+	if err != nil {
+		return fmt.Errorf("creating its runtime: %w", err)
+	}
 	compiled, err := m.compile(ctx, rt, wasm)
 	if err == nil {
 		err = m.verify(compiled, ticked)
@@ -184,9 +186,10 @@ func (m *module) verify(c wazero.CompiledModule, ticked bool) error {
 	return checkImports(imps)
 }
 
-// instantiateHost provides the ABI's host functions and WASI preview1.
-// WASI gets no args, environment, filesystem or sockets; the module config
-// below sets the clocks and randomness.
+// instantiateHost provides the ABI's host functions and WASI preview1;
+// the runtime provides the deadline check's tick. WASI gets no args,
+// environment, filesystem or sockets; the module config below sets the
+// clocks and randomness.
 func instantiateHost(ctx context.Context, rt wazero.Runtime) error {
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
 		return err
@@ -197,21 +200,7 @@ func instantiateHost(ctx context.Context, rt wazero.Runtime) error {
 		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(inputRead), i32x2, i32).Export("input_read").
 		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(outputWrite), i32x2, i32).Export("output_write").
 		Instantiate(ctx)
-	if err != nil {
-		return err
-	}
-	_, err = rt.NewHostModuleBuilder(wasmbin.TickModule).NewFunctionBuilder().
-		WithGoModuleFunction(api.GoModuleFunc(tick), nil, nil).Export(wasmbin.TickFunc).Instantiate(ctx)
 	return err
-}
-
-// tick is the deadline check's call (wasmbin.AddDeadlineCheck, plexusd):
-// it stops a call whose context has ended. Returning to Go also lets the
-// scheduler and the garbage collector run.
-func tick(ctx context.Context, _ api.Module, _ []uint64) {
-	if err := ctx.Err(); err != nil {
-		panic(err)
-	}
 }
 
 // instance returns the live instance, instantiating one if needed. The

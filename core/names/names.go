@@ -8,45 +8,60 @@ import (
 	"strings"
 
 	"github.com/containernetworking/cni/pkg/utils"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
-
-// dns1123Label is the expression s3.3 gives for NAD names and namespaces.
-var dns1123Label = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
-
-// dns1123Subdomain is what Kubernetes accepts for pod names.
-var dns1123Subdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
 
 // pluginType is a CNI plugin executable name: a bare file name, never a path.
 var pluginType = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.\-]*$`)
 
 const (
-	maxLabel     = 63
-	maxSubdomain = 253
+	maxLabel     = validation.DNS1123LabelMaxLength
+	maxSubdomain = validation.DNS1123SubdomainMaxLength
 	maxPlugin    = 255
 )
 
 // Label checks a DNS-1123 label (s3.3): a NAD name or a namespace.
+// apimachinery decides; the complaint about the pattern is the rule in
+// words rather than apimachinery's, which quotes its regex: migration
+// reports (internal/migrate) quote it.
 func Label(what, s string) error {
-	switch {
-	case s == "":
-		return fmt.Errorf("%s is empty", what)
-	case len(s) > maxLabel:
-		return fmt.Errorf("%s %q is longer than %d characters", what, truncate(s), maxLabel)
-	case !dns1123Label.MatchString(s):
-		return fmt.Errorf("%s %q is not a DNS-1123 label (lower case alphanumerics or '-', starting and ending with an alphanumeric)", what, truncate(s))
+	const kind = "a DNS-1123 label"
+	if err := kubeLength(what, kind, s, maxLabel); err != nil {
+		return err
+	}
+	if len(validation.IsDNS1123Label(s)) > 0 {
+		return fmt.Errorf("%s %q is not %s (lower case alphanumerics or '-', starting and ending with an alphanumeric)", what, truncate(s), kind)
 	}
 	return nil
 }
 
 // Subdomain checks a DNS-1123 subdomain, the form of a pod name.
 func Subdomain(what, s string) error {
+	return kubeName(what, "a DNS-1123 subdomain", s, maxSubdomain, validation.IsDNS1123Subdomain)
+}
+
+// kubeName checks s with one of apimachinery's validators, the rules the
+// API server applies, and names what was wrong with apimachinery's words.
+func kubeName(what, kind, s string, max int, validate func(string) []string) error {
+	if err := kubeLength(what, kind, s, max); err != nil {
+		return err
+	}
+	if errs := validate(s); len(errs) > 0 {
+		return fmt.Errorf("%s %q is not %s: %s", what, truncate(s), kind, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// kubeLength refuses an empty or overlong name. An overlong one gets the
+// length complaint alone: the pattern's would only lengthen the error a
+// hostile value causes.
+func kubeLength(what, kind, s string, max int) error {
 	switch {
 	case s == "":
 		return fmt.Errorf("%s is empty", what)
-	case len(s) > maxSubdomain:
-		return fmt.Errorf("%s %q is longer than %d characters", what, truncate(s), maxSubdomain)
-	case !dns1123Subdomain.MatchString(s):
-		return fmt.Errorf("%s %q is not a DNS-1123 subdomain", what, truncate(s))
+	case len(s) > max:
+		return fmt.Errorf("%s %q is not %s: %s", what, truncate(s), kind, validation.MaxLenError(max))
 	}
 	return nil
 }
@@ -136,10 +151,6 @@ func NADRef(what, ref string) (namespace, name string, err error) {
 	return namespace, name, nil
 }
 
-// resourceName is an extended resource name as kubelet's device manager
-// accepts it: a DNS-1123 subdomain prefix, '/', and a qualified name part.
-var resourceName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`)
-
 // deviceID is a device plugin's device ID as plexus accepts it: PCI
 // addresses ("0000:18:02.5"), names and UUIDs, never a separator or a
 // leading dot, because it becomes part of a file name (device-info spec s4.1).
@@ -150,21 +161,28 @@ var deviceID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:\-]*$`)
 const maxDeviceID = 128
 
 // ResourceName checks an extended resource name such as
-// "vendor.example/netdev" (the NAD's k8s.v1.cni.cncf.io/resourceName).
+// "vendor.example/netdev" (the NAD's k8s.v1.cni.cncf.io/resourceName) by
+// the rules kubelet's device manager registers a resource under.
 func ResourceName(what, s string) error {
+	const kind = "an extended resource name (<DNS subdomain>/<name>, e.g. vendor.example/netdev)"
+	return kubeName(what, kind, s, maxSubdomain+1+maxLabel, extendedResourceName)
+}
+
+// extendedResourceName is Kubernetes' IsExtendedResourceName
+// (k8s.io/kubernetes/pkg/apis/core/v1/helper, which is not a library to
+// import) composed from what apimachinery and k8s.io/api export: a name
+// with a domain outside kubernetes.io that, prefixed with "requests.",
+// is still a qualified name, so that a ResourceQuota can name it.
+func extendedResourceName(s string) []string {
 	switch {
-	case s == "":
-		return fmt.Errorf("%s is empty", what)
-	case len(s) > maxSubdomain+1+maxLabel:
-		return fmt.Errorf("%s %q is too long", what, truncate(s))
-	case !resourceName.MatchString(s):
-		return fmt.Errorf("%s %q is not an extended resource name (<DNS subdomain>/<name>, e.g. vendor.example/netdev)", what, truncate(s))
+	case !strings.Contains(s, "/"):
+		return []string{"must have a domain prefix and '/'"}
+	case strings.Contains(s, corev1.ResourceDefaultNamespacePrefix):
+		return []string{"must not be in the " + corev1.ResourceDefaultNamespacePrefix + " domain, which Kubernetes reserves"}
+	case strings.HasPrefix(s, corev1.DefaultResourceRequestsPrefix):
+		return []string{"must not start with " + corev1.DefaultResourceRequestsPrefix}
 	}
-	_, name, _ := strings.Cut(s, "/")
-	if len(name) > maxLabel {
-		return fmt.Errorf("%s %q: the part after '/' is longer than %d characters", what, truncate(s), maxLabel)
-	}
-	return nil
+	return validation.IsQualifiedName(corev1.DefaultResourceRequestsPrefix + s)
 }
 
 // DeviceID checks a device ID from kubelet or a selection element.

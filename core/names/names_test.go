@@ -23,6 +23,7 @@ func TestLabelS3_3(t *testing.T) {
 		{"net.a", false},
 		{"../etc", false},
 		{"a/b", false},
+		{strings.Repeat("a", 62) + "-", false},
 	}
 	for _, tt := range tests {
 		err := Label("NAD name", tt.in)
@@ -36,9 +37,50 @@ func TestLabelS3_3(t *testing.T) {
 }
 
 func TestSubdomainPodNames(t *testing.T) {
-	for in, ok := range map[string]bool{"pod-1": true, "a.b-c": true, "": false, "Pod": false, "a..b": false, "a/b": false} {
+	for in, ok := range map[string]bool{
+		"pod-1": true, "a.b-c": true, "": false, "Pod": false, "a..b": false, "a/b": false,
+		// apimachinery's length limit: 253 characters, each label at most 63.
+		strings.Repeat("a.", 126) + "a": true, strings.Repeat("a.", 126) + "ab": false,
+	} {
 		if err := Subdomain("pod name", in); (err == nil) != ok {
 			t.Errorf("Subdomain(%q) = %v, want ok=%v", in, err, ok)
+		}
+	}
+}
+
+// Extended resource names follow Kubernetes' IsExtendedResourceName:
+// outside kubernetes.io, and still a qualified name once prefixed with
+// "requests." (so the domain part has 9 characters fewer than 253).
+func TestResourceNameIsAnExtendedResourceName(t *testing.T) {
+	long := func(n int) string { return strings.Repeat("a", n) }
+	tests := []struct {
+		in   string
+		ok   bool
+		says string
+	}{
+		{"vendor.example/netdev", true, ""},
+		{"intel.com/sriov_netdevice", true, ""},
+		{"a/B.c-d_e", true, ""},
+		{"", false, "empty"},
+		{"netdev", false, "domain prefix"},
+		{"Vendor.example/netdev", false, "RFC 1123 subdomain"},
+		{"vendor.example/-netdev", false, "name part"},
+		{"a/b/c", false, "label key"},
+		{"kubernetes.io/netdev", false, "kubernetes.io/"},
+		{"sub.kubernetes.io/netdev", false, "kubernetes.io/"},
+		{"requests.example/netdev", false, "requests."},
+		{"vendor.example/" + long(63), true, ""},
+		{"vendor.example/" + long(64), false, "63"},
+		{long(63) + "." + long(63) + "." + long(63) + "." + long(52) + "/x", true, ""},
+		{long(63) + "." + long(63) + "." + long(63) + "." + long(53) + "/x", false, "253"},
+	}
+	for _, tt := range tests {
+		err := ResourceName("resource name", tt.in)
+		if (err == nil) != tt.ok {
+			t.Errorf("ResourceName(%q) = %v, want ok=%v", tt.in, err, tt.ok)
+		}
+		if err != nil && (!strings.Contains(err.Error(), "resource name") || !strings.Contains(err.Error(), tt.says)) {
+			t.Errorf("ResourceName(%q) error %q does not say what was wrong (%q)", tt.in, err, tt.says)
 		}
 	}
 }

@@ -1,18 +1,21 @@
 // Package wasmbin rewrites WebAssembly binaries for plexus's extension
 // host: it adds a deadline check, so that a call can be stopped at its
 // deadline cheaply, and bounds tables' growth (BoundTables, tables.go).
+// It also creates the wazero runtimes that run them (NewRuntime,
+// runtime.go), the only place plexus does.
 //
 // wazero can stop a module when its context ends, but it does so by calling
-// out of the compiled code at every loop iteration, which made an extension
-// hook three times slower. Compiled code that never calls out is no better:
-// Go cannot preempt it, so the garbage collector, and with it the whole
-// process, waits for it to return. AddDeadlineCheck takes the middle way:
-// every loop iteration and every tail call counts down a counter, and every
-// TickInterval of them the module calls the host's TickModule.TickFunc,
-// which returns to Go (a point where the scheduler and the collector can
-// run) and traps when the call's context has ended. Code cannot run
-// unboundedly without a loop or a tail call (plain recursion exhausts the
-// stack), and the check is part of the module's own code, out of its reach.
+// out of the compiled code at every loop iteration (runtime.go says which
+// wazero issue would retire the rewriter). Compiled code that never calls
+// out is no better: Go cannot preempt it, so the garbage collector, and
+// with it the whole process, waits for it to return. AddDeadlineCheck
+// takes the middle way: every loop iteration and every tail call counts
+// down a counter, and every TickInterval of them the module calls the
+// host's TickModule.TickFunc, which returns to Go (a point where the
+// scheduler and the collector can run) and traps when the call's context
+// has ended. Code cannot run unboundedly without a loop or a tail call
+// (plain recursion exhausts the stack), and the check is part of the
+// module's own code, out of its reach.
 package wasmbin
 
 import (
@@ -22,8 +25,8 @@ import (
 	"github.com/plexus-cni/plexus/sdk/wasmfmt"
 )
 
-// The function a checked module imports; the host provides it, with no
-// parameters and no results.
+// The function a checked module imports; a checked runtime (NewRuntime)
+// provides it, with no parameters and no results.
 const (
 	TickModule = "plexus_deadline"
 	TickFunc   = "tick"

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -229,22 +230,24 @@ func (s *Source) Event(ctx context.Context, pod *source.Pod, typ source.EventTyp
 // maxEventMessage is what the API accepts in an event message.
 const maxEventMessage = 1024
 
-func (s *Source) event(pod *source.Pod, typ source.EventType, reason, message string) map[string]any {
+// event is a core/v1 Event about the pod, the kind kubectl describe
+// shows. It is marshalled here rather than encoded by the client: the
+// client's scheme knows no API types (see the package comment).
+func (s *Source) event(pod *source.Pod, typ source.EventType, reason, message string) *corev1.Event {
 	if len(message) > maxEventMessage {
 		message = message[:maxEventMessage-3] + "..."
 	}
 	now := metav1.Now()
-	return map[string]any{
-		"apiVersion": "v1",
-		"kind":       "Event",
-		"metadata":   map[string]any{"generateName": pod.Name + ".", "namespace": pod.Namespace},
-		"involvedObject": map[string]any{
-			"apiVersion": "v1", "kind": "Pod", "namespace": pod.Namespace, "name": pod.Name, "uid": pod.UID,
+	return &corev1.Event{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Event"},
+		ObjectMeta: metav1.ObjectMeta{GenerateName: pod.Name + ".", Namespace: pod.Namespace},
+		InvolvedObject: corev1.ObjectReference{
+			APIVersion: "v1", Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: types.UID(pod.UID),
 		},
-		"type": string(typ), "reason": reason, "message": message,
-		"source":         map[string]any{"component": s.opts.Component, "host": pod.NodeName},
-		"firstTimestamp": now, "lastTimestamp": now, "count": 1,
-		"reportingComponent": s.opts.Component, "reportingInstance": pod.NodeName,
+		Type: string(typ), Reason: reason, Message: message,
+		Source:         corev1.EventSource{Component: s.opts.Component, Host: pod.NodeName},
+		FirstTimestamp: now, LastTimestamp: now, Count: 1,
+		ReportingController: s.opts.Component, ReportingInstance: pod.NodeName,
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/plexus-cni/plexus/core/source"
@@ -203,16 +204,18 @@ func TestEventIsBestEffortAndNamesThePod(t *testing.T) {
 		t.Fatalf("requests = %d, want 1", f.count())
 	}
 	r := f.requests[0]
-	var ev struct {
-		Type, Reason, Message string
-		InvolvedObject        struct{ Kind, Namespace, Name, UID string } `json:"involvedObject"`
-	}
+	var ev corev1.Event
 	if err := json.Unmarshal([]byte(r.body), &ev); err != nil {
 		t.Fatal(err)
 	}
 	if r.method != http.MethodPost || r.path != "/api/v1/namespaces/ns/events" || ev.Type != "Warning" ||
 		ev.InvolvedObject.Kind != "Pod" || ev.InvolvedObject.Name != "p" || ev.InvolvedObject.UID != "u1" {
 		t.Errorf("event request %s %s %+v", r.method, r.path, ev)
+	}
+	if ev.Kind != "Event" || ev.APIVersion != "v1" || ev.Source.Component != "plexus-test" || ev.Source.Host != "n1" ||
+		ev.ReportingController != "plexus-test" || ev.ReportingInstance != "n1" || ev.Count != 1 ||
+		ev.FirstTimestamp.IsZero() || !ev.LastTimestamp.Equal(&ev.FirstTimestamp) || ev.GenerateName != "p." {
+		t.Errorf("event %+v", ev)
 	}
 	if len(ev.Message) > maxEventMessage {
 		t.Errorf("event message of %d bytes, want at most %d", len(ev.Message), maxEventMessage)
