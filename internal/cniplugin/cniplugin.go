@@ -31,7 +31,7 @@ import (
 
 // StageBuilder builds the optional stages from the config (policy,
 // extensions). Close releases what they hold.
-type StageBuilder func(ctx context.Context, conf *config.Config, log *slog.Logger) (stages pipeline.Stages, close func(), err error)
+type StageBuilder func(ctx context.Context, conf *config.Config) (stages pipeline.Stages, close func(), err error)
 
 // SourceBuilder replaces the per-call source (plexusd's informer caches).
 type SourceBuilder func(conf *config.Config, cmd Command, log *slog.Logger) (source.Source, error)
@@ -50,17 +50,12 @@ type Options struct {
 	// Ignored, when set, is told every selection key an ADD ignores
 	// (plexusd counts them).
 	Ignored func(key string)
-	// HandOffStages, without Stages, runs an ADD that configures a policy
-	// or extensions in StagesPlugin (the plexus binary sets it).
-	HandOffStages bool
 	// OnPodResourcesCall, when set, is told of every call to kubelet's
 	// pod-resources API (plexusd counts them).
 	OnPodResourcesCall func(method string)
 
 	// parse replaces config.Parse in tests, which count the parses.
 	parse func([]byte) (*config.Config, error)
-	// stagesPath replaces StagesPlugin beside this binary in tests.
-	stagesPath string
 }
 
 // Command is a CNI command plexus runs.
@@ -197,7 +192,7 @@ func (o Options) build(ctx context.Context, conf *config.Config, a *skel.CmdArgs
 	}
 	cleanup := closeSource
 	if cmd == CmdAdd && o.Stages != nil {
-		st, closeStages, err := o.Stages(ctx, conf, log)
+		st, closeStages, err := o.Stages(ctx, conf)
 		if err != nil {
 			closeSource()
 			return nil, nil, types.NewError(types.ErrInvalidNetworkConfig, err.Error(), "")

@@ -35,10 +35,6 @@ func Main(o Options, about string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if err := o.main(ctx, os.Environ(), os.Stdin, os.Stdout, os.Stderr, about); err != nil {
-		var handedOff exitStatus
-		if errors.As(err, &handedOff) {
-			return int(handedOff) // the stages plugin printed its error
-		}
 		_, _ = os.Stdout.Write(errorDocument(err))
 		return 1
 	}
@@ -65,13 +61,22 @@ func (o Options) main(ctx context.Context, environ []string, stdin io.Reader, st
 	if err != nil {
 		return err
 	}
-	if conf.DaemonSocket != "" {
-		return o.forward(ctx, conf, a, cmd)
-	}
-	if o.Stages == nil && o.HandOffStages && needsStages(cmd, conf) {
-		return o.handOff(ctx, environ, in, stdout, stderr)
+	if err := checkThin(conf); err != nil {
+		return err
 	}
 	return o.Run(ctx, conf, cmd, a, stdout)
+}
+
+// checkThin refuses a config of type plexus that names plexusd's socket:
+// the plugin runs every call itself, the shim forwards. A config of type
+// plexus-shim reaches the plugin only for the shim's DEL while plexusd is
+// down, which runs here.
+func checkThin(conf *config.Config) error {
+	if conf.DaemonSocket == "" || conf.Type != "plexus" {
+		return nil
+	}
+	return types.NewError(types.ErrInvalidNetworkConfig, `plexus config: "daemonSocket" is set but "type" is "plexus", which runs every call itself; `+
+		`name "type": "plexus-shim" to forward calls to plexusd`, "")
 }
 
 // Handle runs a call forwarded by the shim (plexusd's side): the same

@@ -39,17 +39,3 @@ func TestHandleBadConfigIsACNIError(t *testing.T) {
 		t.Errorf("reply %s", r.Stdout)
 	}
 }
-
-func TestRelayKeepsPlexusdsError(t *testing.T) {
-	err := relay(&daemon.Reply{Failed: true, Stdout: []byte(`{"code":102,"msg":"pod a/b: denied"}`)})
-	var te *types.Error
-	if e, ok := err.(*types.Error); ok {
-		te = e
-	}
-	if te == nil || te.Code != 102 || te.Msg != "pod a/b: denied" {
-		t.Errorf("relay = %v", err)
-	}
-	if err := relay(&daemon.Reply{Failed: true, Stdout: []byte("garbage")}); err == nil || !strings.Contains(err.Error(), "unreadable") {
-		t.Errorf("garbage = %v", err)
-	}
-}

@@ -15,8 +15,8 @@ import (
 	"github.com/plexus-cni/plexus/internal/daemon"
 )
 
-// TestEachCallParsesTheConfigOnce: the entry point (thin plugin, shim
-// decision, DEL without plexusd) and plexusd's handler each parse plexus's
+// TestEachCallParsesTheConfigOnce: the entry point (thin plugin, DEL
+// without plexusd) and plexusd's handler each parse plexus's
 // config exactly once per call, on success and on failure.
 func TestEachCallParsesTheConfigOnce(t *testing.T) {
 	dir := t.TempDir()
@@ -35,6 +35,7 @@ func TestEachCallParsesTheConfigOnce(t *testing.T) {
 			`","cacheDir":"` + filepath.Join(dir, "cache") + `","logFile":"` + filepath.Join(dir, "log") + `"` + extra + `}`
 	}
 	absentSocket := `,"daemonSocket":"` + filepath.Join(dir, "plexusd.sock") + `","daemonWait":"1ms"`
+	shimConf := strings.Replace(conf(absentSocket), `"type":"plexus"`, `"type":"plexus-shim"`, 1)
 	tests := []struct {
 		name    string
 		command string
@@ -47,8 +48,8 @@ func TestEachCallParsesTheConfigOnce(t *testing.T) {
 		{"DEL without a record", "DEL", conf(""), false, 0, ""},
 		{"GC", "GC", conf(""), false, 0, ""},
 		{"STATUS", "STATUS", conf(""), false, 0, ""},
-		{"DEL with plexusd down runs here", "DEL", conf(absentSocket), false, 0, ""},
-		{"ADD with plexusd down", "ADD", conf(absentSocket), false, 115, "plexusd"},
+		{"the shim's DEL with plexusd down runs here", "DEL", shimConf, false, 0, ""},
+		{"daemonSocket in a config of type plexus", "ADD", conf(absentSocket), false, types.ErrInvalidNetworkConfig, `"daemonSocket" is set but "type" is "plexus"`},
 		{"refused config", "DEL", conf(`,"bogus":1`), false, types.ErrInvalidNetworkConfig, `"bogus"`},
 		{"config skel refuses", "CHECK", strings.Replace(conf(""), "1.1.0", "0.3.1", 1), false, types.ErrIncompatibleCNIVersion, "CHECK"},
 		{"plexusd's ADD", "ADD", conf(""), true, 0, ""},
@@ -61,7 +62,7 @@ func TestEachCallParsesTheConfigOnce(t *testing.T) {
 				"CNI_IFNAME": "eth0", "CNI_PATH": dir,
 			}
 			for k, v := range env {
-				t.Setenv(k, v) // the DEL fallback forwards the process's CNI_* environment
+				t.Setenv(k, v)
 			}
 			parses := 0
 			o := Options{parse: func(b []byte) (*config.Config, error) { parses++; return config.Parse(b) }}

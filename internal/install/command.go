@@ -30,7 +30,7 @@ func ParseArgs(args []string, getenv func(string) string, stderr io.Writer) (Opt
 	o := Options{}
 	var binaries, extra, server string
 	fs.StringVar(&o.SrcBinDir, "src-bin-dir", DefaultSrcBinDir, "directory holding the binaries to install")
-	fs.StringVar(&binaries, "binaries", "plexus,plexus-stages", "comma-separated binaries to copy from --src-bin-dir")
+	fs.StringVar(&binaries, "binaries", "plexus", "comma-separated binaries to copy from --src-bin-dir")
 	fs.StringVar(&o.BinDir, "cni-bin-dir", DefaultBinDir, "the host's CNI bin directory")
 	fs.StringVar(&o.DefaultConfDir, "default-conf-dir", DefaultConfDir, "where the cluster-wide default network writes its CNI config")
 	fs.StringVar(&o.ConfDir, "cni-conf-dir", "", "kubelet's CNI config directory (default: --default-conf-dir; s6.1.1 recommends a directory of its own)")

@@ -1,7 +1,6 @@
 // Package shim is thick mode's forwarder: it sends a CNI call to plexusd
 // over its unix socket and hands back the answer exactly. The plexus-shim
-// binary is Main; the plexus plugin uses Forward when its config names a
-// socket.
+// binary is Main.
 package shim
 
 import (
