@@ -17,6 +17,7 @@ import (
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
 
+	"github.com/plexus-cni/plexus/core/codes"
 	"github.com/plexus-cni/plexus/core/config"
 	"github.com/plexus-cni/plexus/core/lock"
 	"github.com/plexus-cni/plexus/core/pipeline"
@@ -177,7 +178,7 @@ func (o Options) build(ctx context.Context, conf *config.Config, a *skel.CmdArgs
 	src, err := sources(conf, cmd, log)
 	if err != nil {
 		if cmd != CmdDel {
-			return nil, nil, types.NewError(pipeline.CodePodLookup, err.Error(), "")
+			return nil, nil, types.NewError(codes.PodLookup, err.Error(), "")
 		}
 		log.Warn("source unavailable for DEL; continuing from the record", "err", err)
 	}

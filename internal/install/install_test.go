@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/plexus-cni/plexus/core/codes"
 	"github.com/plexus-cni/plexus/core/config"
 	"github.com/plexus-cni/plexus/core/pipeline"
 )
@@ -414,8 +415,8 @@ func TestNewRejectsBadOptions(t *testing.T) {
 
 func TestCommandExitsOnBadFlags(t *testing.T) {
 	var stderr bytes.Buffer
-	if code := Command(context.Background(), []string{"--nope"}, func(string) string { return "" }, &stderr); code != exitUsage {
-		t.Errorf("exit %d, want %d", code, exitUsage)
+	if code := Command(context.Background(), []string{"--nope"}, func(string) string { return "" }, &stderr); code != codes.ExitUsage {
+		t.Errorf("exit %d, want %d", code, codes.ExitUsage)
 	}
 	if !strings.Contains(stderr.String(), "--nope") && !strings.Contains(stderr.String(), "nope") {
 		t.Errorf("stderr %q does not name the flag", stderr.String())

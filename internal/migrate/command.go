@@ -11,13 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
-)
 
-// Exit codes of plexusctl migrate.
-const (
-	exitOK    = 0
-	exitFail  = 1
-	exitUsage = 64
+	"github.com/plexus-cni/plexus/core/codes"
 )
 
 const usage = `usage: plexusctl migrate [--from FILE] [--kubeconfig FILE [--namespace NS] [--configmap NAME]] [--out DIR] [--policy-dir DIR]
@@ -47,13 +42,13 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "plexusctl migrate: %v\n", err)
 		}
 		fmt.Fprint(stderr, usage)
-		return exitUsage
+		return codes.ExitUsage
 	}
 	if err := run(ctx, runArgs{from: *from, kubeconfig: *kubeconfig, namespace: *namespace, configmap: *configmap, out: *out, policyDir: *policyDir}, stdout); err != nil {
 		fmt.Fprintf(stderr, "plexusctl migrate: %v\n", err)
-		return exitFail
+		return codes.ExitFail
 	}
-	return exitOK
+	return codes.ExitOK
 }
 
 type runArgs struct {

@@ -14,6 +14,7 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/plexus-cni/plexus/core/codes"
 	"github.com/plexus-cni/plexus/core/pipeline"
 	"github.com/plexus-cni/plexus/core/record"
 	"github.com/plexus-cni/plexus/core/selection"
@@ -309,12 +310,12 @@ func (r *reconciler) condition(ctx context.Context, pod *source.Pod, c kube.PodC
 // permanentCodes are failures the same annotation would meet again: only
 // a new annotation is tried.
 var permanentCodes = map[uint]string{
-	pipeline.CodeInvalidSelection:  "InvalidSelection",
-	pipeline.CodePolicyDenied:      "PolicyDenied",
-	pipeline.CodeExtension:         "ExtensionRejected",
-	pipeline.CodeNotHonored:        "RequestNotHonored",
-	pipeline.CodeInterfaceConflict: "InterfaceConflict",
-	pipeline.CodePodLookup:         "PodMismatch",
+	codes.InvalidSelection:  "InvalidSelection",
+	codes.PolicyDenied:      "PolicyDenied",
+	codes.Extension:         "ExtensionRejected",
+	codes.NotHonored:        "RequestNotHonored",
+	codes.InterfaceConflict: "InterfaceConflict",
+	codes.PodLookup:         "PodMismatch",
 }
 
 func isTransient(err error) bool {
@@ -333,11 +334,11 @@ func failureReason(err error) string {
 			return r
 		}
 		switch te.Code {
-		case pipeline.CodeNetworkNotFound:
+		case codes.NetworkNotFound:
 			return "NetworkNotFound"
-		case pipeline.CodeAttachFailed:
+		case codes.AttachFailed:
 			return "AttachFailed"
-		case pipeline.CodeDetachFailed:
+		case codes.DetachFailed:
 			return "DetachFailed"
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/containernetworking/cni/libcni"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/plexus-cni/plexus/core/codes"
 	"github.com/plexus-cni/plexus/core/config"
 	"github.com/plexus-cni/plexus/core/pipeline"
 	"github.com/plexus-cni/plexus/core/source"
@@ -262,7 +263,7 @@ func (d *Daemon) block(next daemon.Handler) daemon.Handler {
 	return func(ctx context.Context, c *daemon.Call) *daemon.Reply {
 		if c.Env["CNI_COMMAND"] == "ADD" {
 			if err := d.waitDefault(ctx); err != nil {
-				return &daemon.Reply{Failed: true, Stdout: []byte(fmt.Sprintf(`{"code":%d,"msg":%q}`, pipeline.CodeDefaultNotReady, err.Error()))}
+				return &daemon.Reply{Failed: true, Stdout: []byte(fmt.Sprintf(`{"code":%d,"msg":%q}`, codes.DefaultNotReady, err.Error()))}
 			}
 		}
 		return next(ctx, c)

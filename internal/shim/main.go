@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/plexus-cni/plexus/core/codes"
 	"github.com/plexus-cni/plexus/core/config/daemonconf"
 	"github.com/plexus-cni/plexus/internal/daemon/wire"
 )
@@ -35,7 +36,7 @@ func Main(about string, environ []string, stdin io.Reader, stdout, stderr io.Wri
 	}
 	raw, conf, err := readConfig(stdin)
 	if err != nil {
-		return fail(stdout, &Error{CodeInvalidNetworkConfig, err.Error()})
+		return fail(stdout, &Error{codes.InvalidNetworkConfig, err.Error()})
 	}
 	var delStatus int
 	reply, err := Forward(conf, &wire.Call{Env: env, Stdin: raw}, func() (err error) {
@@ -47,11 +48,11 @@ func Main(about string, environ []string, stdin io.Reader, stdout, stderr io.Wri
 	case errors.As(err, &se):
 		return fail(stdout, se)
 	case err != nil:
-		return fail(stdout, &Error{CodeInternal, err.Error()})
+		return fail(stdout, &Error{codes.Internal, err.Error()})
 	case reply == nil: // the full plugin ran the DEL and answered
 		return delStatus
 	case reply.Failed && !bytes.HasPrefix(reply.Stdout, []byte("{")):
-		return fail(stdout, &Error{CodeInternal, "plexusd returned an unreadable error: " + string(reply.Stdout)})
+		return fail(stdout, &Error{codes.Internal, "plexusd returned an unreadable error: " + string(reply.Stdout)})
 	case reply.Failed:
 		_, err := stdout.Write(reply.Stdout)
 		return status(err, 1)

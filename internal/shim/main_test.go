@@ -10,6 +10,7 @@ import (
 
 	"github.com/containernetworking/cni/pkg/version"
 
+	"github.com/plexus-cni/plexus/core/codes"
 	"github.com/plexus-cni/plexus/internal/daemon"
 )
 
@@ -72,15 +73,15 @@ func TestRepliesAreRelayedExactly(t *testing.T) {
 		t.Errorf("CHECK: %d %q", status, out)
 	}
 	out, _, status := run("DEL", conf)
-	assertCNIError(t, out, status, CodeInternal, "plexusd returned an unreadable error: not json")
+	assertCNIError(t, out, status, codes.Internal, "plexusd returned an unreadable error: not json")
 }
 
 func TestWithoutPlexusd(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "nobody.sock")
 	out, _, status := run("CHECK", `{"daemonSocket":"`+sock+`"}`)
-	assertCNIError(t, out, status, CodeDaemonUnreachable, "plexusd is unreachable at "+sock+": connecting: ")
+	assertCNIError(t, out, status, codes.DaemonUnreachable, "plexusd is unreachable at "+sock+": connecting: ")
 	out, _, status = run("ADD", `{"daemonSocket":"`+sock+`","daemonWait":"50ms"}`)
-	assertCNIError(t, out, status, CodeDaemonUnreachable, "pod demo/web: plexusd is unreachable at "+sock+": connecting: ")
+	assertCNIError(t, out, status, codes.DaemonUnreachable, "pod demo/web: plexusd is unreachable at "+sock+": connecting: ")
 	if !strings.HasSuffix(strings.TrimSpace(out), `(waited 50ms)"`+"\n}") {
 		t.Errorf("ADD does not say how long it waited: %s", out)
 	}
@@ -94,10 +95,10 @@ func TestBadConfigsAreRefusedByName(t *testing.T) {
 		`{"daemonSocket":"/p.sock","daemonWait":20}`: `plexus config: "daemonWait": 20 is not a duration string`,
 	} {
 		out, _, status := run("ADD", conf)
-		assertCNIError(t, out, status, CodeInvalidNetworkConfig, want)
+		assertCNIError(t, out, status, codes.InvalidNetworkConfig, want)
 	}
 	out, _, status := run("ADD", `{"daemonSocket":"/p.sock","x":"`+strings.Repeat("x", 4<<20)+`"}`)
-	assertCNIError(t, out, status, CodeInvalidNetworkConfig, "reading the config from stdin: over the limit")
+	assertCNIError(t, out, status, codes.InvalidNetworkConfig, "reading the config from stdin: over the limit")
 }
 
 func assertCNIError(t *testing.T, out string, status int, code uint, prefix string) {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/plexus-cni/plexus/core/codes"
 	"github.com/plexus-cni/plexus/core/config/daemonconf"
 	"github.com/plexus-cni/plexus/internal/daemon/wire"
 	"github.com/plexus-cni/plexus/internal/jsonstr"
@@ -17,15 +18,6 @@ import (
 // CNIVersions are the CNI versions plexus supports (the plugin's, plexusd's
 // and the shim's), oldest first.
 var CNIVersions = []string{"0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"}
-
-// CNI error codes the forwarder reports itself.
-const (
-	// CodeDaemonUnreachable: plexusd could not be reached for an ADD.
-	CodeDaemonUnreachable uint = 115
-	// The CNI spec's well-known codes.
-	CodeInvalidNetworkConfig uint = 7
-	CodeInternal             uint = 999
-)
 
 // Error is a CNI error: what the runtime reads from a failing plugin.
 type Error struct {
@@ -58,11 +50,11 @@ func Forward(conf *daemonconf.Daemon, call *wire.Call, delFallback func() error)
 	case "ADD":
 		wait := conf.Wait()
 		if err := client.WaitReady(time.Now().Add(wait)); err != nil {
-			return nil, &Error{CodeDaemonUnreachable, podOf(call) + ": " + err.Error() + " (waited " + wait.String() + ")"}
+			return nil, &Error{codes.DaemonUnreachable, podOf(call) + ": " + err.Error() + " (waited " + wait.String() + ")"}
 		}
 		return client.Do(call)
 	}
-	return nil, &Error{CodeDaemonUnreachable, err.Error()}
+	return nil, &Error{codes.DaemonUnreachable, err.Error()}
 }
 
 // CNIEnv collects the CNI_* variables of an environment; a repeated one

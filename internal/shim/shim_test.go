@@ -4,11 +4,12 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/plexus-cni/plexus/core/codes"
 	"github.com/plexus-cni/plexus/internal/daemon/wire"
 )
 
 func TestErrorDocumentIsACNIError(t *testing.T) {
-	e := &Error{Code: CodeDaemonUnreachable, Msg: "plexusd \"down\"\n"}
+	e := &Error{Code: codes.DaemonUnreachable, Msg: "plexusd \"down\"\n"}
 	var got struct {
 		Code uint   `json:"code"`
 		Msg  string `json:"msg"`
