@@ -5,7 +5,12 @@
 package main
 
 import (
+	"context"
 	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/containernetworking/cni/pkg/skel"
 
 	"github.com/plexus-cni/plexus/internal/cniplugin"
 	"github.com/plexus-cni/plexus/internal/stages"
@@ -15,5 +20,10 @@ import (
 var Version = "dev"
 
 func main() {
-	os.Exit(cniplugin.Main(cniplugin.Options{Stages: stages.Options{}.Build}, "plexus "+Version+": NPWG multi-network CNI meta-plugin"))
+	// SIGTERM and SIGINT cancel the call's context: it unwinds instead of
+	// stopping midway.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	o := cniplugin.Options{Stages: stages.Options{}.Build}
+	skel.PluginMainFuncs(o.Funcs(ctx, os.Stdout), cniplugin.Versions, "plexus "+Version+": NPWG multi-network CNI meta-plugin")
 }

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/containernetworking/cni/libcni"
@@ -25,6 +24,7 @@ import (
 	"github.com/plexus-cni/plexus/core/source"
 	"github.com/plexus-cni/plexus/core/source/kube"
 	"github.com/plexus-cni/plexus/core/source/manifests"
+	"github.com/plexus-cni/plexus/internal/cniargs"
 	"github.com/plexus-cni/plexus/internal/logfile"
 	"github.com/plexus-cni/plexus/internal/podresources"
 	"github.com/plexus-cni/plexus/internal/podroute"
@@ -92,7 +92,7 @@ func (o Options) Run(ctx context.Context, conf *config.Config, cmd Command, a *s
 	start := time.Now()
 	log, closeLog, err := o.logger(conf)
 	if err != nil {
-		return types.NewError(types.ErrInvalidNetworkConfig, err.Error(), "")
+		return types.NewError(codes.InvalidNetworkConfig, err.Error(), "")
 	}
 	defer closeLog()
 	if o.Timeout == 0 {
@@ -108,7 +108,7 @@ func (o Options) Run(ctx context.Context, conf *config.Config, cmd Command, a *s
 	defer cleanup()
 	req, err := request(a, conf)
 	if err != nil {
-		return types.NewError(types.ErrInvalidEnvironmentVariables, err.Error(), "")
+		return types.NewError(codes.InvalidEnvironment, err.Error(), "")
 	}
 	p.Log = callLogger(log, cmd, a)
 	return dispatch(ctx, p, req, cmd, stdout, start)
@@ -196,7 +196,7 @@ func (o Options) build(ctx context.Context, conf *config.Config, a *skel.CmdArgs
 		st, closeStages, err := o.Stages(ctx, conf)
 		if err != nil {
 			closeSource()
-			return nil, nil, types.NewError(types.ErrInvalidNetworkConfig, err.Error(), "")
+			return nil, nil, types.NewError(codes.InvalidNetworkConfig, err.Error(), "")
 		}
 		p.Stages = st
 		cleanup = func() { closeStages(); closeSource() }
@@ -283,8 +283,10 @@ func pluginPaths(conf *config.Config, a *skel.CmdArgs) []string {
 	return paths
 }
 
+// request is the call for the pipeline. CNI_ARGS reach it as the runtime
+// sent them, once cniargs.Load accepted them.
 func request(a *skel.CmdArgs, conf *config.Config) (*pipeline.Request, error) {
-	args, err := parseArgs(a.Args)
+	_, args, err := cniargs.Load(a.Args)
 	if err != nil {
 		return nil, err
 	}
@@ -296,22 +298,6 @@ func request(a *skel.CmdArgs, conf *config.Config) (*pipeline.Request, error) {
 		RuntimeConfig: conf.RuntimeConfig,
 		CNIVersion:    conf.CNIVersion,
 	}, nil
-}
-
-// parseArgs splits CNI_ARGS ("K=V;K2=V2").
-func parseArgs(s string) ([][2]string, error) {
-	var out [][2]string
-	for _, pair := range strings.Split(s, ";") {
-		if pair == "" {
-			continue
-		}
-		k, v, ok := strings.Cut(pair, "=")
-		if !ok || k == "" {
-			return nil, fmt.Errorf("CNI_ARGS: %q is not KEY=VALUE", pair)
-		}
-		out = append(out, [2]string{k, v})
-	}
-	return out, nil
 }
 
 // openLog writes to logFile or stderr, never stdout (the result goes there).

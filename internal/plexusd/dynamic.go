@@ -20,6 +20,7 @@ import (
 	"github.com/plexus-cni/plexus/core/selection"
 	"github.com/plexus-cni/plexus/core/source"
 	"github.com/plexus-cni/plexus/core/source/kube"
+	"github.com/plexus-cni/plexus/internal/cniargs"
 	"github.com/plexus-cni/plexus/internal/cniplugin"
 	"github.com/plexus-cni/plexus/internal/cri"
 	"github.com/plexus-cni/plexus/internal/daemon"
@@ -381,8 +382,8 @@ func (d *Daemon) startDynamic(ctx context.Context) (func(daemon.Handler) daemon.
 	return func(next daemon.Handler) daemon.Handler {
 		return func(ctx context.Context, c *daemon.Call) *daemon.Reply {
 			reply := next(ctx, c)
-			if c.Env["CNI_COMMAND"] == "ADD" && !reply.Failed {
-				if key := podKey(c.Env["CNI_ARGS"]); key != "" {
+			if c.Command() == "ADD" && !reply.Failed {
+				if key := podKey(c.CmdArgs().Args); key != "" {
 					r.enqueue(key)
 				}
 			}
@@ -427,18 +428,9 @@ func (d *Daemon) daemonPipeline(log *slog.Logger) *pipeline.Pipeline {
 
 // podKey is "namespace/name" from CNI_ARGS, "" without them.
 func podKey(args string) string {
-	var ns, name string
-	for _, kv := range strings.Split(args, ";") {
-		k, v, _ := strings.Cut(kv, "=")
-		switch k {
-		case pipeline.ArgPodNamespace:
-			ns = v
-		case pipeline.ArgPodName:
-			name = v
-		}
-	}
-	if ns == "" || name == "" {
+	p, _, err := cniargs.Load(args)
+	if err != nil || p.K8S_POD_NAMESPACE == "" {
 		return ""
 	}
-	return ns + "/" + name
+	return p.Ref()
 }

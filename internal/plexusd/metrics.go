@@ -108,7 +108,7 @@ func newMetrics() *metrics {
 // handler counts and times every call.
 func (m *metrics) handler(next daemon.Handler) daemon.Handler {
 	return func(ctx context.Context, c *daemon.Call) *daemon.Reply {
-		cmd := c.Env["CNI_COMMAND"]
+		cmd := c.Command()
 		m.inflight.Inc()
 		start := time.Now()
 		r := next(ctx, c)

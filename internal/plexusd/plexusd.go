@@ -261,7 +261,7 @@ func (d *Daemon) block(next daemon.Handler) daemon.Handler {
 		return next
 	}
 	return func(ctx context.Context, c *daemon.Call) *daemon.Reply {
-		if c.Env["CNI_COMMAND"] == "ADD" {
+		if c.Command() == "ADD" {
 			if err := d.waitDefault(ctx); err != nil {
 				return &daemon.Reply{Failed: true, Stdout: []byte(fmt.Sprintf(`{"code":%d,"msg":%q}`, codes.DefaultNotReady, err.Error()))}
 			}
