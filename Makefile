@@ -67,7 +67,7 @@ test: build k8s-bins node-bins node-deps pause-image image
 # report "context deadline exceeded" as the time runs out (golang/go#75804).
 # 40,000 inputs take 1-5 s per target here.
 FUZZTIME ?= 40000x
-FUZZ_TARGETS := core/selection:FuzzParse core/selection:FuzzArgKeyFolding core/status:FuzzFromResult core/record:FuzzDecode core/nad:FuzzFromSpecConfig extensions:FuzzGuestOutput internal/wasmbin:FuzzAddDeadlineCheck internal/wasmbin:FuzzBoundTables internal/daemon/wire:FuzzDecodeRequest internal/podresources:FuzzDecodePods
+FUZZ_TARGETS := core/selection:FuzzParse core/selection:FuzzArgKeyFolding core/status:FuzzFromResult core/record:FuzzDecode core/nad:FuzzFromSpecConfig extensions:FuzzGuestOutput internal/wasmbin:FuzzAddDeadlineCheck internal/wasmbin:FuzzBoundTables internal/daemon/wire:FuzzDecodeRequest
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		$(GO) test ./$${t%%:*} -run '^$$' -fuzz "^$${t##*:}\$$" -fuzztime $(FUZZTIME); \

@@ -149,7 +149,18 @@ func (p *preparePlan) apply(a *pipeline.Attachment) {
 // checkStatusKeys enforces s5.3 on an enrich output: every key has a
 // period (the others are reserved) and lies under the module's prefixes.
 func checkStatusKeys(d *Declaration, keys map[string]json.RawMessage) error {
+	if len(keys) > maxStatusKeys {
+		return fmt.Errorf("%d status keys exceed the cap of %d per call", len(keys), maxStatusKeys)
+	}
+	total := 0
 	for _, k := range sortedKeys(keys) {
+		total += len(k) + len(keys[k])
+		if len(keys[k]) > maxStatusValue {
+			return fmt.Errorf("status key %q: value of %d bytes exceeds the cap of %d", k, len(keys[k]), maxStatusValue)
+		}
+		if total > maxStatusCallBytes {
+			return fmt.Errorf("status keys exceed the cap of %d bytes per call", maxStatusCallBytes)
+		}
 		if !strings.Contains(k, ".") {
 			return fmt.Errorf("status key %q is reserved by the specification (s5.3)", k)
 		}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/tetratelabs/wazero"
 
@@ -209,8 +211,56 @@ func warner(w func(string)) func(string) {
 	return w
 }
 
+// Caps on what one hook call may hand to the pod's owner and its status
+// (sdk/ABI.md, "Limits and failures"). Each warning becomes part of an
+// Event and a log line, and each status value part of a pod annotation,
+// all written to the API server: a module may not flood either.
+const (
+	maxWarnings        = 5
+	maxWarningBytes    = 512
+	maxStatusKeys      = 16
+	maxStatusValue     = 4 << 10
+	maxStatusCallBytes = 16 << 10
+)
+
+// relayWarnings hands a call's warnings to the pod's owner as one message
+// (one Event), at most maxWarnings of them, each cut to maxWarningBytes.
+// The rest are counted, in the message and in DroppedWarnings.
 func (m *module) relayWarnings(hook string, ws []string, warn func(string)) {
-	for _, w := range ws {
-		warn(fmt.Sprintf("extension %q (%s): %s", m.name(), hook, w))
+	if len(ws) == 0 {
+		return
 	}
+	shown := ws[:min(len(ws), maxWarnings)]
+	parts := make([]string, len(shown))
+	for i, w := range shown {
+		parts[i] = truncate(w, maxWarningBytes)
+	}
+	msg := fmt.Sprintf("extension %q (%s): %s", m.name(), hook, strings.Join(parts, "; "))
+	if extra := len(ws) - len(shown); extra > 0 {
+		m.dropped.Add(uint64(extra))
+		msg += fmt.Sprintf(" (%d more warnings not shown)", extra)
+	}
+	warn(msg)
+}
+
+// truncate cuts s to at most n bytes on a rune boundary, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// DroppedWarnings counts the warnings modules returned past the cap of
+// one call, since the host was built.
+func (h *Host) DroppedWarnings() uint64 {
+	var n uint64
+	for _, m := range h.modules {
+		n += m.dropped.Load()
+	}
+	return n
 }

@@ -214,6 +214,7 @@ func TestHostileModules(t *testing.T) {
 		{"panic", abi.HookPrepare, ModuleConfig{}, "module error: panic in prepare hook: hostile panic"},
 		{"unowned", abi.HookEnrich, ModuleConfig{EnrichFailure: PolicyFail}, `status key "org.other.key" is outside the module's prefixes`},
 		{"reserved", abi.HookEnrich, ModuleConfig{EnrichFailure: PolicyFail}, `status key "ips" is reserved by the specification (s5.3)`},
+		{"bigstatus", abi.HookEnrich, ModuleConfig{EnrichFailure: PolicyFail}, `status key "com.hostile.big": value of 921602 bytes exceeds the cap of 4096`},
 	}
 	trapped := map[string]bool{"loop": true, "membomb": true, "trap": true, "bigoutput": true}
 	for _, c := range cases {
@@ -369,6 +370,31 @@ func TestEnrichAllAndWarningsRelayed(t *testing.T) {
 	}
 	if string(e.Extra["com.hostile.seen"]) != `"cluster/default"` {
 		t.Fatalf("extra = %v", e.Extra)
+	}
+}
+
+// TestWarningsCappedPerCall: a module's flood of warnings reaches the pod's
+// owner as one message (one Event) with the first few, and the rest are
+// counted, not relayed.
+func TestWarningsCappedPerCall(t *testing.T) {
+	h := newHost(t, Config{Modules: []ModuleConfig{{Path: wasmPath(t, "misbehave"), Config: json.RawMessage(`{"mode":"warnflood"}`)}}})
+	var w warnings
+	if err := runHook(h, abi.HookPrepare, w.add); err != nil {
+		t.Fatal(err)
+	}
+	if len(w) != 1 || !strings.HasPrefix(w[0], `extension "misbehave" (prepare): w; w; w; w; w (199995 more warnings not shown)`) {
+		t.Fatalf("warnings = %.300q", w)
+	}
+	if n := h.DroppedWarnings(); n != 199995 {
+		t.Errorf("DroppedWarnings = %d, want 199995", n)
+	}
+}
+
+func TestTruncateKeepsRunes(t *testing.T) {
+	for in, want := range map[string]string{"abc": "abc", "abcdef": "abcd…", "abéé": "abé…", "abcé": "abc…", "ééé": "éé…"} {
+		if got := truncate(in, 4); got != want {
+			t.Errorf("truncate(%q, 4) = %q, want %q", in, got, want)
+		}
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -33,6 +34,9 @@ type module struct {
 	dir    string                  // cache dir for the compile lock
 	// longLived asks for wasmbin's deadline check (Config.LongLived).
 	longLived bool
+
+	// dropped counts warnings past the cap of a call (relayWarnings).
+	dropped atomic.Uint64
 
 	mu sync.Mutex
 	// ticked: load compiled the module with wasmbin's deadline check,

@@ -16,9 +16,21 @@ import (
 const benchAnnotation = `[{"name":"blue","ips":["192.0.2.7/24"],"mac":"02:00:00:00:00:01","interface":"data0"},` +
 	`{"name":"blue","namespace":"shared"},{"name":"red"}]`
 
-func benchRequestEngine(b *testing.B, evaluator string) (*Engine, *pipeline.AuthorizeRequest) {
+func benchRequestEngine(b *testing.B) (*Engine, *pipeline.AuthorizeRequest) {
 	b.Helper()
-	e := libraryEngineWith(b, evaluator)
+	e := libraryEngine(b)
+	req := benchRequest(b)
+	d, err := e.Authorize(context.Background(), req)
+	if err != nil || !d.Allowed {
+		b.Fatalf("benchmark request not allowed: %+v %v", d, err)
+	}
+	return e, req
+}
+
+// benchRequest is benchAnnotation's first element, which the library with
+// every rule enabled allows.
+func benchRequest(b *testing.B) *pipeline.AuthorizeRequest {
+	b.Helper()
 	req := newRequest(b, benchAnnotation)
 	req.Pod.Namespace = "telco"
 	req.Attachment.NAD.Annotations = map[string]string{
@@ -31,61 +43,51 @@ func benchRequestEngine(b *testing.B, evaluator string) (*Engine, *pipeline.Auth
 		}
 	}
 	req.Attachment.NAD.Namespace = "telco"
-	d, err := e.Authorize(context.Background(), req)
-	if err != nil || !d.Allowed {
-		b.Fatalf("benchmark request not allowed: %+v %v", d, err)
-	}
-	return e, req
+	return req
 }
 
-// BenchmarkDecision is one prepared decision with the whole library
-// enabled, building the input included, on each evaluator:
+// BenchmarkDecision is one decision on a prepared query, as plexusd makes
+// it, with the whole library enabled, building the input included:
 // go test ./policies -run '^$' -bench Decision -benchmem
 func BenchmarkDecision(b *testing.B) {
-	for _, ev := range evaluators {
-		b.Run(ev, func(b *testing.B) {
-			e, in := benchRequestEngine(b, ev)
-			ctx := context.Background()
-			b.ReportAllocs()
-			for b.Loop() {
-				if d, _ := e.Authorize(ctx, in); !d.Allowed {
-					b.Fatalf("denied: %+v", d)
-				}
-			}
-		})
+	e, in := benchRequestEngine(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if d, _ := e.Authorize(ctx, in); !d.Allowed {
+			b.Fatalf("denied: %+v", d)
+		}
 	}
 }
 
 // BenchmarkDecisionP99 reports the 50th and 99th percentiles of 10,000
 // back-to-back decisions (the goal is p99 below 200µs; measured, not
-// asserted), for three policies over the same request, on each evaluator:
+// asserted), for three policies over the same request:
 //   - constant: a decision that reads nothing, the floor this process and
 //     machine impose (OPA's setup per evaluation, the garbage collector);
 //   - isolation: namespace isolation from the library, a typical policy;
 //   - library: every library rule enabled, each taking its costly path.
 func BenchmarkDecisionP99(b *testing.B) {
-	_, req := benchRequestEngine(b, EvaluatorTopdown)
+	_, req := benchRequestEngine(b)
 	data := filepath.Join(b.TempDir(), "isolation.yaml")
 	if err := os.WriteFile(data, []byte("plexus:\n  config:\n    namespace_isolation: {enabled: true, global_namespaces: [shared]}\n"), 0o644); err != nil {
 		b.Fatal(err)
 	}
 	constant := writeFiles(b, map[string]string{"p.rego": decisionPolicy(`{"allowed": true, "reasons": []}`)})
-	for _, ev := range evaluators {
-		engines := []struct {
-			name string
-			e    *Engine
-		}{
-			{"constant", newEngine(b, Config{Paths: []string{constant}, Evaluator: ev})},
-			{"isolation", newEngine(b, Config{Paths: []string{libraryDir, data}, Evaluator: ev})},
-			{"library", libraryEngineWith(b, ev)},
-		}
-		for _, tc := range engines {
-			b.Run(ev+"/"+tc.name, func(b *testing.B) {
-				p50, p99 := percentiles(b, tc.e, req)
-				b.ReportMetric(p99, "p99-µs")
-				b.ReportMetric(p50, "p50-µs")
-			})
-		}
+	engines := []struct {
+		name string
+		e    *Engine
+	}{
+		{"constant", newEngine(b, Config{Paths: []string{constant}})},
+		{"isolation", newEngine(b, Config{Paths: []string{libraryDir, data}})},
+		{"library", libraryEngine(b)},
+	}
+	for _, tc := range engines {
+		b.Run(tc.name, func(b *testing.B) {
+			p50, p99 := percentiles(b, tc.e, req)
+			b.ReportMetric(p99, "p99-µs")
+			b.ReportMetric(p50, "p50-µs")
+		})
 	}
 }
 

@@ -8,6 +8,7 @@
 package policies
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -33,24 +34,19 @@ type Config struct {
 	// Deadline bounds one evaluation, up to MaxDeadline; DefaultDeadline
 	// when unset.
 	Deadline Duration `json:"deadline,omitempty"`
-	// Evaluator runs the decisions: EvaluatorTopdown when empty.
+	// Evaluator may only name OPA's topdown evaluator, the one plexus
+	// has; see checkEvaluator.
 	Evaluator string `json:"evaluator,omitempty"`
 }
 
-// The evaluators. Both decide alike (the tests run every policy case
-// through both); they differ in cost:
-//   - topdown, OPA's interpreter: ready in a few milliseconds, for the
-//     thin plugin, which loads the policy in every ADD;
-//   - wasm, the policy compiled to WebAssembly and run in wazero: ~70 ms
-//     to prepare, then a decision is several times cheaper, for plexusd;
-//   - auto: wasm when the policy can be compiled to it (the query is a
-//     plain data reference, no "with", no built-in that yields several
-//     values), topdown otherwise.
-const (
-	EvaluatorTopdown = "topdown"
-	EvaluatorWasm    = "wasm"
-	EvaluatorAuto    = "auto"
-)
+// EvaluatorTopdown is OPA's interpreter, which evaluates every decision.
+const EvaluatorTopdown = "topdown"
+
+// evaluatorAuto is accepted as topdown: it asks plexus to pick the
+// evaluator, and configs that set it should keep loading rather than stop
+// plexusd and the plugin. "wasm" asks for one plexus does not have, and is
+// refused.
+const evaluatorAuto = "auto"
 
 // Duration is the config's duration type (a Go duration string in JSON).
 type Duration = config.Duration
@@ -63,16 +59,27 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Query == "" {
 		c.Query = DefaultQuery
 	}
-	switch c.Evaluator {
-	case "":
-		c.Evaluator = EvaluatorTopdown
-	case EvaluatorTopdown, EvaluatorWasm, EvaluatorAuto:
-	default:
-		return c, fmt.Errorf("policy config: evaluator %q is not one of %s, %s, %s", c.Evaluator, EvaluatorTopdown, EvaluatorWasm, EvaluatorAuto)
+	ev, err := checkEvaluator(c.Evaluator)
+	if err != nil {
+		return c, err
 	}
+	c.Evaluator = ev
 	if d := time.Duration(c.Deadline); d > MaxDeadline {
 		return c, fmt.Errorf(`policy config: "deadline": %q is outside (0, %s]`, d, MaxDeadline)
 	}
 	c.Deadline = Duration(c.Deadline.Or(DefaultDeadline))
 	return c, nil
+}
+
+// checkEvaluator returns the evaluator a config's "evaluator" names:
+// topdown when empty, "topdown" or "auto", an error naming the fix
+// otherwise.
+func checkEvaluator(name string) (string, error) {
+	switch name {
+	case "", EvaluatorTopdown, evaluatorAuto:
+		return EvaluatorTopdown, nil
+	case "wasm":
+		return "", errors.New(`policy config: "evaluator": "wasm" is no longer supported: plexus evaluates policies with OPA's topdown; remove the key`)
+	}
+	return "", fmt.Errorf(`policy config: "evaluator": %q is not supported: plexus evaluates policies with OPA's topdown; remove the key`, name)
 }

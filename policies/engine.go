@@ -2,11 +2,9 @@ package policies
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -29,24 +27,23 @@ const (
 	CodeInput     = "policy.input"     // the request could not become an input document
 )
 
-// Engine is a compiled policy; it is safe for concurrent use.
+// Engine is a compiled policy; it is safe for concurrent use. plexusd
+// keeps one and decides many times on it; the thin plugin compiles one
+// per ADD.
 type Engine struct {
-	query     rego.PreparedEvalQuery // the topdown evaluator's
-	wasm      *wasmPolicy            // the wasm evaluator, when chosen
-	evaluator string
-	fallback  string // why "auto" chose topdown
-	queryStr  string
-	deadline  time.Duration
-	use       inputUse
-	inputBufs sync.Pool // *[]byte, the wasm evaluator's input documents
+	query    rego.PreparedEvalQuery
+	queryStr string
+	deadline time.Duration
+	use      inputUse
 }
 
 var _ pipeline.Authorizer = (*Engine)(nil)
 
-// New loads and compiles the policy once. Rego v1 syntax, strict compile,
-// forbidden built-ins refused (capabilities.go); built-in errors abort the
-// evaluation instead of making an expression silently undefined, since an
-// undefined deny rule would let a request through.
+// New loads and compiles the policy once, into a query prepared for OPA's
+// topdown evaluator. Rego v1 syntax, strict compile, forbidden built-ins
+// refused (capabilities.go); built-in errors abort the evaluation instead
+// of making an expression silently undefined, since an undefined deny rule
+// would let a request through.
 func New(ctx context.Context, cfg Config) (*Engine, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -60,51 +57,14 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The topdown compile checks the policy either way: its errors are
-	// the ones an admin knows from opa and plexusctl.
 	pq, err := prepare(ctx, loaded, cfg.Query)
 	if err != nil {
 		return nil, fmt.Errorf("compiling policy from %s: %w", strings.Join(cfg.Paths, ", "), err)
 	}
-	e := &Engine{
-		query: pq, evaluator: EvaluatorTopdown, queryStr: cfg.Query, deadline: time.Duration(cfg.Deadline),
-		use:       inputUseOf(loaded.Modules, query),
-		inputBufs: sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }},
-	}
-	if cfg.Evaluator == EvaluatorTopdown {
-		return e, nil
-	}
-	wp, err := prepareWasm(ctx, loaded, query)
-	switch {
-	case err == nil:
-		e.wasm, e.evaluator = wp, EvaluatorWasm
-	case cfg.Evaluator == EvaluatorAuto:
-		e.fallback = err.Error()
-	default:
-		return nil, fmt.Errorf("policy from %s: evaluator wasm: %w", strings.Join(cfg.Paths, ", "), err)
-	}
-	return e, nil
-}
-
-func prepareWasm(ctx context.Context, l *Loaded, query ast.Body) (*wasmPolicy, error) {
-	prog, err := compileWasm(ctx, l.Modules, query)
-	if err != nil {
-		return nil, err
-	}
-	return newWasmPolicy(ctx, prog, l.Data)
-}
-
-// Evaluator says which evaluator decides, and, when "auto" could not use
-// wasm, why.
-func (e *Engine) Evaluator() (name, fallback string) { return e.evaluator, e.fallback }
-
-// Close releases the wasm evaluator's runtime. Decisions still running on
-// it fail closed; call it once no caller uses the engine.
-func (e *Engine) Close(ctx context.Context) error {
-	if e.wasm == nil {
-		return nil
-	}
-	return e.wasm.close(ctx)
+	return &Engine{
+		query: pq, queryStr: cfg.Query, deadline: time.Duration(cfg.Deadline),
+		use: inputUseOf(loaded.Modules, query),
+	}, nil
 }
 
 func prepare(ctx context.Context, l *Loaded, query string) (rego.PreparedEvalQuery, error) {
@@ -148,11 +108,10 @@ func (e *Engine) Decide(ctx context.Context, input map[string]any) (d pipeline.D
 			d = deny(CodeError, fmt.Sprintf("policy query %s failed: evaluation panicked: %v", e.queryStr, r))
 		}
 	}()
+	// rego cancels the evaluation when ctx ends (topdown.Cancel), so the
+	// deadline stops a policy that loops.
 	ctx, cancel := context.WithTimeout(ctx, e.deadline)
 	defer cancel()
-	if e.wasm != nil {
-		return e.decideWasm(ctx, input)
-	}
 	rs, err := e.query.Eval(ctx, rego.EvalParsedInput(ast.LazyObject(input)))
 	if err != nil {
 		return e.evalFailure(ctx, err)
@@ -164,37 +123,6 @@ func (e *Engine) Decide(ctx context.Context, input map[string]any) (d pipeline.D
 		return deny(CodeMalformed, fmt.Sprintf("policy query %s has %d results; it must have one", e.queryStr, len(rs)))
 	}
 	dec, err := parseDecision(rs[0].Expressions[0].Value)
-	if err != nil {
-		return deny(CodeMalformed, fmt.Sprintf("policy query %s: %v", e.queryStr, err))
-	}
-	return dec
-}
-
-// decideWasm is Decide on the wasm evaluator; ctx has the deadline.
-func (e *Engine) decideWasm(ctx context.Context, input map[string]any) pipeline.Decision {
-	buf := e.inputBufs.Get().(*[]byte)
-	defer e.inputBufs.Put(buf)
-	doc, err := appendJSON((*buf)[:0], input)
-	if err != nil {
-		return deny(CodeInput, "could not encode the policy input: "+err.Error())
-	}
-	*buf = doc
-	out, err := e.wasm.decide(ctx, doc)
-	if err != nil {
-		return e.evalFailure(ctx, err)
-	}
-	// A generic value, checked by the same rules as topdown's result
-	// (exact key names, which a struct would not require).
-	var rs []struct {
-		Result any `json:"result"`
-	}
-	if err := json.Unmarshal(out, &rs); err != nil {
-		return deny(CodeMalformed, fmt.Sprintf("policy query %s: reading the result: %v", e.queryStr, err))
-	}
-	if len(rs) == 0 {
-		return deny(CodeUndefined, fmt.Sprintf("policy query %s is undefined for this attachment", e.queryStr))
-	}
-	dec, err := parseDecision(rs[0].Result)
 	if err != nil {
 		return deny(CodeMalformed, fmt.Sprintf("policy query %s: %v", e.queryStr, err))
 	}

@@ -18,12 +18,7 @@ import (
 // Every library rule, evaluated through the engine with every rule enabled
 // (testdata/config-all.yaml), so the Go path and the Rego tests agree.
 func TestLibraryRulesThroughEngine(t *testing.T) {
-	for _, ev := range evaluators {
-		t.Run(ev, func(t *testing.T) { testLibraryRulesThroughEngine(t, libraryEngineWith(t, ev)) })
-	}
-}
-
-func testLibraryRulesThroughEngine(t *testing.T, e *Engine) {
+	e := libraryEngine(t)
 	tests := []struct {
 		name       string
 		annotation string
@@ -169,21 +164,16 @@ decision := {"allowed": false, "reasons": [{"code": "x", "message": "y"}]} if in
 			wantCode: CodeMalformed, wantMsg: "2 results",
 		},
 	}
-	for _, ev := range evaluators {
-		for _, tc := range tests {
-			t.Run(ev+"/"+tc.name, func(t *testing.T) {
-				if tc.query != "" && ev == EvaluatorWasm {
-					ev = EvaluatorAuto // the query is no entrypoint: topdown decides
-				}
-				dir := writeFiles(t, map[string]string{"policy.rego": tc.policy})
-				e := newEngine(t, Config{Paths: []string{dir}, Query: tc.query, Evaluator: ev})
-				d, err := e.Authorize(context.Background(), newRequest(t, "blue"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				assertDenied(t, d, tc.wantCode, tc.wantMsg)
-			})
-		}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := writeFiles(t, map[string]string{"policy.rego": tc.policy})
+			e := newEngine(t, Config{Paths: []string{dir}, Query: tc.query})
+			d, err := e.Authorize(context.Background(), newRequest(t, "blue"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			assertDenied(t, d, tc.wantCode, tc.wantMsg)
+		})
 	}
 }
 
@@ -210,36 +200,34 @@ slow if {
 }
 `
 
+// The deadline stops a policy that loops, and the engine stays usable:
+// the second decision times out the same way.
 func TestDeadlineDenies(t *testing.T) {
-	for _, ev := range evaluators {
-		t.Run(ev, func(t *testing.T) {
-			dir := writeFiles(t, map[string]string{"slow.rego": slowPolicy})
-			e := newEngine(t, Config{Paths: []string{dir}, Deadline: Duration(5 * time.Millisecond), Evaluator: ev})
-			for range 2 { // the second decision runs on a fresh wasm instance
-				d, err := e.Authorize(context.Background(), newRequest(t, "blue"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				assertDenied(t, d, CodeTimeout, "did not finish within 5ms")
-			}
-		})
+	dir := writeFiles(t, map[string]string{"slow.rego": slowPolicy})
+	e := newEngine(t, Config{Paths: []string{dir}, Deadline: Duration(5 * time.Millisecond)})
+	for range 2 {
+		start := time.Now()
+		d, err := e.Authorize(context.Background(), newRequest(t, "blue"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertDenied(t, d, CodeTimeout, "did not finish within 5ms")
+		if took := time.Since(start); took > time.Second {
+			t.Fatalf("a 5ms deadline stopped the evaluation after %s", took)
+		}
 	}
 }
 
 func TestCallerCancellationDenies(t *testing.T) {
-	for _, ev := range evaluators {
-		t.Run(ev, func(t *testing.T) {
-			dir := writeFiles(t, map[string]string{"slow.rego": slowPolicy})
-			e := newEngine(t, Config{Paths: []string{dir}, Deadline: Duration(MaxDeadline), Evaluator: ev})
-			ctx, cancel := context.WithCancel(context.Background())
-			cancel()
-			d, err := e.Authorize(ctx, newRequest(t, "blue"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			assertDenied(t, d, CodeCancelled, "cancelled")
-		})
+	dir := writeFiles(t, map[string]string{"slow.rego": slowPolicy})
+	e := newEngine(t, Config{Paths: []string{dir}, Deadline: Duration(MaxDeadline)})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	d, err := e.Authorize(ctx, newRequest(t, "blue"))
+	if err != nil {
+		t.Fatal(err)
 	}
+	assertDenied(t, d, CodeCancelled, "cancelled")
 }
 
 func TestUnusableRequestDenies(t *testing.T) {
@@ -374,10 +362,26 @@ func TestConfigDecoding(t *testing.T) {
 		},
 		{
 			name: "explicit query, deadline and evaluator are kept",
-			json: `{"paths": ["p"], "query": "data.x.d", "deadline": "20ms", "evaluator": "wasm"}`,
-			want: Config{Paths: []string{"p"}, Query: "data.x.d", Deadline: Duration(20 * time.Millisecond), Evaluator: EvaluatorWasm},
+			json: `{"paths": ["p"], "query": "data.x.d", "deadline": "20ms", "evaluator": "topdown"}`,
+			want: Config{Paths: []string{"p"}, Query: "data.x.d", Deadline: Duration(20 * time.Millisecond), Evaluator: EvaluatorTopdown},
 		},
-		{name: "unknown evaluator is refused", json: `{"paths": ["p"], "evaluator": "jit"}`, wantErr: `evaluator "jit" is not one of topdown, wasm, auto`},
+		{
+			name: "evaluator auto is topdown",
+			json: `{"paths": ["p"], "evaluator": "auto"}`,
+			want: Config{Paths: []string{"p"}, Query: DefaultQuery, Deadline: Duration(DefaultDeadline), Evaluator: EvaluatorTopdown},
+		},
+		{
+			name: "evaluator wasm is refused, saying what to do", json: `{"paths": ["p"], "evaluator": "wasm"}`,
+			wantErr: `"evaluator": "wasm" is no longer supported: plexus evaluates policies with OPA's topdown; remove the key`,
+		},
+		{
+			name: "unknown evaluator is refused, saying what to do", json: `{"paths": ["p"], "evaluator": "jit"}`,
+			wantErr: `"evaluator": "jit" is not supported: plexus evaluates policies with OPA's topdown; remove the key`,
+		},
+		{
+			name: "evaluator names are case-sensitive", json: `{"paths": ["p"], "evaluator": "Topdown"}`,
+			wantErr: `"evaluator": "Topdown" is not supported`,
+		},
 		{name: "deadline without unit is refused", json: `{"paths": ["p"], "deadline": 20}`, wantErr: `"deadline": 20 is not a duration string`},
 		{name: "unparsable deadline is refused", json: `{"paths": ["p"], "deadline": "soon"}`, wantErr: `"deadline": "soon" is not a duration`},
 		{name: "negative deadline is refused", json: `{"paths": ["p"], "deadline": "-1s"}`, wantErr: `"deadline": "-1s" must be positive`},
@@ -425,12 +429,7 @@ func TestDurationRoundTrips(t *testing.T) {
 // One engine serves every ADD of the node at once (plexusd); concurrent
 // decisions must not interfere.
 func TestConcurrentDecisionsAgree(t *testing.T) {
-	for _, ev := range evaluators {
-		t.Run(ev, func(t *testing.T) { testConcurrentDecisionsAgree(t, libraryEngineWith(t, ev)) })
-	}
-}
-
-func testConcurrentDecisionsAgree(t *testing.T, e *Engine) {
+	e := libraryEngine(t)
 	allowed := newRequest(t, "blue")
 	denied := newRequest(t, "team-b/blue")
 	errs := make(chan error, 16)

@@ -88,20 +88,14 @@ func newEngine(t testing.TB, cfg Config) *Engine {
 	if err != nil {
 		t.Fatalf("New(%+v): %v", cfg, err)
 	}
-	t.Cleanup(func() { _ = e.Close(context.Background()) })
 	return e
 }
 
 // libraryEngine has the whole library with every rule enabled.
-func libraryEngine(t testing.TB) *Engine { return libraryEngineWith(t, EvaluatorTopdown) }
-
-func libraryEngineWith(t testing.TB, evaluator string) *Engine {
+func libraryEngine(t testing.TB) *Engine {
 	t.Helper()
-	return newEngine(t, Config{Paths: []string{libraryDir, filepath.Join("testdata", "config-all.yaml")}, Evaluator: evaluator})
+	return newEngine(t, Config{Paths: []string{libraryDir, filepath.Join("testdata", "config-all.yaml")}})
 }
-
-// evaluators are the ones every decision test runs on: they must agree.
-var evaluators = []string{EvaluatorTopdown, EvaluatorWasm}
 
 func codes(d pipeline.Decision) string {
 	cs := make([]string, 0, len(d.Reasons))

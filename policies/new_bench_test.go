@@ -28,14 +28,18 @@ func BenchmarkNewAllRules(b *testing.B) {
 	}
 }
 
-// BenchmarkNewAllRulesWasm is what plexusd pays to prepare the whole library
-// on the wasm evaluator (at start and at every policy change).
-func BenchmarkNewAllRulesWasm(b *testing.B) {
+// BenchmarkThinDecision is what a thin plugin pays for one decision with
+// every rule enabled: the compile and the decision on the compiled query.
+func BenchmarkThinDecision(b *testing.B) {
+	req := benchRequest(b)
+	ctx := context.Background()
 	for b.Loop() {
-		e, err := New(context.Background(), Config{Paths: []string{"library", "testdata/config-all.yaml"}, Evaluator: EvaluatorWasm})
+		e, err := New(ctx, Config{Paths: []string{"library", "testdata/config-all.yaml"}})
 		if err != nil {
 			b.Fatal(err)
 		}
-		e.Close(context.Background())
+		if d, _ := e.Authorize(ctx, req); !d.Allowed {
+			b.Fatalf("denied: %+v", d)
+		}
 	}
 }

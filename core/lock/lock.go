@@ -4,6 +4,7 @@ package lock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -58,7 +59,12 @@ func (l *Locker) Lock(ctx context.Context, containerID string) (Unlock, error) {
 // file that was removed by its last holder after we opened it is retried,
 // so two processes never hold locks on different inodes of one path.
 func tryLock(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	// O_NOFOLLOW: a symlink planted in the directory must not make plexus
+	// create or lock a file elsewhere.
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o600)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("lock file %s is a symbolic link: refusing to follow it", path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("opening lock file: %w", err)
 	}
@@ -74,7 +80,7 @@ func tryLock(path string) (*os.File, error) {
 		f.Close()
 		return nil, fmt.Errorf("locking %s: %w", path, err)
 	}
-	now, err := os.Stat(path)
+	now, err := os.Lstat(path)
 	if err != nil || !os.SameFile(held, now) {
 		f.Close()
 		return nil, nil

@@ -3,6 +3,8 @@ package lock
 import (
 	"context"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -72,5 +74,24 @@ func TestUnlockRemoveLeavesNothing(t *testing.T) {
 	}
 	if _, err := l.Lock(context.Background(), "../x"); err == nil {
 		t.Fatal("a path was accepted as container ID")
+	}
+}
+
+// TestSymlinkedLockFileIsNotFollowed: a symlink in the lock directory in
+// place of a container's lock file is refused; its target is neither
+// created nor locked.
+func TestSymlinkedLockFileIsNotFollowed(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(t.TempDir(), "elsewhere")
+	if err := os.Symlink(target, filepath.Join(dir, "c1.lock")); err != nil {
+		t.Fatal(err)
+	}
+	l := &Locker{Dir: dir}
+	_, err := l.Lock(context.Background(), "c1")
+	if err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Fatalf("err = %v, want a refusal naming the symbolic link", err)
+	}
+	if _, err := os.Lstat(target); !os.IsNotExist(err) {
+		t.Errorf("the link's target was created: %v", err)
 	}
 }

@@ -60,6 +60,22 @@ func Interface(s string) error {
 	return nil
 }
 
+// SecondaryInterface checks a name a pod asks for its secondary interface
+// (s4.1.2.1.5): a valid interface name the kernel leaves free. "lo" is in
+// every network namespace, and the kernel refuses "all" and "default"
+// (they name its per-family sysctl directories). A delegate given one of
+// them fails its ADD and then every DEL, leaving the pod stuck.
+func SecondaryInterface(s string) error {
+	if err := Interface(s); err != nil {
+		return err
+	}
+	switch s {
+	case "lo", "all", "default":
+		return fmt.Errorf("interface name %q is reserved by the kernel", s)
+	}
+	return nil
+}
+
 // ContainerID checks a CNI container ID: alphanumerics, '_', '.', '-'.
 func ContainerID(s string) error {
 	if err := utils.ValidateContainerID(s); err != nil {

@@ -55,6 +55,17 @@ func TestInterfaceNamesLinuxRules(t *testing.T) {
 	}
 }
 
+func TestSecondaryInterfaceNamesLeaveTheKernelsOwn(t *testing.T) {
+	for in, ok := range map[string]bool{
+		"net1": true, "lo0": true, "alldata": true, "eth0": true,
+		"lo": false, "all": false, "default": false, "a/b": false, "": false,
+	} {
+		if err := SecondaryInterface(in); (err == nil) != ok {
+			t.Errorf("SecondaryInterface(%q) = %v, want ok=%v", in, err, ok)
+		}
+	}
+}
+
 func TestPluginTypeIsNeverAPath(t *testing.T) {
 	for in, ok := range map[string]bool{
 		"bridge": true, "host-local": true, "my_plugin.v2": true,

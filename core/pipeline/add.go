@@ -22,6 +22,9 @@ import (
 // publishes network-status (s5) and returns the default network's result in
 // the runtime's cniVersion. On failure nothing stays attached (s7.2).
 func (p *Pipeline) Add(ctx context.Context, req *Request) (types.Result, error) {
+	if err := p.checkNetNS(req); err != nil {
+		return nil, types.NewError(types.ErrInvalidNetNS, fmt.Sprintf("pod %s: CNI_NETNS %q is not a network namespace: %v", req.podRef(), req.NetNS, err), "")
+	}
 	unlock, err := p.Locks.Lock(ctx, req.ContainerID)
 	if err != nil {
 		return nil, newError(codes.Record, req.podRef(), "", err)
@@ -98,6 +101,7 @@ func (p *Pipeline) attachAll(ctx context.Context, req *Request, pl *plan) error 
 		}
 		res, err := p.attachOne(ctx, req, ra, pl.lists[i])
 		if err != nil {
+			ra.Rejected = delegateRejection(err)
 			return p.rollback(ctx, req, pl, newError(codes.AttachFailed, podRef, attachmentLabel(a), err))
 		}
 		a.Result = res

@@ -23,6 +23,14 @@ const teardownTimeout = 2 * time.Minute
 // failures (s7.2). It needs neither the pod, its NADs nor the source: the
 // attachment record has everything. DEL of an unknown container succeeds.
 func (p *Pipeline) Del(ctx context.Context, req *Request) error {
+	if err := p.checkNetNS(req); err != nil {
+		// Delegates refuse a CNI_NETNS that is not a namespace (or is gone)
+		// but clean up without one, as CNI's DEL allows.
+		p.Log.Debug("CNI_NETNS is not a network namespace: detaching without it", "netns", req.NetNS, "err", err)
+		r := *req
+		r.NetNS = ""
+		req = &r
+	}
 	unlock, err := p.Locks.Lock(ctx, req.ContainerID)
 	if err != nil {
 		return newError(codes.Record, req.podRef(), "", err)
@@ -105,6 +113,9 @@ func (p *Pipeline) teardown(ctx context.Context, req *Request, rec *record.Recor
 			continue
 		}
 		err := p.detachOne(ctx, req, &a)
+		if err != nil && rejectedAgain(&a, err) {
+			err = p.detachRejected(ctx, req, &a)
+		}
 		if err == nil && a.DeviceInfoFile != "" {
 			// s4.2.1: on DEL; after the delegate, which may still read it.
 			err = devinfo.Remove(a.DeviceInfoFile)

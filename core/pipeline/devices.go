@@ -26,8 +26,9 @@ const (
 )
 
 // PodDevices are the device IDs kubelet allocated to a pod's containers,
-// per resource name.
-type PodDevices map[string][]string
+// per resource name. An alias, so that a lister (internal/podresources)
+// can return it without importing the pipeline.
+type PodDevices = map[string][]string
 
 // DeviceLister tells which devices kubelet allocated to a pod. The
 // pipeline asks at most once per ADD, and only for a pod with an

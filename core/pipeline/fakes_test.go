@@ -39,10 +39,13 @@ type fakeCNI struct {
 	lastConf map[string][]byte
 	// cached is what GetCachedAttachments returns.
 	cached []*libcni.NetworkAttachment
+	// results are the ADD results by "network ifname", as libcni caches
+	// them until the DEL.
+	results map[string]types.Result
 }
 
 func newFakeCNI() *fakeCNI {
-	return &fakeCNI{fail: map[string]error{}, ips: map[string]string{}, noResult: map[string]bool{}, lastRT: map[string]*libcni.RuntimeConf{}, lastConf: map[string][]byte{}}
+	return &fakeCNI{fail: map[string]error{}, ips: map[string]string{}, noResult: map[string]bool{}, lastRT: map[string]*libcni.RuntimeConf{}, lastConf: map[string][]byte{}, results: map[string]types.Result{}}
 }
 
 func (f *fakeCNI) record(op string, list *libcni.NetworkConfigList, rt *libcni.RuntimeConf) error {
@@ -77,15 +80,25 @@ func (f *fakeCNI) AddNetworkList(_ context.Context, list *libcni.NetworkConfigLi
 	if mac == "" {
 		mac = "02:00:00:00:00:01"
 	}
-	return &types100.Result{
+	res := &types100.Result{
 		CNIVersion: "1.0.0",
 		Interfaces: []*types100.Interface{{Name: rt.IfName, Mac: mac, Sandbox: "/var/run/netns/test"}},
 		IPs:        ips,
-	}, nil
+	}
+	f.mu.Lock()
+	f.results[list.Name+" "+rt.IfName] = res
+	f.mu.Unlock()
+	return res, nil
 }
 
 func (f *fakeCNI) DelNetworkList(_ context.Context, list *libcni.NetworkConfigList, rt *libcni.RuntimeConf) error {
-	return f.record("DEL", list, rt)
+	if err := f.record("DEL", list, rt); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	delete(f.results, list.Name+" "+rt.IfName)
+	f.mu.Unlock()
+	return nil
 }
 
 func (f *fakeCNI) CheckNetworkList(_ context.Context, list *libcni.NetworkConfigList, rt *libcni.RuntimeConf) error {
@@ -106,8 +119,10 @@ func (f *fakeCNI) GetStatusNetworkList(_ context.Context, list *libcni.NetworkCo
 func (f *fakeCNI) GetCachedAttachments(string) ([]*libcni.NetworkAttachment, error) {
 	return f.cached, nil
 }
-func (f *fakeCNI) GetNetworkListCachedResult(*libcni.NetworkConfigList, *libcni.RuntimeConf) (types.Result, error) {
-	return nil, nil
+func (f *fakeCNI) GetNetworkListCachedResult(list *libcni.NetworkConfigList, rt *libcni.RuntimeConf) (types.Result, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.results[list.Name+" "+rt.IfName], nil
 }
 func (f *fakeCNI) GetNetworkListCachedConfig(*libcni.NetworkConfigList, *libcni.RuntimeConf) ([]byte, *libcni.RuntimeConf, error) {
 	return nil, nil, nil

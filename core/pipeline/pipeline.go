@@ -44,6 +44,22 @@ type Pipeline struct {
 	Log *slog.Logger
 }
 
+// NetNSChecker is a Router that also tells whether a path names a network
+// namespace, which ADD requires before it records or locks anything.
+type NetNSChecker interface {
+	CheckNetNS(path string) error
+}
+
+// checkNetNS asks the Router, when it can tell, whether the request's
+// CNI_NETNS is a network namespace; nil without one or without a checker.
+func (p *Pipeline) checkNetNS(req *Request) error {
+	c, ok := p.Routes.(NetNSChecker)
+	if !ok || req.NetNS == "" {
+		return nil
+	}
+	return c.CheckNetNS(req.NetNS)
+}
+
 // Request is one CNI call's runtime parameters.
 type Request struct {
 	ContainerID string

@@ -139,7 +139,7 @@ func (p *Pipeline) planUpdate(ctx context.Context, req *Request, pod *source.Pod
 	for _, i := range d.Attach {
 		a := selectionAttachment(req, els[i], d.IfNames[i], nads[els[i].Ref()])
 		if err := refuseDeviceHotplug(pod, a); err != nil {
-			return nil, err
+			return nil, p.refuse(ctx, pod, err)
 		}
 		pl.attachments = append(pl.attachments, a)
 	}
@@ -207,6 +207,7 @@ func (p *Pipeline) attachNew(ctx context.Context, req *Request, pl *plan, rec *r
 		}
 		res, err := p.attachOne(ctx, req, ra, pl.lists[k])
 		if err != nil {
+			ra.Rejected = delegateRejection(err)
 			return newError(codes.AttachFailed, pl.pod.Ref(), attachmentLabel(a), err)
 		}
 		a.Result = res
@@ -378,7 +379,9 @@ func (p *Pipeline) entryFor(pod *source.Pod, rec *record.Record, published map[s
 	return e
 }
 
-// publishedEntries are the pod's network-status entries by "name (interface)".
+// publishedEntries are the pod's network-status entries by "name (interface)",
+// with bare addresses in "ips" (s5.3.3) also where the entry was published
+// with prefixes.
 func publishedEntries(pod *source.Pod) map[string]*status.Entry {
 	out := map[string]*status.Entry{}
 	var list []*status.Entry
@@ -387,6 +390,7 @@ func publishedEntries(pod *source.Pod) map[string]*status.Entry {
 	}
 	for _, e := range list {
 		if e != nil {
+			e.BareIPs()
 			out[label(e.Name, e.Interface)] = e
 		}
 	}
@@ -501,7 +505,9 @@ func NeedsUpdate(rec *record.Record, pod *source.Pod, opts selection.ParseOption
 }
 
 // statusCurrent: network-status lists the record's networks, as many
-// times each (by name: a delegate may report no interface).
+// times each (by name: a delegate may report no interface), with bare
+// addresses in "ips" (s5.3.3): a status whose "ips" hold prefixes is
+// written again, with the addresses.
 func statusCurrent(pod *source.Pod, rec *record.Record) bool {
 	var list []*status.Entry
 	if json.Unmarshal([]byte(pod.Annotations[status.Annotation]), &list) != nil || len(list) != len(rec.Attachments) {
@@ -510,6 +516,9 @@ func statusCurrent(pod *source.Pod, rec *record.Record) bool {
 	count := map[string]int{}
 	for _, e := range list {
 		if e != nil {
+			if e.BareIPs() {
+				return false
+			}
 			count[e.Name]++
 		}
 	}
@@ -529,7 +538,7 @@ func statusCurrent(pod *source.Pod, rec *record.Record) bool {
 // needs what the pod's other attachments already hold, which Update does
 // not track yet. Refusing names the network rather than attach it to no
 // device or to one in use.
-func refuseDeviceHotplug(pod *source.Pod, a *Attachment) error {
+func refuseDeviceHotplug(pod *source.Pod, a *Attachment) *types.Error {
 	if a.NAD == nil || (a.NAD.Annotations[ResourceNameAnnotation] == "" && a.NAD.Annotations[ResourceClaimAnnotation] == "") {
 		return nil
 	}

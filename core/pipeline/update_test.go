@@ -348,6 +348,10 @@ func TestUpdateRefusesDeviceNetworks(t *testing.T) {
 	if got, want := f.recordNames(t), []string{"default-net (eth0) attached", "demo/net-a (net1) attached"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("record %v, want %v", got, want)
 	}
+	// A refused change is a Warning on the pod, as every other refusal.
+	if n := len(f.src.events); n == 0 || !strings.Contains(f.src.events[n-1], "NetworkChangeFailed") || !strings.Contains(f.src.events[n-1], "demo/sriov") {
+		t.Errorf("events %q, want NetworkChangeFailed naming demo/sriov", f.src.events)
+	}
 }
 
 func TestRepublishRestoresAStatusThatNeverReachedThePod(t *testing.T) {

@@ -52,6 +52,10 @@ type Attachment struct {
 	// DeviceInfoFile is the attachment's CNI device-info file (device-info
 	// spec s4.2), removed on DEL; empty without a device.
 	DeviceInfoFile string `json:"deviceInfoFile,omitempty"`
+	// Rejected is the error a delegate of an Attempted attachment answered
+	// its ADD with, as "code: message". A DEL answered with the same error
+	// means that delegate refuses its config and did nothing to undo.
+	Rejected string `json:"rejected,omitempty"`
 }
 
 // Pod identifies the pod the container belongs to.

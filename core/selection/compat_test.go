@@ -21,6 +21,7 @@ func TestParseCompatCommaInterface(t *testing.T) {
 		{"ns/name@ifname and plain", "other/net-b@data0, net-c", []string{"other/net-b", "ns/net-c"}, []string{"data0", ""}, ""},
 		{"interface too long", "net-a@abcdefghijklmnop", nil, nil, `element 0: reference "net-a@abcdefghijklmnop": interface after "@"`},
 		{"interface with a slash", "net-a@a/b", nil, nil, `interface after "@"`},
+		{"interface lo", "net-a@lo", nil, nil, `reserved by the kernel`},
 		{"empty interface", "net-a@", nil, nil, `interface after "@"`},
 		{"@ inside the name part", "ns@x/net-a", nil, nil, `element 0: reference "ns@x/net-a"`},
 	}

@@ -135,7 +135,7 @@ func parseComma(value, podNamespace string, o ParseOptions) (*Result, error) {
 		if o.Compat {
 			if before, after, found := strings.Cut(p, "@"); found {
 				ref, ifName = before, after
-				if err := names.Interface(ifName); err != nil {
+				if err := names.SecondaryInterface(ifName); err != nil {
 					return nil, errAt(i, "reference %q: interface after \"@\": %v", p, err)
 				}
 			}
@@ -362,7 +362,7 @@ func decodeInterface(v json.RawMessage) (string, error) {
 	if err := decodeString(v, &s); err != nil {
 		return "", err
 	}
-	if err := names.Interface(s); err != nil {
+	if err := names.SecondaryInterface(s); err != nil {
 		return "", err
 	}
 	return s, nil

@@ -117,6 +117,8 @@ func TestParseInvalidAnnotations(t *testing.T) {
 		{"s4.1.2.1.4 mac 8 bytes", `[{"name":"a","mac":"01:23:45:67:89:ab:cd:ef"}]`, "hardware address", 0},
 		{"s4.1.2.1.5 interface too long", `[{"name":"a","interface":"abcdefghijklmnop"}]`, "interface", 0},
 		{"s4.1.2.1.5 interface slash", `[{"name":"a","interface":"../x"}]`, "interface", 0},
+		{"s4.1.2.1.5 interface lo reserved", `[{"name":"a","interface":"lo"}]`, "reserved by the kernel", 0},
+		{"s4.1.2.1.5 interface all reserved", `[{"name":"a","interface":"all"}]`, "reserved by the kernel", 0},
 		{"s4.1.2.1.5 interface empty", `[{"name":"b"},{"name":"a","interface":""}]`, "interface", 1},
 		{"second element bad", `[{"name":"a"},{"name":"B"}]`, "DNS-1123", 1},
 		{"oversized", strings.Repeat("a,", MaxAnnotationBytes), "exceeds the limit", -1},

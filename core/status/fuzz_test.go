@@ -8,7 +8,8 @@ import (
 )
 
 // FuzzFromResult: a result of any version that libcni accepts yields a
-// status entry that encodes, and "mac" never appears without "interface".
+// status entry that encodes, "mac" never appears without "interface", and
+// "ips" holds addresses (s5.3.3).
 func FuzzFromResult(f *testing.F) {
 	for _, r := range results {
 		f.Add(r)
@@ -31,6 +32,7 @@ func FuzzFromResult(f *testing.F) {
 		if e.MAC != "" && e.Interface == "" {
 			t.Fatalf("mac without interface: %+v", e)
 		}
+		assertBareAddresses(t, "fuzzed result", e.IPs)
 		if _, err := Marshal([]*Entry{e}); err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/netip"
 	"sort"
 	"strings"
 
@@ -166,14 +167,14 @@ func SandboxInterface(r *types100.Result) int {
 	return -1
 }
 
-// ips implements s5.3.3.1: addresses on the first sandbox interface; when
-// no interface has a sandbox, the addresses bound to no interface. All
+// addresses implements s5.3.3.1: addresses on the first sandbox interface;
+// when no interface has a sandbox, the addresses bound to no interface. All
 // matching addresses are kept so dual-stack attachments report both.
-func ips(r *types100.Result, sandbox int) []string {
-	var out []string
+func addresses(r *types100.Result, sandbox int) []net.IP {
+	var out []net.IP
 	for _, ip := range r.IPs {
-		if ip == nil {
-			continue
+		if ip == nil || ip.Address.IP.To16() == nil {
+			continue // no address ("ip4": {} of a 0.2.0 result)
 		}
 		var match bool
 		if sandbox >= 0 {
@@ -182,10 +183,39 @@ func ips(r *types100.Result, sandbox int) []string {
 			match = ip.Interface == nil || *ip.Interface < 0
 		}
 		if match {
-			out = append(out, ip.Address.String())
+			out = append(out, ip.Address.IP)
 		}
 	}
 	return out
+}
+
+// ips is the s5.3.3 value: the addresses of s5.3.3.1, bare ("10.1.0.5",
+// "fd00::5"), without the prefix length the CNI result gives them. That is
+// what the spec's "array of IPv4 and/or IPv6 addresses" says, what Multus
+// and the network-attachment-definition-client library write, and what
+// consumers parse (net.ParseIP, netip.ParseAddr, EndpointSlice addresses).
+// IPv6 is in the canonical form of RFC 5952 (net.IP.String).
+func ips(r *types100.Result, sandbox int) []string {
+	var out []string
+	for _, ip := range addresses(r, sandbox) {
+		out = append(out, ip.String())
+	}
+	return out
+}
+
+// BareIPs rewrites the values of e's "ips" that are prefixes
+// ("10.1.0.5/24") to their address ("10.1.0.5"), s5.3.3, for entries
+// published with prefixes that a status written now carries over, and
+// reports whether it rewrote any. Other values are left as they are.
+func (e *Entry) BareIPs() bool {
+	changed := false
+	for i, s := range e.IPs {
+		if p, err := netip.ParsePrefix(s); err == nil {
+			e.IPs[i] = p.Addr().Unmap().String()
+			changed = true
+		}
+	}
+	return changed
 }
 
 func dns(d types.DNS) *DNS {
@@ -212,12 +242,7 @@ func AddressesOn(res types.Result) (addrs []net.IP, mac string, err error) {
 		return nil, "", err
 	}
 	sandbox := SandboxInterface(r)
-	for _, s := range ips(r, sandbox) {
-		ip, _, perr := net.ParseCIDR(s)
-		if perr == nil {
-			addrs = append(addrs, ip)
-		}
-	}
+	addrs = addresses(r, sandbox)
 	if sandbox >= 0 {
 		mac = r.Interfaces[sandbox].Mac
 	}

@@ -301,6 +301,20 @@ func request(a *skel.CmdArgs, conf *config.Config) (*pipeline.Request, error) {
 }
 
 // openLog writes to logFile or stderr, never stdout (the result goes there).
+// logRotation is the config's logOptions (Multus's, in megabytes and
+// days) for the log file.
+func logRotation(o *config.LogOptions) logfile.Rotation {
+	if o == nil {
+		return logfile.Rotation{}
+	}
+	return logfile.Rotation{
+		MaxBytes:   int64(o.MaxSize) << 20,
+		MaxBackups: o.MaxBackups,
+		MaxAge:     time.Duration(o.MaxAge) * 24 * time.Hour,
+		Compress:   o.Compress,
+	}
+}
+
 func openLog(conf *config.Config) (*slog.Logger, func(), error) {
 	level, err := conf.Level()
 	if err != nil {
@@ -309,7 +323,7 @@ func openLog(conf *config.Config) (*slog.Logger, func(), error) {
 	var w io.Writer = os.Stderr
 	closer := func() {}
 	if conf.LogFile != "" {
-		f, err := logfile.Open(conf.LogFile, conf.LogOptions)
+		f, err := logfile.Open(conf.LogFile, logRotation(conf.LogOptions))
 		if err != nil {
 			return nil, nil, err
 		}

@@ -34,7 +34,7 @@ func ParseArgs(args []string, getenv func(string) string, stderr io.Writer) (Opt
 	fs.StringVar(&o.TokenFile, "token-file", DefaultTokenFile, "the ServiceAccount token (projected, rotated by kubelet)")
 	fs.StringVar(&o.CAFile, "ca-file", DefaultCAFile, "the API server's CA bundle")
 	fs.StringVar(&o.NodeName, "node-name", getenv("NODE_NAME"), "this node's name (env NODE_NAME): the plugin's kubeconfig gets a token bound to this Node, which survives the installer pod's replacement; empty uses the pod's token")
-	fs.DurationVar(&o.TokenTTL, "token-ttl", DefaultTokenTTL, "requested lifetime of the node-bound token (at least 10m; renewed at 80%)")
+	fs.DurationVar(&o.TokenTTL, "token-ttl", DefaultTokenTTL, "requested lifetime of the node-bound token (10m to 24h; renewed at 80%)")
 	fs.StringVar(&server, "server", "", "API server URL (default: https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT)")
 	fs.StringVar(&extra, "config", "", `JSON object of plexus config keys to add, e.g. '{"logLevel":"debug"}'`)
 	fs.DurationVar(&o.Poll, "poll", DefaultPoll, "how often to check the token and the default network")

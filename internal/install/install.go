@@ -158,6 +158,9 @@ func (o *Options) check() error {
 	if o.TokenTTL < minTokenTTL {
 		return fmt.Errorf("token TTL %s: TokenRequest accepts no less than %s", o.TokenTTL, minTokenTTL)
 	}
+	if o.TokenTTL > maxTokenTTL {
+		return fmt.Errorf("token TTL %s: deploy/base/admission.yaml (plexus-tokens) refuses more than %s", o.TokenTTL, maxTokenTTL)
+	}
 	return nil
 }
 

@@ -404,6 +404,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{func(o *Options) { o.CNIVersion = "1.0" }, `cniVersion "1.0": plexus supports`},
 		{func(o *Options) { o.Manifests = "/etc/plexus/manifests" }, "only for a config-only install"},
 		{func(o *Options) { o.TokenTTL = 5 * time.Minute }, "token TTL 5m0s: TokenRequest accepts no less than 10m0s"},
+		{func(o *Options) { o.TokenTTL = 48 * time.Hour }, "token TTL 48h0m0s: deploy/base/admission.yaml (plexus-tokens) refuses more than 24h0m0s"},
 	} {
 		o := n.options()
 		tt.edit(&o)

@@ -23,6 +23,9 @@ const (
 	DefaultTokenTTL = time.Hour
 	// minTokenTTL is the shortest expiration TokenRequest accepts.
 	minTokenTTL = 10 * time.Minute
+	// maxTokenTTL is the longest the admission policy plexus-tokens lets
+	// plexus mint.
+	maxTokenTTL = 24 * time.Hour
 	// refreshFraction of a node token's lifetime passes before it is
 	// replaced, leaving the rest for retries.
 	refreshFraction = 0.8

@@ -21,8 +21,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"github.com/plexus-cni/plexus/core/config"
 )
 
 // backupTime is the timestamp in a backup's name: sortable, no colons.
@@ -41,15 +39,21 @@ type Writer struct {
 	f  *os.File
 }
 
-// Open opens path for appending, with opts' rotation (nil: none).
-func Open(path string, opts *config.LogOptions) (*Writer, error) {
-	w := &Writer{path: path, now: time.Now}
-	if opts != nil {
-		w.maxBytes = int64(opts.MaxSize) << 20
-		w.maxBackups = opts.MaxBackups
-		w.maxAge = time.Duration(opts.MaxAge) * 24 * time.Hour
-		w.compress = opts.Compress
-	}
+// Rotation says when the file is rotated and what is kept of it.
+type Rotation struct {
+	// MaxBytes is the size at which the file is rotated (0: never).
+	MaxBytes int64
+	// MaxBackups is how many rotated files are kept (0: all).
+	MaxBackups int
+	// MaxAge is how long a rotated file is kept (0: no limit).
+	MaxAge time.Duration
+	// Compress gzips rotated files.
+	Compress bool
+}
+
+// Open opens path for appending, rotated as r says.
+func Open(path string, r Rotation) (*Writer, error) {
+	w := &Writer{path: path, now: time.Now, maxBytes: r.MaxBytes, maxBackups: r.MaxBackups, maxAge: r.MaxAge, compress: r.Compress}
 	if err := w.open(); err != nil {
 		return nil, err
 	}

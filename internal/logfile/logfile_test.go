@@ -9,19 +9,17 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/plexus-cni/plexus/core/config"
 )
 
-// newTestWriter rotates at maxBytes (logOptions counts megabytes) with a
-// clock that advances a second per reading.
-func newTestWriter(t *testing.T, path string, maxBytes int64, opts config.LogOptions) *Writer {
+// newTestWriter rotates at maxBytes with a clock that advances a second
+// per reading.
+func newTestWriter(t *testing.T, path string, maxBytes int64, r Rotation) *Writer {
 	t.Helper()
-	w, err := Open(path, &opts)
+	r.MaxBytes = maxBytes
+	w, err := Open(path, r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.maxBytes = maxBytes
 	clock := time.Date(2026, 1, 10, 12, 0, 0, 0, time.UTC)
 	w.now = func() time.Time { clock = clock.Add(time.Second); return clock }
 	t.Cleanup(func() { w.Close() })
@@ -48,14 +46,14 @@ func TestRotation(t *testing.T) {
 	line := strings.Repeat("x", 9) + "\n" // 10 bytes
 	tests := []struct {
 		name   string
-		opts   config.LogOptions
+		opts   Rotation
 		writes int
 		want   []string
 	}{
 		{name: "no rotation below the size", writes: 3, want: []string{"plexus.log"}},
 		{name: "each full file becomes a backup", writes: 10, want: []string{"plexus-2026-01-10T12-00-01.000.log", "plexus-2026-01-10T12-00-03.000.log", "plexus-2026-01-10T12-00-05.000.log", "plexus.log"}},
-		{name: "maxBackups keeps the newest", opts: config.LogOptions{MaxBackups: 2}, writes: 10, want: []string{"plexus-2026-01-10T12-00-03.000.log", "plexus-2026-01-10T12-00-05.000.log", "plexus.log"}},
-		{name: "compress gzips backups", opts: config.LogOptions{Compress: true}, writes: 7, want: []string{"plexus-2026-01-10T12-00-01.000.log.gz", "plexus-2026-01-10T12-00-03.000.log.gz", "plexus.log"}},
+		{name: "maxBackups keeps the newest", opts: Rotation{MaxBackups: 2}, writes: 10, want: []string{"plexus-2026-01-10T12-00-03.000.log", "plexus-2026-01-10T12-00-05.000.log", "plexus.log"}},
+		{name: "compress gzips backups", opts: Rotation{Compress: true}, writes: 7, want: []string{"plexus-2026-01-10T12-00-01.000.log.gz", "plexus-2026-01-10T12-00-03.000.log.gz", "plexus.log"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -79,7 +77,7 @@ func TestRotation(t *testing.T) {
 
 func TestCompressedBackupHoldsTheLines(t *testing.T) {
 	dir := t.TempDir()
-	w := newTestWriter(t, filepath.Join(dir, "p.log"), 20, config.LogOptions{Compress: true})
+	w := newTestWriter(t, filepath.Join(dir, "p.log"), 20, Rotation{Compress: true})
 	for _, l := range []string{"first line\n", "second line\n", "third\n"} {
 		if _, err := w.Write([]byte(l)); err != nil {
 			t.Fatal(err)
@@ -113,7 +111,7 @@ func TestMaxAgeRemovesOldBackups(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	w := newTestWriter(t, filepath.Join(dir, "p.log"), 10, config.LogOptions{MaxAge: 30})
+	w := newTestWriter(t, filepath.Join(dir, "p.log"), 10, Rotation{MaxAge: 30 * 24 * time.Hour})
 	for i := 0; i < 3; i++ {
 		w.Write([]byte("0123456\n"))
 	}
@@ -130,8 +128,8 @@ func TestMaxAgeRemovesOldBackups(t *testing.T) {
 func TestConcurrentWritersRotateOnce(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "p.log")
-	a := newTestWriter(t, path, 25, config.LogOptions{})
-	b := newTestWriter(t, path, 25, config.LogOptions{})
+	a := newTestWriter(t, path, 25, Rotation{})
+	b := newTestWriter(t, path, 25, Rotation{})
 	lines := []struct {
 		w *Writer
 		s string

@@ -92,7 +92,7 @@ func newMetrics() *metrics {
 		}),
 		statusRepaired: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "plexus_status_repaired_total",
-			Help: "network-status annotations a restarted plexusd wrote from attachment records (its predecessor answered the ADD but did not publish).",
+			Help: "network-status annotations a restarted plexusd wrote from attachment records (its predecessor answered the ADD but did not publish, or the status held prefixes in ips).",
 		}),
 		gcPasses: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "plexus_gc_passes_total", Help: "Passes of the stale record collection, by result: ok, cri_failed (the runtime did not answer: nothing collected) or incomplete (some records could not be read or detached).",

@@ -28,11 +28,6 @@ type reloadingPolicy struct {
 }
 
 func newReloadingPolicy(ctx context.Context, cfg policies.Config, m *metrics, log *slog.Logger) (*reloadingPolicy, error) {
-	if cfg.Evaluator == "" {
-		// plexusd prepares a policy once and decides many times: the
-		// compiled evaluator's ~70 ms preparation pays for itself.
-		cfg.Evaluator = policies.EvaluatorAuto
-	}
 	r := &reloadingPolicy{cfg: cfg, m: m, log: log}
 	digest, err := digestPaths(cfg.Paths)
 	if err != nil {
@@ -45,17 +40,8 @@ func newReloadingPolicy(ctx context.Context, cfg policies.Config, m *metrics, lo
 	r.current.Store(eng)
 	r.digest = digest
 	m.policyLoaded.Set(1)
-	r.logLoaded("policy loaded", eng)
+	r.log.Info("policy loaded", "paths", r.cfg.Paths)
 	return r, nil
-}
-
-func (r *reloadingPolicy) logLoaded(msg string, eng *policies.Engine) {
-	ev, why := eng.Evaluator()
-	if why != "" {
-		r.log.Info(msg, "paths", r.cfg.Paths, "evaluator", ev, "notWasmBecause", why)
-		return
-	}
-	r.log.Info(msg, "paths", r.cfg.Paths, "evaluator", ev)
 }
 
 // Authorize implements pipeline.Authorizer.
@@ -96,13 +82,12 @@ func (r *reloadingPolicy) reloadIfChanged(ctx context.Context) {
 		r.fail(err)
 		return
 	}
-	old := r.current.Swap(eng)
+	// Decisions still running on the old engine finish on it; the garbage
+	// collector frees it after them.
+	r.current.Store(eng)
 	r.m.policyReloads.WithLabelValues("ok").Inc()
 	r.m.policyLoaded.Set(1)
-	r.logLoaded("policy reloaded", eng)
-	// Decisions that loaded the old engine finish within their deadline;
-	// release its Wasm runtime after the longest one could have.
-	time.AfterFunc(2*policies.MaxDeadline, func() { _ = old.Close(context.WithoutCancel(ctx)) })
+	r.log.Info("policy reloaded", "paths", r.cfg.Paths)
 }
 
 func (r *reloadingPolicy) fail(err error) {

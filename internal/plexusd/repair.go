@@ -17,9 +17,10 @@ import (
 // status, or an older one. Once after start, when the pod cache has
 // synced, every pod whose record was written by an earlier plexusd, and
 // which is still the record's pod, gets its status written from the
-// record when the status does not list the record's attachments
-// (pipeline.Republish, under the container's lock). Records written since
-// start are this plexusd's own: their status is queued, not lost.
+// record when the status does not list the record's attachments, or holds
+// prefixes in "ips" where s5.3.3 has addresses (pipeline.Republish, under
+// the container's lock). Records written since start are this plexusd's
+// own: their status is queued, not lost.
 type statusRepair struct {
 	records interface {
 		List() ([]string, error)
@@ -56,7 +57,7 @@ func (r *statusRepair) run(ctx context.Context) int {
 		case wrote:
 			n++
 			r.repaired()
-			r.log.Info("network-status restored from the attachment record (lost by a plexusd restart)", "pod", pod.Ref(), "container", id)
+			r.log.Info("network-status written from the attachment record (lost by a plexusd restart, or with prefixes in ips)", "pod", pod.Ref(), "container", id)
 		}
 	}
 	return n

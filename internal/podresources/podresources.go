@@ -1,14 +1,11 @@
 // Package podresources asks kubelet's pod-resources API (v1) which devices
-// a pod's containers were allocated: the pipeline's DeviceLister.
+// a pod's containers were allocated.
 //
-// It speaks the API's two unary calls itself (grpc.go, proto.go) rather
-// than through grpc-go and the generated client in
-// k8s.io/kubelet/pkg/apis/podresources/v1: those add 9.5 MB to the plexus
-// binary and 1.3 ms to the start of every thin-mode CNI call (package
-// initialization and page faults, docs/performance.md), while only the
-// ADD of a pod selecting a device network asks kubelet anything. The tests
-// check it against grpc-go serving the generated API, and tests/node
-// against a real kubelet.
+// It calls the API through kubelet's generated client
+// (k8s.io/kubelet/pkg/apis/podresources/v1) over grpc-go, so that the
+// maintained libraries own the protocol: framing, status codes, protobuf
+// and the API's evolution. The tests run it against grpc-go serving the
+// generated API, and tests/node against a real kubelet.
 package podresources
 
 import (
@@ -16,10 +13,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"time"
 
-	"github.com/plexus-cni/plexus/core/pipeline"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 )
 
 // DefaultTimeout bounds one call: kubelet answers from memory.
@@ -39,17 +39,12 @@ type Client struct {
 	OnCall func(method string)
 }
 
-var _ pipeline.DeviceLister = (*Client)(nil)
-
-// PodDevices returns the device IDs of each resource allocated to the
+// PodDevices returns the device IDs of each resource name allocated to the
 // pod's containers. It uses Get, GA and locked on since Kubernetes 1.36
 // (KubeletPodResourcesGet), and falls back to List when kubelet refuses Get.
-func (c *Client) PodDevices(ctx context.Context, namespace, name string) (pipeline.PodDevices, error) {
-	if _, err := os.Stat(c.Socket); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("kubelet's pod-resources socket %s does not exist (is kubelet running, and is podResourcesSocket right?)", c.Socket)
-		}
-		return nil, fmt.Errorf("kubelet's pod-resources socket: %w", err)
+func (c *Client) PodDevices(ctx context.Context, namespace, name string) (map[string][]string, error) {
+	if err := c.checkSocket(); err != nil {
+		return nil, err
 	}
 	timeout := c.Timeout
 	if timeout <= 0 {
@@ -57,57 +52,91 @@ func (c *Client) PodDevices(ctx context.Context, namespace, name string) (pipeli
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	conn := dial(c.Socket)
-	defer conn.close()
-	pr, err := c.get(ctx, conn, namespace, name)
+	conn, err := c.dial()
+	if err != nil {
+		return nil, fmt.Errorf("kubelet's pod-resources API at %s: %w", c.Socket, err)
+	}
+	defer func() { _ = conn.Close() }()
+	api := podresourcesv1.NewPodResourcesListerClient(conn)
+	pr, err := c.get(ctx, api, namespace, name)
 	if refused(err) {
 		// Kubelets before 1.36 may not serve Get: before 1.27 it does not
 		// exist (Unimplemented), until 1.34 it is off by default ("Get
 		// method disabled", code Unknown). List answers on every kubelet.
 		getErr := err
-		pr, err = c.list(ctx, conn, namespace, name)
+		pr, err = c.list(ctx, api, namespace, name)
 		if err != nil {
-			err = fmt.Errorf("kubelet's Get: %v; then %w", getErr, err)
+			err = fmt.Errorf("%v; then %w", getErr, err)
 		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("kubelet's pod-resources API at %s: %w", c.Socket, err)
 	}
-	return pr.devices, nil
+	return devicesOf(pr), nil
 }
 
-func (c *Client) get(ctx context.Context, conn *conn, namespace, name string) (*podResources, error) {
+// checkSocket names a missing socket plainly: grpc-go would report it as
+// a connection failure.
+func (c *Client) checkSocket() error {
+	_, err := os.Stat(c.Socket)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("kubelet's pod-resources socket %s does not exist (is kubelet running, and is podResourcesSocket right?)", c.Socket)
+	}
+	if err != nil {
+		return fmt.Errorf("kubelet's pod-resources socket: %w", err)
+	}
+	return nil
+}
+
+// dial makes a client connection to the socket; it connects on the first
+// call. The dialer takes the path as it is, so no target URI parsing
+// applies to it.
+func (c *Client) dial() (*grpc.ClientConn, error) {
+	socket := c.Socket
+	return grpc.NewClient("passthrough:///localhost",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socket)
+		}),
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessage)))
+}
+
+func (c *Client) get(ctx context.Context, api podresourcesv1.PodResourcesListerClient, namespace, name string) (*podresourcesv1.PodResources, error) {
 	c.count("Get")
-	resp, err := conn.call(ctx, "Get", getRequest(namespace, name))
+	resp, err := api.Get(ctx, &podresourcesv1.GetPodResourcesRequest{PodName: name, PodNamespace: namespace})
 	if err != nil {
-		return nil, err
+		return nil, callError("Get", err)
 	}
-	pods, err := decodePods(resp)
-	if err != nil {
-		return nil, fmt.Errorf("kubelet's Get answer: %w", err)
-	}
-	if len(pods) == 0 {
+	if resp.GetPodResources() == nil {
 		return nil, fmt.Errorf("kubelet's Get returned no resources for pod %s/%s", namespace, name)
 	}
-	return &pods[0], nil
+	return resp.GetPodResources(), nil
 }
 
-func (c *Client) list(ctx context.Context, conn *conn, namespace, name string) (*podResources, error) {
+func (c *Client) list(ctx context.Context, api podresourcesv1.PodResourcesListerClient, namespace, name string) (*podresourcesv1.PodResources, error) {
 	c.count("List")
-	resp, err := conn.call(ctx, "List", nil)
+	resp, err := api.List(ctx, &podresourcesv1.ListPodResourcesRequest{})
 	if err != nil {
-		return nil, err
+		return nil, callError("List", err)
 	}
-	pods, err := decodePods(resp)
-	if err != nil {
-		return nil, fmt.Errorf("kubelet's List answer: %w", err)
-	}
-	for i := range pods {
-		if pods[i].namespace == namespace && pods[i].name == name {
-			return &pods[i], nil
+	for _, pr := range resp.GetPodResources() {
+		if pr.GetNamespace() == namespace && pr.GetName() == name {
+			return pr, nil
 		}
 	}
 	return nil, fmt.Errorf("kubelet's List reports no pod %s/%s", namespace, name)
+}
+
+// devicesOf gathers every container's device IDs by resource name.
+func devicesOf(pr *podresourcesv1.PodResources) map[string][]string {
+	devs := map[string][]string{}
+	for _, ctr := range pr.GetContainers() {
+		for _, d := range ctr.GetDevices() {
+			devs[d.GetResourceName()] = append(devs[d.GetResourceName()], d.GetDeviceIds()...)
+		}
+	}
+	return devs
 }
 
 func (c *Client) count(method string) {

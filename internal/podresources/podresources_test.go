@@ -13,10 +13,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
-
-	"github.com/plexus-cni/plexus/core/pipeline"
 )
 
 // fakeKubelet serves the pod-resources API on a unix socket; withoutGet
@@ -88,7 +85,7 @@ func TestPodDevicesGathersEveryContainersDevicesWithOneCall(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := pipeline.PodDevices{"vendor.example/netdev": {"vf2", "vf1"}, "gpu.example/gpu": {"g0"}, "vendor.example/numa": {"n0"}}
+		want := map[string][]string{"vendor.example/netdev": {"vf2", "vf1"}, "gpu.example/gpu": {"g0"}, "vendor.example/numa": {"n0"}}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("withoutGet %v: %v, want %v", withoutGet, got, want)
 		}
@@ -171,54 +168,53 @@ func TestNotAGRPCServerFailsClearly(t *testing.T) {
 	}
 }
 
-// FuzzDecodePods checks the decoder against the generated code: any bytes
-// the generated ListPodResourcesResponse accepts, plexus reads, and finds
-// the same devices for every pod; anything else gives an error, not a
-// panic.
-func FuzzDecodePods(f *testing.F) {
-	seed, err := proto.Marshal(&podresourcesv1.ListPodResourcesResponse{PodResources: pods()})
+// TestSilentKubeletTimesOut: a socket that accepts but never answers fails
+// the call at the client's timeout, without asking List.
+func TestSilentKubeletTimesOut(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "silent.sock")
+	lis, err := net.Listen("unix", sock)
 	if err != nil {
-		f.Fatal(err)
+		t.Fatal(err)
 	}
-	f.Add(seed)
-	f.Add(getRequest("demo", "web"))
-	f.Add([]byte{0x0a, 0x80})
-	f.Fuzz(func(t *testing.T, data []byte) {
-		got, err := decodePods(data)
-		var want podresourcesv1.ListPodResourcesResponse
-		if proto.Unmarshal(data, &want) != nil {
-			return
-		}
-		if err != nil {
-			t.Fatalf("the generated code reads %x, plexus does not: %v", data, err)
-		}
-		if len(got) != len(want.PodResources) {
-			t.Fatalf("%d pods, the generated code reads %d", len(got), len(want.PodResources))
-		}
-		for i, pr := range want.PodResources {
-			wantDevices := pipeline.PodDevices{}
-			for _, c := range pr.Containers {
-				for _, d := range c.Devices {
-					wantDevices[d.ResourceName] = append(wantDevices[d.ResourceName], d.DeviceIds...)
-				}
+	t.Cleanup(func() { _ = lis.Close() })
+	go func() {
+		for {
+			conn, err := lis.Accept()
+			if err != nil {
+				return
 			}
-			if got[i].name != pr.Name || got[i].namespace != pr.Namespace || !sameDevices(got[i].devices, wantDevices) {
-				t.Fatalf("pod %d: %+v, the generated code reads %s/%s %v", i, got[i], pr.Namespace, pr.Name, wantDevices)
-			}
+			t.Cleanup(func() { _ = conn.Close() })
 		}
-	})
+	}()
+	var calls []string
+	c := &Client{Socket: sock, Timeout: 200 * time.Millisecond, OnCall: func(m string) { calls = append(calls, m) }}
+	start := time.Now()
+	_, err = c.PodDevices(context.Background(), "demo", "web")
+	if err == nil || !strings.Contains(err.Error(), "DeadlineExceeded") || !strings.Contains(err.Error(), sock) {
+		t.Errorf("error %v, want a deadline naming %s", err, sock)
+	}
+	if elapsed := time.Since(start); elapsed > 5*time.Second {
+		t.Errorf("took %v with a 200ms timeout", elapsed)
+	}
+	if !reflect.DeepEqual(calls, []string{"Get"}) {
+		t.Errorf("calls %v, want Get alone", calls)
+	}
 }
 
-// sameDevices compares device lists, taking no IDs and none as equal.
-func sameDevices(a, b pipeline.PodDevices) bool {
-	if len(a) != len(b) {
-		return false
+// TestAnswerOverTheBoundFails: an answer over maxMessage is refused rather
+// than read.
+func TestAnswerOverTheBoundFails(t *testing.T) {
+	big := strings.Repeat("x", 1<<20)
+	ids := make([]string, maxMessage>>20+1)
+	for i := range ids {
+		ids[i] = big
 	}
-	for k, v := range a {
-		w, ok := b[k]
-		if !ok || len(v) != len(w) || (len(v) > 0 && !reflect.DeepEqual(v, w)) {
-			return false
-		}
+	k := &fakeKubelet{pods: []*podresourcesv1.PodResources{{Namespace: "demo", Name: "web", Containers: []*podresourcesv1.ContainerResources{
+		{Name: "c", Devices: []*podresourcesv1.ContainerDevices{{ResourceName: "vendor.example/netdev", DeviceIds: ids}}},
+	}}}}
+	c := &Client{Socket: serve(t, k)}
+	_, err := c.PodDevices(context.Background(), "demo", "web")
+	if err == nil || !strings.Contains(err.Error(), "ResourceExhausted") || !strings.Contains(err.Error(), c.Socket) {
+		t.Errorf("error %v, want ResourceExhausted naming the socket", err)
 	}
-	return true
 }

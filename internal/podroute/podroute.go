@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 
+	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
@@ -15,6 +16,22 @@ import (
 
 // Netlink is the Router that uses netlink in the pod's namespace.
 type Netlink struct{}
+
+// CheckNetNS refuses a path that exists but is not a network namespace
+// (an nsfs or procfs file), which delegates would refuse at ADD and DEL
+// alike. A missing path is the delegates' to report: CNI lets DEL run
+// after the namespace is gone.
+func (Netlink) CheckNetNS(path string) error {
+	n, err := ns.GetNS(path)
+	var missing ns.NSPathNotExistErr
+	if errors.As(err, &missing) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return n.Close()
+}
 
 // ReplaceDefaultRoute removes every default route of gw's family from the
 // main table and adds "default via gw dev ifName". If the add fails, the

@@ -1,20 +1,18 @@
-// Package wasmbin rewrites WebAssembly binaries for plexus's hosts (the
-// policy evaluator and the extension host): it adds a deadline check, so
-// that a call can be stopped at its deadline cheaply, and bounds tables'
-// growth (BoundTables, tables.go).
+// Package wasmbin rewrites WebAssembly binaries for plexus's extension
+// host: it adds a deadline check, so that a call can be stopped at its
+// deadline cheaply, and bounds tables' growth (BoundTables, tables.go).
 //
 // wazero can stop a module when its context ends, but it does so by calling
-// out of the compiled code at every loop iteration, which made a policy
-// decision four times slower and an extension hook three times. Compiled
-// code that never calls out is no better: Go cannot preempt it, so the
-// garbage collector, and with it the whole process, waits for it to return.
-// AddDeadlineCheck takes the middle way: every loop iteration and every tail
-// call counts down a counter, and every TickInterval of them the module
-// calls the host's TickModule.TickFunc, which returns to Go (a point where
-// the scheduler and the collector can run) and traps when the call's
-// context has ended. Code cannot run unboundedly without a loop or a tail
-// call (plain recursion exhausts the stack), and the check is part of the
-// module's own code, out of its reach.
+// out of the compiled code at every loop iteration, which made an extension
+// hook three times slower. Compiled code that never calls out is no better:
+// Go cannot preempt it, so the garbage collector, and with it the whole
+// process, waits for it to return. AddDeadlineCheck takes the middle way:
+// every loop iteration and every tail call counts down a counter, and every
+// TickInterval of them the module calls the host's TickModule.TickFunc,
+// which returns to Go (a point where the scheduler and the collector can
+// run) and traps when the call's context has ended. Code cannot run
+// unboundedly without a loop or a tail call (plain recursion exhausts the
+// stack), and the check is part of the module's own code, out of its reach.
 package wasmbin
 
 import (
@@ -403,10 +401,8 @@ func (r *rewriter) instruction(out, b []byte, i int) ([]byte, int, error) {
 
 // skipInstruction returns where the instruction at i ends. It knows the
 // MVP instruction set and the sign-extension, saturating-truncation,
-// bulk-memory, reference-type and multi-value additions, which is what
-// OPA's Wasm compiler emits; anything else is refused: the policy engine's
-// "auto" falls back to the topdown evaluator, the extension host to
-// wazero's context check.
+// bulk-memory, reference-type and multi-value additions; anything else is
+// refused, and the extension host falls back to wazero's context check.
 func skipInstruction(b []byte, i int) (int, error) {
 	op := b[i]
 	i++

@@ -22,6 +22,7 @@ func TestKubernetes(t *testing.T) {
 	t.Run("ThickRequestCounts", s.testThickRequestCounts)
 	t.Run("ThickLifecycle", s.testThickLifecycle)
 	t.Run("ThickRestartRestoresLostStatus", s.testThickRestartRestoresLostStatus)
+	t.Run("EndpointSliceFromStatus", s.testEndpointSliceFromStatus)
 	t.Run("ThickFiftyPods", s.testThickFiftyPods)
 	t.Run("AddTwiceKeepsStatusExact", s.testAddTwice)
 	t.Run("PodRecreatedUnderSameName", s.testPodRecreated)

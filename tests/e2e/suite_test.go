@@ -62,7 +62,7 @@ func newSuite(t *testing.T) *suite {
 // ServiceAccount, as the DaemonSet's installer does on a node.
 func (s *suite) writeKubeconfig(t *testing.T, path, namespace, name string) {
 	t.Helper()
-	cfg, err := s.env.ServiceAccountConfig(t.Context(), namespace, name)
+	cfg, err := s.env.NodeServiceAccountConfig(t.Context(), namespace, name, "node-a")
 	harness.Must(t, err)
 	harness.Must(t, s.env.Kubeconfig(path, cfg))
 }

@@ -34,7 +34,7 @@ func newKube(t *testing.T) *kube {
 	deploy, err := filepath.Abs("../../deploy")
 	harness.Must(t, err)
 	harness.Must(t, k.env.Apply(t.Context(), false, filepath.Join(deploy, "base/crd.yaml"), filepath.Join(deploy, "base/rbac.yaml")))
-	cfg, err := k.env.ServiceAccountConfig(t.Context(), "kube-system", "plexus")
+	cfg, err := k.env.NodeServiceAccountConfig(t.Context(), "kube-system", "plexus", "node-a")
 	harness.Must(t, err)
 	kc := filepath.Join(t.TempDir(), "plexus.kubeconfig")
 	harness.Must(t, k.env.Kubeconfig(kc, cfg))

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -348,6 +349,20 @@ func (c *Container) Addrs(t testing.TB, ifName string) []string {
 	return out
 }
 
+// IPs lists the IPv4/IPv6 addresses on one interface without their prefix
+// length, as network-status lists them (s5.3.3), sorted.
+func (c *Container) IPs(t testing.TB, ifName string) []string {
+	t.Helper()
+	var out []string
+	for _, a := range c.Addrs(t, ifName) {
+		p, err := netip.ParsePrefix(a)
+		Must(t, err)
+		out = append(out, p.Addr().Unmap().String())
+	}
+	sort.Strings(out)
+	return out
+}
+
 func IfNames(links map[string]netlink.Link) []string {
 	var out []string
 	for n := range links {
@@ -367,6 +382,21 @@ type StatusEntry struct {
 	MAC       string         `json:"mac"`
 	Default   bool           `json:"default"`
 	DNS       map[string]any `json:"dns"`
+}
+
+// Addrs parses the entry's "ips", failing t for a value that is not an
+// address (s5.3.3: a prefix such as "10.0.0.2/24" is not).
+func (e StatusEntry) Addrs(t testing.TB) []netip.Addr {
+	t.Helper()
+	out := make([]netip.Addr, 0, len(e.IPs))
+	for _, s := range e.IPs {
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			t.Fatalf("network-status %s (%s): ips value %q: %v", e.Name, e.Interface, s, err)
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 func (h *World) Status(namespace, name string) []StatusEntry {

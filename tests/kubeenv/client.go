@@ -14,6 +14,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -76,6 +78,37 @@ func (e *Env) ServiceAccountConfig(ctx context.Context, namespace, name string) 
 		metav1.CreateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("request token for ServiceAccount %s/%s: %w", namespace, name, err)
+	}
+	return &rest.Config{
+		Host:            e.host,
+		BearerToken:     tr.Status.Token,
+		TLSClientConfig: rest.TLSClientConfig{CAData: e.pki.caPEM},
+	}, nil
+}
+
+// NodeServiceAccountConfig is ServiceAccountConfig with the token bound to
+// the Node named node, created when missing, as the installer's token is:
+// the API server then names that node in the caller's
+// authentication.kubernetes.io/node-name.
+func (e *Env) NodeServiceAccountConfig(ctx context.Context, namespace, name, node string) (*rest.Config, error) {
+	cs, err := kubernetes.NewForConfig(e.AdminConfig())
+	if err != nil {
+		return nil, fmt.Errorf("admin clientset: %w", err)
+	}
+	n, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		n, err = cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", node, err)
+	}
+	expiry := int64(time.Hour / time.Second)
+	tr, err := cs.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		ExpirationSeconds: &expiry,
+		BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Node", APIVersion: "v1", Name: node, UID: n.UID},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("request token for ServiceAccount %s/%s bound to Node %s: %w", namespace, name, node, err)
 	}
 	return &rest.Config{
 		Host:            e.host,

@@ -77,7 +77,7 @@ func TestResourceClaimsAsPlexusSees(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	saCfg, err := e.ServiceAccountConfig(ctx, "kube-system", "plexus")
+	saCfg, err := e.NodeServiceAccountConfig(ctx, "kube-system", "plexus", "node-a")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,12 +7,14 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -184,7 +186,7 @@ spec:
 			got.Spec.NodeName, got.Spec.ServiceAccountName)
 	}
 
-	saCfg, err := e.ServiceAccountConfig(ctx, "kube-system", "plexus")
+	saCfg, err := e.NodeServiceAccountConfig(ctx, "kube-system", "plexus", "node-a")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,6 +298,8 @@ spec:
 			{"the pod IP (Service endpoints)", `{"status":{"podIP":"10.9.9.9","podIPs":[{"ip":"10.9.9.9"}]}}`, false},
 			{"the phase", `{"status":{"phase":"Failed"}}`, false},
 			{"readiness", `{"status":{"conditions":[{"type":"Ready","status":"True"}]}}`, false},
+			{"generateName", `{"metadata":{"generateName":"hijack-"}}`, false},
+			{"observedGeneration", `{"status":{"observedGeneration":99}}`, false},
 		} {
 			_, err := sa.CoreV1().Pods(ns).Patch(ctx, "p", types.StrategicMergePatchType, []byte(tc.patch), metav1.PatchOptions{}, "status")
 			switch {
@@ -311,6 +315,75 @@ spec:
 		label := []byte(`{"metadata":{"labels":{"plexus.test/admin":"yes"}}}`)
 		if _, err := admin.CoreV1().Pods(ns).Patch(ctx, "p", types.StrategicMergePatchType, label, metav1.PatchOptions{}, "status"); err != nil {
 			t.Errorf("an admin's label through pods/status: %v", err)
+		}
+	})
+
+	// deploy/base/admission.yaml: a credential bound to one node writes the
+	// pods of that node only; one bound to nothing writes none.
+	t.Run("plexus's pod writes stay on its node", func(t *testing.T) {
+		patch := []byte(`{"metadata":{"annotations":{"k8s.v1.cni.cncf.io/network-status":"[{\"name\":\"forged\"}]"}}}`)
+		nodeB, err := e.NodeServiceAccountConfig(ctx, "kube-system", "plexus", "node-b")
+		if err != nil {
+			t.Fatal(err)
+		}
+		unbound, err := e.ServiceAccountConfig(ctx, "kube-system", "plexus")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, cfg := range map[string]*rest.Config{"node-b's credential": nodeB, "a credential bound to no node": unbound} {
+			c, err := kubernetes.NewForConfig(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = c.CoreV1().Pods(ns).Patch(ctx, "p", types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+			if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "plexus-pod-writes") || !strings.Contains(err.Error(), "node its credential is bound to") {
+				t.Errorf("%s patching node-a's pod: err = %v, want Forbidden by plexus-pod-writes", name, err)
+			}
+		}
+		if p, err := admin.CoreV1().Pods(ns).Get(ctx, "p", metav1.GetOptions{}); err != nil || strings.Contains(p.Annotations["k8s.v1.cni.cncf.io/network-status"], "forged") {
+			t.Errorf("a forged network-status stuck: %v %v", p.Annotations, err)
+		}
+	})
+
+	// deploy/base/admission.yaml: the tokens plexus may mint of itself are
+	// bound to its own node, short-lived and for the API server.
+	t.Run("plexus's tokens are bound to its node", func(t *testing.T) {
+		day, twoDays := int64(86400), int64(2*86400)
+		nodeA, err := admin.CoreV1().Nodes().Get(ctx, "node-a", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bound := func(node string) *authenticationv1.BoundObjectReference {
+			return &authenticationv1.BoundObjectReference{Kind: "Node", APIVersion: "v1", Name: node}
+		}
+		mint := func(spec authenticationv1.TokenRequestSpec) error {
+			_, err := sa.CoreV1().ServiceAccounts("kube-system").CreateToken(ctx, "plexus", &authenticationv1.TokenRequest{Spec: spec}, metav1.CreateOptions{})
+			return err
+		}
+		// The API server starts enforcing a new policy within a second or so.
+		for deadline := time.Now().Add(20 * time.Second); !apierrors.IsForbidden(mint(authenticationv1.TokenRequestSpec{})); time.Sleep(100 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("plexus-tokens is not enforced 20s after its creation")
+			}
+		}
+		for _, tc := range []struct {
+			name    string
+			spec    authenticationv1.TokenRequestSpec
+			allowed bool
+		}{
+			{"bound to its node for a day", authenticationv1.TokenRequestSpec{BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Node", APIVersion: "v1", Name: "node-a", UID: nodeA.UID}, ExpirationSeconds: &day}, true},
+			{"bound to its node, default lifetime", authenticationv1.TokenRequestSpec{BoundObjectRef: bound("node-a")}, true},
+			{"bound to nothing", authenticationv1.TokenRequestSpec{}, false},
+			{"bound to another node", authenticationv1.TokenRequestSpec{BoundObjectRef: bound("node-b")}, false},
+			{"living two days", authenticationv1.TokenRequestSpec{BoundObjectRef: bound("node-a"), ExpirationSeconds: &twoDays}, false},
+		} {
+			err := mint(tc.spec)
+			switch {
+			case tc.allowed && err != nil:
+				t.Errorf("%s: %v, want allowed", tc.name, err)
+			case !tc.allowed && (!apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "plexus-tokens")):
+				t.Errorf("%s: err = %v, want Forbidden by plexus-tokens", tc.name, err)
+			}
 		}
 	})
 
@@ -526,6 +599,36 @@ func keysWith(m map[string]float64, sub string) []string {
 // TestStartFailureReportsLogs needs no real binaries: a stand-in etcd that
 // dies at once must make Start fail with its last log lines and leave no
 // scratch directory behind.
+// TestAdmissionPolicyComparesEveryPodField: plexus-pod-writes lets plexus
+// change the network-status annotation and its own condition, and compares
+// every other field of a pod's metadata and status by name. A field a newer
+// Kubernetes API adds must be listed before it can be changed unchecked.
+func TestAdmissionPolicyComparesEveryPodField(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "deploy", "base", "admission.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := string(b)
+	for _, tc := range []struct {
+		typ    reflect.Type
+		prefix string
+		exempt map[string]bool
+	}{
+		{reflect.TypeOf(metav1.ObjectMeta{}), "variables.new", map[string]bool{"annotations": true, "resourceVersion": true, "managedFields": true}},
+		{reflect.TypeOf(corev1.PodStatus{}), "variables.newStatus", map[string]bool{"conditions": true}},
+	} {
+		for i := range tc.typ.NumField() {
+			name, _, _ := strings.Cut(tc.typ.Field(i).Tag.Get("json"), ",")
+			if name == "" || name == "-" || tc.exempt[name] {
+				continue
+			}
+			if want := tc.prefix + ".?" + name + " == "; !strings.Contains(policy, want) {
+				t.Errorf("deploy/base/admission.yaml does not compare %s.%s (%q)", tc.typ.Name(), name, want)
+			}
+		}
+	}
+}
+
 func TestStartFailureReportsLogs(t *testing.T) {
 	bin := t.TempDir()
 	writeFile(t, bin, "etcd", "#!/bin/sh\necho 'stand-in etcd: refusing to start' >&2\nexit 3\n")

@@ -3,7 +3,6 @@ package netns
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -147,8 +146,8 @@ func TestCompatPortMappingsReachOnlyTheirAttachmentsPortmap(t *testing.T) {
 	h.Add(c)
 	st := h.Status("demo", "web")
 	var net1 string
-	for _, ip := range st[1].IPs {
-		if a, _, _ := net.ParseCIDR(ip); a.To4() != nil {
+	for _, a := range st[1].Addrs(t) {
+		if a.Is4() {
 			net1 = a.String()
 		}
 	}

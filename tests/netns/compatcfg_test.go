@@ -64,7 +64,7 @@ func TestPodDefaultNetworkAnnotation(t *testing.T) {
 	if len(st) != 2 || st[0].Name != "alt-default" || !st[0].Default || st[0].Interface != "eth0" || st[1].Name != "demo/net-a" {
 		t.Fatalf("status %+v", st)
 	}
-	if got := c.Addrs(t, "eth0"); !reflect.DeepEqual(got, st[0].IPs) {
+	if got := c.IPs(t, "eth0"); !reflect.DeepEqual(got, st[0].IPs) {
 		t.Errorf("eth0 has %v, status says %v", got, st[0].IPs)
 	}
 	if n := bridgePorts(t, altBr); n != 1 {

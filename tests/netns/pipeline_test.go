@@ -57,7 +57,7 @@ func TestAddDelBothFormats(t *testing.T) {
 				if e.Interface != ifName || len(e.IPs) != 1 || e.MAC == "" {
 					t.Errorf("entry %d = %+v", i, e)
 				}
-				if got := c.Addrs(t, ifName); !reflect.DeepEqual(got, e.IPs) {
+				if got := c.IPs(t, ifName); !reflect.DeepEqual(got, e.IPs) {
 					t.Errorf("entry %d ips %v, kernel has %v", i, e.IPs, got)
 				}
 			}

@@ -40,7 +40,7 @@ func TestS4_1_2_1_3IPsHonored(t *testing.T) {
 		t.Fatalf("net1 addresses %v, want %v", got, want)
 	}
 	st := h.Status("demo", "web")
-	if !reflect.DeepEqual(st[1].IPs, []string{"192.168.77.10/24", "fd00:77::10/64"}) {
+	if !reflect.DeepEqual(st[1].IPs, []string{"192.168.77.10", "fd00:77::10"}) {
 		t.Errorf("status ips %v", st[1].IPs)
 	}
 	h.Del(c)

@@ -57,7 +57,7 @@ func assertAttached(t *testing.T, n *Node, pod *corev1.Pod, want []attachment) *
 			t.Errorf("network-status[%d] = {name %q interface %q default %v}, want {%q %q %v}",
 				i, e.Name, e.Interface, e.Default, a.network, a.ifName, i == 0)
 		}
-		addrs := c.Addrs(t, a.ifName)
+		addrs := c.IPs(t, a.ifName)
 		if len(addrs) == 0 {
 			t.Errorf("%s has no address", a.ifName)
 		}

@@ -50,6 +50,12 @@ func prepare(req *sdk.PrepareRequest) (*sdk.PrepareResponse, error) {
 		return &sdk.PrepareResponse{AddCNIArgs: map[string]string{"K8S_POD_NAME": "other"}}, nil
 	case "addcniargs":
 		return &sdk.PrepareResponse{AddCNIArgs: map[string]string{"HOSTILE": "1"}, Warnings: []string{"added HOSTILE"}}, nil
+	case "warnflood":
+		ws := make([]string, 200000)
+		for i := range ws {
+			ws[i] = "w"
+		}
+		return &sdk.PrepareResponse{Warnings: ws}, nil
 	case "fs":
 		return nil, escape()
 	case "echo":
@@ -66,6 +72,8 @@ func enrich(req *sdk.EnrichRequest) (*sdk.EnrichResponse, error) {
 		return &sdk.EnrichResponse{Status: map[string]any{"org.other.key": 1}}, nil
 	case "reserved":
 		return &sdk.EnrichResponse{Status: map[string]any{"ips": []string{"6.6.6.6"}}}, nil
+	case "bigstatus":
+		return &sdk.EnrichResponse{Status: map[string]any{"com.hostile.big": strings.Repeat("x", 900<<10)}}, nil
 	case "panic":
 		panic("hostile enrich panic")
 	}
