@@ -5,6 +5,8 @@ package main
 import (
 	"os"
 
+	"github.com/containernetworking/cni/pkg/skel"
+
 	"github.com/plexus-cni/plexus/internal/shim"
 )
 
@@ -12,5 +14,5 @@ import (
 var Version = "dev"
 
 func main() {
-	os.Exit(shim.Main("plexus-shim "+Version+": forwards CNI calls to plexusd", os.Environ(), os.Stdin, os.Stdout, os.Stderr))
+	skel.PluginMainFuncs(shim.Funcs(os.Stdout, os.Stderr), shim.Versions(), "plexus-shim "+Version+": forwards CNI calls to plexusd")
 }

@@ -1,19 +1,29 @@
-// Command plexus is the CNI plugin kubelet's runtime invokes. It runs the
-// NPWG v1 pipeline in this process (thin mode), or forwards the call to
-// plexusd when its config names plexusd's socket. It links no optional
-// stage: an ADD whose config has "policy" or "extensions" runs in
-// plexus-stages, installed beside it.
+// Command plexus is the CNI plugin kubelet's runtime invokes: it runs the
+// NPWG v1 pipeline in this process (thin mode), with the s7.4 policy and
+// extension stages when its config has them. In thick mode the runtime
+// runs plexus-shim, which runs plexus only for a DEL while plexusd is down.
 package main
 
 import (
+	"context"
 	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/containernetworking/cni/pkg/skel"
 
 	"github.com/plexus-cni/plexus/internal/cniplugin"
+	"github.com/plexus-cni/plexus/internal/stages"
 )
 
 // Version is set at build time.
 var Version = "dev"
 
 func main() {
-	os.Exit(cniplugin.Main(cniplugin.Options{HandOffStages: true}, "plexus "+Version+": NPWG multi-network CNI meta-plugin"))
+	// SIGTERM and SIGINT cancel the call's context: it unwinds instead of
+	// stopping midway.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	o := cniplugin.Options{Stages: stages.Options{}.Build}
+	skel.PluginMainFuncs(o.Funcs(ctx, os.Stdout), cniplugin.Versions, "plexus "+Version+": NPWG multi-network CNI meta-plugin")
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/plexus-cni/plexus/core/codes"
 	"github.com/plexus-cni/plexus/internal/explain"
 )
 
@@ -30,32 +31,32 @@ flags:
 func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] != "pod" {
 		fmt.Fprintln(stderr, explainUsage)
-		return exitUsage
+		return codes.ExitUsage
 	}
 	a, err := parseExplain(args[1:], stderr)
 	if err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintf(stderr, "plexusctl explain pod: %v\n%s\n", err, explainUsage)
 		}
-		return exitUsage
+		return codes.ExitUsage
 	}
 	if a.opts.Cluster, err = explainCluster(a.opts.PodFile != "", a.kubeconfig); err != nil {
 		fmt.Fprintf(stderr, "plexusctl explain pod: %v\n", err)
-		return exitFail
+		return codes.ExitFail
 	}
 	rep, err := explain.Explain(ctx, a.opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "plexusctl explain pod: %v\n", err)
-		return exitFail
+		return codes.ExitFail
 	}
 	if err := writeExplain(stdout, rep, a.output); err != nil {
 		fmt.Fprintf(stderr, "plexusctl explain pod: %v\n", err)
-		return exitFail
+		return codes.ExitFail
 	}
 	if !rep.OK {
-		return exitFail
+		return codes.ExitFail
 	}
-	return exitOK
+	return codes.ExitOK
 }
 
 func writeExplain(w io.Writer, rep *explain.Report, output string) error {

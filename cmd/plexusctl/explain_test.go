@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/plexus-cni/plexus/core/codes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,13 +28,13 @@ func TestExplainExitCodes(t *testing.T) {
 		args []string
 		want int
 	}{
-		{[]string{"explain"}, exitUsage},
-		{[]string{"explain", "node"}, exitUsage},
-		{[]string{"explain", "pod"}, exitUsage},
-		{[]string{"explain", "pod", "a/b", "-f", pod}, exitUsage},
-		{[]string{"explain", "pod", "-f", pod, "-o", "yaml"}, exitUsage},
-		{[]string{"explain", "pod", "-f", pod, "--nad", nad}, exitOK},
-		{[]string{"explain", "pod", "-f", pod}, exitFail},
+		{[]string{"explain"}, codes.ExitUsage},
+		{[]string{"explain", "node"}, codes.ExitUsage},
+		{[]string{"explain", "pod"}, codes.ExitUsage},
+		{[]string{"explain", "pod", "a/b", "-f", pod}, codes.ExitUsage},
+		{[]string{"explain", "pod", "-f", pod, "-o", "yaml"}, codes.ExitUsage},
+		{[]string{"explain", "pod", "-f", pod, "--nad", nad}, codes.ExitOK},
+		{[]string{"explain", "pod", "-f", pod}, codes.ExitFail},
 	} {
 		var stdout, stderr bytes.Buffer
 		if got := run(t.Context(), tt.args, &stdout, &stderr); got != tt.want {
@@ -41,7 +42,7 @@ func TestExplainExitCodes(t *testing.T) {
 		}
 	}
 	var stdout, stderr bytes.Buffer
-	if code := run(t.Context(), []string{"explain", "pod", "-f", pod, "-o", "json"}, &stdout, &stderr); code != exitFail {
+	if code := run(t.Context(), []string{"explain", "pod", "-f", pod, "-o", "json"}, &stdout, &stderr); code != codes.ExitFail {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	var rep struct {

@@ -10,13 +10,8 @@ import (
 	"os"
 	"os/signal"
 	"sort"
-)
 
-// Exit codes shared by all groups.
-const (
-	exitOK    = 0
-	exitFail  = 1 // an error, or a check that did not pass
-	exitUsage = 64
+	"github.com/plexus-cni/plexus/core/codes"
 )
 
 // group runs one command group with the arguments after its name.
@@ -44,13 +39,13 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stderr)
-		return exitUsage
+		return codes.ExitUsage
 	}
 	g, ok := commandGroups[args[0]]
 	if !ok {
 		fmt.Fprintf(stderr, "plexusctl: unknown command group %q\n", args[0])
 		usage(stderr)
-		return exitUsage
+		return codes.ExitUsage
 	}
 	return g.run(ctx, args[1:], stdout, stderr)
 }

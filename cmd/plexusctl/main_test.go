@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/plexus-cni/plexus/core/codes"
 )
 
 const library = "../../policies/library"
@@ -26,11 +28,11 @@ func TestDispatcher(t *testing.T) {
 		wantCode int
 		wantErr  string
 	}{
-		{name: "no arguments prints usage", args: nil, wantCode: exitUsage, wantErr: "policy"},
-		{name: "unknown group is refused", args: []string{"nope"}, wantCode: exitUsage, wantErr: `unknown command group "nope"`},
-		{name: "policy without command prints its usage", args: []string{"policy"}, wantCode: exitUsage, wantErr: "plexusctl policy eval"},
-		{name: "unknown policy command is refused", args: []string{"policy", "run"}, wantCode: exitUsage, wantErr: `unknown command "run"`},
-		{name: "test without paths is refused", args: []string{"policy", "test"}, wantCode: exitUsage, wantErr: "at least one"},
+		{name: "no arguments prints usage", args: nil, wantCode: codes.ExitUsage, wantErr: "policy"},
+		{name: "unknown group is refused", args: []string{"nope"}, wantCode: codes.ExitUsage, wantErr: `unknown command group "nope"`},
+		{name: "policy without command prints its usage", args: []string{"policy"}, wantCode: codes.ExitUsage, wantErr: "plexusctl policy eval"},
+		{name: "unknown policy command is refused", args: []string{"policy", "run"}, wantCode: codes.ExitUsage, wantErr: `unknown command "run"`},
+		{name: "test without paths is refused", args: []string{"policy", "test"}, wantCode: codes.ExitUsage, wantErr: "at least one"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -44,7 +46,7 @@ func TestDispatcher(t *testing.T) {
 
 func TestPolicyTestPassesOnLibraryWithCoverage(t *testing.T) {
 	code, out, stderr := runCtl(t, "policy", "test", library, "--coverage")
-	if code != exitOK {
+	if code != codes.ExitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
 	}
 	for _, s := range []string{"PASS", "test_network_of_other_namespace_is_denied", "coverage: 100.00%"} {
@@ -68,7 +70,7 @@ func writeDir(t *testing.T, files map[string]string) string {
 func TestPolicyTestFailsOnFailingTest(t *testing.T) {
 	dir := writeDir(t, map[string]string{"x_test.rego": "package x_test\n\ntest_wrong if 1 == 2\n"})
 	code, out, _ := runCtl(t, "policy", "test", dir)
-	if code != exitFail || !strings.Contains(out, "test_wrong") || !strings.Contains(out, "FAIL") {
+	if code != codes.ExitFail || !strings.Contains(out, "test_wrong") || !strings.Contains(out, "FAIL") {
 		t.Fatalf("exit %d, output:\n%s", code, out)
 	}
 }
@@ -76,7 +78,7 @@ func TestPolicyTestFailsOnFailingTest(t *testing.T) {
 func TestPolicyTestFailsWithoutTests(t *testing.T) {
 	dir := writeDir(t, map[string]string{"x.rego": "package x\n\ny := 1\n"})
 	code, out, _ := runCtl(t, "policy", "test", dir)
-	if code != exitFail || !strings.Contains(out, "no test cases") {
+	if code != codes.ExitFail || !strings.Contains(out, "no test cases") {
 		t.Fatalf("exit %d, output:\n%s", code, out)
 	}
 }
@@ -91,10 +93,10 @@ func TestPolicyCheck(t *testing.T) {
 		wantCode int
 		wantErr  string
 	}{
-		{name: "library compiles", dir: library, wantCode: exitOK},
-		{name: "clean module compiles", dir: good, wantCode: exitOK},
-		{name: "forbidden built-in is named with file and line", dir: forbidden, wantCode: exitFail, wantErr: "net.rego:3: built-in http.send is forbidden"},
-		{name: "strict compile refuses unused import", dir: unused, wantCode: exitFail, wantErr: "strict.rego:3"},
+		{name: "library compiles", dir: library, wantCode: codes.ExitOK},
+		{name: "clean module compiles", dir: good, wantCode: codes.ExitOK},
+		{name: "forbidden built-in is named with file and line", dir: forbidden, wantCode: codes.ExitFail, wantErr: "net.rego:3: built-in http.send is forbidden"},
+		{name: "strict compile refuses unused import", dir: unused, wantCode: codes.ExitFail, wantErr: "strict.rego:3"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -112,20 +114,20 @@ func TestPolicyFmt(t *testing.T) {
 	messyPath := filepath.Join(dir, "messy.rego")
 
 	code, out, _ := runCtl(t, "policy", "fmt", "--check", dir)
-	if code != exitFail || strings.TrimSpace(out) != messyPath {
+	if code != codes.ExitFail || strings.TrimSpace(out) != messyPath {
 		t.Fatalf("--check: exit %d, listed %q; want 1 and only %s", code, out, messyPath)
 	}
 	if b, _ := os.ReadFile(messyPath); string(b) != messy {
 		t.Fatal("--check changed the file")
 	}
 
-	if code, _, stderr := runCtl(t, "policy", "fmt", dir); code != exitOK {
+	if code, _, stderr := runCtl(t, "policy", "fmt", dir); code != codes.ExitOK {
 		t.Fatalf("fmt: exit %d: %s", code, stderr)
 	}
 	if b, _ := os.ReadFile(messyPath); !strings.Contains(string(b), "y := 1") {
 		t.Fatalf("not formatted:\n%s", b)
 	}
-	if code, out, _ := runCtl(t, "policy", "fmt", "--check", dir); code != exitOK || out != "" {
+	if code, out, _ := runCtl(t, "policy", "fmt", "--check", dir); code != codes.ExitOK || out != "" {
 		t.Fatalf("after fmt, --check: exit %d, listed %q", code, out)
 	}
 }
@@ -151,7 +153,7 @@ func TestPolicyEval(t *testing.T) {
 	}{
 		{
 			name: "own namespace with address in range is allowed", args: []string{"--nad", "testdata/nad-blue.yaml"},
-			wantCode: exitOK,
+			wantCode: codes.ExitOK,
 			check: func(t *testing.T, in map[string]any) {
 				sel := in["selection"].(map[string]any)
 				if sel["index"] != float64(0) || in["interface"] != "net1" {
@@ -164,7 +166,7 @@ func TestPolicyEval(t *testing.T) {
 		},
 		{
 			name: "other namespace is denied by isolation", args: []string{"--nad", "testdata/nad-team-b.yaml"},
-			wantCode: exitDenied, wantCodes: []string{"namespace-isolation"},
+			wantCode: codes.ExitDenied, wantCodes: []string{"namespace-isolation"},
 			check: func(t *testing.T, in map[string]any) {
 				if in["selection"].(map[string]any)["index"] != float64(1) || in["interface"] != "net2" {
 					t.Errorf("second element not chosen: %v", in["selection"])
@@ -175,7 +177,7 @@ func TestPolicyEval(t *testing.T) {
 			name: "explicit selection outside the range is denied",
 			args: []string{"--nad", "testdata/nad-blue.yaml", "--selection", `{"name":"blue","ips":["10.99.0.1"]}`,
 				"--namespace-labels", "team=a, tier=gold"},
-			wantCode: exitDenied, wantCodes: []string{"static-ip-range"},
+			wantCode: codes.ExitDenied, wantCodes: []string{"static-ip-range"},
 			check: func(t *testing.T, in map[string]any) {
 				labels := in["namespace"].(map[string]any)["labels"].(map[string]any)
 				if labels["team"] != "a" || labels["tier"] != "gold" {
@@ -186,7 +188,7 @@ func TestPolicyEval(t *testing.T) {
 		{
 			name:     "another query changes the answer",
 			args:     []string{"--nad", "testdata/nad-blue.yaml", "--query", `{"allowed": false, "reasons": [{"code": "q", "message": "custom"}]}`},
-			wantCode: exitDenied, wantCodes: []string{"q"},
+			wantCode: codes.ExitDenied, wantCodes: []string{"q"},
 		},
 	}
 	for _, tc := range tests {
@@ -223,18 +225,18 @@ func TestPolicyEvalRefusesBadUsage(t *testing.T) {
 		wantCode int
 		wantErr  string
 	}{
-		{name: "missing nad", args: []string{"--pod", "testdata/pod.yaml", "--policy", library}, wantCode: exitUsage, wantErr: "--nad"},
-		{name: "missing policy", args: []string{"--pod", "testdata/pod.yaml", "--nad", "testdata/nad-blue.yaml"}, wantCode: exitUsage, wantErr: "--policy"},
-		{name: "bad namespace labels", args: []string{"--namespace-labels", "novalue"}, wantCode: exitUsage, wantErr: "key=value"},
+		{name: "missing nad", args: []string{"--pod", "testdata/pod.yaml", "--policy", library}, wantCode: codes.ExitUsage, wantErr: "--nad"},
+		{name: "missing policy", args: []string{"--pod", "testdata/pod.yaml", "--nad", "testdata/nad-blue.yaml"}, wantCode: codes.ExitUsage, wantErr: "--policy"},
+		{name: "bad namespace labels", args: []string{"--namespace-labels", "novalue"}, wantCode: codes.ExitUsage, wantErr: "key=value"},
 		{
 			name:     "selection naming another network",
 			args:     []string{"--pod", "testdata/pod.yaml", "--nad", "testdata/nad-blue.yaml", "--policy", library, "--selection", `{"name":"red"}`},
-			wantCode: exitFail, wantErr: "team-a/red",
+			wantCode: codes.ExitFail, wantErr: "team-a/red",
 		},
 		{
 			name:     "pod manifest that is not a pod",
 			args:     []string{"--pod", "testdata/nad-blue.yaml", "--nad", "testdata/nad-blue.yaml", "--policy", library},
-			wantCode: exitFail, wantErr: "not Pod",
+			wantCode: codes.ExitFail, wantErr: "not Pod",
 		},
 	}
 	for _, tc := range tests {

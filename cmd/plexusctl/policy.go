@@ -9,11 +9,9 @@ import (
 	"io"
 	"strings"
 
+	"github.com/plexus-cni/plexus/core/codes"
 	"github.com/plexus-cni/plexus/policies"
 )
-
-// exitDenied is "policy eval"'s answer for a denial.
-const exitDenied = 2
 
 type policyCommand struct {
 	usage string
@@ -34,13 +32,13 @@ func runPolicy(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	cmds := policyCommands()
 	if len(args) == 0 {
 		policyUsage(stderr, cmds)
-		return exitUsage
+		return codes.ExitUsage
 	}
 	c, ok := cmds[args[0]]
 	if !ok {
 		fmt.Fprintf(stderr, "plexusctl policy: unknown command %q\n", args[0])
 		policyUsage(stderr, cmds)
-		return exitUsage
+		return codes.ExitUsage
 	}
 	return c.run(ctx, args[1:], stdout, stderr)
 }
@@ -87,30 +85,30 @@ func policyTest(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	verbose := fs.Bool("v", true, "list every test, with a trace for failures")
 	paths, err := parse(fs, args)
 	if err != nil || !needPaths(paths, stderr, "test") {
-		return exitUsage
+		return codes.ExitUsage
 	}
 	sum, err := policies.RunTests(ctx, paths, policies.TestOptions{Verbose: *verbose, Coverage: *coverage}, stdout)
 	if err != nil {
 		fmt.Fprintf(stderr, "plexusctl policy test: %v\n", err)
-		return exitFail
+		return codes.ExitFail
 	}
 	if !sum.OK() {
-		return exitFail
+		return codes.ExitFail
 	}
-	return exitOK
+	return codes.ExitOK
 }
 
 func policyCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	paths, err := parse(newFlagSet("check", stderr), args)
 	if err != nil || !needPaths(paths, stderr, "check") {
-		return exitUsage
+		return codes.ExitUsage
 	}
 	if err := policies.Check(ctx, paths); err != nil {
 		fmt.Fprintf(stderr, "plexusctl policy check: %v\n", err)
-		return exitFail
+		return codes.ExitFail
 	}
 	fmt.Fprintf(stdout, "ok: %s\n", strings.Join(paths, " "))
-	return exitOK
+	return codes.ExitOK
 }
 
 func policyFmt(_ context.Context, args []string, stdout, stderr io.Writer) int {
@@ -118,7 +116,7 @@ func policyFmt(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	check := fs.Bool("check", false, "change nothing; list unformatted files and exit 1 if there are any")
 	paths, err := parse(fs, args)
 	if err != nil || !needPaths(paths, stderr, "fmt") {
-		return exitUsage
+		return codes.ExitUsage
 	}
 	files, err := policies.Format(paths, *check)
 	for _, f := range files {
@@ -126,12 +124,12 @@ func policyFmt(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "plexusctl policy fmt: %v\n", err)
-		return exitFail
+		return codes.ExitFail
 	}
 	if *check && len(files) > 0 {
-		return exitFail
+		return codes.ExitFail
 	}
-	return exitOK
+	return codes.ExitOK
 }
 
 func policyEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -140,23 +138,23 @@ func policyEval(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		if !errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintf(stderr, "plexusctl policy eval: %v\n", err)
 		}
-		return exitUsage
+		return codes.ExitUsage
 	}
 	res, err := policies.Eval(ctx, opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "plexusctl policy eval: %v\n", err)
-		return exitFail
+		return codes.ExitFail
 	}
 	out, err := json.MarshalIndent(res, "", "  ")
 	if err != nil {
 		fmt.Fprintf(stderr, "plexusctl policy eval: %v\n", err)
-		return exitFail
+		return codes.ExitFail
 	}
 	fmt.Fprintln(stdout, string(out))
 	if !res.Decision.Allowed {
-		return exitDenied
+		return codes.ExitDenied
 	}
-	return exitOK
+	return codes.ExitOK
 }
 
 func parseEval(args []string, stderr io.Writer) (policies.EvalOptions, error) {

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/plexus-cni/plexus/core/codes"
 	"github.com/plexus-cni/plexus/internal/daemon"
 	"github.com/plexus-cni/plexus/internal/install"
 	"github.com/plexus-cni/plexus/internal/plexusd"
@@ -21,13 +22,13 @@ func main() {
 	o, err := parseFlags(os.Args[1:])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "plexusd:", err)
-		os.Exit(2)
+		os.Exit(codes.ExitUsage)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	if err := plexusd.Run(ctx, o); err != nil {
 		o.Log.Error("plexusd failed", "err", err)
-		os.Exit(1)
+		os.Exit(codes.ExitFail)
 	}
 }
 

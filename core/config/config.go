@@ -280,9 +280,9 @@ func (c *Config) Level() (slog.Level, error) {
 }
 
 // IsPlexusPlugin reports whether a CNI plugin type is plexus itself: the
-// plugin, the plugin with the optional stages, or the thick-mode shim. The
+// plugin or the thick-mode shim. The
 // cluster-wide default network must never be one of them, or plexus would
 // delegate to itself.
 func IsPlexusPlugin(typ string) bool {
-	return typ == "plexus" || typ == "plexus-stages" || typ == "plexus-shim"
+	return typ == "plexus" || typ == "plexus-shim"
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 	types100 "github.com/containernetworking/cni/pkg/types/100"
 
+	"github.com/plexus-cni/plexus/core/codes"
 	"github.com/plexus-cni/plexus/core/record"
 	"github.com/plexus-cni/plexus/core/source"
 	"github.com/plexus-cni/plexus/core/status"
@@ -26,7 +27,7 @@ func (p *Pipeline) Add(ctx context.Context, req *Request) (types.Result, error) 
 	}
 	unlock, err := p.Locks.Lock(ctx, req.ContainerID)
 	if err != nil {
-		return nil, newError(CodeRecord, req.podRef(), "", err)
+		return nil, newError(codes.Record, req.podRef(), "", err)
 	}
 	// The lock file lives as long as the record: a failed ADD leaves neither.
 	defer func() { unlock(!p.hasRecord(req.ContainerID)) }()
@@ -43,7 +44,7 @@ func (p *Pipeline) add(ctx context.Context, req *Request) (types.Result, error) 
 	// without a record must not take it for a repeat of an earlier one.
 	if p.Deleted != nil {
 		if err := p.Deleted.Remove(req.ContainerID); err != nil {
-			return nil, newError(CodeRecord, req.podRef(), "", err)
+			return nil, newError(codes.Record, req.podRef(), "", err)
 		}
 	}
 	// A repeated ADD without DEL: undo the earlier attachments first, so
@@ -70,14 +71,14 @@ func (p *Pipeline) add(ctx context.Context, req *Request) (types.Result, error) 
 func (p *Pipeline) undoPrevious(ctx context.Context, req *Request) error {
 	prev, err := p.Records.Load(req.ContainerID)
 	if err != nil && !errors.Is(err, record.ErrCorrupt) {
-		return newError(CodeRecord, req.podRef(), "", err)
+		return newError(codes.Record, req.podRef(), "", err)
 	}
 	if prev == nil && err == nil {
 		return nil
 	}
 	p.Log.Warn("ADD for a container that is already attached: detaching the earlier attachments first")
 	if err := p.del(ctx, req); err != nil {
-		return asCNIError(CodeDetachFailed, req.podRef(), "", err)
+		return asCNIError(codes.DetachFailed, req.podRef(), "", err)
 	}
 	return nil
 }
@@ -93,24 +94,24 @@ func (p *Pipeline) attachAll(ctx context.Context, req *Request, pl *plan) error 
 		ra.State = record.Attempted
 		if err := p.Records.Save(pl.record); err != nil {
 			ra.State = record.Planned
-			return p.rollback(ctx, req, pl, newError(CodeRecord, podRef, a.Name, err))
+			return p.rollback(ctx, req, pl, newError(codes.Record, podRef, a.Name, err))
 		}
 		if err := prepareDeviceInfo(a); err != nil {
-			return p.rollback(ctx, req, pl, newError(CodeDevices, podRef, attachmentLabel(a), err))
+			return p.rollback(ctx, req, pl, newError(codes.Devices, podRef, attachmentLabel(a), err))
 		}
 		res, err := p.attachOne(ctx, req, ra, pl.lists[i])
 		if err != nil {
 			ra.Rejected = delegateRejection(err)
-			return p.rollback(ctx, req, pl, newError(CodeAttachFailed, podRef, attachmentLabel(a), err))
+			return p.rollback(ctx, req, pl, newError(codes.AttachFailed, podRef, attachmentLabel(a), err))
 		}
 		a.Result = res
 		if err := verifyRequested(a); err != nil {
-			return p.rollback(ctx, req, pl, newError(CodeNotHonored, podRef, attachmentLabel(a), err))
+			return p.rollback(ctx, req, pl, newError(codes.NotHonored, podRef, attachmentLabel(a), err))
 		}
 		ra.State = record.Attached
 	}
 	if err := p.Records.Save(pl.record); err != nil {
-		return p.rollback(ctx, req, pl, newError(CodeRecord, podRef, "", err))
+		return p.rollback(ctx, req, pl, newError(codes.Record, podRef, "", err))
 	}
 	return nil
 }
@@ -212,12 +213,12 @@ func (p *Pipeline) publish(ctx context.Context, req *Request, pl *plan) *types.E
 	for _, a := range pl.attachments {
 		e, err := status.FromResult(a.Name, a.IfName, a.Default, a.Result)
 		if err != nil {
-			return newError(CodeStatus, podRef, a.Name, err)
+			return newError(codes.Status, podRef, a.Name, err)
 		}
 		p.addDeviceInfo(ctx, pl, a, e)
 		p.enrich(ctx, pl.pod, a, e)
 		if err := compatStatus(a, e); err != nil {
-			return newError(CodeStatus, podRef, a.Name, err)
+			return newError(codes.Status, podRef, a.Name, err)
 		}
 		entries = append(entries, e)
 	}
@@ -226,7 +227,7 @@ func (p *Pipeline) publish(ctx context.Context, req *Request, pl *plan) *types.E
 	}
 	doc, err := status.Marshal(entries)
 	if err != nil {
-		return newError(CodeStatus, podRef, "", err)
+		return newError(codes.Status, podRef, "", err)
 	}
 	// The event goes out beside the PATCH, not after it: in thin mode each
 	// is a round trip the runtime waits for. Should the PATCH fail, the
@@ -234,7 +235,7 @@ func (p *Pipeline) publish(ctx context.Context, req *Request, pl *plan) *types.E
 	sent := p.eventAsync(ctx, pl.pod, source.EventNormal, "AddedInterfaces", summary(entries))
 	defer sent()
 	if err := p.Source.PublishStatus(ctx, pl.pod, doc); err != nil {
-		return newError(CodeStatus, podRef, "", fmt.Errorf("publishing %s: %w", status.Annotation, err))
+		return newError(codes.Status, podRef, "", fmt.Errorf("publishing %s: %w", status.Annotation, err))
 	}
 	return nil
 }
@@ -276,7 +277,7 @@ func defaultResult(res types.Result, cniVersion string) (types.Result, error) {
 	}
 	out, err := res.GetAsVersion(cniVersion)
 	if err != nil {
-		return nil, newError(CodeAttachFailed, "", "", fmt.Errorf("converting the default network's %s result to %s: %w", res.Version(), cniVersion, err))
+		return nil, newError(codes.AttachFailed, "", "", fmt.Errorf("converting the default network's %s result to %s: %w", res.Version(), cniVersion, err))
 	}
 	return out, nil
 }

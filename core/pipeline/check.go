@@ -6,6 +6,7 @@ import (
 
 	"github.com/containernetworking/cni/pkg/version"
 
+	"github.com/plexus-cni/plexus/core/codes"
 	"github.com/plexus-cni/plexus/core/netconf"
 	"github.com/plexus-cni/plexus/core/record"
 )
@@ -15,23 +16,23 @@ import (
 func (p *Pipeline) Check(ctx context.Context, req *Request) error {
 	unlock, err := p.Locks.Lock(ctx, req.ContainerID)
 	if err != nil {
-		return newError(CodeRecord, req.podRef(), "", err)
+		return newError(codes.Record, req.podRef(), "", err)
 	}
 	defer unlock(false)
 	rec, err := p.Records.Load(req.ContainerID)
 	if err != nil {
-		return newError(CodeRecord, req.podRef(), "", err)
+		return newError(codes.Record, req.podRef(), "", err)
 	}
 	if rec == nil {
-		return newError(CodeCheckFailed, req.podRef(), "", fmt.Errorf("container %s has no attachment record: was it added?", req.ContainerID))
+		return newError(codes.CheckFailed, req.podRef(), "", fmt.Errorf("container %s has no attachment record: was it added?", req.ContainerID))
 	}
 	for i := range rec.Attachments {
 		a := &rec.Attachments[i]
 		if a.State != record.Attached {
-			return newError(CodeCheckFailed, podOf(rec), a.Name, fmt.Errorf("attachment %s was never completed", a.IfName))
+			return newError(codes.CheckFailed, podOf(rec), a.Name, fmt.Errorf("attachment %s was never completed", a.IfName))
 		}
 		if err := p.checkOne(ctx, req, a); err != nil {
-			return newError(CodeCheckFailed, podOf(rec), a.Name+" ("+a.IfName+")", err)
+			return newError(codes.CheckFailed, podOf(rec), a.Name+" ("+a.IfName+")", err)
 		}
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/plexus-cni/plexus/core/codes"
 	"github.com/plexus-cni/plexus/core/devinfo"
 	"github.com/plexus-cni/plexus/core/names"
 	"github.com/plexus-cni/plexus/core/source"
@@ -20,7 +21,7 @@ const ResourceClaimAnnotation = "plexus.io/resource-claim"
 // assignClaim resolves a claim of the pod to the devices allocated for it
 // (the ResourceClaim's status) and hands them to its attachments.
 func (p *Pipeline) assignClaim(ctx context.Context, pl *plan, ref string, atts []*Attachment, containerID string) error {
-	fail := func(err error) error { return newError(CodeDevices, pl.pod.Ref(), atts[0].Name, err) }
+	fail := func(err error) error { return newError(codes.Devices, pl.pod.Ref(), atts[0].Name, err) }
 	podClaim, request, _ := strings.Cut(ref, "/")
 	if err := names.Label("the NAD's "+ResourceClaimAnnotation+" claim", podClaim); err != nil {
 		return fail(err)

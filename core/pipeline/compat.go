@@ -11,6 +11,7 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 	types100 "github.com/containernetworking/cni/pkg/types/100"
 
+	"github.com/plexus-cni/plexus/core/codes"
 	"github.com/plexus-cni/plexus/core/netconf"
 	"github.com/plexus-cni/plexus/core/selection"
 	"github.com/plexus-cni/plexus/core/source"
@@ -44,7 +45,7 @@ func (p *Pipeline) applyCompat(ctx context.Context, pl *plan) error {
 			continue
 		}
 		if err := p.compatCapabilities(a); err != nil {
-			return newError(CodeNetworkNotFound, pl.pod.Ref(), a.Name, err)
+			return newError(codes.NetworkNotFound, pl.pod.Ref(), a.Name, err)
 		}
 		p.reportIgnored(ctx, pl.pod, a)
 	}
@@ -148,7 +149,7 @@ func (p *Pipeline) setDefaultRoutes(ctx context.Context, req *Request, pl *plan)
 			continue
 		}
 		if err := p.setDefaultRoute(ctx, req, a, gws); err != nil {
-			return newError(CodeDefaultRoute, pl.podRef(req), attachmentLabel(a), err)
+			return newError(codes.DefaultRoute, pl.podRef(req), attachmentLabel(a), err)
 		}
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/plexus-cni/plexus/core/codes"
 	"github.com/plexus-cni/plexus/core/config"
 )
 
@@ -65,7 +66,7 @@ func TestAddCompatCommaInterface(t *testing.T) {
 	}
 	f := newFixture(t, "net-a@eth0")
 	_, err := f.p.Add(context.Background(), f.req)
-	if te := cniErr(t, err); te.Code != CodeInterfaceConflict || !strings.Contains(te.Msg, `requests interface "eth0", already used by the default network`) {
+	if te := cniErr(t, err); te.Code != codes.InterfaceConflict || !strings.Contains(te.Msg, `requests interface "eth0", already used by the default network`) {
 		t.Errorf("error %+v", te)
 	}
 }
@@ -204,14 +205,14 @@ func TestAddCompatDefaultRoute(t *testing.T) {
 			routes: []string{"/var/run/netns/test net2 10.2.0.1", "/var/run/netns/test net2 fd00:2::1"}},
 		{name: "v6 outside the subnets", ann: `[{"name":"net-b","default-route":["10.2.0.1","fd00:3::1"]}]`,
 			ips:    map[string]string{"net-b": "10.2.0.5/24,fd00:2::5/64"},
-			routes: []string{"/var/run/netns/test net1 10.2.0.1"}, wantCode: CodeDefaultRoute,
+			routes: []string{"/var/run/netns/test net1 10.2.0.1"}, wantCode: codes.DefaultRoute,
 			wantMsg: `gateway fd00:3::1 is in none of the attachment's subnets (10.2.0.0/24, fd00:2::/64)`},
 		{name: "gateway outside the subnet", ann: `[{"name":"net-b","default-route":["10.3.0.1"]}]`,
-			ips: map[string]string{"net-b": "10.2.0.5/24"}, wantCode: CodeDefaultRoute,
+			ips: map[string]string{"net-b": "10.2.0.5/24"}, wantCode: codes.DefaultRoute,
 			wantMsg: `network demo/net-b (net1): "default-route" gateway 10.3.0.1 is in none of the attachment's subnets (10.2.0.0/24)`},
 		{name: "route change fails", ann: `[{"name":"net-b","default-route":["10.2.0.1"]}]`,
 			ips: map[string]string{"net-b": "10.2.0.5/24"}, fail: errors.New("netlink says no"),
-			routes: []string{"/var/run/netns/test net1 10.2.0.1"}, wantCode: CodeDefaultRoute, wantMsg: "netlink says no"},
+			routes: []string{"/var/run/netns/test net1 10.2.0.1"}, wantCode: codes.DefaultRoute, wantMsg: "netlink says no"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -249,7 +250,7 @@ func TestAddCompatDefaultRoute(t *testing.T) {
 func TestAddCompatDefaultRouteNeedsARouter(t *testing.T) {
 	f := newFixture(t, `[{"name":"net-a","default-route":["10.0.0.1"]}]`)
 	_, err := f.p.Add(context.Background(), f.req)
-	if te := cniErr(t, err); te.Code != CodeDefaultRoute || !strings.Contains(te.Msg, "cannot change routes") {
+	if te := cniErr(t, err); te.Code != codes.DefaultRoute || !strings.Contains(te.Msg, "cannot change routes") {
 		t.Errorf("error %+v", te)
 	}
 }

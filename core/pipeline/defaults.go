@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/plexus-cni/plexus/core/codes"
 	"github.com/plexus-cni/plexus/core/nad"
 	"github.com/plexus-cni/plexus/core/names"
 	"github.com/plexus-cni/plexus/core/selection"
@@ -58,7 +59,7 @@ func (p *Pipeline) planDefault(ctx context.Context, req *Request, pod *source.Po
 	}
 	cluster, err := p.loadClusterNetwork(ctx)
 	if err != nil {
-		return nil, newError(CodeClusterNetwork, req.podRef(), "", err)
+		return nil, newError(codes.ClusterNetwork, req.podRef(), "", err)
 	}
 	return defaultAttachment(req, cluster), nil
 }
@@ -71,25 +72,25 @@ func (p *Pipeline) podDefault(ctx context.Context, req *Request, pod *source.Pod
 	ref, err := selection.ParseDefaultNetwork(value, p.Config.SystemNamespace)
 	if err != nil {
 		p.event(ctx, pod, source.EventWarning, "InvalidDefaultNetwork", err.Error())
-		return nil, newError(CodeInvalidSelection, pod.Ref(), "", err)
+		return nil, newError(codes.InvalidSelection, pod.Ref(), "", err)
 	}
 	n, err := p.Source.NAD(ctx, ref.Namespace, ref.Name)
 	if err != nil {
 		p.event(ctx, pod, source.EventWarning, "NetworkNotFound", fmt.Sprintf("default network %s (%s): %v", ref.Ref(), selection.DefaultNetworkAnnotation, err))
-		return nil, newError(CodeNetworkNotFound, pod.Ref(), ref.Ref(), err)
+		return nil, newError(codes.NetworkNotFound, pod.Ref(), ref.Ref(), err)
 	}
 	r, err := nad.Resolve(n, p.Config.ConfDir)
 	if err != nil {
 		p.event(ctx, pod, source.EventWarning, "NetworkNotFound", err.Error())
-		return nil, newError(CodeNetworkNotFound, pod.Ref(), ref.Ref(), err)
+		return nil, newError(codes.NetworkNotFound, pod.Ref(), ref.Ref(), err)
 	}
 	raw, err := p.withAuxiliaryChain(r.Config, p.Config.ConfDir)
 	if err != nil {
-		return nil, newError(CodeNetworkNotFound, pod.Ref(), ref.Ref(), err)
+		return nil, newError(codes.NetworkNotFound, pod.Ref(), ref.Ref(), err)
 	}
 	c, err := clusterFromConfig(raw, "default network "+ref.Ref(), n)
 	if err != nil {
-		return nil, newError(CodeNetworkNotFound, pod.Ref(), ref.Ref(), err)
+		return nil, newError(codes.NetworkNotFound, pod.Ref(), ref.Ref(), err)
 	}
 	a := defaultAttachment(req, c)
 	a.Origin = OriginPodDefault
@@ -106,7 +107,7 @@ func (p *Pipeline) planDefaultNetworks(ctx context.Context, req *Request, pl *pl
 	for i, ref := range p.Config.DefaultNetworks {
 		ns, name, err := names.NADRef("defaultNetworks", ref)
 		if err != nil { // config.Parse checked it; a Config built in code may not be
-			return newError(CodeNetworkNotFound, pl.pod.Ref(), ref, err)
+			return newError(codes.NetworkNotFound, pl.pod.Ref(), ref, err)
 		}
 		if ns == "" {
 			ns = p.Config.SystemNamespace
@@ -115,12 +116,12 @@ func (p *Pipeline) planDefaultNetworks(ctx context.Context, req *Request, pl *pl
 		n, err := p.Source.NAD(ctx, ns, name)
 		if err != nil {
 			p.event(ctx, pl.pod, source.EventWarning, "NetworkNotFound", fmt.Sprintf("defaultNetworks %s: %v", full, err))
-			return newError(CodeNetworkNotFound, pl.pod.Ref(), full, err)
+			return newError(codes.NetworkNotFound, pl.pod.Ref(), full, err)
 		}
 		r, err := nad.Resolve(n, p.Config.ConfDir)
 		if err != nil {
 			p.event(ctx, pl.pod, source.EventWarning, "NetworkNotFound", err.Error())
-			return newError(CodeNetworkNotFound, pl.pod.Ref(), full, err)
+			return newError(codes.NetworkNotFound, pl.pod.Ref(), full, err)
 		}
 		pl.attachments = append(pl.attachments, &Attachment{
 			Index:   -1,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/containernetworking/cni/libcni"
 
+	"github.com/plexus-cni/plexus/core/codes"
 	"github.com/plexus-cni/plexus/core/devinfo"
 	"github.com/plexus-cni/plexus/core/netconf"
 	"github.com/plexus-cni/plexus/core/record"
@@ -32,11 +33,11 @@ func (p *Pipeline) Del(ctx context.Context, req *Request) error {
 	}
 	unlock, err := p.Locks.Lock(ctx, req.ContainerID)
 	if err != nil {
-		return newError(CodeRecord, req.podRef(), "", err)
+		return newError(codes.Record, req.podRef(), "", err)
 	}
 	if err := p.del(ctx, req); err != nil {
 		unlock(false)
-		return asCNIError(CodeDetachFailed, req.podRef(), "", err)
+		return asCNIError(codes.DetachFailed, req.podRef(), "", err)
 	}
 	p.rememberDeleted(req)
 	unlock(true)
@@ -131,7 +132,7 @@ func (p *Pipeline) teardown(ctx context.Context, req *Request, rec *record.Recor
 	if err := p.Records.Save(rec); err != nil {
 		msgs = append(msgs, "keeping the record of the failed ones: "+err.Error())
 	}
-	return newError(CodeDetachFailed, podOf(rec), "", fmt.Errorf("detaching %d of the container's networks failed: %s", len(failed), strings.Join(msgs, "; ")))
+	return newError(codes.DetachFailed, podOf(rec), "", fmt.Errorf("detaching %d of the container's networks failed: %s", len(failed), strings.Join(msgs, "; ")))
 }
 
 func podOf(rec *record.Record) string {
@@ -172,7 +173,7 @@ func (p *Pipeline) delLeftovers(ctx context.Context, req *Request) error {
 		}
 	}
 	if len(msgs) > 0 {
-		return newError(CodeDetachFailed, req.podRef(), "", fmt.Errorf("detaching attachments missing from the record: %s", strings.Join(msgs, "; ")))
+		return newError(codes.DetachFailed, req.podRef(), "", fmt.Errorf("detaching attachments missing from the record: %s", strings.Join(msgs, "; ")))
 	}
 	return nil
 }
@@ -200,7 +201,7 @@ func (p *Pipeline) delFromCache(ctx context.Context, req *Request) error {
 		}
 	}
 	if len(msgs) > 0 {
-		return newError(CodeDetachFailed, req.podRef(), "", fmt.Errorf("detaching without a record: %s", strings.Join(msgs, "; ")))
+		return newError(codes.DetachFailed, req.podRef(), "", fmt.Errorf("detaching without a record: %s", strings.Join(msgs, "; ")))
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/plexus-cni/plexus/core/codes"
 	"github.com/plexus-cni/plexus/core/devinfo"
 	"github.com/plexus-cni/plexus/core/names"
 	"github.com/plexus-cni/plexus/core/selection"
@@ -55,11 +56,11 @@ func (p *Pipeline) assignDevices(ctx context.Context, pl *plan, containerID stri
 		return nil
 	}
 	if p.Devices == nil {
-		return newError(CodeDevices, pl.pod.Ref(), "", fmt.Errorf("NADs name resource %s, but plexus has no pod-resources client to ask kubelet for the pod's devices", resources.order[0]))
+		return newError(codes.Devices, pl.pod.Ref(), "", fmt.Errorf("NADs name resource %s, but plexus has no pod-resources client to ask kubelet for the pod's devices", resources.order[0]))
 	}
 	devs, err := p.Devices.PodDevices(ctx, pl.pod.Namespace, pl.pod.Name)
 	if err != nil {
-		return newError(CodeDevices, pl.pod.Ref(), "", fmt.Errorf("asking kubelet which devices the pod was allocated: %w", err))
+		return newError(codes.Devices, pl.pod.Ref(), "", fmt.Errorf("asking kubelet which devices the pod was allocated: %w", err))
 	}
 	for _, res := range resources.order {
 		atts := resources.by[res]
@@ -69,7 +70,7 @@ func (p *Pipeline) assignDevices(ctx context.Context, pl *plan, containerID stri
 		}
 		for i, a := range atts {
 			if err := p.setDeviceInfo(a, res, ids[i], containerID); err != nil {
-				return newError(CodeDevices, pl.pod.Ref(), a.Name, err)
+				return newError(codes.Devices, pl.pod.Ref(), a.Name, err)
 			}
 			setDevice(a, ids[i])
 		}
@@ -105,12 +106,12 @@ func groupDeviceNADs(pl *plan) (resources, claims deviceGroup, err error) {
 		ref, isClaim := a.NAD.Annotations[ResourceClaimAnnotation]
 		switch {
 		case isClaim && res != "":
-			return resources, claims, newError(CodeDevices, pl.pod.Ref(), a.Name, fmt.Errorf("the NAD names both a resource (%s) and a resource claim (%s): choose one", ResourceNameAnnotation, ResourceClaimAnnotation))
+			return resources, claims, newError(codes.Devices, pl.pod.Ref(), a.Name, fmt.Errorf("the NAD names both a resource (%s) and a resource claim (%s): choose one", ResourceNameAnnotation, ResourceClaimAnnotation))
 		case isClaim:
 			claims.add(ref, a)
 		case res != "":
 			if err := names.ResourceName("the NAD's "+ResourceNameAnnotation+" annotation", res); err != nil {
-				return resources, claims, newError(CodeDevices, pl.pod.Ref(), a.Name, err)
+				return resources, claims, newError(codes.Devices, pl.pod.Ref(), a.Name, err)
 			}
 			a.ResourceName = res
 			resources.add(res, a)
@@ -129,11 +130,11 @@ func (p *Pipeline) assign(pl *plan, what string, allocated []string, atts []*Att
 	ids = slices.Compact(ids)
 	for _, id := range ids {
 		if err := names.DeviceID("the device ID of "+what, id); err != nil {
-			return nil, newError(CodeDevices, pl.pod.Ref(), atts[0].Name, err)
+			return nil, newError(codes.Devices, pl.pod.Ref(), atts[0].Name, err)
 		}
 	}
 	if len(ids) == 0 {
-		return nil, newError(CodeDevices, pl.pod.Ref(), atts[0].Name, fmt.Errorf("%s: no device of it is allocated to the pod, which has %d attachment(s) needing one%s", what, len(atts), noDeviceHint(what)))
+		return nil, newError(codes.Devices, pl.pod.Ref(), atts[0].Name, fmt.Errorf("%s: no device of it is allocated to the pod, which has %d attachment(s) needing one%s", what, len(atts), noDeviceHint(what)))
 	}
 	used := map[string]*Attachment{}
 	for _, a := range atts {
@@ -142,10 +143,10 @@ func (p *Pipeline) assign(pl *plan, what string, allocated []string, atts []*Att
 			continue
 		}
 		if !slices.Contains(ids, want) {
-			return nil, newError(CodeDevices, pl.pod.Ref(), a.Name, fmt.Errorf("selection element %d requests device %q of %s, which is not one of the pod's (%s)", a.Index, want, what, strings.Join(ids, ", ")))
+			return nil, newError(codes.Devices, pl.pod.Ref(), a.Name, fmt.Errorf("selection element %d requests device %q of %s, which is not one of the pod's (%s)", a.Index, want, what, strings.Join(ids, ", ")))
 		}
 		if by, taken := used[want]; taken {
-			return nil, newError(CodeDevices, pl.pod.Ref(), a.Name, fmt.Errorf("selection element %d requests device %q of %s, already requested by element %d", a.Index, want, what, by.Index))
+			return nil, newError(codes.Devices, pl.pod.Ref(), a.Name, fmt.Errorf("selection element %d requests device %q of %s, already requested by element %d", a.Index, want, what, by.Index))
 		}
 		used[want] = a
 	}
@@ -157,7 +158,7 @@ func (p *Pipeline) assign(pl *plan, what string, allocated []string, atts []*Att
 		}
 	}
 	if need > len(free) {
-		return nil, newError(CodeDevices, pl.pod.Ref(), atts[0].Name, fmt.Errorf("%s: the pod was allocated %d device(s) (%s) but %d attachment(s) need one", what, len(ids), strings.Join(ids, ", "), len(atts)))
+		return nil, newError(codes.Devices, pl.pod.Ref(), atts[0].Name, fmt.Errorf("%s: the pod was allocated %d device(s) (%s) but %d attachment(s) need one", what, len(ids), strings.Join(ids, ", "), len(atts)))
 	}
 	out := make([]string, len(atts))
 	for i, a := range atts {

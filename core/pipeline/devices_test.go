@@ -14,6 +14,7 @@ import (
 	"github.com/containernetworking/cni/libcni"
 	"github.com/containernetworking/cni/pkg/types"
 
+	"github.com/plexus-cni/plexus/core/codes"
 	"github.com/plexus-cni/plexus/core/devinfo"
 	"github.com/plexus-cni/plexus/core/source"
 	"github.com/plexus-cni/plexus/core/status"
@@ -325,13 +326,13 @@ func TestClaimErrorsAttachNothing(t *testing.T) {
 	}
 }
 
-// assertDevicesRefused: the ADD failed with CodeDevices, its message
+// assertDevicesRefused: the ADD failed with codes.Devices, its message
 // names every part of want, and no delegate ran.
 func assertDevicesRefused(t *testing.T, f *fixture, err error, want []string) {
 	t.Helper()
 	var te *types.Error
-	if !errors.As(err, &te) || te.Code != CodeDevices {
-		t.Fatalf("want CNI error %d, got %v", CodeDevices, err)
+	if !errors.As(err, &te) || te.Code != codes.Devices {
+		t.Fatalf("want CNI error %d, got %v", codes.Devices, err)
 	}
 	for _, w := range want {
 		if !strings.Contains(te.Msg, w) {

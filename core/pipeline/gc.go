@@ -8,6 +8,7 @@ import (
 	"github.com/containernetworking/cni/libcni"
 	"github.com/containernetworking/cni/pkg/types"
 
+	"github.com/plexus-cni/plexus/core/codes"
 	"github.com/plexus-cni/plexus/core/netconf"
 	"github.com/plexus-cni/plexus/core/record"
 )
@@ -23,7 +24,7 @@ func (p *Pipeline) GC(ctx context.Context, valid []types.GCAttachment) error {
 	}
 	ids, err := p.Records.List()
 	if err != nil {
-		return newError(CodeGarbageCollection, "", "", err)
+		return newError(codes.GarbageCollection, "", "", err)
 	}
 	var errs []error
 	nets := map[string]*libcni.NetworkConfigList{}
@@ -52,7 +53,7 @@ func (p *Pipeline) GC(ctx context.Context, valid []types.GCAttachment) error {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return newError(CodeGarbageCollection, "", "", err)
+		return newError(codes.GarbageCollection, "", "", err)
 	}
 	return nil
 }
@@ -67,7 +68,7 @@ func (p *Pipeline) GC(ctx context.Context, valid []types.GCAttachment) error {
 func (p *Pipeline) Collect(ctx context.Context, id string, stale func() bool) (bool, error) {
 	unlock, err := p.Locks.Lock(ctx, id)
 	if err != nil {
-		return false, newError(CodeGarbageCollection, "", "", err)
+		return false, newError(codes.GarbageCollection, "", "", err)
 	}
 	if !stale() {
 		// As ADD does: a lock file goes with the record (a DEL that
@@ -77,7 +78,7 @@ func (p *Pipeline) Collect(ctx context.Context, id string, stale func() bool) (b
 	}
 	if err := p.del(ctx, &Request{ContainerID: id}); err != nil {
 		unlock(false)
-		return false, asCNIError(CodeDetachFailed, "", "", err)
+		return false, asCNIError(codes.DetachFailed, "", "", err)
 	}
 	unlock(true)
 	return true, nil
@@ -125,14 +126,14 @@ func (p *Pipeline) addClusterNetwork(ctx context.Context, nets map[string]*libcn
 func (p *Pipeline) Status(ctx context.Context) error {
 	c, err := p.loadClusterNetwork(ctx)
 	if err != nil {
-		return newError(CodeClusterNetwork, "", "", err)
+		return newError(codes.ClusterNetwork, "", "", err)
 	}
 	list, err := netconf.ConfList(c.config)
 	if err != nil {
-		return newError(CodeClusterNetwork, "", c.name, err)
+		return newError(codes.ClusterNetwork, "", c.name, err)
 	}
 	if err := p.CNI.GetStatusNetworkList(ctx, list); err != nil {
-		return asCNIError(CodeDefaultNotReady, "", c.name, err)
+		return asCNIError(codes.DefaultNotReady, "", c.name, err)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plexus-cni/plexus/core/codes"
 	"github.com/plexus-cni/plexus/core/config"
 	"github.com/plexus-cni/plexus/core/selection"
 	"github.com/plexus-cni/plexus/core/status"
@@ -101,7 +102,7 @@ func TestPodDefaultNetworkInvalidFailsBeforeAnyDelegate(t *testing.T) {
 			f := withPodDefault(t, "net-a", tt.annotation)
 			_, err := f.p.Add(context.Background(), f.req)
 			te := cniErr(t, err)
-			code := map[string]uint{"invalid": CodeInvalidSelection, "notfound": CodeNetworkNotFound}[tt.code]
+			code := map[string]uint{"invalid": codes.InvalidSelection, "notfound": codes.NetworkNotFound}[tt.code]
 			if te.Code != code || !strings.Contains(te.Msg, tt.want) {
 				t.Errorf("error %+v, want code %d with %q", te, code, tt.want)
 			}
@@ -151,7 +152,7 @@ func TestPolicyDecidesOnThePodsChoicesOnly(t *testing.T) {
 	a = &recordingAuthorizer{deny: "calico"}
 	f.p.Stages.Authorizer = a
 	_, err := f.p.Add(context.Background(), f.req)
-	if te := cniErr(t, err); te.Code != CodePolicyDenied || !strings.Contains(te.Msg, "[pod-default-network]: not here") {
+	if te := cniErr(t, err); te.Code != codes.PolicyDenied || !strings.Contains(te.Msg, "[pod-default-network]: not here") {
 		t.Errorf("error %+v", te)
 	}
 	if len(f.cni.calls) != 0 {
@@ -216,7 +217,7 @@ func TestDefaultNetworksMissingNADFailsTheAdd(t *testing.T) {
 	f := newFixture(t, "net-a")
 	f.p.Config.DefaultNetworks = []string{"demo/absent"}
 	_, err := f.p.Add(context.Background(), f.req)
-	if te := cniErr(t, err); te.Code != CodeNetworkNotFound || !strings.Contains(te.Msg, "demo/absent") || len(f.cni.calls) != 0 {
+	if te := cniErr(t, err); te.Code != codes.NetworkNotFound || !strings.Contains(te.Msg, "demo/absent") || len(f.cni.calls) != 0 {
 		t.Errorf("error %+v, calls %v", te, f.cni.calls)
 	}
 }
@@ -228,7 +229,7 @@ func TestReadinessIndicatorFile(t *testing.T) {
 		f.p.Config.ReadinessTimeout = config.Duration(300 * time.Millisecond)
 		_, err := f.p.Add(context.Background(), f.req)
 		te := cniErr(t, err)
-		if te.Code != CodeClusterNetwork || !strings.Contains(te.Msg, "10-calico.conflist did not appear within 300ms") {
+		if te.Code != codes.ClusterNetwork || !strings.Contains(te.Msg, "10-calico.conflist did not appear within 300ms") {
 			t.Errorf("error %+v", te)
 		}
 		if len(f.cni.calls) != 0 {

@@ -16,6 +16,7 @@ import (
 	"github.com/containernetworking/cni/libcni"
 	"github.com/containernetworking/cni/pkg/types"
 
+	"github.com/plexus-cni/plexus/core/codes"
 	"github.com/plexus-cni/plexus/core/devinfo"
 	"github.com/plexus-cni/plexus/core/selection"
 	"github.com/plexus-cni/plexus/core/source"
@@ -118,7 +119,7 @@ func TestAddS7_2FailureStopsAndUndoesInReverse(t *testing.T) {
 	f.cni.fail["ADD net-b"] = errors.New("boom")
 	_, err := f.p.Add(context.Background(), f.req)
 	te := cniErr(t, err)
-	if te.Code != CodeAttachFailed || !strings.Contains(te.Msg, "demo/net-b (net2)") || !strings.Contains(te.Msg, "boom") || !strings.Contains(te.Msg, "pod demo/web") {
+	if te.Code != codes.AttachFailed || !strings.Contains(te.Msg, "demo/net-b (net2)") || !strings.Contains(te.Msg, "boom") || !strings.Contains(te.Msg, "pod demo/web") {
 		t.Errorf("error %+v", te)
 	}
 	want := []string{"ADD default-net eth0", "ADD net-a net1", "ADD net-b net2", "DEL net-b net2", "DEL net-a net1", "DEL default-net eth0"}
@@ -137,7 +138,7 @@ func TestAddS4_1_2_1_3VerifiesRequestedIPs(t *testing.T) {
 	f := newFixture(t, `[{"name":"net-a","ips":["10.9.9.9"]}]`)
 	_, err := f.p.Add(context.Background(), f.req)
 	te := cniErr(t, err)
-	if te.Code != CodeNotHonored || !strings.Contains(te.Msg, "10.9.9.9") || !strings.Contains(te.Msg, "10.0.0.2") {
+	if te.Code != codes.NotHonored || !strings.Contains(te.Msg, "10.9.9.9") || !strings.Contains(te.Msg, "10.0.0.2") {
 		t.Errorf("error %+v", te)
 	}
 	// Honoured when the result carries the address.
@@ -152,7 +153,7 @@ func TestAddVerifyWithoutResultFails(t *testing.T) {
 	f := newFixture(t, `[{"name":"net-a","mac":"02:aa:00:00:00:01"}]`)
 	f.cni.noResult["net-a"] = true
 	_, err := f.p.Add(context.Background(), f.req)
-	if te := cniErr(t, err); te.Code != CodeNotHonored || !strings.Contains(te.Msg, "no result") {
+	if te := cniErr(t, err); te.Code != codes.NotHonored || !strings.Contains(te.Msg, "no result") {
 		t.Errorf("error %+v", te)
 	}
 }
@@ -203,8 +204,8 @@ func TestAddPodUIDMatchesRuntimeOrItsStaticPod(t *testing.T) {
 				}
 				return
 			}
-			if te := cniErr(t, err); te.Code != CodePodLookup || !strings.Contains(te.Msg, tc.runtimeUID) || !strings.Contains(te.Msg, "u1") {
-				t.Errorf("error %+v, want code %d naming both UIDs", te, CodePodLookup)
+			if te := cniErr(t, err); te.Code != codes.PodLookup || !strings.Contains(te.Msg, tc.runtimeUID) || !strings.Contains(te.Msg, "u1") {
+				t.Errorf("error %+v, want code %d naming both UIDs", te, codes.PodLookup)
 			}
 			if len(f.cni.calls) != 0 {
 				t.Errorf("delegates ran: %v", f.cni.calls)
@@ -250,7 +251,7 @@ func TestDelS7_2ReverseContinuesPastFailuresAndNamesThem(t *testing.T) {
 	f.cni.fail["DEL net-a"] = errors.New("also stuck")
 	err := f.p.Del(context.Background(), f.req)
 	te := cniErr(t, err)
-	if te.Code != CodeDetachFailed || !strings.Contains(te.Msg, "demo/net-b (net2): stuck") || !strings.Contains(te.Msg, "demo/net-a (net1): also stuck") {
+	if te.Code != codes.DetachFailed || !strings.Contains(te.Msg, "demo/net-b (net2): stuck") || !strings.Contains(te.Msg, "demo/net-a (net1): also stuck") {
 		t.Errorf("error %+v", te)
 	}
 	want := []string{"DEL net-c net3", "DEL net-b net2", "DEL net-a net1", "DEL default-net eth0"}
@@ -409,7 +410,7 @@ func TestCheckRunsEveryAttachment(t *testing.T) {
 		t.Errorf("calls %v", f.cni.calls)
 	}
 	f.cni.fail["CHECK net-b"] = errors.New("gone")
-	if te := cniErr(t, f.p.Check(context.Background(), f.req)); te.Code != CodeCheckFailed || !strings.Contains(te.Msg, "demo/net-b (net2)") {
+	if te := cniErr(t, f.p.Check(context.Background(), f.req)); te.Code != codes.CheckFailed || !strings.Contains(te.Msg, "demo/net-b (net2)") {
 		t.Errorf("error %+v", te)
 	}
 }
@@ -436,7 +437,7 @@ func TestS7_4DenialBeforeAnyDelegate(t *testing.T) {
 	f.p.Stages.Authorizer = &fakeAuthorizer{deny: map[string]Decision{"demo/net-b": {Reasons: []Reason{{Code: "nad-allowlist", Message: "not for you"}}}}}
 	_, err := f.p.Add(context.Background(), f.req)
 	te := cniErr(t, err)
-	if te.Code != CodePolicyDenied || !strings.Contains(te.Msg, "pod demo/web") || !strings.Contains(te.Msg, "network demo/net-b") || !strings.Contains(te.Msg, "[nad-allowlist]: not for you") {
+	if te.Code != codes.PolicyDenied || !strings.Contains(te.Msg, "pod demo/web") || !strings.Contains(te.Msg, "network demo/net-b") || !strings.Contains(te.Msg, "[nad-allowlist]: not for you") {
 		t.Errorf("error %+v", te)
 	}
 	if len(f.cni.calls) != 0 {
@@ -451,7 +452,7 @@ func TestS7_4AuthorizerErrorFailsClosed(t *testing.T) {
 	f := newFixture(t, "net-a")
 	f.p.Stages.Authorizer = &fakeAuthorizer{err: errors.New("engine exploded")}
 	_, err := f.p.Add(context.Background(), f.req)
-	if te := cniErr(t, err); te.Code != CodePolicyDenied || !strings.Contains(te.Msg, "policy.error") {
+	if te := cniErr(t, err); te.Code != codes.PolicyDenied || !strings.Contains(te.Msg, "policy.error") {
 		t.Errorf("error %+v", te)
 	}
 }
@@ -487,7 +488,7 @@ func TestClusterNetworkIsNeverPlexusItself(t *testing.T) {
 		f := newFixture(t, "")
 		writeFile(t, f.p.Config.ClusterNetwork, `{"cniVersion":"1.0.0","name":"plexus","type":"`+typ+`","daemonSocket":"/run/x.sock"}`)
 		_, err := f.p.Add(context.Background(), f.req)
-		if te := cniErr(t, err); te.Code != CodeClusterNetwork || !strings.Contains(te.Msg, "plexus's own config") {
+		if te := cniErr(t, err); te.Code != codes.ClusterNetwork || !strings.Contains(te.Msg, "plexus's own config") {
 			t.Errorf("%s: error %+v", typ, te)
 		}
 		if len(f.cni.calls) != 0 {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/containernetworking/cni/libcni"
 
+	"github.com/plexus-cni/plexus/core/codes"
 	"github.com/plexus-cni/plexus/core/nad"
 	"github.com/plexus-cni/plexus/core/names"
 	"github.com/plexus-cni/plexus/core/netconf"
@@ -43,7 +44,7 @@ func (pl *plan) podRef(req *Request) string {
 func (p *Pipeline) planAdd(ctx context.Context, req *Request) (*plan, error) {
 	pl := &plan{}
 	if err := p.awaitReadiness(ctx); err != nil {
-		return nil, newError(CodeClusterNetwork, req.podRef(), "", err)
+		return nil, newError(codes.ClusterNetwork, req.podRef(), "", err)
 	}
 	var err error
 	if pl.pod, err = p.lookupPod(ctx, req); err != nil {
@@ -81,26 +82,26 @@ func (p *Pipeline) lookupPod(ctx context.Context, req *Request) (*source.Pod, er
 	}
 	ref := ns + "/" + name
 	if err := names.Label("K8S_POD_NAMESPACE", ns); err != nil {
-		return nil, newError(CodeInvalidEnvironment, ref, "", err)
+		return nil, newError(codes.InvalidEnvironment, ref, "", err)
 	}
 	if err := names.Subdomain("K8S_POD_NAME", name); err != nil {
-		return nil, newError(CodeInvalidEnvironment, ref, "", err)
+		return nil, newError(codes.InvalidEnvironment, ref, "", err)
 	}
 	if pod := p.podFromRuntime(req, ns, name); pod != nil {
 		return pod, nil
 	}
 	pod, err := p.Source.Pod(ctx, ns, name)
 	if err != nil {
-		return nil, newError(CodePodLookup, ref, "", err)
+		return nil, newError(codes.PodLookup, ref, "", err)
 	}
 	uid := req.Arg(ArgPodUID)
 	if fresh, ok := p.Source.(source.FreshPodGetter); ok && !isRuntimesPod(pod, uid) {
 		if pod, err = fresh.FreshPod(ctx, ns, name); err != nil {
-			return nil, newError(CodePodLookup, ref, "", err)
+			return nil, newError(codes.PodLookup, ref, "", err)
 		}
 	}
 	if !isRuntimesPod(pod, uid) {
-		return nil, newError(CodePodLookup, ref, "", uidMismatch(pod, uid))
+		return nil, newError(codes.PodLookup, ref, "", uidMismatch(pod, uid))
 	}
 	return pod, nil
 }
@@ -231,7 +232,7 @@ func (p *Pipeline) planSelections(ctx context.Context, req *Request, pl *plan) e
 	pl.selections = els
 	ifNames, err := AssignInterfaces(p.usedInterfaces(pl), els)
 	if err != nil {
-		return newError(CodeInterfaceConflict, pl.pod.Ref(), "", err)
+		return newError(codes.InterfaceConflict, pl.pod.Ref(), "", err)
 	}
 	nads, err := p.resolveNADs(ctx, pl.pod, els)
 	if err != nil {
@@ -255,7 +256,7 @@ func (p *Pipeline) parseSelection(ctx context.Context, pod *source.Pod) ([]*sele
 	res, err := selection.ParseWith(pod.Annotations[selection.Annotation], pod.Namespace, p.ParseOptions())
 	if err != nil {
 		if p.Config.StrictSelection {
-			return nil, newError(CodeInvalidSelection, pod.Ref(), "", err)
+			return nil, newError(codes.InvalidSelection, pod.Ref(), "", err)
 		}
 		msg := err.Error() + "; attaching the default network only"
 		p.Log.Warn(msg, "pod", pod.Ref())
@@ -313,12 +314,12 @@ func (p *Pipeline) resolveNADs(ctx context.Context, pod *source.Pod, els []*sele
 		n, err := p.Source.NAD(ctx, el.Namespace, el.Name)
 		if err != nil {
 			p.event(ctx, pod, source.EventWarning, "NetworkNotFound", fmt.Sprintf("NetworkAttachmentDefinition %s: %v", ref, err))
-			return nil, newError(CodeNetworkNotFound, pod.Ref(), ref, err)
+			return nil, newError(codes.NetworkNotFound, pod.Ref(), ref, err)
 		}
 		r, err := nad.Resolve(n, p.Config.ConfDir)
 		if err != nil {
 			p.event(ctx, pod, source.EventWarning, "NetworkNotFound", err.Error())
-			return nil, newError(CodeNetworkNotFound, pod.Ref(), ref, err)
+			return nil, newError(codes.NetworkNotFound, pod.Ref(), ref, err)
 		}
 		out[ref] = &resolvedNAD{nad: n, resolved: r}
 	}
@@ -419,7 +420,7 @@ func (p *Pipeline) authorize(ctx context.Context, pl *plan) error {
 		}
 		msg := denialMessage(d)
 		p.event(ctx, pl.pod, source.EventWarning, "NetworkAttachmentDenied", fmt.Sprintf("network %s: %s", a.Name, msg))
-		return newError(CodePolicyDenied, pl.pod.Ref(), a.Name, errors.New(msg))
+		return newError(codes.PolicyDenied, pl.pod.Ref(), a.Name, errors.New(msg))
 	}
 	return nil
 }
@@ -463,7 +464,7 @@ func (p *Pipeline) prepare(ctx context.Context, pl *plan) error {
 		ignore := func(key, reason string) { a.ignore(key, reason, true) }
 		if err := p.Stages.Preparer.Prepare(ctx, &PrepareRequest{Pod: pl.pod, Attachment: a, Warn: warn, Ignore: ignore}); err != nil {
 			p.event(ctx, pl.pod, source.EventWarning, "NetworkExtensionRejected", fmt.Sprintf("network %s: %v", a.Name, err))
-			return asCNIError(CodeExtension, pl.pod.Ref(), a.Name, err)
+			return asCNIError(codes.Extension, pl.pod.Ref(), a.Name, err)
 		}
 	}
 	return nil
@@ -494,7 +495,7 @@ func (p *Pipeline) buildRecord(req *Request, pl *plan) error {
 	for _, a := range pl.attachments {
 		list, err := finalConfig(a)
 		if err != nil {
-			return newError(CodeNetworkNotFound, pl.podRef(req), a.Name, err)
+			return newError(codes.NetworkNotFound, pl.podRef(req), a.Name, err)
 		}
 		pl.lists = append(pl.lists, list)
 		rec.Attachments = append(rec.Attachments, record.Attachment{

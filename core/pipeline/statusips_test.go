@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/plexus-cni/plexus/core/codes"
 	"github.com/plexus-cni/plexus/core/selection"
 	"github.com/plexus-cni/plexus/core/status"
 )
@@ -81,7 +82,7 @@ func TestStatusIPsAreBareAddresses(t *testing.T) {
 		{name: "update rolled back", networks: "net-a", change: func(t *testing.T, f *fixture) {
 			f.src.pods["demo/web"].Annotations[selection.Annotation] = "net-b"
 			f.cni.fail["ADD net-b"] = errors.New("boom")
-			if _, err := f.update(t); cniErr(t, err).Code != CodeAttachFailed {
+			if _, err := f.update(t); cniErr(t, err).Code != codes.AttachFailed {
 				t.Fatalf("update: %v, want the attach to fail", err)
 			}
 		}},

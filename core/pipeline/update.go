@@ -10,6 +10,7 @@ import (
 	"github.com/containernetworking/cni/libcni"
 	"github.com/containernetworking/cni/pkg/types"
 
+	"github.com/plexus-cni/plexus/core/codes"
 	"github.com/plexus-cni/plexus/core/netconf"
 	"github.com/plexus-cni/plexus/core/record"
 	"github.com/plexus-cni/plexus/core/selection"
@@ -55,7 +56,7 @@ func (c *Change) Empty() bool {
 func (p *Pipeline) Update(ctx context.Context, req *Request, pod *source.Pod) (*Change, error) {
 	unlock, err := p.Locks.Lock(ctx, req.ContainerID)
 	if err != nil {
-		return nil, newError(CodeRecord, pod.Ref(), "", err)
+		return nil, newError(codes.Record, pod.Ref(), "", err)
 	}
 	defer func() { unlock(!p.hasRecord(req.ContainerID)) }()
 	rec, err := p.settledRecord(req.ContainerID, pod)
@@ -82,12 +83,12 @@ func (p *Pipeline) update(ctx context.Context, req *Request, pod *source.Pod, re
 	if err != nil {
 		// s4.1: an invalid annotation is ignored; here that keeps what the
 		// pod has rather than detaching everything.
-		return nil, p.refuse(ctx, pod, newError(CodeInvalidSelection, pod.Ref(), "", fmt.Errorf("%w; the pod's attachments are left as they are", err)))
+		return nil, p.refuse(ctx, pod, newError(codes.InvalidSelection, pod.Ref(), "", fmt.Errorf("%w; the pod's attachments are left as they are", err)))
 	}
 	els := res.Elements
 	d, err := DiffAttachments(rec, els)
 	if err != nil {
-		return nil, p.refuse(ctx, pod, newError(CodeInterfaceConflict, pod.Ref(), "", err))
+		return nil, p.refuse(ctx, pod, newError(codes.InterfaceConflict, pod.Ref(), "", err))
 	}
 	if d.Empty() {
 		return p.republishIfStale(ctx, pod, rec)
@@ -113,7 +114,7 @@ func (p *Pipeline) update(ctx context.Context, req *Request, pod *source.Pod, re
 	}
 	rec.Attachments = ordered(rec, els, d)
 	if err := p.Records.Save(rec); err != nil {
-		return ch, newError(CodeRecord, pod.Ref(), "", err)
+		return ch, newError(codes.Record, pod.Ref(), "", err)
 	}
 	if err := p.publishUpdate(ctx, pod, rec, pl); err != nil {
 		return ch, err
@@ -148,7 +149,7 @@ func (p *Pipeline) planUpdate(ctx context.Context, req *Request, pod *source.Pod
 	for _, a := range pl.attachments[1:] {
 		list, err := finalConfig(a)
 		if err != nil {
-			return nil, newError(CodeNetworkNotFound, pod.Ref(), a.Name, err)
+			return nil, newError(codes.NetworkNotFound, pod.Ref(), a.Name, err)
 		}
 		pl.lists = append(pl.lists, list)
 	}
@@ -166,7 +167,7 @@ func (p *Pipeline) detachRemoved(ctx context.Context, req *Request, rec *record.
 		j := d.Detach[k]
 		a := rec.Attachments[j]
 		if err := p.detachOne(ctx, req, &a); err != nil {
-			failure = newError(CodeDetachFailed, podOf(rec), label(a.Name, a.IfName), err)
+			failure = newError(codes.DetachFailed, podOf(rec), label(a.Name, a.IfName), err)
 			break
 		}
 		gone[j] = true
@@ -184,7 +185,7 @@ func (p *Pipeline) detachRemoved(ctx context.Context, req *Request, rec *record.
 	}
 	rec.Attachments = keep
 	if err := p.Records.Save(rec); err != nil && failure == nil {
-		failure = newError(CodeRecord, podOf(rec), "", err)
+		failure = newError(codes.Record, podOf(rec), "", err)
 	}
 	return detached, failure
 }
@@ -202,21 +203,21 @@ func (p *Pipeline) attachNew(ctx context.Context, req *Request, pl *plan, rec *r
 		ra.State = record.Attempted
 		if err := p.Records.Save(rec); err != nil {
 			ra.State = record.Planned
-			return newError(CodeRecord, pl.pod.Ref(), a.Name, err)
+			return newError(codes.Record, pl.pod.Ref(), a.Name, err)
 		}
 		res, err := p.attachOne(ctx, req, ra, pl.lists[k])
 		if err != nil {
 			ra.Rejected = delegateRejection(err)
-			return newError(CodeAttachFailed, pl.pod.Ref(), attachmentLabel(a), err)
+			return newError(codes.AttachFailed, pl.pod.Ref(), attachmentLabel(a), err)
 		}
 		a.Result = res
 		if err := verifyRequested(a); err != nil {
-			return newError(CodeNotHonored, pl.pod.Ref(), attachmentLabel(a), err)
+			return newError(codes.NotHonored, pl.pod.Ref(), attachmentLabel(a), err)
 		}
 		ra.State = record.Attached
 	}
 	if err := p.Records.Save(rec); err != nil {
-		return newError(CodeRecord, pl.pod.Ref(), "", err)
+		return newError(codes.Record, pl.pod.Ref(), "", err)
 	}
 	return nil
 }
@@ -225,9 +226,9 @@ func (p *Pipeline) attachNew(ctx context.Context, req *Request, pl *plan, rec *r
 // record's last) are detached and the ones detached for it attached
 // again, so the pod is as it was.
 func (p *Pipeline) rollbackUpdate(ctx context.Context, req *Request, pl *plan, rec *record.Record, order []string, added int, detached []record.Attachment, cause error) error {
-	te := asCNIError(CodeAttachFailed, pl.pod.Ref(), "", cause)
+	te := asCNIError(codes.AttachFailed, pl.pod.Ref(), "", cause)
 	reason := "NetworkAttachFailed"
-	if te.Code == CodeDetachFailed {
+	if te.Code == codes.DetachFailed {
 		reason = "NetworkDetachFailed"
 	}
 	p.Log.Error("changing the pod's attachments failed: restoring them", "pod", pl.pod.Ref(), "err", te.Msg)
@@ -349,7 +350,7 @@ func (p *Pipeline) publishUpdate(ctx context.Context, pod *source.Pod, rec *reco
 		if a, ok := fresh[key]; ok {
 			e, err := status.FromResult(a.Name, a.IfName, false, a.Result)
 			if err != nil {
-				return newError(CodeStatus, pod.Ref(), a.Name, err)
+				return newError(codes.Status, pod.Ref(), a.Name, err)
 			}
 			p.enrich(ctx, pod, a, e)
 			entries = append(entries, e)
@@ -399,10 +400,10 @@ func publishedEntries(pod *source.Pod) map[string]*status.Entry {
 func (p *Pipeline) writeStatus(ctx context.Context, pod *source.Pod, entries []*status.Entry) error {
 	doc, err := status.Marshal(entries)
 	if err != nil {
-		return newError(CodeStatus, pod.Ref(), "", err)
+		return newError(codes.Status, pod.Ref(), "", err)
 	}
 	if err := p.Source.PublishStatus(ctx, pod, doc); err != nil {
-		return newError(CodeStatus, pod.Ref(), "", fmt.Errorf("publishing %s: %w", status.Annotation, err))
+		return newError(codes.Status, pod.Ref(), "", fmt.Errorf("publishing %s: %w", status.Annotation, err))
 	}
 	return nil
 }
@@ -413,11 +414,11 @@ func (p *Pipeline) settledRecord(containerID string, pod *source.Pod) (*record.R
 	rec, err := p.Records.Load(containerID)
 	switch {
 	case err != nil:
-		return nil, newError(CodeRecord, pod.Ref(), "", err)
+		return nil, newError(codes.Record, pod.Ref(), "", err)
 	case rec == nil:
 		return nil, ErrNoRecord
 	case rec.Pod == nil || rec.Pod.UID != pod.UID:
-		return nil, newError(CodePodLookup, pod.Ref(), "", fmt.Errorf("container %s was attached for another pod (record %+v, pod UID %s)", containerID, rec.Pod, pod.UID))
+		return nil, newError(codes.PodLookup, pod.Ref(), "", fmt.Errorf("container %s was attached for another pod (record %+v, pod UID %s)", containerID, rec.Pod, pod.UID))
 	}
 	if def := defaultOf(rec); def == nil || def.State != record.Attached {
 		return nil, ErrNotSettled
@@ -435,7 +436,7 @@ func (p *Pipeline) settledRecord(containerID string, pod *source.Pod) (*record.R
 func (p *Pipeline) Republish(ctx context.Context, containerID string, pod *source.Pod) (bool, error) {
 	unlock, err := p.Locks.Lock(ctx, containerID)
 	if err != nil {
-		return false, newError(CodeRecord, pod.Ref(), "", err)
+		return false, newError(codes.Record, pod.Ref(), "", err)
 	}
 	defer func() { unlock(!p.hasRecord(containerID)) }()
 	rec, err := p.settledRecord(containerID, pod)
@@ -541,5 +542,5 @@ func refuseDeviceHotplug(pod *source.Pod, a *Attachment) *types.Error {
 	if a.NAD == nil || (a.NAD.Annotations[ResourceNameAnnotation] == "" && a.NAD.Annotations[ResourceClaimAnnotation] == "") {
 		return nil
 	}
-	return newError(CodeInvalidSelection, pod.Ref(), a.Name, fmt.Errorf("network %s uses devices (%s or %s): device networks are attached when the pod starts, not added to a running pod", a.Name, ResourceNameAnnotation, ResourceClaimAnnotation))
+	return newError(codes.InvalidSelection, pod.Ref(), a.Name, fmt.Errorf("network %s uses devices (%s or %s): device networks are attached when the pod starts, not added to a running pod", a.Name, ResourceNameAnnotation, ResourceClaimAnnotation))
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/plexus-cni/plexus/core/codes"
 	"github.com/plexus-cni/plexus/core/record"
 	"github.com/plexus-cni/plexus/core/selection"
 	"github.com/plexus-cni/plexus/core/source"
@@ -188,14 +189,14 @@ func TestUpdateFailureLeavesThePodAsItWas(t *testing.T) {
 		event     string
 	}{
 		{"delegate fails: added undone, removed re-attached", `[{"name":"net-b","interface":"data0"},{"name":"net-c"}]`, func(f *fixture) { f.cni.fail["ADD net-c"] = errors.New("boom") },
-			CodeAttachFailed, []string{"DEL net-a net1", "ADD net-b data0", "ADD net-c net1", "DEL net-c net1", "DEL net-b data0", "ADD net-a net1"}, "NetworkAttachFailed"},
+			codes.AttachFailed, []string{"DEL net-a net1", "ADD net-b data0", "ADD net-c net1", "DEL net-c net1", "DEL net-b data0", "ADD net-a net1"}, "NetworkAttachFailed"},
 		{"policy denies: nothing runs", "net-a,net-c", func(f *fixture) {
 			f.p.Stages.Authorizer = denyNetwork("demo/net-c")
-		}, CodePolicyDenied, nil, "NetworkAttachmentDenied"},
-		{"missing NAD: nothing runs", "net-a,net-x", nil, CodeNetworkNotFound, nil, "NetworkNotFound"},
+		}, codes.PolicyDenied, nil, "NetworkAttachmentDenied"},
+		{"missing NAD: nothing runs", "net-a,net-x", nil, codes.NetworkNotFound, nil, "NetworkNotFound"},
 		{"requested MAC not honored", `[{"name":"net-a"},{"name":"net-c","mac":"02:00:00:00:00:09"}]`, nil,
-			CodeNotHonored, []string{"ADD net-c net2", "DEL net-c net2"}, "NetworkAttachFailed"},
-		{"invalid annotation: kept", `[{"name":`, nil, CodeInvalidSelection, nil, "NetworkChangeFailed"},
+			codes.NotHonored, []string{"ADD net-c net2", "DEL net-c net2"}, "NetworkAttachFailed"},
+		{"invalid annotation: kept", `[{"name":`, nil, codes.InvalidSelection, nil, "NetworkChangeFailed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -229,7 +230,7 @@ func TestUpdateWithoutRecordOrForAnotherPod(t *testing.T) {
 	f := updateFixture(t, "net-a", "net-b")
 	other := *f.src.pods["demo/web"]
 	other.UID = "u2"
-	if _, err := f.p.Update(context.Background(), &Request{ContainerID: "c1", NetNS: "/x"}, &other); cniErr(t, err).Code != CodePodLookup {
+	if _, err := f.p.Update(context.Background(), &Request{ContainerID: "c1", NetNS: "/x"}, &other); cniErr(t, err).Code != codes.PodLookup {
 		t.Errorf("another pod's UID: %v", err)
 	}
 	if _, err := f.p.Update(context.Background(), &Request{ContainerID: "c2", NetNS: "/x"}, f.src.pods["demo/web"]); !errors.Is(err, ErrNoRecord) {
@@ -296,8 +297,8 @@ func TestUpdateDetachFailureKeepsItRecorded(t *testing.T) {
 	f := updateFixture(t, "net-a,net-b", "net-c")
 	f.cni.fail["DEL net-a"] = errors.New("busy")
 	_, err := f.update(t)
-	if te := cniErr(t, err); te.Code != CodeDetachFailed {
-		t.Fatalf("code %d (%v), want %d", te.Code, err, CodeDetachFailed)
+	if te := cniErr(t, err); te.Code != codes.DetachFailed {
+		t.Fatalf("code %d (%v), want %d", te.Code, err, codes.DetachFailed)
 	}
 	if got, want := f.recordNames(t), []string{"default-net (eth0) attached", "demo/net-a (net1) attached", "demo/net-b (net2) attached"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("record %v, want %v", got, want)
@@ -341,7 +342,7 @@ func TestUpdateRefusesDeviceNetworks(t *testing.T) {
 	f.src.addNAD("demo", "sriov", `{"cniVersion":"1.0.0","name":"sriov","type":"host-device"}`)
 	f.src.nads["demo/sriov"].Annotations = map[string]string{ResourceNameAnnotation: "vendor.example/netdev"}
 	_, err := f.update(t)
-	if te := cniErr(t, err); te.Code != CodeInvalidSelection || !strings.Contains(te.Msg, "demo/sriov") || len(f.cni.calls) != 0 {
+	if te := cniErr(t, err); te.Code != codes.InvalidSelection || !strings.Contains(te.Msg, "demo/sriov") || len(f.cni.calls) != 0 {
 		t.Errorf("error %+v, calls %v", te, f.cni.calls)
 	}
 	if got, want := f.recordNames(t), []string{"default-net (eth0) attached", "demo/net-a (net1) attached"}; !reflect.DeepEqual(got, want) {

@@ -10,13 +10,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/containernetworking/cni/libcni"
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
 
+	"github.com/plexus-cni/plexus/core/codes"
 	"github.com/plexus-cni/plexus/core/config"
 	"github.com/plexus-cni/plexus/core/lock"
 	"github.com/plexus-cni/plexus/core/pipeline"
@@ -24,6 +24,7 @@ import (
 	"github.com/plexus-cni/plexus/core/source"
 	"github.com/plexus-cni/plexus/core/source/kube"
 	"github.com/plexus-cni/plexus/core/source/manifests"
+	"github.com/plexus-cni/plexus/internal/cniargs"
 	"github.com/plexus-cni/plexus/internal/logfile"
 	"github.com/plexus-cni/plexus/internal/podresources"
 	"github.com/plexus-cni/plexus/internal/podroute"
@@ -31,7 +32,7 @@ import (
 
 // StageBuilder builds the optional stages from the config (policy,
 // extensions). Close releases what they hold.
-type StageBuilder func(ctx context.Context, conf *config.Config, log *slog.Logger) (stages pipeline.Stages, close func(), err error)
+type StageBuilder func(ctx context.Context, conf *config.Config) (stages pipeline.Stages, close func(), err error)
 
 // SourceBuilder replaces the per-call source (plexusd's informer caches).
 type SourceBuilder func(conf *config.Config, cmd Command, log *slog.Logger) (source.Source, error)
@@ -50,17 +51,12 @@ type Options struct {
 	// Ignored, when set, is told every selection key an ADD ignores
 	// (plexusd counts them).
 	Ignored func(key string)
-	// HandOffStages, without Stages, runs an ADD that configures a policy
-	// or extensions in StagesPlugin (the plexus binary sets it).
-	HandOffStages bool
 	// OnPodResourcesCall, when set, is told of every call to kubelet's
 	// pod-resources API (plexusd counts them).
 	OnPodResourcesCall func(method string)
 
 	// parse replaces config.Parse in tests, which count the parses.
 	parse func([]byte) (*config.Config, error)
-	// stagesPath replaces StagesPlugin beside this binary in tests.
-	stagesPath string
 }
 
 // Command is a CNI command plexus runs.
@@ -96,7 +92,7 @@ func (o Options) Run(ctx context.Context, conf *config.Config, cmd Command, a *s
 	start := time.Now()
 	log, closeLog, err := o.logger(conf)
 	if err != nil {
-		return types.NewError(types.ErrInvalidNetworkConfig, err.Error(), "")
+		return types.NewError(codes.InvalidNetworkConfig, err.Error(), "")
 	}
 	defer closeLog()
 	if o.Timeout == 0 {
@@ -112,7 +108,7 @@ func (o Options) Run(ctx context.Context, conf *config.Config, cmd Command, a *s
 	defer cleanup()
 	req, err := request(a, conf)
 	if err != nil {
-		return types.NewError(types.ErrInvalidEnvironmentVariables, err.Error(), "")
+		return types.NewError(codes.InvalidEnvironment, err.Error(), "")
 	}
 	p.Log = callLogger(log, cmd, a)
 	return dispatch(ctx, p, req, cmd, stdout, start)
@@ -182,7 +178,7 @@ func (o Options) build(ctx context.Context, conf *config.Config, a *skel.CmdArgs
 	src, err := sources(conf, cmd, log)
 	if err != nil {
 		if cmd != CmdDel {
-			return nil, nil, types.NewError(pipeline.CodePodLookup, err.Error(), "")
+			return nil, nil, types.NewError(codes.PodLookup, err.Error(), "")
 		}
 		log.Warn("source unavailable for DEL; continuing from the record", "err", err)
 	}
@@ -197,10 +193,10 @@ func (o Options) build(ctx context.Context, conf *config.Config, a *skel.CmdArgs
 	}
 	cleanup := closeSource
 	if cmd == CmdAdd && o.Stages != nil {
-		st, closeStages, err := o.Stages(ctx, conf, log)
+		st, closeStages, err := o.Stages(ctx, conf)
 		if err != nil {
 			closeSource()
-			return nil, nil, types.NewError(types.ErrInvalidNetworkConfig, err.Error(), "")
+			return nil, nil, types.NewError(codes.InvalidNetworkConfig, err.Error(), "")
 		}
 		p.Stages = st
 		cleanup = func() { closeStages(); closeSource() }
@@ -287,8 +283,10 @@ func pluginPaths(conf *config.Config, a *skel.CmdArgs) []string {
 	return paths
 }
 
+// request is the call for the pipeline. CNI_ARGS reach it as the runtime
+// sent them, once cniargs.Load accepted them.
 func request(a *skel.CmdArgs, conf *config.Config) (*pipeline.Request, error) {
-	args, err := parseArgs(a.Args)
+	_, args, err := cniargs.Load(a.Args)
 	if err != nil {
 		return nil, err
 	}
@@ -300,22 +298,6 @@ func request(a *skel.CmdArgs, conf *config.Config) (*pipeline.Request, error) {
 		RuntimeConfig: conf.RuntimeConfig,
 		CNIVersion:    conf.CNIVersion,
 	}, nil
-}
-
-// parseArgs splits CNI_ARGS ("K=V;K2=V2").
-func parseArgs(s string) ([][2]string, error) {
-	var out [][2]string
-	for _, pair := range strings.Split(s, ";") {
-		if pair == "" {
-			continue
-		}
-		k, v, ok := strings.Cut(pair, "=")
-		if !ok || k == "" {
-			return nil, fmt.Errorf("CNI_ARGS: %q is not KEY=VALUE", pair)
-		}
-		out = append(out, [2]string{k, v})
-	}
-	return out, nil
 }
 
 // openLog writes to logFile or stderr, never stdout (the result goes there).

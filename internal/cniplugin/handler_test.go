@@ -11,20 +11,27 @@ import (
 	"github.com/plexus-cni/plexus/internal/daemon"
 )
 
-func TestHandleRefusesMissingEnvironment(t *testing.T) {
-	for _, tt := range []struct {
-		env  map[string]string
-		want string
-	}{
-		{map[string]string{}, "CNI_COMMAND"},
-		{map[string]string{"CNI_COMMAND": "ADD", "CNI_CONTAINERID": "c"}, "CNI_NETNS"},
-		{map[string]string{"CNI_COMMAND": "DEL", "CNI_NETNS": "/x"}, "CNI_CONTAINERID"},
-		{map[string]string{"CNI_COMMAND": "VERSION"}, "CNI_COMMAND"},
-	} {
-		r := Options{}.Handle(context.Background(), &daemon.Call{Env: tt.env})
+// plexusd's handler refuses a call without a command it runs; the shim's
+// skel checked the rest of the environment.
+func TestHandleRefusesAnUnknownCommand(t *testing.T) {
+	for _, env := range []map[string]string{{}, {"CNI_COMMAND": "VERSION"}, {"CNI_COMMAND": "FROB"}} {
+		r := Options{}.Handle(context.Background(), &daemon.Call{Env: env})
 		var e types.Error
-		if !r.Failed || json.Unmarshal(r.Stdout, &e) != nil || e.Code != types.ErrInvalidEnvironmentVariables || !strings.Contains(e.Msg, tt.want) {
-			t.Errorf("%v: reply %+v (%s)", tt.env, r, r.Stdout)
+		if !r.Failed || json.Unmarshal(r.Stdout, &e) != nil || e.Code != types.ErrInvalidEnvironmentVariables || !strings.Contains(e.Msg, "CNI_COMMAND") {
+			t.Errorf("%v: reply %+v (%s)", env, r, r.Stdout)
+		}
+	}
+}
+
+// An ADD or DEL in plexusd's own network namespace is refused before the
+// pipeline runs.
+func TestHandleRefusesItsOwnNetworkNamespace(t *testing.T) {
+	conf := []byte(`{"cniVersion":"1.0.0","name":"plexus","type":"plexus-shim","clusterNetwork":"/x"}`)
+	for _, cmd := range []string{"ADD", "DEL"} {
+		r := Options{}.Handle(context.Background(), &daemon.Call{Env: map[string]string{"CNI_COMMAND": cmd, "CNI_NETNS": "/proc/self/ns/net"}, Stdin: conf})
+		var e types.Error
+		if !r.Failed || json.Unmarshal(r.Stdout, &e) != nil || e.Code != types.ErrInvalidNetNS || !strings.Contains(e.Msg, "should not be the same") {
+			t.Errorf("%s: reply %s", cmd, r.Stdout)
 		}
 	}
 }
@@ -37,19 +44,5 @@ func TestHandleBadConfigIsACNIError(t *testing.T) {
 	var e types.Error
 	if !r.Failed || json.Unmarshal(r.Stdout, &e) != nil || e.Code != types.ErrInvalidNetworkConfig || !strings.Contains(e.Msg, `"bogus"`) {
 		t.Errorf("reply %s", r.Stdout)
-	}
-}
-
-func TestRelayKeepsPlexusdsError(t *testing.T) {
-	err := relay(&daemon.Reply{Failed: true, Stdout: []byte(`{"code":102,"msg":"pod a/b: denied"}`)})
-	var te *types.Error
-	if e, ok := err.(*types.Error); ok {
-		te = e
-	}
-	if te == nil || te.Code != 102 || te.Msg != "pod a/b: denied" {
-		t.Errorf("relay = %v", err)
-	}
-	if err := relay(&daemon.Reply{Failed: true, Stdout: []byte("garbage")}); err == nil || !strings.Contains(err.Error(), "unreadable") {
-		t.Errorf("garbage = %v", err)
 	}
 }

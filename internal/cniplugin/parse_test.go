@@ -9,14 +9,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
 
 	"github.com/plexus-cni/plexus/core/config"
-	"github.com/plexus-cni/plexus/internal/daemon"
+	"github.com/plexus-cni/plexus/internal/daemon/wire"
 )
 
-// TestEachCallParsesTheConfigOnce: the entry point (thin plugin, shim
-// decision, DEL without plexusd) and plexusd's handler each parse plexus's
+// TestEachCallParsesTheConfigOnce: the plugin's commands (thin plugin, DEL
+// without plexusd) and plexusd's handler each parse plexus's
 // config exactly once per call, on success and on failure.
 func TestEachCallParsesTheConfigOnce(t *testing.T) {
 	dir := t.TempDir()
@@ -35,6 +36,7 @@ func TestEachCallParsesTheConfigOnce(t *testing.T) {
 			`","cacheDir":"` + filepath.Join(dir, "cache") + `","logFile":"` + filepath.Join(dir, "log") + `"` + extra + `}`
 	}
 	absentSocket := `,"daemonSocket":"` + filepath.Join(dir, "plexusd.sock") + `","daemonWait":"1ms"`
+	shimConf := strings.Replace(conf(absentSocket), `"type":"plexus"`, `"type":"plexus-shim"`, 1)
 	tests := []struct {
 		name    string
 		command string
@@ -47,28 +49,25 @@ func TestEachCallParsesTheConfigOnce(t *testing.T) {
 		{"DEL without a record", "DEL", conf(""), false, 0, ""},
 		{"GC", "GC", conf(""), false, 0, ""},
 		{"STATUS", "STATUS", conf(""), false, 0, ""},
-		{"DEL with plexusd down runs here", "DEL", conf(absentSocket), false, 0, ""},
-		{"ADD with plexusd down", "ADD", conf(absentSocket), false, 115, "plexusd"},
+		{"the shim's DEL with plexusd down runs here", "DEL", shimConf, false, 0, ""},
+		{"daemonSocket in a config of type plexus", "ADD", conf(absentSocket), false, types.ErrInvalidNetworkConfig, `"daemonSocket" is set but "type" is "plexus"`},
 		{"refused config", "DEL", conf(`,"bogus":1`), false, types.ErrInvalidNetworkConfig, `"bogus"`},
-		{"config skel refuses", "CHECK", strings.Replace(conf(""), "1.1.0", "0.3.1", 1), false, types.ErrIncompatibleCNIVersion, "CHECK"},
+		{"CNI_ARGS skel leaves to the plugin", "DEL", conf(""), false, types.ErrInvalidEnvironmentVariables, "CNI_ARGS"},
 		{"plexusd's ADD", "ADD", conf(""), true, 0, ""},
 		{"plexusd's DEL", "DEL", conf(""), true, 0, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			env := map[string]string{
-				"CNI_COMMAND": tt.command, "CNI_CONTAINERID": "c1", "CNI_NETNS": filepath.Join(dir, "no-netns"),
-				"CNI_IFNAME": "eth0", "CNI_PATH": dir,
-			}
-			for k, v := range env {
-				t.Setenv(k, v) // the DEL fallback forwards the process's CNI_* environment
+			a := &skel.CmdArgs{ContainerID: "c1", Netns: filepath.Join(dir, "no-netns"), IfName: "eth0", Path: dir, StdinData: []byte(tt.conf)}
+			if tt.code == types.ErrInvalidEnvironmentVariables {
+				a.Args = "K8S_POD_NAME=web;UNKNOWN=1"
 			}
 			parses := 0
 			o := Options{parse: func(b []byte) (*config.Config, error) { parses++; return config.Parse(b) }}
 			var stdout []byte
 			var err error
 			if tt.handler {
-				r := o.Handle(context.Background(), &daemon.Call{Env: env, Stdin: []byte(tt.conf)})
+				r := o.Handle(context.Background(), wire.NewCall(tt.command, a))
 				stdout = r.Stdout
 				if r.Failed {
 					var e types.Error
@@ -78,8 +77,12 @@ func TestEachCallParsesTheConfigOnce(t *testing.T) {
 					err = &e
 				}
 			} else {
-				var out, stderr bytes.Buffer
-				err = o.main(context.Background(), os.Environ(), strings.NewReader(tt.conf), &out, &stderr, "")
+				cmd, perr := ParseCommand(tt.command)
+				if perr != nil {
+					t.Fatal(perr)
+				}
+				var out bytes.Buffer
+				err = o.plugin(context.Background(), cmd, a, &out)
 				stdout = out.Bytes()
 			}
 			if parses != 1 {
@@ -107,25 +110,5 @@ func checkOutcome(t *testing.T, err error, stdout []byte, code uint, msg string)
 	}
 	if te == nil || te.Code != code || !strings.Contains(te.Msg+te.Details, msg) {
 		t.Errorf("error %v (stdout %q), want code %d with %q", err, stdout, code, msg)
-	}
-}
-
-// TestMainAnswersWithoutAConfig: VERSION and a call without a command are
-// answered as skel answers them, without reading stdin.
-func TestMainAnswersWithoutAConfig(t *testing.T) {
-	tests := []struct {
-		name, command, stdout, stderr string
-	}{
-		{"VERSION", "VERSION", `"supportedVersions":["0.3.0","0.3.1","0.4.0","1.0.0","1.1.0"]`, ""},
-		{"no command", "", "", "about plexus\nCNI protocol versions supported: 0.3.0, 0.3.1, 0.4.0, 1.0.0, 1.1.0\n"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var out, errOut bytes.Buffer
-			err := Options{}.main(context.Background(), []string{"CNI_COMMAND=" + tt.command}, strings.NewReader("not read"), &out, &errOut, "about plexus")
-			if err != nil || !strings.Contains(out.String(), tt.stdout) || errOut.String() != tt.stderr || (tt.stdout == "") != (out.Len() == 0) {
-				t.Errorf("err %v, stdout %q, stderr %q", err, out.String(), errOut.String())
-			}
-		})
 	}
 }

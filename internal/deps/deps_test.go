@@ -15,8 +15,8 @@ const module = "github.com/plexus-cni/plexus/"
 // leaves are libraries that import nothing of plexus: they can be read,
 // tested and replaced on their own.
 var leaves = []string{
-	"core/names", "core/status", "core/config/daemonconf",
-	"internal/cri", "internal/podresources", "internal/podroute", "internal/logfile",
+	"core/names", "core/status", "core/config/daemonconf", "core/codes",
+	"internal/cniargs", "internal/cri", "internal/podresources", "internal/podroute", "internal/logfile",
 	"internal/wasmbin", "internal/daemon/wire",
 }
 

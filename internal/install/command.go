@@ -12,13 +12,8 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-)
 
-// Exit codes of `plexusctl install`.
-const (
-	exitOK    = 0
-	exitFail  = 1
-	exitUsage = 64
+	"github.com/plexus-cni/plexus/core/codes"
 )
 
 // ParseArgs reads `plexusctl install` flags; PLEXUS_UNINSTALL=true in the
@@ -30,7 +25,7 @@ func ParseArgs(args []string, getenv func(string) string, stderr io.Writer) (Opt
 	o := Options{}
 	var binaries, extra, server string
 	fs.StringVar(&o.SrcBinDir, "src-bin-dir", DefaultSrcBinDir, "directory holding the binaries to install")
-	fs.StringVar(&binaries, "binaries", "plexus,plexus-stages", "comma-separated binaries to copy from --src-bin-dir")
+	fs.StringVar(&binaries, "binaries", "plexus", "comma-separated binaries to copy from --src-bin-dir")
 	fs.StringVar(&o.BinDir, "cni-bin-dir", DefaultBinDir, "the host's CNI bin directory")
 	fs.StringVar(&o.DefaultConfDir, "default-conf-dir", DefaultConfDir, "where the cluster-wide default network writes its CNI config")
 	fs.StringVar(&o.ConfDir, "cni-conf-dir", "", "kubelet's CNI config directory (default: --default-conf-dir; s6.1.1 recommends a directory of its own)")
@@ -82,7 +77,7 @@ func Command(ctx context.Context, args []string, getenv func(string) string, std
 	o, err := ParseArgs(args, getenv, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "plexusctl install: %v\n", err)
-		return exitUsage
+		return codes.ExitUsage
 	}
 	o.Log = slog.New(slog.NewTextHandler(stderr, nil))
 	if o.NodeName != "" && !o.BinariesOnly {
@@ -95,19 +90,19 @@ func Command(ctx context.Context, args []string, getenv func(string) string, std
 		})
 		if err != nil {
 			fmt.Fprintf(stderr, "plexusctl install: API client: %v\n", err)
-			return exitUsage
+			return codes.ExitUsage
 		}
 	}
 	in, err := New(o)
 	if err != nil {
 		fmt.Fprintf(stderr, "plexusctl install: %v\n", err)
-		return exitUsage
+		return codes.ExitUsage
 	}
 	if err := in.Run(ctx); err != nil {
 		fmt.Fprintf(stderr, "plexusctl install: %v\n", err)
-		return exitFail
+		return codes.ExitFail
 	}
-	return exitOK
+	return codes.ExitOK
 }
 
 // BinaryList reads a --binaries flag: comma-separated names, blanks and

@@ -388,21 +388,11 @@ func (in *Installer) writeImmediate(ours string, raw []byte) error {
 	return err
 }
 
-// stagesPlugin is cniplugin.StagesPlugin: the plugin with the policy
-// engine and the extension host built in.
-const stagesPlugin = "plexus-stages"
-
-// pluginType is the config's "type": PluginType when set; the stages
-// plugin for a config with a policy or extensions when it is installed
-// (the plexus binary would hand every ADD to it); else plexus.
+// pluginType is the config's "type": PluginType when set, else plexus,
+// which runs the policy and extension stages itself.
 func (in *Installer) pluginType() string {
 	if in.o.PluginType != "" {
 		return in.o.PluginType
-	}
-	_, policy := in.o.Extra["policy"]
-	_, extensions := in.o.Extra["extensions"]
-	if (policy || extensions) && slices.Contains(in.o.Binaries, stagesPlugin) {
-		return stagesPlugin
 	}
 	return "plexus"
 }

@@ -65,8 +65,7 @@ type Options struct {
 	// container: plexusd maintains the config).
 	BinariesOnly bool
 	// PluginType is the "type" of the config written: the plugin binary the
-	// runtime runs (unset: "plexus", or "plexus-stages" for a config with a
-	// policy or extensions when Binaries has it; plexusd uses "plexus-shim").
+	// runtime runs (unset: "plexus"; plexusd uses "plexus-shim").
 	PluginType string
 	// ConfigOnly manages plexus's CNI config alone: it copies no binaries
 	// and writes no kubeconfig (plexusd, whose shim never talks to the

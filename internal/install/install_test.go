@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/plexus-cni/plexus/core/codes"
 	"github.com/plexus-cni/plexus/core/config"
 	"github.com/plexus-cni/plexus/core/pipeline"
 )
@@ -415,8 +416,8 @@ func TestNewRejectsBadOptions(t *testing.T) {
 
 func TestCommandExitsOnBadFlags(t *testing.T) {
 	var stderr bytes.Buffer
-	if code := Command(context.Background(), []string{"--nope"}, func(string) string { return "" }, &stderr); code != exitUsage {
-		t.Errorf("exit %d, want %d", code, exitUsage)
+	if code := Command(context.Background(), []string{"--nope"}, func(string) string { return "" }, &stderr); code != codes.ExitUsage {
+		t.Errorf("exit %d, want %d", code, codes.ExitUsage)
 	}
 	if !strings.Contains(stderr.String(), "--nope") && !strings.Contains(stderr.String(), "nope") {
 		t.Errorf("stderr %q does not name the flag", stderr.String())
@@ -508,19 +509,18 @@ func TestConfigOnlyUninstallRemovesTheNamedBinaries(t *testing.T) {
 	}
 }
 
-// A config with a policy or extensions names the stages plugin when it is
-// installed (plexus would hand every ADD to it); otherwise plexus.
-func TestConfigTypeIsTheStagesPluginForPolicyOrExtensions(t *testing.T) {
+// A config with a policy or extensions names plexus, which runs the
+// stages itself.
+func TestConfigTypeIsPlexusWithPolicyOrExtensions(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		extra    map[string]any
 		binaries []string
 		want     string
 	}{
-		{"no policy", map[string]any{"logLevel": "info"}, []string{"plexus", "plexus-stages"}, "plexus"},
-		{"policy", map[string]any{"policy": map[string]any{"paths": []string{"/p"}}}, []string{"plexus", "plexus-stages"}, "plexus-stages"},
-		{"extensions", map[string]any{"extensions": map[string]any{}}, []string{"plexus", "plexus-stages"}, "plexus-stages"},
-		{"policy, stages plugin not installed", map[string]any{"policy": map[string]any{}}, []string{"plexus"}, "plexus"},
+		{"no policy", map[string]any{"logLevel": "info"}, []string{"plexus"}, "plexus"},
+		{"policy", map[string]any{"policy": map[string]any{"paths": []string{"/p"}}}, []string{"plexus"}, "plexus"},
+		{"extensions", map[string]any{"extensions": map[string]any{}}, []string{"plexus"}, "plexus"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := newNode(t)

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/plexus-cni/plexus/core/codes"
 	"github.com/plexus-cni/plexus/policies"
 )
 
@@ -80,7 +81,7 @@ func TestBaselineReport(t *testing.T) {
 func TestBaselineNeedsKubeconfig(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	code := Command(context.Background(), []string{"--from", "testdata/thin-clusternetwork/input.json", "--baseline"}, &stdout, &stderr)
-	if code != exitUsage || !strings.Contains(stderr.String(), "give --kubeconfig") {
+	if code != codes.ExitUsage || !strings.Contains(stderr.String(), "give --kubeconfig") {
 		t.Errorf("exit %d, %q", code, stderr.String())
 	}
 }

@@ -13,14 +13,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/plexus-cni/plexus/core/codes"
 	"github.com/plexus-cni/plexus/policies"
-)
-
-// Exit codes of plexusctl migrate.
-const (
-	exitOK    = 0
-	exitFail  = 1
-	exitUsage = 64
 )
 
 const usage = `usage: plexusctl migrate [--from FILE] [--kubeconfig FILE [--namespace NS] [--configmap NAME] [--baseline]] [--out DIR] [--policy-dir DIR]
@@ -55,14 +49,14 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "plexusctl migrate: --baseline checks the cluster's pods: give --kubeconfig")
 		}
 		fmt.Fprint(stderr, usage)
-		return exitUsage
+		return codes.ExitUsage
 	}
 	a := runArgs{from: *from, kubeconfig: *kubeconfig, namespace: *namespace, configmap: *configmap, out: *out, policyDir: *policyDir, baseline: *baseline}
 	if err := run(ctx, a, stdout); err != nil {
 		fmt.Fprintf(stderr, "plexusctl migrate: %v\n", err)
-		return exitFail
+		return codes.ExitFail
 	}
-	return exitOK
+	return codes.ExitOK
 }
 
 type runArgs struct {

@@ -12,6 +12,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/plexus-cni/plexus/core/codes"
 )
 
 // Each testdata directory holds a Multus config as an operator has it
@@ -27,7 +29,7 @@ func TestMigrateGolden(t *testing.T) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			out := t.TempDir()
 			var stdout, stderr bytes.Buffer
-			if code := Command(context.Background(), []string{"--from", in, "--out", out}, &stdout, &stderr); code != exitOK {
+			if code := Command(context.Background(), []string{"--from", in, "--out", out}, &stdout, &stderr); code != codes.ExitOK {
 				t.Fatalf("exit %d: %s", code, stderr.String())
 			}
 			if err := os.WriteFile(filepath.Join(out, "report.txt"), stdout.Bytes(), 0o644); err != nil {
@@ -73,7 +75,7 @@ func TestMigrateErrors(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "in")
 			os.WriteFile(p, []byte(tt.input), 0o644)
 			var stdout, stderr bytes.Buffer
-			if code := Command(context.Background(), []string{"--from", p, "--out", t.TempDir()}, &stdout, &stderr); code != exitFail || !strings.Contains(stderr.String(), tt.want) {
+			if code := Command(context.Background(), []string{"--from", p, "--out", t.TempDir()}, &stdout, &stderr); code != codes.ExitFail || !strings.Contains(stderr.String(), tt.want) {
 				t.Errorf("exit %d, stderr %q; want %q", code, stderr.String(), tt.want)
 			}
 		})
@@ -82,7 +84,7 @@ func TestMigrateErrors(t *testing.T) {
 
 func TestMigrateUsage(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	if code := Command(context.Background(), nil, &stdout, &stderr); code != exitUsage || !strings.Contains(stderr.String(), "--from FILE") {
+	if code := Command(context.Background(), nil, &stdout, &stderr); code != codes.ExitUsage || !strings.Contains(stderr.String(), "--from FILE") {
 		t.Errorf("exit %d, %q", code, stderr.String())
 	}
 }

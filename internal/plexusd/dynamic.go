@@ -14,11 +14,13 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/plexus-cni/plexus/core/codes"
 	"github.com/plexus-cni/plexus/core/pipeline"
 	"github.com/plexus-cni/plexus/core/record"
 	"github.com/plexus-cni/plexus/core/selection"
 	"github.com/plexus-cni/plexus/core/source"
 	"github.com/plexus-cni/plexus/core/source/kube"
+	"github.com/plexus-cni/plexus/internal/cniargs"
 	"github.com/plexus-cni/plexus/internal/cniplugin"
 	"github.com/plexus-cni/plexus/internal/cri"
 	"github.com/plexus-cni/plexus/internal/daemon"
@@ -309,12 +311,12 @@ func (r *reconciler) condition(ctx context.Context, pod *source.Pod, c kube.PodC
 // permanentCodes are failures the same annotation would meet again: only
 // a new annotation is tried.
 var permanentCodes = map[uint]string{
-	pipeline.CodeInvalidSelection:  "InvalidSelection",
-	pipeline.CodePolicyDenied:      "PolicyDenied",
-	pipeline.CodeExtension:         "ExtensionRejected",
-	pipeline.CodeNotHonored:        "RequestNotHonored",
-	pipeline.CodeInterfaceConflict: "InterfaceConflict",
-	pipeline.CodePodLookup:         "PodMismatch",
+	codes.InvalidSelection:  "InvalidSelection",
+	codes.PolicyDenied:      "PolicyDenied",
+	codes.Extension:         "ExtensionRejected",
+	codes.NotHonored:        "RequestNotHonored",
+	codes.InterfaceConflict: "InterfaceConflict",
+	codes.PodLookup:         "PodMismatch",
 }
 
 func isTransient(err error) bool {
@@ -333,11 +335,11 @@ func failureReason(err error) string {
 			return r
 		}
 		switch te.Code {
-		case pipeline.CodeNetworkNotFound:
+		case codes.NetworkNotFound:
 			return "NetworkNotFound"
-		case pipeline.CodeAttachFailed:
+		case codes.AttachFailed:
 			return "AttachFailed"
-		case pipeline.CodeDetachFailed:
+		case codes.DetachFailed:
 			return "DetachFailed"
 		}
 	}
@@ -380,8 +382,8 @@ func (d *Daemon) startDynamic(ctx context.Context) (func(daemon.Handler) daemon.
 	return func(next daemon.Handler) daemon.Handler {
 		return func(ctx context.Context, c *daemon.Call) *daemon.Reply {
 			reply := next(ctx, c)
-			if c.Env["CNI_COMMAND"] == "ADD" && !reply.Failed {
-				if key := podKey(c.Env["CNI_ARGS"]); key != "" {
+			if c.Command() == "ADD" && !reply.Failed {
+				if key := podKey(c.CmdArgs().Args); key != "" {
 					r.enqueue(key)
 				}
 			}
@@ -426,18 +428,9 @@ func (d *Daemon) daemonPipeline(log *slog.Logger) *pipeline.Pipeline {
 
 // podKey is "namespace/name" from CNI_ARGS, "" without them.
 func podKey(args string) string {
-	var ns, name string
-	for _, kv := range strings.Split(args, ";") {
-		k, v, _ := strings.Cut(kv, "=")
-		switch k {
-		case pipeline.ArgPodNamespace:
-			ns = v
-		case pipeline.ArgPodName:
-			name = v
-		}
-	}
-	if ns == "" || name == "" {
+	p, _, err := cniargs.Load(args)
+	if err != nil || p.K8S_POD_NAMESPACE == "" {
 		return ""
 	}
-	return ns + "/" + name
+	return p.Ref()
 }

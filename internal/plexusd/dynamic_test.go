@@ -10,6 +10,7 @@ import (
 
 	"github.com/containernetworking/cni/pkg/types"
 
+	"github.com/plexus-cni/plexus/core/codes"
 	"github.com/plexus-cni/plexus/core/pipeline"
 	"github.com/plexus-cni/plexus/core/record"
 	"github.com/plexus-cni/plexus/core/selection"
@@ -91,8 +92,8 @@ func (f *dynFixture) set(networks string) {
 }
 
 func TestReconcile(t *testing.T) {
-	denied := &types.Error{Code: pipeline.CodePolicyDenied, Msg: "denied"}
-	failed := &types.Error{Code: pipeline.CodeAttachFailed, Msg: "delegate failed"}
+	denied := &types.Error{Code: codes.PolicyDenied, Msg: "denied"}
+	failed := &types.Error{Code: codes.AttachFailed, Msg: "delegate failed"}
 	tests := []struct {
 		name      string
 		networks  string
@@ -131,7 +132,7 @@ func TestReconcile(t *testing.T) {
 func TestReconcileRefusedAnnotationWaitsForAChange(t *testing.T) {
 	f := newDynFixture(t)
 	f.set("a,b")
-	f.updateErr = &types.Error{Code: pipeline.CodePolicyDenied, Msg: "denied"}
+	f.updateErr = &types.Error{Code: codes.PolicyDenied, Msg: "denied"}
 	f.r.reconcile(context.Background(), "demo/web")
 	f.r.reconcile(context.Background(), "demo/web")
 	if len(f.updates) != 1 {

@@ -108,7 +108,7 @@ func newMetrics() *metrics {
 // handler counts and times every call.
 func (m *metrics) handler(next daemon.Handler) daemon.Handler {
 	return func(ctx context.Context, c *daemon.Call) *daemon.Reply {
-		cmd := c.Env["CNI_COMMAND"]
+		cmd := c.Command()
 		m.inflight.Inc()
 		start := time.Now()
 		r := next(ctx, c)
@@ -174,21 +174,19 @@ func (a countingAuthorizer) NeedsNamespaceLabels() bool {
 
 // countingExtensions counts hook failures by module.
 type countingExtensions struct {
-	host interface {
-		pipeline.Preparer
-		pipeline.Enricher
-	}
-	m *metrics
+	prep pipeline.Preparer
+	enr  pipeline.Enricher
+	m    *metrics
 }
 
 func (e countingExtensions) Prepare(ctx context.Context, req *pipeline.PrepareRequest) error {
-	err := e.host.Prepare(ctx, req)
+	err := e.prep.Prepare(ctx, req)
 	e.count(err)
 	return err
 }
 
 func (e countingExtensions) Enrich(ctx context.Context, req *pipeline.EnrichRequest) error {
-	err := e.host.Enrich(ctx, req)
+	err := e.enr.Enrich(ctx, req)
 	e.count(err)
 	return err
 }

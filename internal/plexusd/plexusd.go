@@ -19,6 +19,7 @@ import (
 	"github.com/containernetworking/cni/libcni"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/plexus-cni/plexus/core/codes"
 	"github.com/plexus-cni/plexus/core/config"
 	"github.com/plexus-cni/plexus/core/pipeline"
 	"github.com/plexus-cni/plexus/core/source"
@@ -30,6 +31,7 @@ import (
 	"github.com/plexus-cni/plexus/internal/daemon"
 	"github.com/plexus-cni/plexus/internal/install"
 	"github.com/plexus-cni/plexus/internal/stages"
+	"github.com/plexus-cni/plexus/policies"
 )
 
 // Readiness modes (s6.1).
@@ -159,33 +161,31 @@ func (d *Daemon) buildSource(ctx context.Context) error {
 	return nil
 }
 
-// buildStages compiles policies and extension modules once.
+// buildStages compiles policies and extension modules once, as the plugin
+// builds them for an ADD, with a policy that reloads and stages that count.
 func (d *Daemon) buildStages(ctx context.Context) error {
-	if len(d.conf.Policy) > 0 {
-		pc, err := stages.PolicyConfig(d.conf)
-		if err != nil {
-			return err
-		}
-		rp, err := newReloadingPolicy(ctx, pc, d.m, d.o.Log)
-		if err != nil {
-			return fmt.Errorf(`plexusd config "policy": %w`, err)
-		}
-		go rp.watch(ctx, d.o.PolicyPoll)
-		d.stages.Authorizer = countingAuthorizer{Authorizer: rp, m: d.m}
+	st, closeStages, err := stages.Options{LongLived: true, Authorizer: d.authorizer}.Build(ctx, d.conf)
+	if err != nil {
+		return err
 	}
-	if len(d.conf.Extensions) > 0 {
-		host, err := stages.Extensions(ctx, d.conf, true)
-		if err != nil {
-			return err
-		}
-		if err := host.LoadAll(ctx); err != nil {
-			return fmt.Errorf("loading extension modules: %w", err)
-		}
-		d.closers = append(d.closers, func() { _ = host.Close(context.Background()) })
-		ce := countingExtensions{host: host, m: d.m}
-		d.stages.Preparer, d.stages.Enricher = ce, ce
+	d.closers = append(d.closers, closeStages)
+	if st.Preparer != nil {
+		ce := countingExtensions{prep: st.Preparer, enr: st.Enricher, m: d.m}
+		st.Preparer, st.Enricher = ce, ce
 	}
+	d.stages = st
 	return nil
+}
+
+// authorizer is the policy stage: reloaded when its files change, its
+// decisions counted.
+func (d *Daemon) authorizer(ctx context.Context, pc policies.Config) (pipeline.Authorizer, error) {
+	rp, err := newReloadingPolicy(ctx, pc, d.m, d.o.Log)
+	if err != nil {
+		return nil, err
+	}
+	go rp.watch(ctx, d.o.PolicyPoll)
+	return countingAuthorizer{Authorizer: rp, m: d.m}, nil
 }
 
 // options is the pipeline runner with plexusd's long-lived parts. Calls
@@ -193,7 +193,7 @@ func (d *Daemon) buildStages(ctx context.Context) error {
 // the source, stages and logging are plexusd's.
 func (d *Daemon) options() cniplugin.Options {
 	o := cniplugin.Options{
-		Stages: func(context.Context, *config.Config, *slog.Logger) (pipeline.Stages, func(), error) {
+		Stages: func(context.Context, *config.Config) (pipeline.Stages, func(), error) {
 			return d.stages, func() {}, nil
 		},
 		Log:     d.o.Log,
@@ -261,9 +261,9 @@ func (d *Daemon) block(next daemon.Handler) daemon.Handler {
 		return next
 	}
 	return func(ctx context.Context, c *daemon.Call) *daemon.Reply {
-		if c.Env["CNI_COMMAND"] == "ADD" {
+		if c.Command() == "ADD" {
 			if err := d.waitDefault(ctx); err != nil {
-				return &daemon.Reply{Failed: true, Stdout: []byte(fmt.Sprintf(`{"code":%d,"msg":%q}`, pipeline.CodeDefaultNotReady, err.Error()))}
+				return &daemon.Reply{Failed: true, Stdout: []byte(fmt.Sprintf(`{"code":%d,"msg":%q}`, codes.DefaultNotReady, err.Error()))}
 			}
 		}
 		return next(ctx, c)

@@ -223,8 +223,8 @@ func (p *publisher) forget(container string) {
 // cancel its container's pending work before it runs.
 func (p *publisher) handler(next daemon.Handler) daemon.Handler {
 	return func(ctx context.Context, c *daemon.Call) *daemon.Reply {
-		id := c.Env["CNI_CONTAINERID"]
-		if c.Env["CNI_COMMAND"] == "DEL" {
+		id := c.CmdArgs().ContainerID
+		if c.Command() == "DEL" {
 			p.forget(id)
 		}
 		return next(withContainer(ctx, id), c)

@@ -8,8 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
+	"sort"
 
+	"github.com/containernetworking/cni/pkg/skel"
+	"github.com/containernetworking/cni/pkg/types"
+	"github.com/containernetworking/cni/pkg/version"
+
+	"github.com/plexus-cni/plexus/core/codes"
 	"github.com/plexus-cni/plexus/core/config/daemonconf"
 	"github.com/plexus-cni/plexus/internal/daemon/wire"
 )
@@ -18,109 +23,96 @@ import (
 // beside the shim, which runs it for a DEL while plexusd is down.
 const FullPlugin = "plexus"
 
-// Main is the plexus-shim binary: it answers VERSION itself, forwards
-// every other call to plexusd, prints the answer exactly and returns the
-// exit status. It reads daemonSocket and daemonWait from the config and
-// nothing else: plexusd checks the call as the CNI library's skel would,
-// and parses the whole config. about is what a person running it without
-// a command is told.
-func Main(about string, environ []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	env := CNIEnv(environ)
-	switch env["CNI_COMMAND"] {
-	case "VERSION":
-		return status(versionInfo(stdout), 0)
-	case "":
-		_, err := io.WriteString(stderr, about+"\nCNI protocol versions supported: "+strings.Join(CNIVersions, ", ")+"\n")
-		return status(err, 0)
+// Versions are the CNI versions the shim answers VERSION with: plexus's.
+func Versions() version.PluginInfo { return version.PluginSupports(CNIVersions...) }
+
+// Funcs are plexus-shim's commands for skel, which checks each call as it
+// checks any plugin's: every command forwards the call to plexusd and
+// relays plexusd's answer; the full plugin's output for a DEL while
+// plexusd is down goes to stdout and stderr.
+func Funcs(stdout, stderr io.Writer) skel.CNIFuncs {
+	forward := func(command string) func(*skel.CmdArgs) error {
+		return func(a *skel.CmdArgs) error { return Call(command, a, stdout, stderr) }
 	}
-	raw, conf, err := readConfig(stdin)
-	if err != nil {
-		return fail(stdout, &Error{CodeInvalidNetworkConfig, err.Error()})
-	}
-	var delStatus int
-	reply, err := Forward(conf, &wire.Call{Env: env, Stdin: raw}, func() (err error) {
-		delStatus, err = runFullPlugin(raw, stdout, stderr)
-		return err
-	})
-	var se *Error
-	switch {
-	case errors.As(err, &se):
-		return fail(stdout, se)
-	case err != nil:
-		return fail(stdout, &Error{CodeInternal, err.Error()})
-	case reply == nil: // the full plugin ran the DEL and answered
-		return delStatus
-	case reply.Failed && !bytes.HasPrefix(reply.Stdout, []byte("{")):
-		return fail(stdout, &Error{CodeInternal, "plexusd returned an unreadable error: " + string(reply.Stdout)})
-	case reply.Failed:
-		_, err := stdout.Write(reply.Stdout)
-		return status(err, 1)
-	}
-	_, err = stdout.Write(reply.Stdout)
-	return status(err, 0)
+	return skel.CNIFuncs{Add: forward("ADD"), Del: forward("DEL"), Check: forward("CHECK"), GC: forward("GC"), Status: forward("STATUS")}
 }
 
-// readConfig reads the config from stdin, bounded as plexusd bounds a
-// call, and its daemon keys.
-func readConfig(stdin io.Reader) ([]byte, *daemonconf.Daemon, error) {
-	raw, err := io.ReadAll(io.LimitReader(stdin, wire.MaxCallBytes+1))
+// Call forwards one call to plexusd and writes its result to stdout, or
+// returns its error. It reads daemonSocket and daemonWait from the config
+// and nothing else: plexusd parses the whole config.
+func Call(command string, a *skel.CmdArgs, stdout, stderr io.Writer) error {
+	conf, err := readConfig(a.StdinData)
 	if err != nil {
-		return nil, nil, errors.New("reading the config from stdin: " + err.Error())
+		return types.NewError(codes.InvalidNetworkConfig, err.Error(), "")
 	}
+	call := wire.NewCall(command, a)
+	reply, err := forward(conf, call, func() error { return runFullPlugin(call, stdout, stderr) })
+	if err != nil || reply == nil { // nil: the full plugin ran the DEL
+		return err
+	}
+	return relay(reply, stdout)
+}
+
+// readConfig checks the config is within what plexusd accepts in a call,
+// and reads its daemon keys.
+func readConfig(raw []byte) (*daemonconf.Daemon, error) {
 	if len(raw) > wire.MaxCallBytes {
-		return nil, nil, errors.New("reading the config from stdin: over the limit of a call to plexusd")
+		return nil, errors.New("the config on stdin is over the limit of a call to plexusd")
 	}
 	conf, err := daemonconf.Parse(raw)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if conf.DaemonSocket == "" {
-		return nil, nil, errors.New(`plexus-shim needs "daemonSocket"; use the plexus plugin for thin mode`)
+		return nil, errors.New(`plexus-shim needs "daemonSocket"; use the plexus plugin for thin mode`)
 	}
-	return raw, conf, nil
+	return conf, nil
 }
 
-// runFullPlugin runs the full plexus plugin on this call, for a DEL while
-// plexusd is unreachable: same environment, the same config on its stdin,
-// its output and exit status the answer.
-func runFullPlugin(conf []byte, stdout, stderr io.Writer) (int, error) {
+// relay writes a success as it came, and turns a failure back into the
+// CNI error it carries, so the runtime sees plexusd's code and message.
+func relay(r *wire.Reply, stdout io.Writer) error {
+	if !r.Failed {
+		_, err := stdout.Write(r.Stdout)
+		return err
+	}
+	var e types.Error
+	if err := json.Unmarshal(r.Stdout, &e); err != nil || e.Code == 0 {
+		return types.NewError(codes.Internal, "plexusd returned an unreadable error: "+string(r.Stdout), "")
+	}
+	return &e
+}
+
+// runFullPlugin runs the full plexus plugin on the call, for a DEL while
+// plexusd is unreachable: the call's environment and config, its output
+// the answer.
+func runFullPlugin(call *wire.Call, stdout, stderr io.Writer) error {
 	me, err := os.Executable()
 	if err != nil {
-		return 0, errors.New("finding the plexus plugin for a DEL without plexusd: " + err.Error())
+		return types.NewError(codes.Internal, "finding the plexus plugin for a DEL without plexusd: "+err.Error(), "")
 	}
+	var out bytes.Buffer
 	cmd := exec.Command(filepath.Join(filepath.Dir(me), FullPlugin))
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(conf), stdout, stderr
+	cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr = environ(call), bytes.NewReader(call.Stdin), &out, stderr
 	err = cmd.Run()
 	var exit *exec.ExitError
-	if errors.As(err, &exit) {
+	switch {
+	case errors.As(err, &exit):
 		// A plugin that failed printed its error: that is the answer.
-		return max(exit.ExitCode(), 1), nil
+		return relay(&wire.Reply{Stdout: out.Bytes(), Failed: true}, stdout)
+	case err != nil:
+		return types.NewError(codes.Internal, "running "+cmd.Path+" for a DEL without plexusd: "+err.Error(), "")
 	}
-	if err != nil {
-		return 0, errors.New("running " + cmd.Path + " for a DEL without plexusd: " + err.Error())
-	}
-	return 0, nil
+	_, err = stdout.Write(out.Bytes())
+	return err
 }
 
-// versionInfo is the answer to VERSION, as the CNI library's skel prints
-// it (the shim does not load that library: it starts for every call).
-func versionInfo(w io.Writer) error {
-	return json.NewEncoder(w).Encode(struct {
-		CNIVersion        string   `json:"cniVersion"`
-		SupportedVersions []string `json:"supportedVersions"`
-	}{CNIVersions[len(CNIVersions)-1], CNIVersions})
-}
-
-// fail prints a CNI error and returns the failing status.
-func fail(stdout io.Writer, e *Error) int {
-	_, err := stdout.Write(e.Document())
-	return status(err, 1)
-}
-
-// status is want, or 1 when the output could not be written.
-func status(err error, want int) int {
-	if err != nil {
-		return 1
+// environ is the call's environment as a process's.
+func environ(call *wire.Call) []string {
+	env := make([]string, 0, len(call.Env))
+	for k, v := range call.Env {
+		env = append(env, k+"="+v)
 	}
-	return want
+	sort.Strings(env)
+	return env
 }

@@ -3,13 +3,16 @@ package shim
 import (
 	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
-	"github.com/containernetworking/cni/pkg/version"
+	"github.com/containernetworking/cni/pkg/skel"
+	"github.com/containernetworking/cni/pkg/types"
 
+	"github.com/plexus-cni/plexus/core/codes"
 	"github.com/plexus-cni/plexus/internal/daemon"
 )
 
@@ -31,58 +34,48 @@ func serve(t *testing.T, handler daemon.Handler) string {
 	return sock
 }
 
-func run(command, conf string) (stdout, stderr string, status int) {
+// run is one call as skel hands it to the shim: the runtime's output
+// and error, which skel prints on stdout.
+func run(command, conf string) (stdout string, err error) {
 	var out, errOut bytes.Buffer
-	env := []string{"PATH=/bin", "CNI_COMMAND=" + command, "CNI_CONTAINERID=c1", "CNI_ARGS=K8S_POD_NAMESPACE=demo;K8S_POD_NAME=web"}
-	status = Main("plexus-shim test", env, strings.NewReader(conf), &out, &errOut)
-	return out.String(), errOut.String(), status
+	a := &skel.CmdArgs{ContainerID: "c1", Netns: "/run/netns/x", IfName: "eth0", Args: "K8S_POD_NAMESPACE=demo;K8S_POD_NAME=web", Path: "/opt/cni/bin", StdinData: []byte(conf)}
+	err = Call(command, a, &out, &errOut)
+	return out.String(), err
 }
 
-func TestVersionIsAnsweredAsSkelAnswersIt(t *testing.T) {
-	var want bytes.Buffer
-	if err := version.PluginSupports(CNIVersions...).Encode(&want); err != nil {
-		t.Fatal(err)
-	}
-	if out, _, status := run("VERSION", ""); out != want.String() || status != 0 {
-		t.Fatalf("VERSION: %d %q, want %q", status, out, want.String())
-	}
-	if _, stderr, status := run("", ""); status != 0 || !strings.Contains(stderr, "plexus-shim test\nCNI protocol versions supported: 0.3.0, ") {
-		t.Fatalf("no command: %d %q", status, stderr)
-	}
-}
-
-// plexusd's answer is printed byte for byte, with the status it implies.
-func TestRepliesAreRelayedExactly(t *testing.T) {
+// plexusd gets the call skel read, and its answer is what the runtime
+// sees: a result as it came, an error as the CNI error it carries.
+func TestRepliesAreRelayed(t *testing.T) {
 	replies := map[string]*daemon.Reply{
 		"ADD":   {Stdout: []byte(`{"cniVersion":"1.0.0"}`)},
 		"CHECK": {Stdout: []byte("{\"code\":101,\n\"msg\":\"no NAD\"}"), Failed: true},
 		"DEL":   {Stdout: []byte("not json"), Failed: true},
 	}
 	sock := serve(t, func(_ context.Context, c *daemon.Call) *daemon.Reply {
-		if !strings.Contains(string(c.Stdin), "daemonSocket") || c.Env["PATH"] != "" {
-			return &daemon.Reply{Stdout: []byte(`{"code":999,"msg":"the call was not forwarded as it came"}`), Failed: true}
+		want := map[string]string{"CNI_COMMAND": c.Command(), "CNI_CONTAINERID": "c1", "CNI_NETNS": "/run/netns/x", "CNI_IFNAME": "eth0", "CNI_ARGS": "K8S_POD_NAMESPACE=demo;K8S_POD_NAME=web", "CNI_PATH": "/opt/cni/bin"}
+		if !strings.Contains(string(c.Stdin), "daemonSocket") || !reflect.DeepEqual(c.Env, want) {
+			return &daemon.Reply{Stdout: []byte(`{"code":999,"msg":"the call was not forwarded as skel read it"}`), Failed: true}
 		}
-		return replies[c.Env["CNI_COMMAND"]]
+		return replies[c.Command()]
 	})
 	conf := `{"daemonSocket":"` + sock + `"}`
-	if out, _, status := run("ADD", conf); out != `{"cniVersion":"1.0.0"}` || status != 0 {
-		t.Errorf("ADD: %d %q", status, out)
+	if out, err := run("ADD", conf); out != `{"cniVersion":"1.0.0"}` || err != nil {
+		t.Errorf("ADD: %v %q", err, out)
 	}
-	if out, _, status := run("CHECK", conf); out != "{\"code\":101,\n\"msg\":\"no NAD\"}" || status != 1 {
-		t.Errorf("CHECK: %d %q", status, out)
-	}
-	out, _, status := run("DEL", conf)
-	assertCNIError(t, out, status, CodeInternal, "plexusd returned an unreadable error: not json")
+	_, err := run("CHECK", conf)
+	assertCNIError(t, err, 101, "no NAD")
+	_, err = run("DEL", conf)
+	assertCNIError(t, err, codes.Internal, "plexusd returned an unreadable error: not json")
 }
 
 func TestWithoutPlexusd(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "nobody.sock")
-	out, _, status := run("CHECK", `{"daemonSocket":"`+sock+`"}`)
-	assertCNIError(t, out, status, CodeDaemonUnreachable, "plexusd is unreachable at "+sock+": connecting: ")
-	out, _, status = run("ADD", `{"daemonSocket":"`+sock+`","daemonWait":"50ms"}`)
-	assertCNIError(t, out, status, CodeDaemonUnreachable, "pod demo/web: plexusd is unreachable at "+sock+": connecting: ")
-	if !strings.HasSuffix(strings.TrimSpace(out), `(waited 50ms)"`+"\n}") {
-		t.Errorf("ADD does not say how long it waited: %s", out)
+	_, err := run("CHECK", `{"daemonSocket":"`+sock+`"}`)
+	assertCNIError(t, err, codes.DaemonUnreachable, "plexusd is unreachable at "+sock+": connecting: ")
+	_, err = run("ADD", `{"daemonSocket":"`+sock+`","daemonWait":"50ms"}`)
+	assertCNIError(t, err, codes.DaemonUnreachable, "pod demo/web: plexusd is unreachable at "+sock+": connecting: ")
+	if err == nil || !strings.HasSuffix(err.Error(), "(waited 50ms)") {
+		t.Errorf("ADD does not say how long it waited: %v", err)
 	}
 }
 
@@ -93,20 +86,23 @@ func TestBadConfigsAreRefusedByName(t *testing.T) {
 		`{"daemonSocket":"p.sock"}`:                  `plexus config: "daemonSocket" "p.sock" must be an absolute path`,
 		`{"daemonSocket":"/p.sock","daemonWait":20}`: `plexus config: "daemonWait": 20 is not a duration string`,
 	} {
-		out, _, status := run("ADD", conf)
-		assertCNIError(t, out, status, CodeInvalidNetworkConfig, want)
+		_, err := run("ADD", conf)
+		assertCNIError(t, err, codes.InvalidNetworkConfig, want)
 	}
-	out, _, status := run("ADD", `{"daemonSocket":"/p.sock","x":"`+strings.Repeat("x", 4<<20)+`"}`)
-	assertCNIError(t, out, status, CodeInvalidNetworkConfig, "reading the config from stdin: over the limit")
+	_, err := run("ADD", `{"daemonSocket":"/p.sock","x":"`+strings.Repeat("x", 4<<20)+`"}`)
+	assertCNIError(t, err, codes.InvalidNetworkConfig, "the config on stdin is over the limit")
 }
 
-func assertCNIError(t *testing.T, out string, status int, code uint, prefix string) {
-	t.Helper()
-	var e struct {
-		Code uint   `json:"code"`
-		Msg  string `json:"msg"`
+func TestVersionsArePlexuss(t *testing.T) {
+	if got := Versions().SupportedVersions(); !reflect.DeepEqual(got, CNIVersions) {
+		t.Errorf("%v, want %v", got, CNIVersions)
 	}
-	if err := json.Unmarshal([]byte(out), &e); err != nil || status != 1 || e.Code != code || !strings.HasPrefix(e.Msg, prefix) {
-		t.Errorf("got %d %s (%v), want code %d with %q", status, out, err, code, prefix)
+}
+
+func assertCNIError(t *testing.T, err error, code uint, prefix string) {
+	t.Helper()
+	var e *types.Error
+	if !errors.As(err, &e) || e.Code != code || !strings.HasPrefix(e.Msg, prefix) {
+		t.Errorf("got %v, want code %d with %q", err, code, prefix)
 	}
 }

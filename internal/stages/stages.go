@@ -6,7 +6,6 @@ package stages
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"path/filepath"
 
 	"github.com/plexus-cni/plexus/core/config"
@@ -15,24 +14,30 @@ import (
 	"github.com/plexus-cni/plexus/policies"
 )
 
+// Options say how long the stages live: for one ADD (the plugin, the zero
+// value) or for plexusd's life.
+type Options struct {
+	// LongLived stages serve many calls (plexusd): extension modules are
+	// compiled for repeated calls (extensions.Config.LongLived) and loaded
+	// now, so a broken module fails the start instead of an ADD.
+	LongLived bool
+	// Authorizer, when set, builds the policy stage from the "policy" key
+	// instead of policies.New (plexusd reloads and counts decisions).
+	Authorizer func(ctx context.Context, pc policies.Config) (pipeline.Authorizer, error)
+}
+
 // Build builds the optional s7.4 policy stage and the extension stage from
-// plexus's config; an absent key leaves its stage out.
-func Build(ctx context.Context, conf *config.Config, _ *slog.Logger) (pipeline.Stages, func(), error) {
-	var st pipeline.Stages
-	closeAll := func() {}
+// plexus's config; an absent key leaves its stage out. Close releases
+// what the stages hold.
+func (o Options) Build(ctx context.Context, conf *config.Config) (st pipeline.Stages, closeAll func(), err error) {
+	closeAll = func() {}
 	if len(conf.Policy) > 0 {
-		pc, err := PolicyConfig(conf)
-		if err != nil {
+		if st.Authorizer, err = o.policy(ctx, conf); err != nil {
 			return st, nil, err
 		}
-		eng, err := policies.New(ctx, pc)
-		if err != nil {
-			return st, nil, fmt.Errorf(`plexus config "policy": %w`, err)
-		}
-		st.Authorizer = eng
 	}
 	if len(conf.Extensions) > 0 {
-		host, err := Extensions(ctx, conf, false)
+		host, err := o.extensions(ctx, conf)
 		if err != nil {
 			return st, nil, err
 		}
@@ -40,6 +45,36 @@ func Build(ctx context.Context, conf *config.Config, _ *slog.Logger) (pipeline.S
 		closeAll = func() { _ = host.Close(context.WithoutCancel(ctx)) }
 	}
 	return st, closeAll, nil
+}
+
+func (o Options) policy(ctx context.Context, conf *config.Config) (pipeline.Authorizer, error) {
+	pc, err := PolicyConfig(conf)
+	if err != nil {
+		return nil, err
+	}
+	build := o.Authorizer
+	if build == nil {
+		build = func(ctx context.Context, pc policies.Config) (pipeline.Authorizer, error) {
+			return policies.New(ctx, pc)
+		}
+	}
+	a, err := build(ctx, pc)
+	if err != nil {
+		return nil, fmt.Errorf(`plexus config "policy": %w`, err)
+	}
+	return a, nil
+}
+
+func (o Options) extensions(ctx context.Context, conf *config.Config) (*extensions.Host, error) {
+	host, err := Extensions(ctx, conf, o.LongLived)
+	if err != nil || !o.LongLived {
+		return host, err
+	}
+	if err := host.LoadAll(ctx); err != nil {
+		_ = host.Close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("loading extension modules: %w", err)
+	}
+	return host, nil
 }
 
 // PolicyConfig decodes the "policy" key.
@@ -60,7 +95,7 @@ func Extensions(ctx context.Context, conf *config.Config, longLived bool) (*exte
 	}
 	ec.LongLived = longLived
 	if ec.CacheDir == "" {
-		// Thin mode compiles in every process; the cache makes that a read.
+		// The plugin compiles in every process; the cache makes that a read.
 		ec.CacheDir = filepath.Join(conf.CacheDir, "extensions")
 	}
 	host, err := extensions.New(ctx, ec)

@@ -18,9 +18,6 @@ func BenchmarkThinPolicyCost(b *testing.B) {
 	s := newSetup(b, 1)
 	plain := plexusRunner(b, s, "plain")
 	s.w.UseLibraryPolicy("isolation.yaml", "plexus:\n  config:\n    namespace_isolation: {enabled: true}\n")
-	// As installed: a config with a policy names plexus-stages, so no
-	// hand-off from plexus is measured.
-	s.w.Plexus["type"] = "plexus-stages"
 	s.w.WritePlexus()
 	withPolicy := plexusRunner(b, s, "policy")
 	var diffs []time.Duration

@@ -13,15 +13,12 @@ import (
 // BenchmarkPluginStart: exec to exit of the plexus plugin answering
 // VERSION, which reads no config: what every thin-mode CNI call pays before
 // plexus does any work (the runtime's start of a static binary and Go
-// package initialization of everything it links). plexus links the core
-// pipeline and client-go; plexus-stages, which runs ADDs with a policy or
-// extensions, adds OPA and wazero. minflt/op is the child's minor page
-// faults, which a smaller or differently laid-out binary would change even
-// when the timing noise hides it.
+// package initialization of everything it links: the core pipeline,
+// client-go, OPA and wazero). minflt/op is the child's minor page faults,
+// which a smaller or differently laid-out binary would change even when
+// the timing noise hides it.
 func BenchmarkPluginStart(b *testing.B) {
-	for _, name := range []string{"plexus", "plexus-stages"} {
-		b.Run(name, func(b *testing.B) { benchStart(b, filepath.Join(harness.BinDir, name)) })
-	}
+	b.Run("plexus", func(b *testing.B) { benchStart(b, filepath.Join(harness.BinDir, "plexus")) })
 }
 
 func benchStart(b *testing.B, bin string) {

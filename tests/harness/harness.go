@@ -52,12 +52,11 @@ var referencePlugins = []string{
 // Main builds the binaries and runs the tests; call it from TestMain.
 func Main(m *testing.M) int { return MainBuilding(m) }
 
-// plexusMains are plexus's binaries the tests run: the plugin, the plugin
-// with the optional stages (an ADD with a policy or extensions runs there),
-// plexusd and the shim.
+// plexusMains are plexus's binaries the tests run: the plugin, plexusd and
+// the shim.
 var plexusMains = []string{
-	"github.com/plexus-cni/plexus/cmd/plexus", "github.com/plexus-cni/plexus/cmd/plexus-stages",
-	"github.com/plexus-cni/plexus/cmd/plexusd", "github.com/plexus-cni/plexus/cmd/plexus-shim",
+	"github.com/plexus-cni/plexus/cmd/plexus", "github.com/plexus-cni/plexus/cmd/plexusd",
+	"github.com/plexus-cni/plexus/cmd/plexus-shim",
 }
 
 func build(dir string) error {

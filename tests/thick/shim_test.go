@@ -10,9 +10,9 @@ import (
 	"github.com/plexus-cni/plexus/tests/harness"
 )
 
-// TestShimCallsAreCheckedAsSkelChecksThem: the shim forwards without
-// looking; plexusd refuses what the CNI library's skel would have refused,
-// with skel's codes, before anything is attached.
+// TestShimCallsAreCheckedAsSkelChecksThem: the shim's skel refuses what
+// it refuses for any plugin, with its codes, and plexusd refuses its own
+// network namespace, before anything is attached.
 func TestShimCallsAreCheckedAsSkelChecksThem(t *testing.T) {
 	w := harness.New(t)
 	w.StartDaemon()
@@ -35,7 +35,7 @@ func TestShimCallsAreCheckedAsSkelChecksThem(t *testing.T) {
 		{"no network name", "ADD", nil, map[string]any{"name": ""}, 7, "missing network name"},
 		// /proc/self is plexusd when plexusd opens it.
 		{"plexusd's own network namespace", "ADD", []string{"CNI_NETNS=/proc/self/ns/net"}, nil, 8, "should not be the same"},
-		{"unknown command", "FROB", nil, nil, 4, `"FROB"`},
+		{"unknown command", "FROB", nil, nil, 4, "unknown CNI_COMMAND: FROB"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -47,8 +47,8 @@ func TestShimCallsAreCheckedAsSkelChecksThem(t *testing.T) {
 }
 
 // TestShimAnswersWithoutPlexusd: VERSION and a call without a command are
-// answered by the shim itself; a config without daemonSocket is refused
-// by name.
+// answered by the shim itself; a config without daemonSocket, or with one
+// plexus refuses, is refused by name.
 func TestShimAnswersWithoutPlexusd(t *testing.T) {
 	shim := filepath.Join(harness.BinDir, "plexus-shim")
 	run := func(env []string, stdin string) (string, string, error) {
@@ -71,17 +71,21 @@ func TestShimAnswersWithoutPlexusd(t *testing.T) {
 	if _, stderr, err := run(nil, ""); err != nil || !strings.Contains(stderr, "forwards CNI calls to plexusd") {
 		t.Errorf("no command: %v %q", err, stderr)
 	}
-	tests := []struct{ name, conf, want string }{
-		{"no daemonSocket", `{"cniVersion":"1.0.0","name":"plexus"}`, `needs "daemonSocket"`},
-		{"not JSON", `{"name":`, "plexus config is not a JSON object: unexpected end of JSON input"},
-		{"relative socket", `{"daemonSocket":"plexusd.sock"}`, `"daemonSocket" "plexusd.sock" must be an absolute path`},
+	tests := []struct {
+		name, conf string
+		code       uint
+		want       string
+	}{
+		{"no daemonSocket", `{"cniVersion":"1.0.0","name":"plexus"}`, 7, `needs "daemonSocket"`},
+		{"not JSON", `{"name":`, 6, "error unmarshall network config: unexpected end of JSON input"},
+		{"relative socket", `{"cniVersion":"1.0.0","name":"plexus","daemonSocket":"plexusd.sock"}`, 7, `"daemonSocket" "plexusd.sock" must be an absolute path`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out, _, err := run([]string{"CNI_COMMAND=ADD"}, tt.conf)
+			out, _, err := run([]string{"CNI_COMMAND=ADD", "CNI_CONTAINERID=c", "CNI_NETNS=/x", "CNI_IFNAME=eth0", "CNI_PATH=/x"}, tt.conf)
 			var e harness.CNIError
-			if err == nil || json.Unmarshal([]byte(out), &e) != nil || e.Code != 7 || !strings.Contains(e.Msg, tt.want) {
-				t.Errorf("got %v %q, want code 7 with %q", err, out, tt.want)
+			if err == nil || json.Unmarshal([]byte(out), &e) != nil || e.Code != tt.code || !strings.Contains(e.Msg, tt.want) {
+				t.Errorf("got %v %q, want code %d with %q", err, out, tt.code, tt.want)
 			}
 		})
 	}

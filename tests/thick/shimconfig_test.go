@@ -31,7 +31,7 @@ func TestShimReadsDaemonKeysAsPlexusReadsThem(t *testing.T) {
 		`"daemonSocket":"DIR/g.sock","daemonWait":"soon"`,
 		`"daemonSocket":"DIR/h.sock","daemonWait":10`,
 	} {
-		conf := `{"clusterNetwork":"/c",` + strings.ReplaceAll(keys, "DIR", dir) + `}`
+		conf := `{"cniVersion":"1.0.0","name":"plexus","clusterNetwork":"/c",` + strings.ReplaceAll(keys, "DIR", dir) + `}`
 		c, perr := config.Parse([]byte(conf))
 		code, msg := runShimCheck(t, conf)
 		switch {

@@ -1,7 +1,6 @@
 // Package wire is the byte format of one exchange between a forwarder and
 // plexusd, and the forwarder's side of the socket (Client), which the
-// thick-mode shim and the plexus plugin with daemonSocket in its config
-// use (package shim).
+// thick-mode shim uses (package shim).
 //
 // One exchange per connection. A request is
 //

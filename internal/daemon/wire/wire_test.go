@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/containernetworking/cni/pkg/skel"
 )
 
 func TestCallRoundTrips(t *testing.T) {
@@ -144,5 +146,20 @@ func TestClientBoundsTheReply(t *testing.T) {
 				t.Fatalf("got %v, want %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// A call made from skel's arguments gives them back on plexusd's side.
+func TestCallCarriesSkelsArguments(t *testing.T) {
+	a := &skel.CmdArgs{ContainerID: "c1", Netns: "/run/netns/x", IfName: "eth0", Args: "K8S_POD_NAME=web", Path: "/opt/cni/bin", StdinData: []byte(`{"name":"x"}`)}
+	c, err := DecodeRequest(EncodeCall(NewCall("ADD", a)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Call.CmdArgs(); c.Call.Command() != "ADD" || !reflect.DeepEqual(got, a) {
+		t.Errorf("got %s %+v, want ADD %+v", c.Call.Command(), got, a)
+	}
+	if _, ok := c.Call.Env["CNI_NETNS_OVERRIDE"]; ok {
+		t.Error("an empty variable was sent")
 	}
 }

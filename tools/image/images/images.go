@@ -18,7 +18,7 @@ const PlexusBinDir = "/opt/plexus/bin"
 
 // PlexusBinaries are the image's files: static binaries (CGO_ENABLED=0), so
 // the image needs no libc, and no shell (nothing in deploy/ runs one).
-var PlexusBinaries = []string{"plexus", "plexus-shim", "plexus-stages", "plexusctl", "plexusd"}
+var PlexusBinaries = []string{"plexus", "plexus-shim", "plexusctl", "plexusd"}
 
 // Source is the repository the images are built from (label
 // org.opencontainers.image.source).
