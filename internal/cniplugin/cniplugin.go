@@ -54,6 +54,11 @@ type Options struct {
 	// OnPodResourcesCall, when set, is told of every call to kubelet's
 	// pod-resources API (plexusd counts them).
 	OnPodResourcesCall func(method string)
+	// Own, when set (plexusd), is the daemon's own config: its binDir,
+	// cacheDir and confDir replace those of every forwarded call's config,
+	// so a caller of the socket names neither the programs plexusd runs nor
+	// the files it reads and writes.
+	Own *config.Config
 
 	// parse replaces config.Parse in tests, which count the parses.
 	parse func([]byte) (*config.Config, error)

@@ -72,6 +72,9 @@ func (o Options) Handle(ctx context.Context, c *daemon.Call) *daemon.Reply {
 	if err != nil {
 		return failed(err)
 	}
+	if o.Own != nil {
+		conf.BinDir, conf.CacheDir, conf.ConfDir = o.Own.BinDir, o.Own.CacheDir, o.Own.ConfDir
+	}
 	var out bytes.Buffer
 	if err := o.Run(ctx, conf, cmd, a, &out); err != nil {
 		return failed(err)

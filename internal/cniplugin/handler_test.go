@@ -3,11 +3,14 @@ package cniplugin
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/containernetworking/cni/pkg/types"
 
+	"github.com/plexus-cni/plexus/core/config"
 	"github.com/plexus-cni/plexus/internal/daemon"
 )
 
@@ -44,5 +47,28 @@ func TestHandleBadConfigIsACNIError(t *testing.T) {
 	var e types.Error
 	if !r.Failed || json.Unmarshal(r.Stdout, &e) != nil || e.Code != types.ErrInvalidNetworkConfig || !strings.Contains(e.Msg, `"bogus"`) {
 		t.Errorf("reply %s", r.Stdout)
+	}
+}
+
+// TestHandleUsesPlexusdsOwnDirectories: a forwarded call's config cannot
+// point plexusd (root) at other delegates or other state: binDir,
+// cacheDir and confDir come from plexusd's own config.
+func TestHandleUsesPlexusdsOwnDirectories(t *testing.T) {
+	callers, own := t.TempDir(), t.TempDir()
+	conf, _ := json.Marshal(map[string]any{"cniVersion": "1.0.0", "name": "plexus", "type": "plexus-shim", "clusterNetwork": "/x",
+		"cacheDir": filepath.Join(callers, "cache"), "binDir": filepath.Join(callers, "bin"), "confDir": filepath.Join(callers, "conf")})
+	o := Options{Own: &config.Config{CacheDir: filepath.Join(own, "cache"), BinDir: filepath.Join(own, "bin")}}
+	r := o.Handle(context.Background(), &daemon.Call{
+		Env:   map[string]string{"CNI_COMMAND": "DEL", "CNI_CONTAINERID": "c1", "CNI_IFNAME": "eth0", "CNI_PATH": "/nonexistent"},
+		Stdin: conf,
+	})
+	if r.Failed {
+		t.Fatalf("DEL failed: %s", r.Stdout)
+	}
+	if _, err := os.Stat(filepath.Join(own, "cache", "locks")); err != nil {
+		t.Errorf("plexusd's own cacheDir was not used: %v", err)
+	}
+	if entries, _ := os.ReadDir(callers); len(entries) != 0 {
+		t.Errorf("the caller's directories were used: %v", entries)
 	}
 }

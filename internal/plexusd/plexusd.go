@@ -197,6 +197,7 @@ func (d *Daemon) options() cniplugin.Options {
 			return d.stages, func() {}, nil
 		},
 		Log:     d.o.Log,
+		Own:     d.conf,
 		WrapCNI: func(c libcni.CNI) libcni.CNI { return countingCNI{CNI: c, m: d.m} },
 		Ignored: d.m.ignored,
 		OnPodResourcesCall: func(method string) {
