@@ -590,7 +590,7 @@ func MainBuilding(m *testing.M, pkgs ...string) int {
 		return 1
 	}
 	BinDir = dir
-	return m.Run()
+	return runChecked(m)
 }
 
 func buildTools(dir string, pkgs []string) error {
