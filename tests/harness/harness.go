@@ -275,24 +275,6 @@ func (h *World) Container(namespace, name string) *Container {
 	return c
 }
 
-// cnitool runs one command as a container runtime would.
-func (h *World) CNITool(c *Container, command string) (string, error) {
-	cmd := exec.Command(filepath.Join(BinDir, "cnitool"), command, "plexus", c.NS.Path())
-	cmd.Env = append(os.Environ(), h.tag(),
-		"NETCONFPATH="+h.NetConf,
-		"CNI_PATH="+BinDir,
-		"CNI_ARGS="+c.cniArgs(true),
-	)
-	cmd.Env = append(cmd.Env, c.Env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	if err != nil {
-		return out.String() + errb.String(), fmt.Errorf("cnitool %s: %w: %s%s", command, err, out.String(), errb.String())
-	}
-	return out.String(), nil
-}
-
 func (h *World) Add(c *Container) string {
 	h.t.Helper()
 	out, err := h.CNITool(c, "add")
