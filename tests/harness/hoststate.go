@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 )
 
 // HostState is what a suite could leave behind on the host, by name: the
@@ -199,17 +200,29 @@ func DiffHost(before, after HostState) []string {
 	return out
 }
 
-// CheckHost compares the host with before and describes every difference
-// in the error.
+// hostSettle bounds the wait for the host to settle: the kernel removes a
+// network namespace, and the veths in it, some time after its last handle
+// closed.
+const hostSettle = 5 * time.Second
+
+// CheckHost compares the host with before, until they agree or hostSettle
+// passed, and describes every difference in the error.
 func CheckHost(before HostState) error {
-	after, err := SnapshotHost()
-	if err != nil {
-		return fmt.Errorf("host check: %w", err)
+	deadline := time.Now().Add(hostSettle)
+	for {
+		after, err := SnapshotHost()
+		if err != nil {
+			return fmt.Errorf("host check: %w", err)
+		}
+		diff := DiffHost(before, after)
+		if len(diff) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the suite changed the host:\n\t%s", strings.Join(diff, "\n\t"))
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
-	if diff := DiffHost(before, after); len(diff) > 0 {
-		return fmt.Errorf("the suite changed the host:\n\t%s", strings.Join(diff, "\n\t"))
-	}
-	return nil
 }
 
 // runChecked runs the suite between two snapshots of the host and fails it
