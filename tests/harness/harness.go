@@ -1,6 +1,7 @@
-// Package harness drives plexus as a container runtime does: cnitool (or a
-// direct exec) in real network namespaces, with the reference plugins, a
-// default bridge network and a manifests source, plus leak checks.
+// Package harness drives plexus as a container runtime does: libcni as
+// cnitool runs it (or a direct exec) in real network namespaces, with the
+// reference plugins, a default bridge network and a manifests source, plus
+// leak checks.
 package harness
 
 import (
@@ -28,7 +29,7 @@ import (
 	"github.com/vishvananda/netlink"
 )
 
-// BinDir holds plexus, the reference plugins and cnitool, built once.
+// BinDir holds plexus and the reference plugins, built once.
 var BinDir string
 
 // subnetSeq hands each network its own /24 in 10.(100+n).x.0.
@@ -45,7 +46,6 @@ var referencePlugins = []string{
 	"github.com/containernetworking/plugins/plugins/meta/tuning",
 	"github.com/containernetworking/plugins/plugins/meta/bandwidth",
 	"github.com/containernetworking/plugins/plugins/meta/portmap",
-	"github.com/containernetworking/cni/cnitool",
 }
 
 // Main builds the binaries and runs the tests; call it from TestMain.
@@ -85,7 +85,7 @@ func build(dir string) error {
 type World struct {
 	t         testing.TB
 	Dir       string
-	NetConf   string // cnitool's NETCONFPATH
+	NetConf   string // the directory of CNITool's network config
 	Manifests string
 	ConfDir   string
 	CacheDir  string
