@@ -14,13 +14,13 @@ import (
 	"time"
 )
 
-// HostState is what a suite could leave behind on the host, by name: the
-// entries of the host's CNI directories, the network namespaces in
-// /run/netns, the network interfaces and the iptables chains that look
-// like the tests' own (see the prefixes below). Names of other software
-// are left out, so that it may change the host while a suite runs; two
-// plexus suites at once on one host are not supported (their names look
-// alike), as the leak checks of each test already require.
+// HostState is what a suite could leave behind on the host, by name: every
+// entry under the host's CNI directories (hostDirs), and the network
+// namespaces in /run/netns, the links and the iptables nat and filter
+// chains whose names look like the tests' own (the prefixes below). Other
+// software's namespaces, links and chains are left out, so it may change
+// them while a suite runs. Two plexus suites at once on one host are not
+// supported: each would see the other's.
 type HostState []string
 
 // hostDirs are host directories the tests must never write: libcni's
