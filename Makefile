@@ -54,8 +54,12 @@ RACE_PKGS := ./core/lock/ ./core/source/kube/cached/ ./core/source/manifests/ ./
 ## the example extensions (needs root)
 # One package at a time (-p 1): the integration suites check the host's
 # interfaces for leaks, which another suite running beside them would add.
+# go test's JSON goes to $(BIN)/test.json; tools/testreport prints it as
+# go test would, then each skipped test with its reason. The recipe exits
+# with go test's status.
 test: build k8s-bins node-bins node-deps pause-image image
-	PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 $(GO) test -p 1 -count=1 ./...
+	{ PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 $(GO) test -p 1 -count=1 -json ./...; echo $$? >$(BIN)/test.rc; } \
+		| tee $(BIN)/test.json | $(GO) run ./tools/testreport; exit $$(cat $(BIN)/test.rc)
 	CGO_ENABLED=1 $(GO) test -race -count=1 $(RACE_PKGS)
 	cd sdk && GOWORK=off $(GO) test -count=1 ./...
 	cd extensions/examples && GOWORK=off $(GO) test -count=1 ./...

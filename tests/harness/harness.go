@@ -1,6 +1,7 @@
-// Package harness drives plexus as a container runtime does: cnitool (or a
-// direct exec) in real network namespaces, with the reference plugins, a
-// default bridge network and a manifests source, plus leak checks.
+// Package harness drives plexus as a container runtime does: libcni as
+// cnitool runs it (or a direct exec) in real network namespaces, with the
+// reference plugins, a default bridge network and a manifests source, plus
+// leak checks.
 package harness
 
 import (
@@ -29,7 +30,7 @@ import (
 	"github.com/vishvananda/netlink"
 )
 
-// BinDir holds plexus, the reference plugins and cnitool, built once.
+// BinDir holds plexus and the reference plugins, built once.
 var BinDir string
 
 // subnetSeq hands each network its own /24 in 10.(100+n).x.0.
@@ -46,7 +47,6 @@ var referencePlugins = []string{
 	"github.com/containernetworking/plugins/plugins/meta/tuning",
 	"github.com/containernetworking/plugins/plugins/meta/bandwidth",
 	"github.com/containernetworking/plugins/plugins/meta/portmap",
-	"github.com/containernetworking/cni/cnitool",
 }
 
 // Main builds the binaries and runs the tests; call it from TestMain.
@@ -85,7 +85,7 @@ func build(dir string) error {
 type World struct {
 	t         testing.TB
 	Dir       string
-	NetConf   string // cnitool's NETCONFPATH
+	NetConf   string // the directory of CNITool's network config
 	Manifests string
 	ConfDir   string
 	CacheDir  string
@@ -273,24 +273,6 @@ func (h *World) Container(namespace, name string) *Container {
 	c := &Container{NS: n, Namespace: namespace, Name: name, UID: "uid-" + name}
 	h.containers = append(h.containers, c)
 	return c
-}
-
-// cnitool runs one command as a container runtime would.
-func (h *World) CNITool(c *Container, command string) (string, error) {
-	cmd := exec.Command(filepath.Join(BinDir, "cnitool"), command, "plexus", c.NS.Path())
-	cmd.Env = append(os.Environ(), h.tag(),
-		"NETCONFPATH="+h.NetConf,
-		"CNI_PATH="+BinDir,
-		"CNI_ARGS="+c.cniArgs(true),
-	)
-	cmd.Env = append(cmd.Env, c.Env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	if err != nil {
-		return out.String() + errb.String(), fmt.Errorf("cnitool %s: %w: %s%s", command, err, out.String(), errb.String())
-	}
-	return out.String(), nil
 }
 
 func (h *World) Add(c *Container) string {
@@ -619,7 +601,7 @@ func MainBuilding(m *testing.M, pkgs ...string) int {
 		return 1
 	}
 	BinDir = dir
-	return m.Run()
+	return runChecked(m)
 }
 
 func buildTools(dir string, pkgs []string) error {

@@ -71,7 +71,7 @@ func (h *World) Pods(namespace string, n int, networks string) []*Container {
 }
 
 // AddAll and DelAll run every container's ADD or DEL at once through
-// cnitool, as a runtime filling or draining a node does.
+// CNITool, as a runtime filling or draining a node does.
 func (h *World) AddAll(cs []*Container) { h.all(cs, "add") }
 
 // DelAll: see AddAll.

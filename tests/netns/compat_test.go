@@ -134,6 +134,7 @@ func TestCompatCNIArgsReachTheDelegate(t *testing.T) {
 // of the same network gets none; a network without the capability ignores
 // the key, visibly in its status entry. DEL removes the rule.
 func TestCompatPortMappingsReachOnlyTheirAttachmentsPortmap(t *testing.T) {
+	removePortmapChainsAfter(t)
 	h := harness.New(t)
 	portmap := map[string]any{"type": "portmap", "capabilities": map[string]any{"portMappings": true}}
 	h.NAD("demo", "pm", newDualStack(h, "pm", false, portmap).conf)

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/containernetworking/plugins/pkg/ns"
@@ -394,10 +395,14 @@ func (n *Node) WriteStaticPod(pod *corev1.Pod) string {
 // MirrorPodName is the name of the API's mirror of a static pod.
 func (n *Node) MirrorPodName(staticName string) string { return staticName + "-" + n.Name }
 
+// runtimeResults is containerd's libcni result cache: the host's, as the
+// CRI plugin of containerd 1.6 has no setting for it.
+const runtimeResults = sharedCNIDir + "/results"
+
 // CNICacheEntries lists libcni's result cache files (the runtime's, in
 // /var/lib/cni/results) that name the container ID.
 func CNICacheEntries(containerID string) []string {
-	entries, _ := os.ReadDir("/var/lib/cni/results")
+	entries, _ := os.ReadDir(runtimeResults)
 	var out []string
 	for _, e := range entries {
 		if strings.Contains(e.Name(), containerID) {
@@ -405,4 +410,16 @@ func CNICacheEntries(containerID string) []string {
 		}
 	}
 	return out
+}
+
+// RemoveCNICacheEntries removes the runtime's result cache files of a
+// sandbox whose DEL the test made containerd skip (libcni removes them on
+// DEL).
+func RemoveCNICacheEntries(t testing.TB, containerID string) {
+	t.Helper()
+	for _, e := range CNICacheEntries(containerID) {
+		if err := os.Remove(filepath.Join(runtimeResults, e)); err != nil {
+			t.Errorf("remove the runtime's cached result %s: %v", e, err)
+		}
+	}
 }
