@@ -33,7 +33,7 @@ const (
 )
 
 // Code is one of plexus's CNI error codes: its name here and what it
-// means, as README.md's table of error codes begins to say it.
+// means, as docs/configuration.md's table of error codes begins to say it.
 type Code struct {
 	Code    uint
 	Name    string

@@ -7,25 +7,28 @@ import (
 	"testing"
 )
 
-// readmeRow is one row of README.md's table of error codes.
-type readmeRow struct {
+// docFile holds the table of error codes.
+const docFile = "docs/configuration.md"
+
+// docRow is one row of docFile's table of error codes.
+type docRow struct {
 	name, meaning string
 }
 
-// readmeCodes reads the table under README.md's "### Error codes":
+// docCodes reads the table under docFile's "## Error codes":
 // | code | name | meaning |.
-func readmeCodes(t *testing.T) map[uint]readmeRow {
+func docCodes(t *testing.T) map[uint]docRow {
 	t.Helper()
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile("../../" + docFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(b), "\n### Error codes\n")
+	_, section, ok := strings.Cut(string(b), "\n## Error codes\n")
 	if !ok {
-		t.Fatal(`README.md has no "### Error codes" section`)
+		t.Fatalf(`%s has no "## Error codes" section`, docFile)
 	}
 	section, _, _ = strings.Cut(section, "\n#")
-	rows := map[uint]readmeRow{}
+	rows := map[uint]docRow{}
 	for line := range strings.SplitSeq(section, "\n") {
 		cells := strings.Split(strings.Trim(line, "| "), " | ")
 		if !strings.HasPrefix(line, "| ") || len(cells) != 3 {
@@ -36,31 +39,31 @@ func readmeCodes(t *testing.T) map[uint]readmeRow {
 			continue // the header
 		}
 		if _, dup := rows[uint(code)]; dup {
-			t.Errorf("README.md lists code %d twice", code)
+			t.Errorf("%s lists code %d twice", docFile, code)
 		}
-		rows[uint(code)] = readmeRow{name: strings.Trim(cells[1], "`"), meaning: strings.ReplaceAll(cells[2], "`", "")}
+		rows[uint(code)] = docRow{name: strings.Trim(cells[1], "`"), meaning: strings.ReplaceAll(cells[2], "`", "")}
 	}
 	return rows
 }
 
-// README.md's table lists exactly the codes of Table, with their names,
+// docFile's table lists exactly the codes of Table, with their names,
 // each meaning beginning as Table's does.
-func TestReadmeListsEveryCode(t *testing.T) {
-	rows := readmeCodes(t)
+func TestDocListsEveryCode(t *testing.T) {
+	rows := docCodes(t)
 	for _, c := range Table() {
 		row, ok := rows[c.Code]
 		switch {
 		case !ok:
-			t.Errorf("README.md does not list code %d (%s)", c.Code, c.Name)
+			t.Errorf("%s does not list code %d (%s)", docFile, c.Code, c.Name)
 		case row.name != c.Name:
-			t.Errorf("README.md names code %d %q, want %q", c.Code, row.name, c.Name)
+			t.Errorf("%s names code %d %q, want %q", docFile, c.Code, row.name, c.Name)
 		case !strings.HasPrefix(row.meaning, c.Meaning):
-			t.Errorf("README.md says code %d (%s) means %q, want it to begin %q", c.Code, c.Name, row.meaning, c.Meaning)
+			t.Errorf("%s says code %d (%s) means %q, want it to begin %q", docFile, c.Code, c.Name, row.meaning, c.Meaning)
 		}
 		delete(rows, c.Code)
 	}
 	for code, row := range rows {
-		t.Errorf("README.md lists code %d (%s), which plexus does not have", code, row.name)
+		t.Errorf("%s lists code %d (%s), which plexus does not have", docFile, code, row.name)
 	}
 }
 
