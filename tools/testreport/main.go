@@ -73,6 +73,8 @@ func (r *report) handle(e event) {
 		}
 	case e.Test == "" && e.Action == "fail":
 		r.failedPkg = true
+	case e.Test == "":
+		// A package's own pass, skip (no test files) or start: not a test.
 	case e.Action == "output":
 		r.held[key] = append(r.held[key], e.Output)
 	case e.Action == "pass":
