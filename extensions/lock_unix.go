@@ -15,7 +15,7 @@ import (
 // path in the cache dir and returns its release. The kernel drops the lock
 // if the process dies, so a crashed compile never wedges the cache. The
 // name hashes the path, not the module: wazero hashes the module's bytes
-// for its cache anyway, and hashing 3 MB twice cost every cold load 2 ms.
+// for its cache anyway, and hashing them twice would slow every cold load.
 // Two paths to the same module at worst compile it twice.
 func lockFile(dir, modulePath string) (func(), error) {
 	sum := sha256.Sum256([]byte(modulePath))

@@ -67,10 +67,9 @@ func runDelegate(ctx context.Context, path string, stdin []byte, environ []strin
 // awaitExit returns once the child pid has exited, without reaping it
 // (Wait does that), or at once when that cannot be watched. It parks on
 // Go's poller instead of Wait's blocking waitid: while a thread blocks in
-// a system call, Go's system monitor wakes every 20 µs or so for as long
-// as the call lasts, and on a small node that took CPU from the delegate
-// being waited for (a bridge DEL took 0.35 ms longer from plexusd than from
-// a runtime; see docs/performance.md).
+// a system call, Go's system monitor keeps waking for as long as the call
+// lasts, and on a small node that takes CPU from the delegate being
+// waited for.
 func awaitExit(pid int) {
 	fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
 	if err != nil {

@@ -42,8 +42,8 @@ func (in *Installer) InstallBinaries() error {
 
 // copyIfChanged copies src over dst (writeAtomic) unless dst has the same
 // bytes. Both are streamed, never held in memory: the binaries are tens of
-// megabytes and the installer runs under a small memory limit (reading
-// both whole got it OOM-killed on an upgrade, with plexus's 40 MB binary).
+// megabytes and the installer runs under a small memory limit, which
+// reading both whole would exceed on an upgrade.
 func copyIfChanged(src, dst string, mode os.FileMode) (bool, error) {
 	same, err := sameContent(src, dst)
 	if err != nil {
