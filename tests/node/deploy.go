@@ -51,7 +51,7 @@ type Deployment struct {
 const deployTimeout = 3 * time.Minute
 
 // RenderDeploy renders the kustomization dir (relative to the module root,
-// e.g. "deploy" or "deploy/thick") for this node. The result is applied by
+// e.g. "deploy" or "deploy/thin") for this node. The result is applied by
 // Apply.
 func (n *Node) RenderDeploy(t testing.TB, dir string) *Deployment {
 	t.Helper()
@@ -147,8 +147,9 @@ func (n *Node) NetnsDir() string {
 //   - a container's flag values naming a path in a mounted host directory
 //     (--cni-bin-dir, --socket..., not the image's --src-bin-dir), and
 //     every absolute path in the installer's --config JSON (plexus's
-//     config, used on the host) and in plexusd's ConfigMap JSON, the same
-//     way; the thin installer's --config gets
+//     config, used on the host) and in plexusd's ConfigMap JSON, at any
+//     depth, the same way, but for the image's own files (/opt/plexus:
+//     plexusd's policy); the thin installer's --config gets
 //     cacheDir, its default /var/lib/cni/plexus relocated, since plexus
 //     runs on the host and would use the host's own;
 //   - KUBERNETES_SERVICE_HOST and _PORT in every container: pods reach the
@@ -260,23 +261,44 @@ func (d *Deployment) relocateArg(arg string, hostMounts []string) (string, error
 	return arg, nil
 }
 
+// imageDir is where the image holds its own files (binaries, policy):
+// paths there name the container's files, not the host's.
+const imageDir = "/opt/plexus/"
+
 // relocateJSON moves every absolute path among a JSON object's string
-// values; withCacheDir adds cacheDir when it is not set (see relocate).
+// values, at any depth (policy.paths), except the image's own files;
+// withCacheDir adds cacheDir when it is not set (see relocate).
 func (d *Deployment) relocateJSON(s string, withCacheDir bool) (string, error) {
 	var m map[string]any
 	if err := json.Unmarshal([]byte(s), &m); err != nil {
 		return "", err
 	}
 	for k, v := range m {
-		if p, ok := v.(string); ok && strings.HasPrefix(p, "/") {
-			m[k] = d.HostPath(p)
-		}
+		m[k] = d.relocateValue(v)
 	}
 	if _, ok := m["cacheDir"]; withCacheDir && !ok {
 		m["cacheDir"] = d.HostPath("/var/lib/cni/plexus")
 	}
 	out, err := json.Marshal(m)
 	return string(out), err
+}
+
+func (d *Deployment) relocateValue(v any) any {
+	switch v := v.(type) {
+	case string:
+		if strings.HasPrefix(v, "/") && !strings.HasPrefix(v, imageDir) {
+			return d.HostPath(v)
+		}
+	case map[string]any:
+		for k, e := range v {
+			v[k] = d.relocateValue(e)
+		}
+	case []any:
+		for i, e := range v {
+			v[i] = d.relocateValue(e)
+		}
+	}
+	return v
 }
 
 // prepareHost creates what the manifests expect on a node (a hostPath of
