@@ -317,6 +317,14 @@ func (d *Deployment) prepareHost() error {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
+		// A second kustomization rendered for the same node (an upgrade
+		// from deploy/thin to deploy/) finds them prepared.
+		if mounted, err := isMountPoint(dir); err != nil || mounted {
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		if err := syscall.Mount(dir, dir, "", syscall.MS_BIND, ""); err != nil {
 			return fmt.Errorf("bind mount %s: %w", dir, err)
 		}
@@ -325,6 +333,21 @@ func (d *Deployment) prepareHost() error {
 		}
 	}
 	return nil
+}
+
+// isMountPoint reports whether dir is a mount point of this process's
+// mount namespace.
+func isMountPoint(dir string) (bool, error) {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return false, err
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if fields := strings.Fields(line); len(fields) >= 5 && unescapeMount(fields[4]) == dir {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // Apply server-side applies the relocated objects.
@@ -379,6 +402,23 @@ func (d *Deployment) Delete(t testing.TB) {
 		if err != nil && !apierrors.IsNotFound(err) {
 			t.Fatalf("delete %s %s: %v", obj.GetKind(), obj.GetName(), err)
 		}
+	}
+	d.waitFor(t, "the DaemonSet's pods gone", func(ctx context.Context) (bool, string) {
+		pods := d.pods(ctx)
+		return len(pods) == 0, fmt.Sprintf("%d pods left", len(pods))
+	})
+}
+
+// DeleteDaemonSet deletes the DaemonSet alone, as `kubectl -n kube-system
+// delete daemonset <name>` does, and waits until its pods are gone: what
+// it installed on the node stays unless its container was told to
+// uninstall.
+func (d *Deployment) DeleteDaemonSet(t testing.TB) {
+	t.Helper()
+	bg := metav1.DeletePropagationBackground
+	err := d.n.Client.AppsV1().DaemonSets("kube-system").Delete(t.Context(), d.DaemonSet, metav1.DeleteOptions{PropagationPolicy: &bg})
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Fatalf("delete DaemonSet %s: %v", d.DaemonSet, err)
 	}
 	d.waitFor(t, "the DaemonSet's pods gone", func(ctx context.Context) (bool, string) {
 		pods := d.pods(ctx)

@@ -530,3 +530,67 @@ func assertBaselineDenies(t *testing.T, n *Node, w *harness.World, ns string) {
 	n.DeletePod(ns, "pod-denied")
 	w.AssertNoLeaks(before)
 }
+
+// TestDeployUpgradeThinToThick is docs/kubernetes.md's move from thin mode
+// (deploy/thin) to the default install (deploy/): delete the thin
+// DaemonSet without PLEXUS_UNINSTALL, so plexus's config, plugin and
+// records stay and pods keep being served, then apply deploy/. plexusd
+// takes plexus's config over, a pod the thin plugin attached is detached
+// through plexusd from the thin plugin's records (same cacheDir) with
+// nothing left, and a new pod attaches through plexusd.
+func TestDeployUpgradeThinToThick(t *testing.T) {
+	node, thin, world := deployNode(t, "node-deploy-upgrade", "deploy/thin")
+	conf := filepath.Join(node.ConfDir, "00-plexus.conflist")
+	plugin := filepath.Join(node.cniBinDir, "plexus")
+	installAwaitingDefault(t, node, thin, world, "install", plugin, conf)
+	old := runSelectingPod(t, node, world, "upgrade-thin")
+
+	// 1. kubectl -n kube-system delete daemonset plexus: the installer
+	// leaves everything in place.
+	thin.DeleteDaemonSet(t)
+	for _, p := range []string{conf, plugin} {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("deleting the thin DaemonSet removed %s: %v", p, err)
+		}
+	}
+
+	// 2. kubectl apply -k deploy/: plexusd replaces plexus's config with
+	// the shim's, and containerd loads it.
+	thick := node.RenderDeploy(t, "deploy")
+	thick.ShareRuntimeSocket(t)
+	thick.Apply(t)
+	thick.WaitPod(t, deployImage)
+	thick.waitFor(t, "containerd uses plexusd's config", func(ctx context.Context) (bool, string) {
+		name, src, err := node.loadedNetwork(ctx)
+		return err == nil && name == PlexusNetwork && bytes.Contains(src, []byte(`"plexus-shim"`)),
+			fmt.Sprintf("network %q (%v): %s", name, err, src)
+	})
+	node.WaitReady()
+
+	// The thin plugin's pod: its DEL goes to plexusd, which finds what
+	// to detach in the thin plugin's records.
+	metric := func(command string) float64 {
+		return harness.SumMetric(getBody(t.Context(), thickMetrics), "plexus_requests_total", `command="`+command+`"`, `result="ok"`)
+	}
+	dels := metric("DEL")
+	old.deleteAndCheck(t)
+	if got := metric("DEL"); got <= dels {
+		t.Errorf("plexusd served no DEL for the thin plugin's pod (%v before, %v after): the shim's fallback did it", dels, got)
+	}
+
+	// What thin mode alone used on the node (its kubeconfig and policy
+	// copies) can go: docs/kubernetes.md removes it. A new pod attaches
+	// through plexusd, the baseline policy included.
+	harness.Must(t, os.RemoveAll(thin.HostPath("/etc/cni/net.d/plexus.d")))
+	adds := metric("ADD")
+	podWithSelections(t, node, world, "upgrade-thick")
+	if got := metric("ADD"); got <= adds {
+		t.Errorf("plexusd served no ADD for the new pod (%v before, %v after)", adds, got)
+	}
+	assertBaselineDenies(t, node, world, "upgrade-baseline")
+	if t.Failed() {
+		return
+	}
+	uninstallDeploy(t, thick, "plexusd", conf)
+	thick.WaitFile(t, conf, false)
+}
