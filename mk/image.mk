@@ -32,13 +32,16 @@ IMAGE_SRCS      := $(shell find $(IMAGE_TOOLS_DIR) -name '*.go' -not -name '*_te
                    $(IMAGE_TOOLS_DIR)/go.mod $(IMAGE_TOOLS_DIR)/go.sum
 
 IMAGE_MK        := $(abspath $(lastword $(MAKEFILE_LIST)))
+# The rule library and baseline policy the plexus image holds
+# (/opt/plexus/policy).
+POLICIES        := $(abspath $(dir $(IMAGE_MK))../policies)
 
 .PHONY: image image-push pause-image test-image lint-image
 image: build $(BIN)/ocibuild
-	$(BIN)/ocibuild -preset plexus -bin $(BIN) -version $(VERSION) -name $(IMAGE) -out $(BIN)/plexus-image.tar
+	$(BIN)/ocibuild -preset plexus -bin $(BIN) -policies $(POLICIES) -version $(VERSION) -name $(IMAGE) -out $(BIN)/plexus-image.tar
 
 image-push: build $(BIN)/ocibuild
-	$(BIN)/ocibuild -preset plexus -bin $(BIN) -version $(VERSION) -name $(IMAGE) -push
+	$(BIN)/ocibuild -preset plexus -bin $(BIN) -policies $(POLICIES) -version $(VERSION) -name $(IMAGE) -push
 
 pause-image: $(BIN)/pause-image.tar
 

@@ -134,7 +134,7 @@ func (c *Cluster) events(ctx context.Context, pod *source.Pod) ([]corev1.Event, 
 }
 
 // PlexusNamespace and PlexusPodPrefix find the plexus DaemonSet's pods
-// (deploy/daemonset.yaml, deploy/thick).
+// (deploy/thin's plexus, deploy/'s plexusd).
 const (
 	PlexusNamespace = "kube-system"
 	PlexusPodPrefix = "plexus"

@@ -25,6 +25,8 @@ func ParseArgs(args []string, getenv func(string) string, stderr io.Writer) (Opt
 	o := Options{}
 	var binaries, extra, server string
 	fs.StringVar(&o.SrcBinDir, "src-bin-dir", DefaultSrcBinDir, "directory holding the binaries to install")
+	fs.StringVar(&o.PolicySrcDir, "policy-src-dir", DefaultPolicySrc, "directory holding the policy files to install (the image's rule library and baseline)")
+	fs.StringVar(&o.PolicyDir, "policy-dir", "", `the host directory to copy --policy-src-dir's policy files to, before the config is written; the installer owns it (name its files in --config's "policy"); empty copies none`)
 	fs.StringVar(&binaries, "binaries", "plexus", "comma-separated binaries to copy from --src-bin-dir")
 	fs.StringVar(&o.BinDir, "cni-bin-dir", DefaultBinDir, "the host's CNI bin directory")
 	fs.StringVar(&o.DefaultConfDir, "default-conf-dir", DefaultConfDir, "where the cluster-wide default network writes its CNI config")

@@ -56,6 +56,12 @@ type Options struct {
 	// Extra are plexus config keys added to the generated config
 	// (logLevel, cacheDir, policy, ...).
 	Extra map[string]any
+	// PolicySrcDir holds policy files in the image (its rule library and
+	// baseline); with PolicyDir set they are copied there, on the host,
+	// before the config is written, so that a "policy" in Extra can name
+	// them (InstallPolicy).
+	PolicySrcDir string
+	PolicyDir    string
 	// Poll is how often the token and the default network are checked.
 	Poll time.Duration
 	// Uninstall removes the config, the kubeconfig and the binaries when
@@ -89,6 +95,7 @@ type Options struct {
 // Defaults for a node laid out as kubeadm and most distributions do.
 const (
 	DefaultSrcBinDir  = "/opt/plexus/bin"
+	DefaultPolicySrc  = "/opt/plexus/policy"
 	DefaultBinDir     = "/opt/cni/bin"
 	DefaultConfDir    = "/etc/cni/net.d"
 	DefaultConfName   = "00-plexus.conflist"
@@ -128,6 +135,20 @@ func (o *Options) check() error {
 			return fmt.Errorf("API server %q: want an https:// URL", o.Server)
 		}
 	}
+	if o.PolicyDir != "" {
+		if o.ConfigOnly || o.BinariesOnly {
+			return fmt.Errorf("policy dir %q: only for an installer that writes plexus's config for the plugin", o.PolicyDir)
+		}
+		paths["policy dir"], paths["policy source dir"] = o.PolicyDir, o.PolicySrcDir
+		// The installer removes policy files there that the source does
+		// not hold, .json and .yaml among them: never in a directory of
+		// someone else's files.
+		for name, d := range map[string]string{"policy source dir": o.PolicySrcDir, "conf dir": o.ConfDir, "default conf dir": o.DefaultConfDir, "bin dir": o.BinDir} {
+			if within(d, o.PolicyDir) {
+				return fmt.Errorf("policy dir %q holds the %s %q: give it a directory of its own", o.PolicyDir, name, d)
+			}
+		}
+	}
 	for name, v := range paths {
 		if !filepath.IsAbs(v) {
 			return fmt.Errorf("%s %q: want an absolute path", name, v)
@@ -164,6 +185,12 @@ func (o *Options) check() error {
 	return nil
 }
 
+// within reports whether path is dir or lies below it.
+func within(path, dir string) bool {
+	rel, err := filepath.Rel(filepath.Clean(dir), filepath.Clean(path))
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
 // Installer keeps one node's installation in step.
 type Installer struct {
 	o    Options
@@ -188,6 +215,10 @@ func (in *Installer) Run(ctx context.Context) error {
 		if err := in.InstallBinaries(); err != nil {
 			return err
 		}
+	}
+	// Before the first config, which may name them.
+	if err := in.InstallPolicy(); err != nil {
+		return err
 	}
 	if in.o.BinariesOnly {
 		in.o.Log.Info("binaries installed", "dir", in.o.BinDir, "binaries", in.o.Binaries)
@@ -222,8 +253,8 @@ func (in *Installer) Reconcile(ctx context.Context) error {
 }
 
 // Uninstall removes plexus's config first, so kubelet stops calling plexus
-// (falling back to the default network's config), then the kubeconfig and
-// the binaries. The default network's files are never touched.
+// (falling back to the default network's config), then the kubeconfig,
+// the binaries and the policy files. The default network's files are never touched.
 func (in *Installer) Uninstall() error {
 	var errs []error
 	paths := []string{filepath.Join(in.o.ConfDir, in.o.ConfName)}
@@ -239,6 +270,12 @@ func (in *Installer) Uninstall() error {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}
+	}
+	// Once the config naming them is gone.
+	if err := in.uninstallPolicy(); err != nil {
+		errs = append(errs, err)
+	} else if in.o.PolicyDir != "" {
+		paths = append(paths, in.o.PolicyDir)
 	}
 	// The kubeconfig's own directory, if the installer made it and it is
 	// now empty.

@@ -44,7 +44,7 @@ func manifestFiles(t *testing.T) []string {
 // run its pods here, but admission and validation are the real ones.
 func (s *suite) testDeployManifests(t *testing.T) {
 	files := manifestFiles(t)
-	for _, f := range []string{"base/admission.yaml", "base/crd.yaml", "base/rbac.yaml", "daemonset.yaml", "thick/daemonset.yaml"} {
+	for _, f := range []string{"base/admission.yaml", "base/crd.yaml", "base/rbac.yaml", "configmap.yaml", "daemonset.yaml", "thin/daemonset.yaml"} {
 		if !contains(files, f) {
 			t.Errorf("deploy/%s is missing", f)
 		}
@@ -67,14 +67,14 @@ func (s *suite) testDeployManifests(t *testing.T) {
 	}
 }
 
-// TestKustomizationListsEveryManifest: `kubectl apply -k` of deploy/ (thin)
-// or deploy/thick must install everything: each kustomization lists every
-// manifest of its directory, and the two modes share deploy/base.
+// TestKustomizationListsEveryManifest: `kubectl apply -k` of deploy/
+// (thick) or deploy/thin must install everything: each kustomization lists
+// every manifest of its directory, and the two modes share deploy/base.
 func TestKustomizationListsEveryManifest(t *testing.T) {
 	want := map[string][]string{
-		"":      {"base", "daemonset.yaml"},
-		"base":  {"admission.yaml", "crd.yaml", "rbac.yaml"},
-		"thick": {"../base", "configmap.yaml", "daemonset.yaml"},
+		"":     {"base", "configmap.yaml", "daemonset.yaml"},
+		"base": {"admission.yaml", "crd.yaml", "rbac.yaml"},
+		"thin": {"../base", "daemonset.yaml"},
 	}
 	for dir, resources := range want {
 		raw, err := os.ReadFile(deployFile(t, filepath.Join(dir, "kustomization.yaml")))
@@ -110,14 +110,14 @@ func TestKustomizationListsEveryManifest(t *testing.T) {
 	}
 }
 
-// TestDaemonSetShape checks what the DaemonSet must have to install plexus
-// on every node: what a dry run cannot tell.
+// TestDaemonSetShape checks what thin mode's DaemonSet must have to
+// install plexus on every node: what a dry run cannot tell.
 func TestDaemonSetShape(t *testing.T) {
-	raw, err := os.ReadFile(deployFile(t, "daemonset.yaml"))
+	raw, err := os.ReadFile(deployFile(t, "thin/daemonset.yaml"))
 	harness.Must(t, err)
 	var ds appsv1.DaemonSet
 	if err := yaml.UnmarshalStrict(raw, &ds); err != nil {
-		t.Fatalf("deploy/daemonset.yaml: %v", err)
+		t.Fatalf("deploy/thin/daemonset.yaml: %v", err)
 	}
 	spec := ds.Spec.Template.Spec
 	if ds.Namespace != "kube-system" || spec.ServiceAccountName != "plexus" || !spec.HostNetwork {
@@ -160,16 +160,16 @@ func contains(list []string, s string) bool {
 }
 
 // TestThickDaemonSetGivesDelegatesTheHost: plexusd runs every delegate in
-// its own container, so deploy/thick mounts each host path delegates use
+// its own container, so deploy/ mounts each host path delegates use
 // at the same path (a config naming a host path means the same file inside),
 // with HostToContainer where agents or the runtime mount or create things
 // after plexusd starts.
 func TestThickDaemonSetGivesDelegatesTheHost(t *testing.T) {
-	raw, err := os.ReadFile(deployFile(t, "thick/daemonset.yaml"))
+	raw, err := os.ReadFile(deployFile(t, "daemonset.yaml"))
 	harness.Must(t, err)
 	var ds appsv1.DaemonSet
 	if err := yaml.UnmarshalStrict(raw, &ds); err != nil {
-		t.Fatalf("deploy/thick/daemonset.yaml: %v", err)
+		t.Fatalf("deploy/daemonset.yaml: %v", err)
 	}
 	spec := ds.Spec.Template.Spec
 	hostPaths := map[string]string{}

@@ -47,15 +47,15 @@ func kinds(t *testing.T, stream string) []string {
 }
 
 // testKustomizations: both install paths build and are accepted by the
-// real apiserver (server-side dry run): thin (deploy/) and thick
-// (deploy/thick, which swaps the installer DaemonSet for plexusd's).
+// real apiserver (server-side dry run): thick (deploy/, plexusd's
+// DaemonSet) and thin (deploy/thin, the installer's instead).
 func (s *suite) testKustomizations(t *testing.T) {
 	for _, v := range []struct {
 		dir         string
 		want, never string
 	}{
-		{"deploy", "DaemonSet kube-system/plexus", "DaemonSet kube-system/plexusd"},
-		{"deploy/thick", "DaemonSet kube-system/plexusd", "DaemonSet kube-system/plexus"},
+		{"deploy", "DaemonSet kube-system/plexusd", "DaemonSet kube-system/plexus"},
+		{"deploy/thin", "DaemonSet kube-system/plexus", "DaemonSet kube-system/plexusd"},
 	} {
 		dir, err := filepath.Abs(filepath.Join("..", "..", v.dir))
 		harness.Must(t, err)

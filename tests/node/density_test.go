@@ -23,12 +23,12 @@ import (
 	"github.com/plexus-cni/plexus/tests/kubeenv"
 )
 
-// thickMemoryLimit is deploy/thick's resources.limits.memory for plexusd;
+// thickMemoryLimit is deploy/'s resources.limits.memory for plexusd;
 // the density tests run plexusd under it, so a burst that would be
 // OOM-killed in the DaemonSet is OOM-killed here too.
 func thickMemoryLimit(t testing.TB) int64 {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "deploy", "thick", "daemonset.yaml"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "deploy", "daemonset.yaml"))
 	harness.Must(t, err)
 	var ds appsv1.DaemonSet
 	harness.Must(t, yaml.Unmarshal(data, &ds))
@@ -39,7 +39,7 @@ func thickMemoryLimit(t testing.TB) int64 {
 			}
 		}
 	}
-	t.Fatal("deploy/thick/daemonset.yaml: container plexusd has no memory limit")
+	t.Fatal("deploy/daemonset.yaml: container plexusd has no memory limit")
 	return 0
 }
 
@@ -71,7 +71,7 @@ type burst struct {
 // elapsed), the CPU of containerd's group (containerd, its shims and
 // every CNI plugin it runs: thin plexus and its delegates) and of
 // plexusd's group (plexusd and its delegates), and plexusd's peak memory
-// under deploy/thick's limit: medians of the iterations, which run the
+// under deploy/'s limit: medians of the iterations, which run the
 // three setups in turn. Nothing may leak: no host veth, IPAM lease, record
 // or lock is left once the pods are gone.
 //
@@ -138,7 +138,7 @@ func BenchmarkDensity(b *testing.B) {
 			p.PeakAnonMiB, p.PeakTotalMiB = max(p.PeakAnonMiB, use.PeakAnonMiB), max(p.PeakTotalMiB, use.PeakTotalMiB)
 			peaks[c.name] = p
 			if use.OOMKills > 0 || !c.d.Running() {
-				b.Errorf("%s: plexusd was OOM-killed (%d) under deploy/thick's %d MiB limit", c.name, use.OOMKills, limit>>20)
+				b.Errorf("%s: plexusd was OOM-killed (%d) under deploy/'s %d MiB limit", c.name, use.OOMKills, limit>>20)
 			}
 			for _, w := range []*harness.World{thin, thick, ext} {
 				w.AssertNoLeaks(before)
@@ -323,7 +323,7 @@ func percentile(ds []time.Duration, p int) time.Duration {
 // TestBurstLeavesNothing: 20 pods with 2 selections created at once and
 // deleted at once, in thin and in thick mode, leave no host veth, IPAM
 // lease, record, lock or libcni result behind, and plexusd survives the
-// burst under deploy/thick's memory limit.
+// burst under deploy/'s memory limit.
 func TestBurstLeavesNothing(t *testing.T) {
 	env := kubeenv.ForTest(t, kubeenv.Options{})
 	n := Start(t, env, Options{Name: "node-burst"})

@@ -51,7 +51,7 @@ type Deployment struct {
 const deployTimeout = 3 * time.Minute
 
 // RenderDeploy renders the kustomization dir (relative to the module root,
-// e.g. "deploy" or "deploy/thick") for this node. The result is applied by
+// e.g. "deploy" or "deploy/thin") for this node. The result is applied by
 // Apply.
 func (n *Node) RenderDeploy(t testing.TB, dir string) *Deployment {
 	t.Helper()
@@ -147,8 +147,9 @@ func (n *Node) NetnsDir() string {
 //   - a container's flag values naming a path in a mounted host directory
 //     (--cni-bin-dir, --socket..., not the image's --src-bin-dir), and
 //     every absolute path in the installer's --config JSON (plexus's
-//     config, used on the host) and in plexusd's ConfigMap JSON, the same
-//     way; the thin installer's --config gets
+//     config, used on the host) and in plexusd's ConfigMap JSON, at any
+//     depth, the same way, but for the image's own files (/opt/plexus:
+//     plexusd's policy); the thin installer's --config gets
 //     cacheDir, its default /var/lib/cni/plexus relocated, since plexus
 //     runs on the host and would use the host's own;
 //   - KUBERNETES_SERVICE_HOST and _PORT in every container: pods reach the
@@ -260,23 +261,44 @@ func (d *Deployment) relocateArg(arg string, hostMounts []string) (string, error
 	return arg, nil
 }
 
+// imageDir is where the image holds its own files (binaries, policy):
+// paths there name the container's files, not the host's.
+const imageDir = "/opt/plexus/"
+
 // relocateJSON moves every absolute path among a JSON object's string
-// values; withCacheDir adds cacheDir when it is not set (see relocate).
+// values, at any depth (policy.paths), except the image's own files;
+// withCacheDir adds cacheDir when it is not set (see relocate).
 func (d *Deployment) relocateJSON(s string, withCacheDir bool) (string, error) {
 	var m map[string]any
 	if err := json.Unmarshal([]byte(s), &m); err != nil {
 		return "", err
 	}
 	for k, v := range m {
-		if p, ok := v.(string); ok && strings.HasPrefix(p, "/") {
-			m[k] = d.HostPath(p)
-		}
+		m[k] = d.relocateValue(v)
 	}
 	if _, ok := m["cacheDir"]; withCacheDir && !ok {
 		m["cacheDir"] = d.HostPath("/var/lib/cni/plexus")
 	}
 	out, err := json.Marshal(m)
 	return string(out), err
+}
+
+func (d *Deployment) relocateValue(v any) any {
+	switch v := v.(type) {
+	case string:
+		if strings.HasPrefix(v, "/") && !strings.HasPrefix(v, imageDir) {
+			return d.HostPath(v)
+		}
+	case map[string]any:
+		for k, e := range v {
+			v[k] = d.relocateValue(e)
+		}
+	case []any:
+		for i, e := range v {
+			v[i] = d.relocateValue(e)
+		}
+	}
+	return v
 }
 
 // prepareHost creates what the manifests expect on a node (a hostPath of
@@ -295,6 +317,14 @@ func (d *Deployment) prepareHost() error {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
+		// A second kustomization rendered for the same node (an upgrade
+		// from deploy/thin to deploy/) finds them prepared.
+		if mounted, err := isMountPoint(dir); err != nil || mounted {
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		if err := syscall.Mount(dir, dir, "", syscall.MS_BIND, ""); err != nil {
 			return fmt.Errorf("bind mount %s: %w", dir, err)
 		}
@@ -303,6 +333,21 @@ func (d *Deployment) prepareHost() error {
 		}
 	}
 	return nil
+}
+
+// isMountPoint reports whether dir is a mount point of this process's
+// mount namespace.
+func isMountPoint(dir string) (bool, error) {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return false, err
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if fields := strings.Fields(line); len(fields) >= 5 && unescapeMount(fields[4]) == dir {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // Apply server-side applies the relocated objects.
@@ -357,6 +402,23 @@ func (d *Deployment) Delete(t testing.TB) {
 		if err != nil && !apierrors.IsNotFound(err) {
 			t.Fatalf("delete %s %s: %v", obj.GetKind(), obj.GetName(), err)
 		}
+	}
+	d.waitFor(t, "the DaemonSet's pods gone", func(ctx context.Context) (bool, string) {
+		pods := d.pods(ctx)
+		return len(pods) == 0, fmt.Sprintf("%d pods left", len(pods))
+	})
+}
+
+// DeleteDaemonSet deletes the DaemonSet alone, as `kubectl -n kube-system
+// delete daemonset <name>` does, and waits until its pods are gone: what
+// it installed on the node stays unless its container was told to
+// uninstall.
+func (d *Deployment) DeleteDaemonSet(t testing.TB) {
+	t.Helper()
+	bg := metav1.DeletePropagationBackground
+	err := d.n.Client.AppsV1().DaemonSets("kube-system").Delete(t.Context(), d.DaemonSet, metav1.DeleteOptions{PropagationPolicy: &bg})
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Fatalf("delete DaemonSet %s: %v", d.DaemonSet, err)
 	}
 	d.waitFor(t, "the DaemonSet's pods gone", func(ctx context.Context) (bool, string) {
 		pods := d.pods(ctx)

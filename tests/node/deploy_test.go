@@ -3,6 +3,7 @@ package node
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -166,14 +167,16 @@ func assertDefaultAlone(t *testing.T, n *Node, d *Deployment, defaultConf string
 	n.DeletePod(ns, "pod-plain")
 }
 
-// TestDeploy is deploy/ (thin mode) applied as `kubectl apply -k deploy/`
-// to a node run by kubelet and containerd, with the image `make image`
-// builds: install, upgrade, uninstall as the README documents them.
+// TestDeploy is deploy/thin (thin mode) applied as `kubectl apply -k
+// deploy/thin/` to a node run by kubelet and containerd, with the image
+// `make image` builds: install, upgrade, uninstall as the README documents
+// them.
 func TestDeploy(t *testing.T) {
-	node, d, world := deployNode(t, "node-deploy", "deploy")
+	node, d, world := deployNode(t, "node-deploy", "deploy/thin")
 	conf := filepath.Join(node.ConfDir, "00-plexus.conflist")
 	plugin := filepath.Join(node.cniBinDir, "plexus")
 	kubeconfig := d.HostPath("/etc/cni/net.d/plexus.d/plexus.kubeconfig")
+	policyDir := d.HostPath(thinPolicyDir)
 	var defaultConf string
 	var defaultData []byte
 
@@ -184,11 +187,17 @@ func TestDeploy(t *testing.T) {
 	t.Run("Install", func(t *testing.T) {
 		n := node.With(t)
 		defaultConf, defaultData = installAwaitingDefault(t, n, d, world, "install", plugin, conf)
+		assertThinPolicy(t, policyDir)
 		podWithSelections(t, n, world, "deploy-install")
 	})
 	if t.Failed() {
 		return
 	}
+
+	// The baseline policy the installer copied is on (docs/security.md).
+	t.Run("BaselinePolicy", func(t *testing.T) {
+		assertBaselineDenies(t, node.With(t), world, "deploy-baseline")
+	})
 
 	// A new image rolls out: the old pod goes, the new one runs, and
 	// plexus's config is there at every moment in between.
@@ -197,7 +206,9 @@ func TestDeploy(t *testing.T) {
 		binDir, err := kubeenv.DefaultBinDir()
 		harness.Must(t, err)
 		archive := filepath.Join(t.TempDir(), "plexus-v0.1.1.tar")
-		out, err := exec.Command(filepath.Join(binDir, "ocibuild"), "-preset", "plexus", "-bin", binDir,
+		policies, err := filepath.Abs(filepath.Join("..", "..", "policies"))
+		harness.Must(t, err)
+		out, err := exec.Command(filepath.Join(binDir, "ocibuild"), "-preset", "plexus", "-bin", binDir, "-policies", policies,
 			"-version", "v0.1.1", "-name", upgradeImage, "-out", archive).CombinedOutput()
 		if err != nil {
 			t.Fatalf("ocibuild %s: %v: %s", upgradeImage, err, out)
@@ -261,20 +272,21 @@ func TestDeploy(t *testing.T) {
 	t.Run("Uninstall", func(t *testing.T) {
 		n := node.With(t)
 		uninstallDeploy(t, d, "install", conf)
-		for _, p := range []string{conf, plugin, kubeconfig, filepath.Dir(kubeconfig)} {
+		for _, p := range []string{conf, plugin, kubeconfig, policyDir, filepath.Dir(kubeconfig)} {
 			d.WaitFile(t, p, false)
 		}
 		assertDefaultAlone(t, n, d, defaultConf, defaultData, "deploy-uninstalled")
 	})
 }
 
-// TestDeployThick is deploy/thick applied to a node: plexusd's pod runs
-// under kubelet, installs its config only once the default network's
-// exists (s6.1), and a pod with selections is attached through plexusd,
-// which publishes its network-status. The documented uninstall then
-// removes plexus's config and leaves the default network's.
+// TestDeployThick is deploy/, the default install (thick mode), applied to
+// a node: plexusd's pod runs under kubelet, installs its config only once
+// the default network's exists (s6.1), and a pod with selections is
+// attached through plexusd, which publishes its network-status; the
+// baseline policy is on. The documented uninstall then removes plexus's
+// config and leaves the default network's.
 func TestDeployThick(t *testing.T) {
-	node, d, world := deployNode(t, "node-deploy-thick", "deploy/thick")
+	node, d, world := deployNode(t, "node-deploy-thick", "deploy")
 	d.ShareRuntimeSocket(t)
 	conf := filepath.Join(node.ConfDir, "00-plexus.conflist")
 	var defaultConf string
@@ -290,7 +302,19 @@ func TestDeployThick(t *testing.T) {
 		}
 		podWithSelections(t, n, world, "deploy-thick")
 	})
-	// deploy/thick sets criSocket: plexusd asks the runtime for its
+	if t.Failed() {
+		return
+	}
+	// plexusd loads the image's rule library and baseline (deploy/'s
+	// ConfigMap) and denies as the baseline says.
+	t.Run("BaselinePolicy", func(t *testing.T) {
+		assertBaselineDenies(t, node.With(t), world, "deploy-thick-baseline")
+		body := getBody(t.Context(), thickMetrics)
+		if v := harness.SumMetric(body, "plexus_policy_denials_total", `code="namespace-isolation"`); v == 0 {
+			t.Errorf("plexusd counted no namespace-isolation denial: %s", linesWith(body, "plexus_policy"))
+		}
+	})
+	// deploy/ sets criSocket: plexusd asks the runtime for its
 	// sandboxes (the stale record collection) and gets an answer.
 	t.Run("StaleRecordCollectionRuns", func(t *testing.T) {
 		var body string
@@ -325,7 +349,7 @@ func TestDeployThick(t *testing.T) {
 	})
 }
 
-// thickMetrics is plexusd's /metrics as deploy/thick serves it (host
+// thickMetrics is plexusd's /metrics as deploy/ serves it (host
 // network, loopback).
 const thickMetrics = "http://127.0.0.1:9191/metrics"
 
@@ -466,4 +490,107 @@ func reviewToken(ctx context.Context, c kubernetes.Interface, token string) (aut
 		return authnv1.UserInfo{}, fmt.Errorf("token not authenticated: %s", r.Status.Error)
 	}
 	return r.Status.User, nil
+}
+
+// thinPolicyDir is where deploy/thin's installer copies the image's rule
+// library and baseline on the host, and where its config loads them from.
+const thinPolicyDir = "/etc/cni/net.d/plexus.d/policy"
+
+// assertThinPolicy checks the policy files the thin installer copied to
+// dir: the baseline and the library, without the library's tests.
+func assertThinPolicy(t *testing.T, dir string) {
+	t.Helper()
+	for _, f := range []string{"baseline.yaml", "library/authz.rego", "library/namespace_isolation.rego"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("the installer did not copy %s: %v", f, err)
+		}
+	}
+	if tests, _ := filepath.Glob(filepath.Join(dir, "library", "*_test.rego")); len(tests) > 0 {
+		t.Errorf("the installer copied the library's tests: %v", tests)
+	}
+}
+
+// assertBaselineDenies checks that the baseline policy is on: a pod in the
+// fresh namespace ns selecting a NAD of another namespace is refused
+// before any delegate runs (namespace-isolation), and leaves nothing
+// behind. (podWithSelections shows the pod's own namespace's NADs are
+// allowed.)
+func assertBaselineDenies(t *testing.T, n *Node, w *harness.World, ns string) {
+	t.Helper()
+	other := ns + "-nads"
+	bridgeNADs(t, n, w, other, "blue")
+	harness.Must(t, n.Env.CreateNamespace(t.Context(), ns, nil))
+	before := harness.HostVeths(t)
+	n.CreatePod(n.PodSpec(ns, "pod-denied", other+"/blue"))
+	_, err := n.waitRunning(ns, "pod-denied")
+	var se *SandboxError
+	if !errors.As(err, &se) || !strings.Contains(se.Message, "[namespace-isolation]") {
+		t.Errorf("a pod selecting %s/blue from %s: %v, want its sandbox refused by the baseline's namespace-isolation", other, ns, err)
+	}
+	n.DeletePod(ns, "pod-denied")
+	w.AssertNoLeaks(before)
+}
+
+// TestDeployUpgradeThinToThick is docs/kubernetes.md's move from thin mode
+// (deploy/thin) to the default install (deploy/): delete the thin
+// DaemonSet without PLEXUS_UNINSTALL, so plexus's config, plugin and
+// records stay and pods keep being served, then apply deploy/. plexusd
+// takes plexus's config over, a pod the thin plugin attached is detached
+// through plexusd from the thin plugin's records (same cacheDir) with
+// nothing left, and a new pod attaches through plexusd.
+func TestDeployUpgradeThinToThick(t *testing.T) {
+	node, thin, world := deployNode(t, "node-deploy-upgrade", "deploy/thin")
+	conf := filepath.Join(node.ConfDir, "00-plexus.conflist")
+	plugin := filepath.Join(node.cniBinDir, "plexus")
+	installAwaitingDefault(t, node, thin, world, "install", plugin, conf)
+	old := runSelectingPod(t, node, world, "upgrade-thin")
+
+	// 1. kubectl -n kube-system delete daemonset plexus: the installer
+	// leaves everything in place.
+	thin.DeleteDaemonSet(t)
+	for _, p := range []string{conf, plugin} {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("deleting the thin DaemonSet removed %s: %v", p, err)
+		}
+	}
+
+	// 2. kubectl apply -k deploy/: plexusd replaces plexus's config with
+	// the shim's, and containerd loads it.
+	thick := node.RenderDeploy(t, "deploy")
+	thick.ShareRuntimeSocket(t)
+	thick.Apply(t)
+	thick.WaitPod(t, deployImage)
+	thick.waitFor(t, "containerd uses plexusd's config", func(ctx context.Context) (bool, string) {
+		name, src, err := node.loadedNetwork(ctx)
+		return err == nil && name == PlexusNetwork && bytes.Contains(src, []byte(`"plexus-shim"`)),
+			fmt.Sprintf("network %q (%v): %s", name, err, src)
+	})
+	node.WaitReady()
+
+	// The thin plugin's pod: its DEL goes to plexusd, which finds what
+	// to detach in the thin plugin's records.
+	metric := func(command string) float64 {
+		return harness.SumMetric(getBody(t.Context(), thickMetrics), "plexus_requests_total", `command="`+command+`"`, `result="ok"`)
+	}
+	dels := metric("DEL")
+	old.deleteAndCheck(t)
+	if got := metric("DEL"); got <= dels {
+		t.Errorf("plexusd served no DEL for the thin plugin's pod (%v before, %v after): the shim's fallback did it", dels, got)
+	}
+
+	// What thin mode alone used on the node (its kubeconfig and policy
+	// copies) can go: docs/kubernetes.md removes it. A new pod attaches
+	// through plexusd, the baseline policy included.
+	harness.Must(t, os.RemoveAll(thin.HostPath("/etc/cni/net.d/plexus.d")))
+	adds := metric("ADD")
+	podWithSelections(t, node, world, "upgrade-thick")
+	if got := metric("ADD"); got <= adds {
+		t.Errorf("plexusd served no ADD for the new pod (%v before, %v after)", adds, got)
+	}
+	assertBaselineDenies(t, node, world, "upgrade-baseline")
+	if t.Failed() {
+		return
+	}
+	uninstallDeploy(t, thick, "plexusd", conf)
+	thick.WaitFile(t, conf, false)
 }

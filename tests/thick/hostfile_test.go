@@ -12,7 +12,7 @@ import (
 
 // TestThickDelegateReadsAHostFile: a delegate run by plexusd reads a file
 // a node agent keeps on the host, as flannel's plugin reads
-// /run/flannel/subnet.env (deploy/thick/daemonset.yaml mounts those host
+// /run/flannel/subnet.env (deploy/daemonset.yaml mounts those host
 // paths into plexusd's container at the same paths). With the file there
 // the attachment succeeds; without it the ADD fails naming the file and
 // nothing stays attached, so the delegate really read it.

@@ -1,6 +1,7 @@
 package images
 
 import (
+	"encoding/json"
 	"os"
 	"path"
 	"path/filepath"
@@ -33,10 +34,10 @@ type container struct {
 // TestDeployRunsTheImageMakeImageBuilds checks that every container of
 // deploy/'s DaemonSets runs the image make image tags by default, and runs
 // only binaries the image holds: importing bin/plexus-image.tar on a node
-// is then enough for kubectl apply -k deploy/ (or deploy/thick).
+// is then enough for kubectl apply -k deploy/ (or deploy/thin).
 func TestDeployRunsTheImageMakeImageBuilds(t *testing.T) {
 	image := makeDefault(t, "IMAGE")
-	for _, file := range []string{"deploy/daemonset.yaml", "deploy/thick/daemonset.yaml"} {
+	for _, file := range []string{"deploy/daemonset.yaml", "deploy/thin/daemonset.yaml"} {
 		t.Run(file, func(t *testing.T) {
 			b, err := os.ReadFile(filepath.Join(repoRoot(t), file))
 			if err != nil {
@@ -84,4 +85,81 @@ func checkRunsImageBinaries(t *testing.T, c container) {
 			}
 		}
 	}
+}
+
+// TestDeployLoadsTheImagesPolicy checks that the default install's policy
+// is the image's rule library and baseline: plexusd's ConfigMap names them
+// where the image holds them, and thin mode's installer copies them from
+// there to the host directory its config names.
+func TestDeployLoadsTheImagesPolicy(t *testing.T) {
+	root := repoRoot(t)
+	policy, err := PolicyFiles(filepath.Join(root, "policies"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := func(dir string) []string { return []string{dir + "/library", dir + "/baseline.yaml"} }
+	if !slices.Contains(policy, "baseline.yaml") || !slices.ContainsFunc(policy, func(p string) bool { return strings.HasPrefix(p, "library/") }) {
+		t.Fatalf("the image's policy files %v lack the library or the baseline", policy)
+	}
+
+	t.Run("deploy/configmap.yaml", func(t *testing.T) {
+		b, err := os.ReadFile(filepath.Join(root, "deploy", "configmap.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cm struct {
+			Data map[string]string `yaml:"data"`
+		}
+		if err := yaml.Unmarshal(b, &cm); err != nil {
+			t.Fatal(err)
+		}
+		var conf struct {
+			Policy struct {
+				Paths []string `json:"paths"`
+			} `json:"policy"`
+		}
+		if err := json.Unmarshal([]byte(cm.Data["plexusd.json"]), &conf); err != nil {
+			t.Fatalf("plexusd.json: %v", err)
+		}
+		if got := conf.Policy.Paths; !slices.Equal(got, want(PlexusPolicyDir)) {
+			t.Errorf("plexusd's policy paths %v, want the image's %v", got, want(PlexusPolicyDir))
+		}
+	})
+
+	t.Run("deploy/thin/daemonset.yaml", func(t *testing.T) {
+		b, err := os.ReadFile(filepath.Join(root, "deploy", "thin", "daemonset.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ds daemonSet
+		if err := yaml.Unmarshal(b, &ds); err != nil {
+			t.Fatal(err)
+		}
+		flags := map[string]string{}
+		for _, c := range ds.Spec.Template.Spec.Containers {
+			for _, a := range c.Args {
+				if k, v, ok := strings.Cut(a, "="); ok {
+					flags[k] = v
+				}
+			}
+		}
+		if src := flags["--policy-src-dir"]; src != PlexusPolicyDir {
+			t.Errorf("--policy-src-dir=%q, want the image's %s", src, PlexusPolicyDir)
+		}
+		dir := flags["--policy-dir"]
+		if !path.IsAbs(dir) {
+			t.Fatalf("--policy-dir=%q: want the host directory the policy is copied to", dir)
+		}
+		var conf struct {
+			Policy struct {
+				Paths []string `json:"paths"`
+			} `json:"policy"`
+		}
+		if err := json.Unmarshal([]byte(flags["--config"]), &conf); err != nil {
+			t.Fatalf("--config: %v", err)
+		}
+		if got := conf.Policy.Paths; !slices.Equal(got, want(dir)) {
+			t.Errorf("the plugin's policy paths %v, want the copies %v", got, want(dir))
+		}
+	})
 }

@@ -28,7 +28,11 @@ func TestDockerfileAgreesWithImage(t *testing.T) {
 
 	t.Run("built here", func(t *testing.T) {
 		const version = "v0.0.0-dockerfile-test"
-		img, err := ociimage.Build(Plexus(bin, version, runtime.GOARCH, time.Unix(0, 0)))
+		spec, err := Plexus(bin, filepath.Join(repoRoot(t), "policies"), version, runtime.GOARCH, time.Unix(0, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := ociimage.Build(spec)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -109,10 +113,15 @@ func checkAgree(t *testing.T, df *dockerfile, img v1.Image, bin string) {
 	}
 	for p, cp := range df.files {
 		// The context is the repository's root, and make builds bin/
-		// there: bin/x in the Dockerfile is $PLEXUS_BIN/x.
+		// there: bin/x in the Dockerfile is $PLEXUS_BIN/x. The policy
+		// files are the repository's own.
+		if rel, ok := strings.CutPrefix(cp.src, "policies/"); ok {
+			want[p] = layerFile{mode: int64(cp.mode), sha256: fileSHA256(t, filepath.Join(repoRoot(t), "policies", rel))}
+			continue
+		}
 		rel, ok := strings.CutPrefix(cp.src, "bin/")
 		if !ok || strings.Contains(rel, "/") {
-			t.Errorf("COPY source %s: want a file of bin/", cp.src)
+			t.Errorf("COPY source %s: want a file of bin/ or policies/", cp.src)
 			continue
 		}
 		want[p] = layerFile{mode: int64(cp.mode), sha256: fileSHA256(t, filepath.Join(bin, rel))}
@@ -132,10 +141,77 @@ func checkAgree(t *testing.T, df *dockerfile, img v1.Image, bin string) {
 			t.Errorf("%s: in the Dockerfile (%v), not in the image", p, want[p])
 		}
 	}
-	// What deploy/ runs is there.
+	// What deploy/ runs is there, and the policy files it loads.
 	for _, b := range PlexusBinaries {
 		if _, ok := got[path.Join(PlexusBinDir, b)]; !ok {
 			t.Errorf("%s/%s: not in the image", PlexusBinDir, b)
 		}
 	}
+	policy, err := PolicyFiles(filepath.Join(repoRoot(t), "policies"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range policy {
+		if _, ok := got[path.Join(PlexusPolicyDir, p)]; !ok {
+			t.Errorf("%s/%s: not in the image", PlexusPolicyDir, p)
+		}
+	}
+	for p := range got {
+		if strings.HasSuffix(p, "_test.rego") {
+			t.Errorf("%s: a test module in the image", p)
+		}
+	}
+}
+
+// TestDockerignoreSendsWhatTheDockerfileCopies checks that
+// deploy/Dockerfile.dockerignore lets every COPY source of deploy/Dockerfile
+// into the build context, and keeps the policy library's tests out.
+func TestDockerignoreSendsWhatTheDockerfileCopies(t *testing.T) {
+	root := repoRoot(t)
+	df, err := readDockerfile(filepath.Join(root, "deploy", "Dockerfile"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(root, "deploy", "Dockerfile.dockerignore"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var patterns []string
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			patterns = append(patterns, line)
+		}
+	}
+	for _, cp := range df.files {
+		if !sent(patterns, cp.src) {
+			t.Errorf("COPY source %s: the dockerignore keeps it out of the context", cp.src)
+		}
+	}
+	tests, err := filepath.Glob(filepath.Join(root, "policies", "library", "*_test.rego"))
+	if err != nil || len(tests) == 0 {
+		t.Fatalf("policies/library has no tests to check (%v)", err)
+	}
+	for _, f := range tests {
+		if rel := "policies/library/" + filepath.Base(f); sent(patterns, rel) {
+			t.Errorf("%s: the dockerignore sends it", rel)
+		}
+	}
+}
+
+// sent reports whether a dockerignore's patterns let the context file rel
+// through: the last pattern matching it or one of its parent directories
+// decides, "!" re-including.
+func sent(patterns []string, rel string) bool {
+	in := true
+	for _, p := range patterns {
+		include := strings.HasPrefix(p, "!")
+		p = strings.TrimPrefix(p, "!")
+		for q := rel; q != "."; q = path.Dir(q) {
+			if ok, _ := path.Match(p, q); ok {
+				in = include
+				break
+			}
+		}
+	}
+	return in
 }

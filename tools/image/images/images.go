@@ -5,7 +5,10 @@
 package images
 
 import (
+	"fmt"
 	"path/filepath"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/plexus-cni/plexus/tools/image/ociimage"
@@ -20,18 +23,59 @@ const PlexusBinDir = "/opt/plexus/bin"
 // the image needs no libc, and no shell (nothing in deploy/ runs one).
 var PlexusBinaries = []string{"plexus", "plexus-shim", "plexusctl", "plexusd"}
 
+// PlexusPolicyDir is where the image holds the s7.4 rule library
+// (library/, its .rego modules without their tests) and the baseline
+// policy's data file (baseline.yaml), from the repository's policies/.
+// plexusd's config in deploy/ names them; the thin installer copies them
+// to the host for the plugin (`plexusctl install --policy-src-dir`).
+const PlexusPolicyDir = "/opt/plexus/policy"
+
+// PolicyFiles are the files of the repository's policies directory the
+// image holds, relative to it, sorted: library/*.rego but its tests, and
+// baseline.yaml.
+func PolicyFiles(policiesDir string) ([]string, error) {
+	rego, err := filepath.Glob(filepath.Join(policiesDir, "library", "*.rego"))
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, f := range rego {
+		if !strings.HasSuffix(f, "_test.rego") {
+			out = append(out, "library/"+filepath.Base(f))
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no .rego modules (want the repository's policies directory)", filepath.Join(policiesDir, "library"))
+	}
+	out = append(out, "baseline.yaml")
+	sort.Strings(out)
+	return out, nil
+}
+
 // Source is the repository the images are built from (label
 // org.opencontainers.image.source).
 const Source = "https://github.com/plexus-cni/plexus"
 
-// Plexus is the plexus image, from the binaries in binDir.
-func Plexus(binDir, version, arch string, created time.Time) ociimage.Spec {
-	files := make([]ociimage.File, 0, len(PlexusBinaries))
+// Plexus is the plexus image, from the binaries in binDir and the policy
+// files of policiesDir (the repository's policies/).
+func Plexus(binDir, policiesDir, version, arch string, created time.Time) (ociimage.Spec, error) {
+	policy, err := PolicyFiles(policiesDir)
+	if err != nil {
+		return ociimage.Spec{}, err
+	}
+	files := make([]ociimage.File, 0, len(PlexusBinaries)+len(policy))
 	for _, b := range PlexusBinaries {
 		files = append(files, ociimage.File{
 			Src:  filepath.Join(binDir, b),
 			Dst:  PlexusBinDir + "/" + b,
 			Mode: 0o755,
+		})
+	}
+	for _, p := range policy {
+		files = append(files, ociimage.File{
+			Src:  filepath.Join(policiesDir, filepath.FromSlash(p)),
+			Dst:  PlexusPolicyDir + "/" + p,
+			Mode: 0o644,
 		})
 	}
 	return ociimage.Spec{
@@ -52,7 +96,7 @@ func Plexus(binDir, version, arch string, created time.Time) ociimage.Spec {
 		WorkingDir: "/",
 		Arch:       arch,
 		Created:    created,
-	}
+	}, nil
 }
 
 // PauseBinary is the pause image's one file.

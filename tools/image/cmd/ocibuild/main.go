@@ -2,7 +2,7 @@
 // writes it as an image archive for `ctr images import` or `docker load`,
 // or pushes it to a registry.
 //
-//	ocibuild -preset plexus -bin bin -version v0.1.0 -name ghcr.io/plexus-cni/plexus:v0.1.0 -out bin/plexus-image.tar
+//	ocibuild -preset plexus -bin bin -policies policies -version v0.1.0 -name ghcr.io/plexus-cni/plexus:v0.1.0 -out bin/plexus-image.tar
 //	ocibuild -preset pause  -bin bin -name localhost/plexus/pause:3.10 -out bin/pause-image.tar
 //	ocibuild -file bin/x:/x:0755 -entrypoint '["/x"]' -name example.org/x:1 -out x.tar
 //
@@ -57,10 +57,10 @@ func (l *jsonList) Set(v string) error {
 }
 
 type options struct {
-	preset, format, bin, version, name, out, arch, user, workdir string
-	push                                                         bool
-	files, env, labels                                           listFlag
-	entrypoint, cmd                                              jsonList
+	preset, format, bin, policies, version, name, out, arch, user, workdir string
+	push                                                                   bool
+	files, env, labels                                                     listFlag
+	entrypoint, cmd                                                        jsonList
 }
 
 func run(args []string, getenv func(string) string, stdout io.Writer) error {
@@ -69,6 +69,7 @@ func run(args []string, getenv func(string) string, stdout io.Writer) error {
 	flags.StringVar(&o.preset, "preset", "", `a built-in image: "plexus" or "pause" (else the image is given by -file, -entrypoint, ...)`)
 	flags.StringVar(&o.format, "format", "oci", `archive format: "oci" (an OCI image layout) or "docker" (docker save's)`)
 	flags.StringVar(&o.bin, "bin", "bin", "directory holding a preset's binaries")
+	flags.StringVar(&o.policies, "policies", "policies", "the repository's policies directory, whose rule library and baseline the plexus preset holds")
 	flags.StringVar(&o.version, "version", "dev", "version label of the plexus preset")
 	flags.StringVar(&o.name, "name", "", "image reference, e.g. localhost/plexus/plexus:v0.1.0 (required)")
 	flags.StringVar(&o.out, "out", "", "image archive to write")
@@ -146,7 +147,7 @@ func specFor(o options, created time.Time) (ociimage.Spec, error) {
 		if o.preset == "pause" {
 			return images.Pause(o.bin, o.arch, created), nil
 		}
-		return images.Plexus(o.bin, o.version, o.arch, created), nil
+		return images.Plexus(o.bin, o.policies, o.version, o.arch, created)
 	case "":
 	default:
 		return ociimage.Spec{}, fmt.Errorf("-preset %q: want plexus or pause", o.preset)

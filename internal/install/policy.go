@@ -1,0 +1,158 @@
+package install
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Bounds on the policy files copied to the host: the image's library and
+// baseline are a few dozen kilobytes, and a source holding more than this
+// is not the image's.
+const (
+	maxPolicyFiles = 256
+	maxPolicyBytes = 8 << 20
+	maxPolicyDepth = 3 // PolicySrcDir/a/b/file
+)
+
+// policyFiles lists what InstallPolicy copies from dir: the regular files
+// the policy engine reads (.rego modules but their tests, and .json,
+// .yaml, .yml data), as slash-separated paths relative to dir, sorted.
+// Symbolic links and other non-regular files are not copied.
+func policyFiles(dir string) ([]string, error) {
+	var out []string
+	var total int64
+	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		if rel == "." {
+			return nil
+		}
+		if strings.HasPrefix(e.Name(), ".") {
+			if e.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if e.IsDir() {
+			if strings.Count(rel, string(filepath.Separator))+1 >= maxPolicyDepth {
+				return fmt.Errorf("%s: deeper than %d levels", p, maxPolicyDepth-1)
+			}
+			return nil
+		}
+		if !e.Type().IsRegular() || !isPolicyFile(e.Name()) {
+			return nil
+		}
+		info, err := e.Info()
+		if err != nil {
+			return err
+		}
+		total += info.Size()
+		out = append(out, filepath.ToSlash(rel))
+		if len(out) > maxPolicyFiles || total > maxPolicyBytes {
+			return fmt.Errorf("more than %d files or %d bytes", maxPolicyFiles, maxPolicyBytes)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("policy files in %s: %w", dir, err)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+func isPolicyFile(name string) bool {
+	switch filepath.Ext(name) {
+	case ".rego":
+		return !strings.HasSuffix(name, "_test.rego")
+	case ".json", ".yaml", ".yml":
+		return true
+	}
+	return false
+}
+
+// InstallPolicy mirrors PolicySrcDir's policy files (the image's rule
+// library and baseline) into PolicyDir on the host, where the plugin's
+// config names them: each file through a temporary file and a rename, so
+// the plugin never reads half a module; an identical file is left alone.
+// PolicyDir is the installer's: a policy file there that the source does
+// not hold (one an older image shipped) is removed, so the plugin never
+// loads a module the image no longer has.
+func (in *Installer) InstallPolicy() error {
+	if in.o.PolicyDir == "" {
+		return nil
+	}
+	files, err := policyFiles(in.o.PolicySrcDir)
+	if err != nil {
+		return err
+	}
+	if len(files) == 0 {
+		return fmt.Errorf("policy files in %s: none", in.o.PolicySrcDir)
+	}
+	for _, f := range files {
+		dst := filepath.Join(in.o.PolicyDir, filepath.FromSlash(f))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return fmt.Errorf("policy file %s: %w", f, err)
+		}
+		changed, err := copyIfChanged(filepath.Join(in.o.PolicySrcDir, filepath.FromSlash(f)), dst, 0o644)
+		if err != nil {
+			return fmt.Errorf("policy file %s: %w", f, err)
+		}
+		if changed {
+			in.o.Log.Info("installed policy file", "path", dst)
+		}
+	}
+	old, err := policyFiles(in.o.PolicyDir)
+	if err != nil {
+		return err
+	}
+	for _, f := range old {
+		if _, found := slices.BinarySearch(files, f); !found {
+			p := filepath.Join(in.o.PolicyDir, filepath.FromSlash(f))
+			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+			in.o.Log.Info("removed a policy file the image no longer holds", "path", p)
+		}
+	}
+	return nil
+}
+
+// uninstallPolicy removes the policy files InstallPolicy copied, then
+// PolicyDir's directories left empty; anything else there stays.
+func (in *Installer) uninstallPolicy() error {
+	if in.o.PolicyDir == "" {
+		return nil
+	}
+	files, err := policyFiles(in.o.PolicyDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var errs []error
+	dirs := map[string]bool{in.o.PolicyDir: true}
+	for _, f := range files {
+		p := filepath.Join(in.o.PolicyDir, filepath.FromSlash(f))
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+		dirs[filepath.Dir(p)] = true
+	}
+	// Deepest first, so a parent is empty by its turn.
+	for _, d := range slices.SortedFunc(maps.Keys(dirs), func(a, b string) int { return len(b) - len(a) }) {
+		_ = os.Remove(d) // only if empty
+	}
+	return errors.Join(errs...)
+}
