@@ -173,6 +173,19 @@ func (a countingAuthorizer) NeedsNamespaceLabels() bool {
 }
 
 // countingExtensions counts hook failures by module.
+// warningDropper is the extension host: it counts the warnings modules
+// returned past the cap of one call (extensions.Host.DroppedWarnings).
+type warningDropper interface{ DroppedWarnings() uint64 }
+
+// countDroppedWarnings exports the host's count: the excess of a flood is
+// counted, never logged or sent as events.
+func (m *metrics) countDroppedWarnings(w warningDropper) {
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "plexus_extension_warnings_dropped_total",
+		Help: "Warnings extension modules returned past the cap of one call, counted instead of relayed.",
+	}, func() float64 { return float64(w.DroppedWarnings()) }))
+}
+
 type countingExtensions struct {
 	prep pipeline.Preparer
 	enr  pipeline.Enricher

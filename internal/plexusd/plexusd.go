@@ -170,6 +170,9 @@ func (d *Daemon) buildStages(ctx context.Context) error {
 	}
 	d.closers = append(d.closers, closeStages)
 	if st.Preparer != nil {
+		if w, ok := st.Preparer.(warningDropper); ok {
+			d.m.countDroppedWarnings(w)
+		}
 		ce := countingExtensions{prep: st.Preparer, enr: st.Enricher, m: d.m}
 		st.Preparer, st.Enricher = ce, ce
 	}

@@ -202,3 +202,22 @@ func installedConfig(t *testing.T, conf *config.Config) (*config.Config, []byte)
 	}
 	return got, list.Plugins[0]
 }
+
+type fakeDropper uint64
+
+func (f fakeDropper) DroppedWarnings() uint64 { return uint64(f) }
+
+// TestDroppedWarningsExported: the extension host's count of warnings past
+// a call's cap is a metric.
+func TestDroppedWarningsExported(t *testing.T) {
+	m := newMetrics()
+	m.countDroppedWarnings(fakeDropper(199995))
+	n, err := testutil.GatherAndCount(m.reg, "plexus_extension_warnings_dropped_total")
+	if err != nil || n != 1 {
+		t.Fatalf("series %d, %v", n, err)
+	}
+	want := "# HELP plexus_extension_warnings_dropped_total Warnings extension modules returned past the cap of one call, counted instead of relayed.\n# TYPE plexus_extension_warnings_dropped_total counter\nplexus_extension_warnings_dropped_total 199995\n"
+	if err := testutil.GatherAndCompare(m.reg, strings.NewReader(want), "plexus_extension_warnings_dropped_total"); err != nil {
+		t.Error(err)
+	}
+}
