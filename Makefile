@@ -60,6 +60,7 @@ RACE_PKGS := ./core/lock/ ./core/source/kube/cached/ ./core/source/manifests/ ./
 test: build k8s-bins node-bins node-deps runtimes pause-image image
 	{ PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 $(GO) test -p 1 -count=1 -json ./...; echo $$? >$(BIN)/test.rc; } \
 		| tee $(BIN)/test.json | $(GO) run ./tools/testreport; exit $$(cat $(BIN)/test.rc)
+	$(TEST_RUNTIMES)
 	CGO_ENABLED=1 $(GO) test -race -count=1 $(RACE_PKGS)
 	cd sdk && GOWORK=off $(GO) test -count=1 ./...
 	cd extensions/examples && GOWORK=off $(GO) test -count=1 ./...
