@@ -45,15 +45,16 @@ runtimes-clean:
 	rm -f $(CONTAINERD2_BINS)
 
 # The node tests that exercise what a runtime does for plexus (its CNI
-# calls and their order, restarts, sandbox status, device and Multus pods)
+# calls and their order, restarts, sandbox status, device and Multus pods,
+# deploy/thick's mounts of the runtime's socket and netns directory)
 # run again on containerd 2.x; the whole suite runs on containerd 1.6 in
 # `make test`'s first pass, with TestContainerd2 (the differences).
-RUNTIME_TESTS := ^(TestThin|TestThick|TestThickGCCollectsLostSandbox|TestDynamic|TestDevicePluginNetworks|TestMultusPods)$$
+RUNTIME_TESTS := ^(TestThin|TestThick|TestThickGCCollectsLostSandbox|TestDynamic|TestDevicePluginNetworks|TestMultusPods|TestDeployThick)$$
 
 TEST_RUNTIMES = PLEXUS_RUNTIME=containerd2 PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 \
 	go test -count=1 -run '$(RUNTIME_TESTS)' ./tests/node/
 
 .PHONY: test-runtimes
 ## test-runtimes: the runtime-facing node tests on containerd 2.x (needs root)
-test-runtimes: build k8s-bins node-bins node-deps runtimes pause-image
+test-runtimes: build k8s-bins node-bins node-deps runtimes pause-image image
 	$(TEST_RUNTIMES)
