@@ -1,6 +1,8 @@
 # Container runtimes for the real-node tests besides Debian's containerd 1.6
 # (mk/node.mk): containerd 2.x, built from its Go module pinned in
 # tools/containerd2 (the daemon and its runc shim; runc stays Debian's).
+# Debian's 1.6 shim cannot start 2.x's tasks: it does not know the type
+# URL of the runc options 2.x sends ("type with url ...: not found").
 #
 #   make runtimes   -> $(BIN)/containerd2, $(BIN)/containerd2-shim-runc-v2
 #
