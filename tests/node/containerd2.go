@@ -66,8 +66,6 @@ func (n *Node) containerdPath(t testing.TB) string {
 const containerd2Config = `version = 3
 root = %[1]q
 state = %[2]q
-# No drop-ins from /etc/containerd/conf.d: the node is configured here alone.
-imports = []
 # Plugins that would look at or create system paths (/opt/containerd,
 # /var/run/nri) or that this node does not use.
 disabled_plugins = [
