@@ -57,9 +57,10 @@ RACE_PKGS := ./core/lock/ ./core/source/kube/cached/ ./core/source/manifests/ ./
 # go test's JSON goes to $(BIN)/test.json; tools/testreport prints it as
 # go test would, then each skipped test with its reason. The recipe exits
 # with go test's status.
-test: build k8s-bins node-bins node-deps pause-image image
+test: build k8s-bins node-bins node-deps runtimes pause-image image
 	{ PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 $(GO) test -p 1 -count=1 -json ./...; echo $$? >$(BIN)/test.rc; } \
 		| tee $(BIN)/test.json | $(GO) run ./tools/testreport; exit $$(cat $(BIN)/test.rc)
+	$(TEST_RUNTIMES)
 	CGO_ENABLED=1 $(GO) test -race -count=1 $(RACE_PKGS)
 	cd sdk && GOWORK=off $(GO) test -count=1 ./...
 	cd extensions/examples && GOWORK=off $(GO) test -count=1 ./...
@@ -112,5 +113,6 @@ clean:
 
 include mk/k8s.mk
 include mk/node.mk
+include mk/runtimes.mk
 include mk/ext.mk
 include mk/image.mk

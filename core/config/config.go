@@ -119,7 +119,7 @@ type Config struct {
 	// GCInterval and GCGrace shape plexusd's collection of stale records
 	// (on when criSocket is set): every GCInterval, the records of
 	// containers the runtime no longer lists and not written for GCGrace
-	// are detached, for runtimes that never send CNI GC (containerd 1.6).
+	// are detached, for runtimes that never send CNI GC (containerd 1.6 and 2.x).
 	// Unset: DefaultGCInterval, DefaultGCGrace.
 	GCInterval Duration `json:"gcInterval,omitempty"`
 	GCGrace    Duration `json:"gcGrace,omitempty"`
@@ -127,9 +127,10 @@ type Config struct {
 
 // The defaults of gcInterval and gcGrace. The grace covers the time
 // between an ADD's last record write and the runtime listing its sandbox
-// (containerd 1.6 lists a sandbox only once its CNI ADD returned), which
-// is milliseconds; a running ADD holds the container's lock, under which
-// the choice is made again, so it is waited for, not collected.
+// (containerd 1.6 and 2.x list a sandbox only once its CNI ADD
+// returned), which is milliseconds; a running ADD holds the container's
+// lock, under which the choice is made again, so it is waited for, not
+// collected.
 const (
 	DefaultGCInterval = 10 * time.Minute
 	DefaultGCGrace    = 2 * time.Minute

@@ -59,7 +59,7 @@ func (p *Pipeline) GC(ctx context.Context, valid []types.GCAttachment) error {
 }
 
 // Collect detaches the container id from its record as GC does for a
-// stale container, for a runtime that never sends GC (containerd 1.6):
+// stale container, for a runtime that never sends GC (containerd 1.6, 2.x):
 // plexusd calls it for records whose sandbox the runtime no longer lists.
 // The choice is made again with the container's lock held (s7.3), since
 // an ADD or DEL of the container may have held the lock meanwhile and

@@ -64,6 +64,9 @@ disabled_plugins = [
 `
 
 func (n *Node) writeContainerdConfig() error {
+	if n.Runtime == Containerd2 {
+		return n.writeContainerd2Config()
+	}
 	snap, err := snapshotter(n.Dir)
 	if err != nil {
 		return err

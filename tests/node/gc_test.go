@@ -16,9 +16,9 @@ import (
 // gcWait bounds the wait for plexusd's collection (a pass every second).
 const gcWait = 30 * time.Second
 
-// TestThickGCCollectsLostSandbox: containerd 1.6 never sends CNI GC, so a
-// sandbox whose DEL never reached plexus (here: the node's CNI config was
-// the default network alone while the pod was deleted and its sandbox
+// TestThickGCCollectsLostSandbox: containerd (1.6, 2.x) never sends CNI GC,
+// so a sandbox whose DEL never reached plexus (here: the node's CNI config
+// was the default network alone while the pod was deleted and its sandbox
 // removed) would keep its attachment record, lock and IPAM leases forever.
 // plexusd, with criSocket set, collects them once the runtime no longer
 // lists the sandbox, and leaves a running pod, and a stopped sandbox the

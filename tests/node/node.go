@@ -1,5 +1,6 @@
 // Package node runs a real Kubernetes node for tests: Debian's containerd
-// (with runc) on its own socket, root and state directories, and kubelet
+// 1.6, or containerd 2.x built by `make runtimes` (Options.Runtime), with
+// Debian's runc, on its own socket, root and state directories, and kubelet
 // (built by `make node-bins`) registered with a kubeenv control plane. The
 // container runtime calls plexus exactly as it does in a cluster: the CNI
 // config in containerd's conf_dir, the plugins in its bin_dir.
@@ -54,12 +55,17 @@ type Options struct {
 	// ContainerdDebug runs containerd at log level debug, whose lines time
 	// each sandbox's CNI setup (SandboxCNITime).
 	ContainerdDebug bool
+	// Runtime is the container runtime. Empty: RuntimeEnv's, else
+	// Containerd (containerd2.go).
+	Runtime Runtime
 }
 
 // Node is a running containerd plus kubelet.
 type Node struct {
 	t    testing.TB
 	Name string
+	// Runtime is the container runtime kubelet runs on.
+	Runtime Runtime
 	// Dir is the node's scratch directory (short: unix socket paths are
 	// limited to 108 bytes), removed at the end.
 	Dir string
@@ -123,6 +129,13 @@ func Start(t testing.TB, env *kubeenv.Env, opts Options) *Node {
 	if opts.CNIBinDir == "" {
 		opts.CNIBinDir = harness.BinDir
 	}
+	rt, err := runtimeOf(opts)
+	harness.Must(t, err)
+	for _, b := range runtimeBins(rt) {
+		if _, err := os.Stat(filepath.Join(opts.BinDir, b)); err != nil {
+			skipOrFail(t, fmt.Sprintf("%s not found in %s: run `make runtimes`", b, opts.BinDir))
+		}
+	}
 	for _, b := range builtBins {
 		if _, err := os.Stat(filepath.Join(opts.BinDir, b)); err != nil {
 			skipOrFail(t, fmt.Sprintf("%s not found in %s: run `make node-bins pause-image`", b, opts.BinDir))
@@ -137,7 +150,7 @@ func Start(t testing.TB, env *kubeenv.Env, opts Options) *Node {
 	dir, err := os.MkdirTemp("", "pxnode-")
 	harness.Must(t, err)
 	n := &Node{
-		t: t, Name: opts.Name, Dir: dir, Env: env,
+		t: t, Name: opts.Name, Runtime: rt, Dir: dir, Env: env,
 		ConfDir:      filepath.Join(dir, "net.d"),
 		StaticPodDir: filepath.Join(dir, "manifests"),
 		Socket:       filepath.Join(dir, "containerd.sock"),
@@ -169,9 +182,10 @@ func Start(t testing.TB, env *kubeenv.Env, opts Options) *Node {
 	if opts.ContainerdDebug {
 		args = append(args, "--log-level", "debug")
 	}
-	n.containerd = kubeenv.NewProcess("containerd", mustLookPath(t, "containerd"), filepath.Join(dir, "containerd.log"), args...)
+	n.containerd = kubeenv.NewProcess("containerd", n.containerdPath(t), filepath.Join(dir, "containerd.log"), args...)
 	n.containerd.Env = []string{"PATH=" + pathEnv()}
 	n.StartContainerd()
+	n.logRuntimeVersion()
 	harness.Must(t, n.importPauseImage())
 
 	n.kubelet = kubeenv.NewProcess("kubelet", filepath.Join(opts.BinDir, "kubelet"), filepath.Join(dir, "kubelet.log"),

@@ -396,7 +396,7 @@ func (n *Node) WriteStaticPod(pod *corev1.Pod) string {
 func (n *Node) MirrorPodName(staticName string) string { return staticName + "-" + n.Name }
 
 // runtimeResults is containerd's libcni result cache: the host's, as the
-// CRI plugin of containerd 1.6 has no setting for it.
+// CRI plugin of containerd (1.6 and 2.x) has no setting for it.
 const runtimeResults = sharedCNIDir + "/results"
 
 // CNICacheEntries lists libcni's result cache files (the runtime's, in

@@ -121,8 +121,8 @@ func testRuntimeCalls(t *testing.T, n *Node) {
 		orders[strings.Join(argKeys(c.Args), ";")] = true
 	}
 	t.Logf("CNI_ARGS key orders over the sandbox's %d calls: %v", len(adds)+len(dels), slices.Sorted(maps.Keys(orders)))
-	// containerd 1.6 hands the pod's annotations to a config declaring the
-	// capability: plexus could read the selection from there.
+	// containerd (1.6 and 2.x) hands the pod's annotations to a config
+	// declaring the capability: plexus could read the selection from there.
 	if got := add.PodAnnotations[NetworksAnnotation]; got != "blue" {
 		t.Errorf("ADD's runtimeConfig %s: %s = %q, want %q (keys sent: %v)",
 			PodAnnotationsCapability, NetworksAnnotation, got, "blue", add.RuntimeConfigKeys)
