@@ -10,6 +10,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/plexus-cni/plexus/core/config"
 	"github.com/plexus-cni/plexus/core/nad"
 	"github.com/plexus-cni/plexus/core/pipeline"
 	"github.com/plexus-cni/plexus/core/selection"
@@ -95,8 +96,7 @@ func evalRequest(opts EvalOptions) (*pipeline.AuthorizeRequest, error) {
 // elements. An element given explicitly takes the index of the equal
 // element in the pod's annotation, if there is one.
 func evalSelection(pod *source.Pod, n *source.NAD, explicit string) (*selection.Element, []*selection.Element, error) {
-	// As plexus's default config parses it ("compat": "multus").
-	compat := selection.ParseOptions{Compat: true}
+	compat := config.DefaultParseOptions()
 	res, err := selection.ParseWith(pod.Annotations[selection.Annotation], pod.Namespace, compat)
 	if err != nil {
 		return nil, nil, fmt.Errorf("pod %s: %w", pod.Ref(), err)

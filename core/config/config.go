@@ -16,6 +16,7 @@ import (
 
 	"github.com/plexus-cni/plexus/core/config/daemonconf"
 	"github.com/plexus-cni/plexus/core/devinfo"
+	"github.com/plexus-cni/plexus/core/selection"
 )
 
 // Defaults for keys left out.
@@ -263,6 +264,18 @@ func (c *Config) MultusCompat() bool {
 		return !c.StrictSelection
 	}
 	return c.Compat == CompatMultus
+}
+
+// ParseOptions are how this config reads selection annotations (s4.1).
+func (c *Config) ParseOptions() selection.ParseOptions {
+	return selection.ParseOptions{Compat: c.MultusCompat()}
+}
+
+// DefaultParseOptions are how a config that sets neither "compat" nor
+// "strictSelection" reads selection annotations: the tools that judge a
+// pod without its node's config (plexusctl) read it so.
+func DefaultParseOptions() selection.ParseOptions {
+	return (&Config{}).ParseOptions()
 }
 
 // Level maps logLevel to a slog level; the default is info.

@@ -54,7 +54,7 @@ func (p *Pipeline) applyCompat(ctx context.Context, pl *plan) error {
 
 // ParseOptions are how this config reads selection annotations.
 func (p *Pipeline) ParseOptions() selection.ParseOptions {
-	return selection.ParseOptions{Compat: p.Config.MultusCompat()}
+	return p.Config.ParseOptions()
 }
 
 // compatCapabilities passes the element's portMappings and bandwidth as

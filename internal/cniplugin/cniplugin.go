@@ -305,7 +305,6 @@ func request(a *skel.CmdArgs, conf *config.Config) (*pipeline.Request, error) {
 	}, nil
 }
 
-// openLog writes to logFile or stderr, never stdout (the result goes there).
 // logRotation is the config's logOptions (Multus's, in megabytes and
 // days) for the log file.
 func logRotation(o *config.LogOptions) logfile.Rotation {
@@ -320,6 +319,7 @@ func logRotation(o *config.LogOptions) logfile.Rotation {
 	}
 }
 
+// openLog writes to logFile or stderr, never stdout (the result goes there).
 func openLog(conf *config.Config) (*slog.Logger, func(), error) {
 	level, err := conf.Level()
 	if err != nil {

@@ -10,10 +10,6 @@ import (
 	"github.com/plexus-cni/plexus/core/selection"
 )
 
-// parseOptions are those of plexus's default config: Multus compatibility
-// on ("compat": "multus"), as policies.Eval and internal/migrate parse.
-func parseOptions() selection.ParseOptions { return selection.ParseOptions{Compat: true} }
-
 // InvalidConsequence is what plexus does with an invalid annotation
 // (s4.1: "invalid and ignored") unless strictSelection is set.
 const InvalidConsequence = "plexus attaches the default network only (s4.1); with strictSelection the ADD fails instead"
@@ -24,7 +20,7 @@ func (b *builder) selection() {
 	v, ok := b.pod.Annotations[selection.Annotation]
 	a := &b.r.Annotation
 	a.Present, a.Value = ok, v
-	res, err := selection.ParseWith(v, b.pod.Namespace, parseOptions())
+	res, err := selection.ParseWith(v, b.pod.Namespace, config.DefaultParseOptions())
 	if err != nil {
 		b.invalidSelection(err)
 		return

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/plexus-cni/plexus/core/config"
 	"github.com/plexus-cni/plexus/core/nad"
 	"github.com/plexus-cni/plexus/core/pipeline"
 	"github.com/plexus-cni/plexus/core/selection"
@@ -49,7 +50,7 @@ func baselineReasons(ctx context.Context, policy pipeline.Authorizer, p *corev1.
 	var els []*selection.Element
 	if v, ok := p.Annotations[selection.Annotation]; ok {
 		// As plexus's default config parses it ("compat": "multus").
-		if res, err := selection.ParseWith(v, p.Namespace, selection.ParseOptions{Compat: true}); err == nil {
+		if res, err := selection.ParseWith(v, p.Namespace, config.DefaultParseOptions()); err == nil {
 			els = res.Elements
 		}
 	}

@@ -59,7 +59,7 @@ func (r *Result) AnalyzePods(pods []corev1.Pod) []PodFinding {
 func (r *Result) podReasons(p *corev1.Pod, systemNS string) []string {
 	var out []string
 	if v, ok := p.Annotations[selection.Annotation]; ok {
-		res, err := selection.ParseWith(v, p.Namespace, selection.ParseOptions{Compat: true})
+		res, err := selection.ParseWith(v, p.Namespace, config.DefaultParseOptions())
 		if err != nil {
 			out = append(out, fmt.Sprintf("%v: plexus attaches the default network only (with strictSelection the pod fails to start)", err))
 		} else {
