@@ -8,7 +8,6 @@ import (
 
 	"github.com/plexus-cni/plexus/core/codes"
 	"github.com/plexus-cni/plexus/core/devinfo"
-	"github.com/plexus-cni/plexus/core/names"
 	"github.com/plexus-cni/plexus/core/source"
 )
 
@@ -22,14 +21,9 @@ const ResourceClaimAnnotation = "plexus.io/resource-claim"
 // (the ResourceClaim's status) and hands them to its attachments.
 func (p *Pipeline) assignClaim(ctx context.Context, pl *plan, ref string, atts []*Attachment, containerID string) error {
 	fail := func(err error) error { return newError(codes.Devices, pl.pod.Ref(), atts[0].Name, err) }
-	podClaim, request, _ := strings.Cut(ref, "/")
-	if err := names.Label("the NAD's "+ResourceClaimAnnotation+" claim", podClaim); err != nil {
+	podClaim, request, err := ParseClaimRef(ref)
+	if err != nil {
 		return fail(err)
-	}
-	if request != "" {
-		if err := names.Label("the NAD's "+ResourceClaimAnnotation+" request", request); err != nil {
-			return fail(err)
-		}
 	}
 	claim, err := p.readClaim(ctx, pl, podClaim)
 	if err != nil {

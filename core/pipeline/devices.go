@@ -102,17 +102,13 @@ func groupDeviceNADs(pl *plan) (resources, claims deviceGroup, err error) {
 		if a.NAD == nil {
 			continue
 		}
-		res := a.NAD.Annotations[ResourceNameAnnotation]
-		ref, isClaim := a.NAD.Annotations[ResourceClaimAnnotation]
+		res, ref, isClaim, err := DeviceAnnotations(a.NAD.Annotations)
 		switch {
-		case isClaim && res != "":
-			return resources, claims, newError(codes.Devices, pl.pod.Ref(), a.Name, fmt.Errorf("the NAD names both a resource (%s) and a resource claim (%s): choose one", ResourceNameAnnotation, ResourceClaimAnnotation))
+		case err != nil:
+			return resources, claims, newError(codes.Devices, pl.pod.Ref(), a.Name, err)
 		case isClaim:
 			claims.add(ref, a)
 		case res != "":
-			if err := names.ResourceName("the NAD's "+ResourceNameAnnotation+" annotation", res); err != nil {
-				return resources, claims, newError(codes.Devices, pl.pod.Ref(), a.Name, err)
-			}
 			a.ResourceName = res
 			resources.add(res, a)
 		case requestedDevice(a) != "":
@@ -255,4 +251,37 @@ func requestedDevice(a *Attachment) string {
 		return ""
 	}
 	return a.Selection.DeviceID
+}
+
+// DeviceAnnotations reads the devices a NAD's annotations ask for: a
+// device plugin resource (ResourceNameAnnotation) or a claim of the pod
+// (ResourceClaimAnnotation), never both; a resource name is validated.
+// claim is "" with isClaim false when the NAD names none.
+func DeviceAnnotations(annotations map[string]string) (resource, claim string, isClaim bool, err error) {
+	resource = annotations[ResourceNameAnnotation]
+	claim, isClaim = annotations[ResourceClaimAnnotation]
+	switch {
+	case isClaim && resource != "":
+		return "", "", false, fmt.Errorf("the NAD names both a resource (%s) and a resource claim (%s): choose one", ResourceNameAnnotation, ResourceClaimAnnotation)
+	case resource != "":
+		if err := names.ResourceName("the NAD's "+ResourceNameAnnotation+" annotation", resource); err != nil {
+			return "", "", false, err
+		}
+	}
+	return resource, claim, isClaim, nil
+}
+
+// ParseClaimRef splits a ResourceClaimAnnotation value, "<claim>" or
+// "<claim>/<request>", checking both parts are labels.
+func ParseClaimRef(ref string) (podClaim, request string, err error) {
+	podClaim, request, _ = strings.Cut(ref, "/")
+	if err := names.Label("the NAD's "+ResourceClaimAnnotation+" claim", podClaim); err != nil {
+		return "", "", err
+	}
+	if request != "" {
+		if err := names.Label("the NAD's "+ResourceClaimAnnotation+" request", request); err != nil {
+			return "", "", err
+		}
+	}
+	return podClaim, request, nil
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/plexus-cni/plexus/core/nad"
-	"github.com/plexus-cni/plexus/core/names"
 	"github.com/plexus-cni/plexus/core/netconf"
 	"github.com/plexus-cni/plexus/core/pipeline"
 	"github.com/plexus-cni/plexus/core/source"
@@ -132,32 +131,23 @@ func (b *builder) resolveConfig(c *checkedNAD) {
 // checkDevices reads the devices the NAD needs and checks them as the
 // pipeline does before any delegate runs.
 func (b *builder) checkDevices(c *checkedNAD) {
-	res := c.obj.Annotations[pipeline.ResourceNameAnnotation]
-	claim, isClaim := c.obj.Annotations[pipeline.ResourceClaimAnnotation]
-	c.report.ResourceName, c.report.ResourceClaim = res, claim
+	c.report.ResourceName = c.obj.Annotations[pipeline.ResourceNameAnnotation]
+	c.report.ResourceClaim = c.obj.Annotations[pipeline.ResourceClaimAnnotation]
+	_, claim, isClaim, err := pipeline.DeviceAnnotations(c.obj.Annotations)
 	switch {
-	case isClaim && res != "":
-		c.report.DeviceError = fmt.Sprintf("the NAD names both a resource (%s) and a resource claim (%s): choose one", pipeline.ResourceNameAnnotation, pipeline.ResourceClaimAnnotation)
+	case err != nil:
+		c.report.DeviceError = err.Error()
 	case isClaim:
 		c.report.DeviceError = b.checkClaim(claim)
-	case res != "":
-		if err := names.ResourceName("the NAD's "+pipeline.ResourceNameAnnotation+" annotation", res); err != nil {
-			c.report.DeviceError = err.Error()
-		}
 	}
 }
 
 // checkClaim checks a plexus.io/resource-claim value, "<claim>" or
 // "<claim>/<request>", against the pod's spec.resourceClaims when known.
 func (b *builder) checkClaim(ref string) string {
-	podClaim, request, _ := strings.Cut(ref, "/")
-	if err := names.Label("the NAD's "+pipeline.ResourceClaimAnnotation+" claim", podClaim); err != nil {
+	podClaim, _, err := pipeline.ParseClaimRef(ref)
+	if err != nil {
 		return err.Error()
-	}
-	if request != "" {
-		if err := names.Label("the NAD's "+pipeline.ResourceClaimAnnotation+" request", request); err != nil {
-			return err.Error()
-		}
 	}
 	if b.pod.ResourceClaims == nil {
 		return ""
