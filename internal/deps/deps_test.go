@@ -17,7 +17,7 @@ const module = "github.com/plexus-cni/plexus/"
 var leaves = []string{
 	"core/names", "core/status", "core/config/daemonconf", "core/codes",
 	"internal/cniargs", "internal/cri", "internal/podresources", "internal/podroute", "internal/logfile",
-	"internal/wasmbin", "internal/daemon/wire",
+	"internal/wasmbin", "internal/daemon/wire", "internal/plexusapi",
 }
 
 // rule: a package matching pkg may import the plexus packages matching
