@@ -47,7 +47,7 @@ func (b *builder) loadExtensions(ctx context.Context) {
 		b.problem("extensions: %v: plexus would not start with this config", err)
 		return
 	}
-	b.ext = &extHost{host: h, modules: h.Modules(), unownedFail: cfg.UnownedKeys == extensions.PolicyFail}
+	b.ext = &extHost{host: h, modules: h.Declarations(), unownedFail: cfg.UnownedKeys == extensions.PolicyFail}
 	for i, d := range b.ext.modules {
 		x.Modules = append(x.Modules, Module{Name: d.Name, Path: cfg.Modules[i].Path, Prefixes: d.Prefixes, Hooks: d.Hooks})
 	}
