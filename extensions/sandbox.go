@@ -44,7 +44,6 @@ type module struct {
 	// the host serves calls, read-only after.
 	refused error
 
-
 	mu sync.Mutex
 	// ticked: load compiled the module with wasmbin's deadline check on
 	// a runtime that stops calls with it (wasmbin.NewRuntime). A module
