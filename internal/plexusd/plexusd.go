@@ -89,7 +89,9 @@ type Daemon struct {
 	stages   pipeline.Stages
 	pub      *publisher  // network-status and events after the reply
 	cri      *cri.Client // the runtime's CRI, once dynamic attachments or GC need it
-	closers  []func()
+	// ext lists the extension modules and their states; nil without any.
+	ext     moduleLister
+	closers []func()
 }
 
 // Run starts plexusd and serves until ctx ends, then shuts down gracefully.
@@ -170,6 +172,10 @@ func (d *Daemon) buildStages(ctx context.Context) error {
 	}
 	d.closers = append(d.closers, closeStages)
 	if st.Preparer != nil {
+		if l, ok := st.Preparer.(moduleLister); ok {
+			d.ext = l
+			d.m.reportModules(l, d.o.Log)
+		}
 		if w, ok := st.Preparer.(warningDropper); ok {
 			d.m.countDroppedWarnings(w)
 		}
