@@ -55,6 +55,9 @@ type module struct {
 	stderr   *tail
 	// sha256 is the hex digest of the bytes read, set by load or state.
 	sha256 string
+	// wasm, when set, is the module's bytes, read by Check; load reads
+	// path otherwise.
+	wasm []byte
 }
 
 // name is the declared name, or the file's for a module whose declaration
@@ -96,7 +99,7 @@ func (m *module) load(ctx context.Context) error {
 	if m.compiled != nil {
 		return nil
 	}
-	wasm, err := readModule(m.path)
+	wasm, err := m.bytes()
 	if err != nil {
 		return err
 	}
@@ -139,6 +142,14 @@ func (m *module) load(ctx context.Context) error {
 	}
 	m.rt, m.compiled, m.ticked = rt, compiled, ticked
 	return nil
+}
+
+// bytes is the module: the bytes Check read, else its file's.
+func (m *module) bytes() ([]byte, error) {
+	if m.wasm != nil {
+		return m.wasm, nil
+	}
+	return readModule(m.path)
 }
 
 // readModule reads a module file of at most MaxModuleBytes.
