@@ -9,7 +9,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
@@ -60,11 +59,11 @@ type module struct {
 	wasm []byte
 }
 
-// name is the declared name, or the file's for a module whose declaration
+// name is the declared name, or the path of a module whose declaration
 // could not be read.
 func (m *module) name() string {
 	if m.decl.Name == "" {
-		return filepath.Base(m.path)
+		return m.path
 	}
 	return m.decl.Name
 }

@@ -51,12 +51,16 @@ type Deployment struct {
 const deployTimeout = 3 * time.Minute
 
 // RenderDeploy renders the kustomization dir (relative to the module root,
-// e.g. "deploy" or "deploy/thin") for this node. The result is applied by
-// Apply.
+// e.g. "deploy" or "deploy/thin", or absolute) for this node. The result
+// is applied by Apply.
 func (n *Node) RenderDeploy(t testing.TB, dir string) *Deployment {
 	t.Helper()
-	abs, err := filepath.Abs(filepath.Join("..", "..", dir))
-	harness.Must(t, err)
+	abs := dir
+	if !filepath.IsAbs(dir) {
+		var err error
+		abs, err = filepath.Abs(filepath.Join("..", "..", dir))
+		harness.Must(t, err)
+	}
 	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), abs)
 	if err != nil {
 		t.Fatalf("kustomize %s: %v", dir, err)
