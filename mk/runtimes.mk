@@ -48,10 +48,11 @@ runtimes-clean:
 
 # The node tests that exercise what a runtime does for plexus (its CNI
 # calls and their order, restarts, sandbox status, device and Multus pods,
-# deploy/thick's mounts of the runtime's socket and netns directory)
+# deploy/thick's mounts of the runtime's socket and netns directory, and
+# extension images as image volumes, which containerd 1.6 cannot mount)
 # run again on containerd 2.x; the whole suite runs on containerd 1.6 in
 # `make test`'s first pass, with TestContainerd2 (the differences).
-RUNTIME_TESTS := ^(TestThin|TestThick|TestThickGCCollectsLostSandbox|TestDynamic|TestDevicePluginNetworks|TestMultusPods|TestDeployThick)$$
+RUNTIME_TESTS := ^(TestThin|TestThick|TestThickGCCollectsLostSandbox|TestDynamic|TestDevicePluginNetworks|TestMultusPods|TestDeployThick|TestDeployExtensions)$$
 
 TEST_RUNTIMES = PLEXUS_RUNTIME=containerd2 PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 \
 	go test -count=1 -run '$(RUNTIME_TESTS)' ./tests/node/

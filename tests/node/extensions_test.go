@@ -71,7 +71,7 @@ func TestDeployExtensions(t *testing.T) {
 			archives[m] = v.pack(v.module(m), "localhost/plexus-extensions/"+m+":1.0.0")
 		}
 		archives["vlan-copy"] = v.pack(v.clashingModule(), "localhost/plexus-extensions/vlan-copy:1.0.0")
-		v.packRefused(filepath.Join(v.bin, "plexusctl"), "not a wasm binary")
+		v.packRefused(filepath.Join(v.bin, "plexus-ext-copy"), "not a wasm binary")
 		v.packRefused(v.overLimits(), "4294967295 functions claimed")
 	})
 	if t.Failed() {
