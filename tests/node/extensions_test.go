@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/registry"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/plexus-cni/plexus/sdk/abi"
@@ -166,14 +170,20 @@ func TestDeployExtensions(t *testing.T) {
 		return
 	}
 
-	// docs/vendors.md, "Upgrade": a new image tag changes the DaemonSet's
-	// pod template, and the DaemonSet rolls plexusd out with it.
+	// docs/vendors.md, "Publish" and "Upgrade": enricher's next version
+	// pushed to a registry (one in this process, on loopback, which
+	// containerd reaches over plain HTTP), named in the DaemonSet: a new
+	// pod template, which the DaemonSet rolls out; the node pulls it.
 	t.Run("Upgrade", func(t *testing.T) {
 		n := node.With(t)
-		node.ImportImage(t, v.pack(v.module("enricher"), "localhost/plexus-extensions/enricher:1.0.1"))
-		patch := `{"spec":{"template":{"spec":{"initContainers":[{"name":"ext-enricher","image":"localhost/plexus-extensions/enricher:1.0.1"}]}}}}`
+		reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+		defer reg.Close()
+		ref := strings.TrimPrefix(reg.URL, "http://") + "/vendor/enricher:1.0.1"
+		v.t = t
+		v.ctl(0, "ext", "pack", "--wasm", v.module("enricher"), "--tag", ref, "--push")
+		patch := fmt.Sprintf(`{"spec":{"template":{"spec":{"initContainers":[{"name":"ext-enricher","image":%q}]}}}}`, ref)
 		if delivery == "image-volume" {
-			patch = `{"spec":{"template":{"spec":{"volumes":[{"name":"ext-enricher","image":{"reference":"localhost/plexus-extensions/enricher:1.0.1","pullPolicy":"IfNotPresent"}}]}}}}`
+			patch = fmt.Sprintf(`{"spec":{"template":{"spec":{"volumes":[{"name":"ext-enricher","image":{"reference":%q}}]}}}}`, ref)
 		}
 		d.Patch(t, patch)
 		p := d.WaitRollout(t, deployImage)
