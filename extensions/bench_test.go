@@ -70,7 +70,7 @@ func BenchmarkNewDeclarationsOnly(b *testing.B) {
 	}
 }
 
-// BenchmarkModuleMemory is what plexusd holds for one loaded module: the
+// BenchmarkModuleMemory is what plexusd holds for loaded modules: the
 // growth of the process's resident memory and of the Go heap in use from
 // before the host is built to after LoadAll and one hook call (a Go guest
 // grows its linear memory on its first call), with wazero's compiled code
@@ -78,17 +78,22 @@ func BenchmarkNewDeclarationsOnly(b *testing.B) {
 //
 //	go test -run XXX -bench 'ModuleMemory/vlan$' -benchtime 1x ./extensions/
 func BenchmarkModuleMemory(b *testing.B) {
-	for _, name := range []string{"vlan", "enricher", "overrides"} {
-		b.Run(name, func(b *testing.B) {
+	for _, names := range [][]string{{"vlan"}, {"enricher"}, {"overrides"}, {"vlan", "enricher"}} {
+		b.Run(strings.Join(names, "+"), func(b *testing.B) {
 			ctx := context.Background()
-			path := wasmPath(b, name)
+			var mods []ModuleConfig
+			for _, n := range names {
+				mods = append(mods, ModuleConfig{Path: wasmPath(b, n)})
+			}
 			rss0, heap0 := memoryNow(b)
-			h := newHost(b, Config{Modules: []ModuleConfig{{Path: path}}, LongLived: true, Isolate: true})
+			h := newHost(b, Config{Modules: mods, LongLived: true, Isolate: true})
 			if err := h.LoadAll(ctx); err != nil {
 				b.Fatal(err)
 			}
-			if st := h.Modules()[0]; !st.Loaded {
-				b.Fatalf("%s not loaded: %s", name, st.Err)
+			for _, st := range h.Modules() {
+				if !st.Loaded {
+					b.Fatalf("%s not loaded: %s", st.Name, st.Err)
+				}
 			}
 			// The first calls, which each module owning a key or seeing
 			// every attachment answers; the answers do not matter here.
