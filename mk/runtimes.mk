@@ -3,10 +3,15 @@
 # tools/containerd2 (the daemon and its runc shim; runc stays Debian's).
 # Debian's 1.6 shim cannot start 2.x's tasks: it does not know the type
 # URL of the runc options 2.x sends ("type with url ...: not found").
+# CRI-O, built from its Go module pinned in tools/crio, with its pinns (C,
+# from the same module) and copyimg (loads image archives into its
+# containers/storage); conmon and runc are Debian's.
 #
-#   make runtimes   -> $(BIN)/containerd2, $(BIN)/containerd2-shim-runc-v2
+#   make runtimes      -> $(BIN)/containerd2, $(BIN)/containerd2-shim-runc-v2,
+#                         $(BIN)/crio, $(BIN)/pinns, $(BIN)/crio-copyimg
+#   make runtime-deps  apt-get install conmon and CRI-O's build needs when missing
 #
-# The binaries are rebuilt only when missing or when tools/containerd2's
+# The binaries are rebuilt only when missing or when their tools module's
 # go.mod or go.sum changes.
 
 BIN ?= $(CURDIR)/bin
@@ -24,9 +29,6 @@ CONTAINERD2_BINS := $(BIN)/containerd2 $(BIN)/containerd2-shim-runc-v2
 CONTAINERD2_TAGS := no_btrfs no_devmapper no_zfs urfave_cli_no_docs
 CONTAINERD2_GO := cd $(CONTAINERD2_DIR) && GOWORK=off CGO_ENABLED=0 go
 
-.PHONY: runtimes runtimes-clean
-runtimes: $(CONTAINERD2_BINS)
-
 # The version stamped in is go.mod's, so `containerd2 --version` and the
 # CRI's Version answer name the release actually built.
 $(BIN)/containerd2: $(CONTAINERD2_MOD)
@@ -43,8 +45,65 @@ $(BIN)/containerd2-shim-runc-v2: $(CONTAINERD2_MOD)
 		-ldflags "-s -w -X $(CONTAINERD2_PKG)/version.Version=$$v" $(CONTAINERD2_PKG)/cmd/containerd-shim-runc-v2; \
 	mv $@.tmp $@
 
+CRIO_DIR := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))../tools/crio)
+CRIO_MOD := $(CRIO_DIR)/go.mod $(CRIO_DIR)/go.sum
+CRIO_PKG := github.com/cri-o/cri-o
+CRIO_BINS := $(BIN)/crio $(BIN)/pinns $(BIN)/crio-copyimg
+
+# CRI-O needs cgo (libseccomp; containers/storage's overlay driver). The
+# tags are those its Makefile picks on a host without the optional
+# libraries: OpenPGP in Go instead of gpgme, no ostree, no btrfs or
+# devicemapper graph drivers; seccomp in. tools/crio's go.sum was seeded
+# from CRI-O's own: the checksum database does not serve some of its
+# pseudo-versions, and CRI-O's go.sum, verified with its module, vouches
+# for them.
+CRIO_TAGS := containers_image_ostree_stub containers_image_openpgp \
+	exclude_graphdriver_btrfs exclude_graphdriver_devicemapper btrfs_noversion seccomp
+CRIO_GO := cd $(CRIO_DIR) && GOWORK=off CGO_ENABLED=1 go
+
+# Debian package:the command or pkg-config module that shows it is there.
+# conmon runs CRI-O's containers; the rest build it and pinns (static).
+CRIO_DEBS := conmon:conmon libseccomp-dev:libseccomp gcc:cc pkg-config:pkg-config
+
+runtime-deps:
+	@set -e; missing=; \
+	for pc in $(CRIO_DEBS); do \
+		p=$${pc%%:*}; c=$${pc#*:}; \
+		case $$p in \
+		*-dev) pkg-config --exists $$c 2>/dev/null || missing="$$missing $$p";; \
+		*) command -v $$c >/dev/null 2>&1 || missing="$$missing $$p";; \
+		esac; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "runtime-deps: installing$$missing from Debian"; \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $$missing; \
+	fi
+
+# CRI-O's version is a constant in its source: nothing to stamp.
+$(BIN)/crio: $(CRIO_MOD) | runtime-deps
+	@mkdir -p $(BIN)
+	$(CRIO_GO) build -trimpath -tags "$(CRIO_TAGS)" -o $@.tmp -ldflags "-s -w" $(CRIO_PKG)/cmd/crio
+	mv $@.tmp $@
+
+$(BIN)/crio-copyimg: $(CRIO_MOD) | runtime-deps
+	@mkdir -p $(BIN)
+	$(CRIO_GO) build -trimpath -tags "$(CRIO_TAGS)" -o $@.tmp -ldflags "-s -w" $(CRIO_PKG)/test/copyimg
+	mv $@.tmp $@
+
+# pinns pins a sandbox's namespaces: C, built as CRI-O's pinns/Makefile
+# does, from the module's source.
+$(BIN)/pinns: $(CRIO_MOD) | runtime-deps
+	@mkdir -p $(BIN)
+	set -e; src=$$($(CRIO_GO) list -m -f '{{.Dir}}' $(CRIO_PKG))/pinns/src; \
+	cc -std=c99 -Os -Wall -Werror -Wextra -static -o $@.tmp $$src/*.c; \
+	strip -s $@.tmp; \
+	mv $@.tmp $@
+
+.PHONY: runtimes runtimes-clean runtime-deps
+runtimes: $(CONTAINERD2_BINS) $(CRIO_BINS)
+
 runtimes-clean:
-	rm -f $(CONTAINERD2_BINS)
+	rm -f $(CONTAINERD2_BINS) $(CRIO_BINS)
 
 # The node tests that exercise what a runtime does for plexus (its CNI
 # calls and their order, restarts, sandbox status, device and Multus pods,
@@ -60,3 +119,4 @@ TEST_RUNTIMES = PLEXUS_RUNTIME=containerd2 PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 \
 ## test-runtimes: the runtime-facing node tests on containerd 2.x (needs root)
 test-runtimes: build k8s-bins node-bins node-deps runtimes pause-image image
 	$(TEST_RUNTIMES)
+
