@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/containernetworking/cni v1.3.1
 	github.com/containernetworking/plugins v1.9.1
+	github.com/moby/sys/capability v0.4.0
 	github.com/open-policy-agent/opa v1.22.0
 	github.com/plexus-cni/plexus/sdk v0.0.0
 	github.com/prometheus/client_golang v1.25.0

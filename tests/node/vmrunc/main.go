@@ -8,6 +8,11 @@
 //     CAP_SYS_RESOURCE in the host's user namespace, and runc fails the
 //     container ("failed to update /proc/self/oom_score_adj: Permission
 //     denied") for the node-critical pods kubelet gives -997.
+//   - capabilities outside vmrunc's own bounding set are dropped from
+//     process.capabilities, as containerd gives a privileged container the
+//     capabilities it has itself: CRI-O gives it every capability the
+//     kernel knows, and runc fails ("unable to apply caps: operation not
+//     permitted") where the host withholds some (CAP_SYS_RESOURCE here).
 //   - linux.resources.hugepageLimits is dropped when the host has no
 //     hugetlb cgroup mounted: CRI-O sets kubelet's hugepage limits whenever
 //     the kernel has the controller (/proc/cgroups), and runc then fails
@@ -25,6 +30,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/moby/sys/capability"
 )
 
 func main() {
@@ -81,6 +88,11 @@ func adjustSpec(dir string) error {
 		if adj, ok := process["oomScoreAdj"].(float64); ok && int(adj) < own {
 			process["oomScoreAdj"] = own
 		}
+		if caps, ok := process["capabilities"].(map[string]any); ok {
+			if err := boundCapabilities(caps); err != nil {
+				return err
+			}
+		}
 	}
 	if !hugetlbMounted() {
 		linux, _ := spec["linux"].(map[string]any)
@@ -92,6 +104,35 @@ func adjustSpec(dir string) error {
 		return err
 	}
 	return os.WriteFile(path, out, 0o600)
+}
+
+// boundCapabilities removes from each set of caps (bounding, effective,
+// ...) the capabilities outside this process's bounding set.
+func boundCapabilities(caps map[string]any) error {
+	withheld := map[string]bool{}
+	for _, c := range capability.ListKnown() {
+		ok, err := capability.GetBound(c)
+		if err != nil {
+			return fmt.Errorf("bounding set: %w", err)
+		}
+		if !ok {
+			withheld["CAP_"+strings.ToUpper(c.String())] = true
+		}
+	}
+	for set, v := range caps {
+		names, ok := v.([]any)
+		if !ok {
+			continue
+		}
+		kept := make([]any, 0, len(names))
+		for _, n := range names {
+			if s, _ := n.(string); !withheld[s] {
+				kept = append(kept, n)
+			}
+		}
+		caps[set] = kept
+	}
+	return nil
 }
 
 func ownOOMScoreAdj() (int, error) {
