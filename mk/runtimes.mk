@@ -120,3 +120,49 @@ TEST_RUNTIMES = PLEXUS_RUNTIME=containerd2 PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 \
 test-runtimes: build k8s-bins node-bins node-deps runtimes pause-image image
 	$(TEST_RUNTIMES)
 
+# kubelet version skew: the node tests with the oldest kubelet plexus
+# supports, built from tools/k8s-skew, against the control plane of
+# tools/k8s (three minor releases newer, the most Kubernetes allows a
+# kubelet to lag). tests/node runs PLEXUS_KUBELET instead of $(BIN)/kubelet.
+#
+#   make skew-bins   -> $(BIN)/kubelet-skew
+#   make test-skew   the node tests on it (needs root)
+SKEW_DIR := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))../tools/k8s-skew)
+SKEW_MOD := $(SKEW_DIR)/go.mod $(SKEW_DIR)/go.sum
+SKEW_GO := cd $(SKEW_DIR) && GOWORK=off CGO_ENABLED=0 go
+
+.PHONY: skew-bins test-skew
+skew-bins: $(BIN)/kubelet-skew
+
+# Stamped with go.mod's version as mk/k8s.mk stamps tools/k8s's, so the
+# node reports the kubeletVersion of the release built.
+$(BIN)/kubelet-skew: $(SKEW_MOD)
+	@mkdir -p $(BIN)
+	set -e; \
+	v=$$($(SKEW_GO) list -m -f '{{.Version}}' k8s.io/kubernetes); \
+	major=$$(echo $$v | sed -E 's/^v([0-9]+)\..*/\1/'); \
+	minor=$$(echo $$v | sed -E 's/^v[0-9]+\.([0-9]+)\..*/\1/'); \
+	$(SKEW_GO) build -trimpath -o $@.tmp \
+		-ldflags "-s -w \
+			-X k8s.io/component-base/version.gitVersion=$$v \
+			-X k8s.io/component-base/version.gitMajor=$$major \
+			-X k8s.io/component-base/version.gitMinor=$$minor \
+			-X k8s.io/component-base/version.gitTreeState=clean" \
+		k8s.io/kubernetes/cmd/kubelet; \
+	mv $@.tmp $@
+
+# TestKubeletSkew checks that the node runs the old kubelet; the rest are
+# the node tests whose behaviour depends on kubelet: pods with selections
+# in both modes, static pods, restarts, device networks (the pod-resources
+# API: kubelets before 1.34 do not serve Get by default) and deploy/'s
+# DaemonSets (projected tokens, host paths, the pod-resources mount).
+# Dynamic attachments and stale-record collection go through the runtime,
+# not kubelet.
+SKEW_TESTS := ^(TestKubeletSkew|TestThin|TestThick|TestDevicePluginNetworks|TestDeployThick)$$
+
+TEST_SKEW = PLEXUS_KUBELET=$(BIN)/kubelet-skew PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 \
+	go test -count=1 -run '$(SKEW_TESTS)' ./tests/node/
+
+## test-skew: the kubelet-facing node tests with the oldest supported kubelet (needs root)
+test-skew: build k8s-bins node-bins node-deps skew-bins pause-image image
+	$(TEST_SKEW)

@@ -95,7 +95,7 @@ type Node struct {
 // Binaries a node needs besides the control plane's: built into BinDir by
 // `make node-bins`, and installed from Debian by `make node-deps`.
 var (
-	builtBins = []string{"kubelet", "crictl", "pause-image.tar"}
+	builtBins = []string{"crictl", "pause-image.tar"}
 	hostBins  = []string{"containerd", "containerd-shim-runc-v2", "ctr", "runc"}
 )
 
@@ -147,6 +147,10 @@ func Start(t testing.TB, env *kubeenv.Env, opts Options) *Node {
 		}
 	}
 
+	if _, err := kubeletPath(opts.BinDir); err != nil {
+		skipOrFail(t, err.Error())
+	}
+
 	dir, err := os.MkdirTemp("", "pxnode-")
 	harness.Must(t, err)
 	n := &Node{
@@ -192,7 +196,9 @@ func Start(t testing.TB, env *kubeenv.Env, opts Options) *Node {
 	n.logRuntimeVersion()
 	harness.Must(t, n.importPauseImage())
 
-	n.kubelet = kubeenv.NewProcess("kubelet", filepath.Join(opts.BinDir, "kubelet"), filepath.Join(dir, "kubelet.log"),
+	kubelet, err := kubeletPath(opts.BinDir)
+	harness.Must(t, err)
+	n.kubelet = kubeenv.NewProcess("kubelet", kubelet, filepath.Join(dir, "kubelet.log"),
 		"--config="+filepath.Join(dir, "kubelet.yaml"),
 		"--kubeconfig="+n.Kubeconfig,
 		"--root-dir="+filepath.Join(dir, "kubelet"),
