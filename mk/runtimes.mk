@@ -99,24 +99,31 @@ $(BIN)/pinns: $(CRIO_MOD) | runtime-deps
 	strip -s $@.tmp; \
 	mv $@.tmp $@
 
+# With the oldest supported kubelet (below): $(TEST_RUNTIMES) runs the
+# kubelet-facing tests on it too.
 .PHONY: runtimes runtimes-clean runtime-deps
-runtimes: $(CONTAINERD2_BINS) $(CRIO_BINS)
+runtimes: $(CONTAINERD2_BINS) $(CRIO_BINS) $(BIN)/kubelet-skew
 
 runtimes-clean:
-	rm -f $(CONTAINERD2_BINS) $(CRIO_BINS)
+	rm -f $(CONTAINERD2_BINS) $(CRIO_BINS) $(BIN)/kubelet-skew
 
 # The node tests that exercise what a runtime does for plexus (its CNI
 # calls and their order, restarts, sandbox status, device and Multus pods,
 # deploy/thick's mounts of the runtime's socket and netns directory)
-# run again on containerd 2.x; the whole suite runs on containerd 1.6 in
-# `make test`'s first pass, with TestContainerd2 (the differences).
-RUNTIME_TESTS := ^(TestThin|TestThick|TestThickGCCollectsLostSandbox|TestDynamic|TestDevicePluginNetworks|TestMultusPods|TestDeployThick)$$
+# run again on containerd 2.x and on CRI-O; the whole suite, with
+# TestContainerd2 and TestCRIO (each runtime's differences), runs on
+# containerd 1.6 in `make test`'s first pass. Then the kubelet-facing set
+# runs with the oldest supported kubelet (TEST_SKEW below).
+RUNTIME_TESTS := TestThin|TestThick|TestThickGCCollectsLostSandbox|TestDynamic|TestDevicePluginNetworks|TestMultusPods|TestDeployThick
 
 TEST_RUNTIMES = PLEXUS_RUNTIME=containerd2 PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 \
-	go test -count=1 -run '$(RUNTIME_TESTS)' ./tests/node/
+	go test -count=1 -run '^($(RUNTIME_TESTS))$$' ./tests/node/ && \
+	PLEXUS_RUNTIME=crio PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 \
+	go test -count=1 -run '^($(RUNTIME_TESTS))$$' ./tests/node/ && \
+	$(TEST_SKEW)
 
 .PHONY: test-runtimes
-## test-runtimes: the runtime-facing node tests on containerd 2.x (needs root)
+## test-runtimes: the runtime-facing node tests on containerd 2.x and CRI-O, and with the oldest kubelet (needs root)
 test-runtimes: build k8s-bins node-bins node-deps runtimes pause-image image
 	$(TEST_RUNTIMES)
 
