@@ -1,7 +1,8 @@
 // Package node runs a real Kubernetes node for tests: Debian's containerd
-// 1.6, or containerd 2.x built by `make runtimes` (Options.Runtime), with
-// Debian's runc, on its own socket, root and state directories, and kubelet
-// (built by `make node-bins`) registered with a kubeenv control plane. The
+// 1.6, or containerd 2.x or CRI-O built by `make runtimes`
+// (Options.Runtime), with Debian's runc, on its own socket, root and state
+// directories, and kubelet (built by `make node-bins`, or KubeletEnv's)
+// registered with a kubeenv control plane. The
 // container runtime calls plexus exactly as it does in a cluster: the CNI
 // config in containerd's conf_dir, the plugins in its bin_dir.
 //
