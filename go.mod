@@ -6,6 +6,7 @@ require (
 	github.com/containernetworking/cni v1.3.1
 	github.com/containernetworking/plugins v1.9.1
 	github.com/google/go-containerregistry v0.22.1
+	github.com/moby/sys/capability v0.4.0
 	github.com/open-policy-agent/opa v1.22.0
 	github.com/plexus-cni/plexus/sdk v0.0.0
 	github.com/prometheus/client_golang v1.25.0

@@ -139,6 +139,9 @@ func (d *Deployment) ShareRuntimeSocket(t *testing.T) {
 // NetnsDir is where containerd mounts sandbox network namespaces: its CRI
 // plugin's state directory's netns (netns_mounts_under_state_dir).
 func (n *Node) NetnsDir() string {
+	if n.Runtime == CRIO {
+		return n.crioDir("run", "netns")
+	}
 	return filepath.Join(n.Dir, "state", "io.containerd.grpc.v1.cri", "netns")
 }
 
@@ -615,6 +618,12 @@ func (n *Node) ContainerLogs(namespace, prefix string) string {
 // k8s.io images import` does on a node, so pods run it without a pull.
 func (n *Node) ImportImage(t testing.TB, archive string) {
 	t.Helper()
+	if n.Runtime == CRIO {
+		name, err := imageName(archive)
+		harness.Must(t, err)
+		harness.Must(t, n.crioImportImage(archive, name))
+		return
+	}
 	snap, err := snapshotter(n.Dir)
 	harness.Must(t, err)
 	ctr, err := lookPath("ctr")
