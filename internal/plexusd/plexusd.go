@@ -30,6 +30,7 @@ import (
 	"github.com/plexus-cni/plexus/internal/cri"
 	"github.com/plexus-cni/plexus/internal/daemon"
 	"github.com/plexus-cni/plexus/internal/install"
+	"github.com/plexus-cni/plexus/internal/nodestate"
 	"github.com/plexus-cni/plexus/internal/stages"
 	"github.com/plexus-cni/plexus/policies"
 )
@@ -74,6 +75,9 @@ type Options struct {
 	// Profiling serves Go's pprof under /debug/pprof/ on MetricsAddr.
 	Profiling bool
 	Log       *slog.Logger
+
+	// Version is plexus's release, reported in the node's PlexusNode.
+	Version string
 }
 
 // Daemon is a running plexusd.
@@ -90,6 +94,10 @@ type Daemon struct {
 	pub      *publisher  // network-status and events after the reply
 	cri      *cri.Client // the runtime's CRI, once dynamic attachments or GC need it
 	closers  []func()
+
+	// nodeState publishes the node's PlexusNode (with InstallConfig and
+	// the Kubernetes source); Notify it after changing what it reports.
+	nodeState *nodestate.Reporter
 }
 
 // Run starts plexusd and serves until ctx ends, then shuts down gracefully.
@@ -308,6 +316,9 @@ func (d *Daemon) startInstaller(ctx context.Context) (wait func(), err error) {
 	in, err := d.installer()
 	if err != nil {
 		return nil, fmt.Errorf("CNI config installer: %w", err)
+	}
+	if err := d.reportNode(ctx, in); err != nil {
+		return nil, fmt.Errorf("node state: %w", err)
 	}
 	done := make(chan struct{})
 	go func() {
