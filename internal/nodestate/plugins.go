@@ -16,6 +16,9 @@ const MaxPlugins = 64
 // path separators, no dot files. Anything else is never looked up.
 var pluginName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$`)
 
+// IsPluginName reports whether t can name a plugin file in a bin dir.
+func IsPluginName(t string) bool { return pluginName.MatchString(t) }
+
 // MissingPlugins are the types, sorted and without repeats, that name an
 // executable file in none of binDirs. Types that are not file names are
 // skipped; at most MaxPlugins types are checked.
@@ -23,7 +26,7 @@ func MissingPlugins(types, binDirs []string) []string {
 	var missing []string
 	seen := map[string]bool{}
 	for _, t := range types {
-		if seen[t] || !pluginName.MatchString(t) || len(seen) >= MaxPlugins {
+		if seen[t] || !IsPluginName(t) || len(seen) >= MaxPlugins {
 			continue
 		}
 		seen[t] = true

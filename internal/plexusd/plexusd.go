@@ -98,6 +98,7 @@ type Daemon struct {
 	// nodeState publishes the node's PlexusNode (with InstallConfig and
 	// the Kubernetes source); Notify it after changing what it reports.
 	nodeState *nodestate.Reporter
+	delegates *delegateTypes
 }
 
 // Run starts plexusd and serves until ctx ends, then shuts down gracefully.
@@ -209,7 +210,7 @@ func (d *Daemon) options() cniplugin.Options {
 		},
 		Log:     d.o.Log,
 		Own:     d.conf,
-		WrapCNI: func(c libcni.CNI) libcni.CNI { return countingCNI{CNI: c, m: d.m} },
+		WrapCNI: func(c libcni.CNI) libcni.CNI { return recordingCNI{CNI: countingCNI{CNI: c, m: d.m}, seen: d.delegates} },
 		Ignored: d.m.ignored,
 		OnPodResourcesCall: func(method string) {
 			d.m.podResources.WithLabelValues(method).Inc()
