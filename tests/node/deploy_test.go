@@ -305,6 +305,11 @@ func TestDeployThick(t *testing.T) {
 	if t.Failed() {
 		return
 	}
+	// docs/kubernetes.md: plexusd reports the node's side in its
+	// PlexusNode, which explain --node reads.
+	t.Run("NodeReported", func(t *testing.T) {
+		assertNodeReported(node.With(t), d)
+	})
 	// plexusd loads the image's rule library and baseline (deploy/'s
 	// ConfigMap) and denies as the baseline says.
 	t.Run("BaselinePolicy", func(t *testing.T) {
