@@ -165,11 +165,18 @@ func (r *Reporter) Status() plexusapi.PlexusNodeStatus {
 	return st
 }
 
-// Run publishes the status until ctx ends: at once, then after each
+// Run publishes the status until ctx ends: after the first Notify (the
+// agent's first pass, so nothing half-known is written), then after each
 // Notify and each Resync when it changed.
 func (r *Reporter) Run(ctx context.Context) {
 	resync := time.NewTicker(r.o.Resync)
 	defer resync.Stop()
+	select {
+	case <-ctx.Done():
+		return
+	case <-r.kick:
+	case <-resync.C:
+	}
 	var lastWrite time.Time
 	backoff := time.Duration(0)
 	for {

@@ -169,6 +169,7 @@ func TestReporterRunFollowsNotify(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { r.Run(ctx); close(done) }()
+	r.Notify() // the agent's first pass
 	waitApplies(t, api, 1)
 	mu.Lock()
 	in.ConfigInstalled = true
