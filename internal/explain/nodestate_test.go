@@ -64,7 +64,9 @@ func TestExplainNodeState(t *testing.T) {
 		{name: "missing", warnings: []string{"no PlexusNode node-1: plexus has not reported from this node"}, text: []string{"PlexusNode node-1: warning missing"}},
 		{name: "stale", state: ptr(with(func(s *plexusapi.PlexusNodeStatus) { s.Updated = metav1.NewTime(started.Add(-time.Hour)) })),
 			warnings: []string{"the running plexus does not report (an older version)"}},
-		{name: "config not installed", state: ptr(with(func(s *plexusapi.PlexusNodeStatus) { s.ConfigInstalled, s.DefaultNetwork, s.DefaultNetworkFile = false, "", "" })),
+		{name: "config not installed", state: ptr(with(func(s *plexusapi.PlexusNodeStatus) {
+			s.ConfigInstalled, s.DefaultNetwork, s.DefaultNetworkFile = false, "", ""
+		})),
 			problems: []string{"node node-1: plexus's CNI config is not installed (/etc/cni/net.d/00-plexus.conflist): the default network's config was not found"}},
 		{name: "plugin the NAD needs", state: ptr(with(func(s *plexusapi.PlexusNodeStatus) { s.MissingPlugins = []string{"host-local", "vlan"} })),
 			problems: []string{"node node-1 lacks CNI plugin host-local in its bin dir, which [0] team-a/blue need(s)"},

@@ -90,6 +90,11 @@ func (s *delegateTypes) add(l *libcni.NetworkConfigList) {
 	}
 }
 
+// wrapCNI counts delegate ADDs and records their types.
+func (d *Daemon) wrapCNI(c libcni.CNI) libcni.CNI {
+	return recordingCNI{CNI: countingCNI{CNI: c, m: d.m}, seen: d.delegates}
+}
+
 // recordingCNI records the types of each delegate ADD before running it.
 type recordingCNI struct {
 	libcni.CNI

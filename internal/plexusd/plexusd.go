@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/containernetworking/cni/libcni"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/plexus-cni/plexus/core/codes"
@@ -210,7 +209,7 @@ func (d *Daemon) options() cniplugin.Options {
 		},
 		Log:     d.o.Log,
 		Own:     d.conf,
-		WrapCNI: func(c libcni.CNI) libcni.CNI { return recordingCNI{CNI: countingCNI{CNI: c, m: d.m}, seen: d.delegates} },
+		WrapCNI: d.wrapCNI,
 		Ignored: d.m.ignored,
 		OnPodResourcesCall: func(method string) {
 			d.m.podResources.WithLabelValues(method).Inc()
