@@ -16,10 +16,10 @@ import (
 	"github.com/plexus-cni/plexus/tests/harness"
 )
 
-// assertNodeReported: the node's plexus wrote its PlexusNode (config
-// installed, the default network named, no plugin missing), and explain
-// --node reports it.
-func assertNodeReported(n *Node, d *Deployment) {
+// assertNodeReported: the node's plexus (mode thick or thin) wrote its
+// PlexusNode (config installed, the default network named, no plugin
+// missing), and explain --node reports it.
+func assertNodeReported(n *Node, d *Deployment, mode string) {
 	t := n.t
 	t.Helper()
 	var st plexusapi.PlexusNodeStatus
@@ -38,9 +38,9 @@ func assertNodeReported(n *Node, d *Deployment) {
 		st = pn.Status
 		return st.ConfigInstalled && st.DefaultNetwork != "", fmt.Sprintf("status %+v", st)
 	})
-	if st.Mode != "thick" || st.DefaultNetwork != DefaultNetwork || filepath.Base(st.ConfigPath) != "00-plexus.conflist" ||
+	if st.Mode != mode || st.DefaultNetwork != DefaultNetwork || filepath.Base(st.ConfigPath) != "00-plexus.conflist" ||
 		filepath.Base(st.DefaultNetworkFile) != "10-default.conflist" || len(st.MissingPlugins) != 0 || st.Version == "" {
-		t.Errorf("PlexusNode %s status %+v, want thick, config 00-plexus.conflist, default network %s in 10-default.conflist, no missing plugin", n.Name, st, DefaultNetwork)
+		t.Errorf("PlexusNode %s status %+v, want %s, config 00-plexus.conflist, default network %s in 10-default.conflist, no missing plugin", n.Name, st, mode, DefaultNetwork)
 	}
 	pod := filepath.Join(t.TempDir(), "pod.yaml")
 	harness.Must(t, os.WriteFile(pod, []byte("kind: Pod\nmetadata:\n  namespace: default\n  name: probe\n"), 0o600))
@@ -49,7 +49,7 @@ func assertNodeReported(n *Node, d *Deployment) {
 	var out bytes.Buffer
 	harness.Must(t, explain.WriteText(&out, r))
 	for _, want := range []string{
-		"PlexusNode " + n.Name + ": thick mode",
+		"PlexusNode " + n.Name + ": " + mode + " mode",
 		"config installed: ",
 		"default network: " + DefaultNetwork + " (",
 		"plugins: none missing",
