@@ -3,6 +3,7 @@ package nodestate
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -48,11 +49,19 @@ func (r *Reporter) create(ctx context.Context) error {
 	u.SetAPIVersion(plexusapi.Group + "/" + plexusapi.Version)
 	u.SetKind(plexusapi.KindPlexusNode)
 	u.SetName(r.o.Node)
-	if _, err := r.o.Client.Resource(plexusapi.PlexusNodes).Apply(ctx, r.o.Node, u, r.applyOptions()); err != nil {
+	_, err := r.o.Client.Resource(plexusapi.PlexusNodes).Apply(ctx, r.o.Node, u, r.applyOptions())
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("creating PlexusNode %s: %w (%w)", r.o.Node, ErrNoKind, err)
+	}
+	if err != nil {
 		return fmt.Errorf("creating PlexusNode %s: %w", r.o.Node, err)
 	}
 	return nil
 }
+
+// ErrNoKind: the API server does not serve PlexusNodes (their CRD,
+// deploy/base/plexus-crds.yaml, is not installed).
+var ErrNoKind = errors.New("the cluster has no PlexusNode kind")
 
 // applyOptions: the agent is the only writer of its node's status, so it
 // takes over fields another manager (an admin's kubectl) set.

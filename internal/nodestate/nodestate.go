@@ -188,6 +188,9 @@ func (r *Reporter) Run(ctx context.Context) {
 		}
 		wrote, err := r.PublishIfChanged(ctx)
 		switch {
+		case errors.Is(err, ErrNoKind):
+			// Retrying cannot help: wait for the next change or resync.
+			r.o.Log.Info("not reporting the node's state until the next change", "node", r.o.Node, "err", err)
 		case err != nil:
 			backoff = min(max(2*backoff, firstBackoff), r.o.MaxBackoff)
 			r.o.Log.Warn("reporting the node's state failed; retrying", "node", r.o.Node, "retry", backoff, "err", err)

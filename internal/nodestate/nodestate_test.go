@@ -263,3 +263,21 @@ func exe(t *testing.T, dir, name string) {
 }
 
 func hasKey(m map[string]any, k string) bool { _, ok := m[k]; return ok }
+
+// TestReporterWithoutKind: without the CRD the create is NotFound too;
+// that is ErrNoKind, which Run does not retry until the next change.
+func TestReporterWithoutKind(t *testing.T) {
+	c := fake.NewSimpleDynamicClient(runtime.NewScheme())
+	calls := 0
+	c.PrependReactor("patch", "plexusnodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		calls++
+		return true, nil, apierrors.NewNotFound(plexusapi.PlexusNodes.GroupResource(), "node-a")
+	})
+	r, err := New(Options{Client: c, Node: "node-a", FieldManager: ManagerInstaller, Mode: ModeThin, Install: func() Install { return Install{} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.PublishIfChanged(context.Background()); !errors.Is(err, ErrNoKind) || calls != 2 {
+		t.Errorf("err = %v after %d requests, want ErrNoKind after 2 (status apply, create)", err, calls)
+	}
+}
