@@ -61,4 +61,16 @@ func assertNodeReported(n *Node, d *Deployment, mode string) {
 	if !r.OK {
 		t.Errorf("explain --node %s found problems: %v", n.Name, r.Problems)
 	}
+	// The node's writes so far, on this node's own API server: the first
+	// report (a status apply finding no object, the apply creating it,
+	// the status apply again) and one per change since (the default
+	// network's config appeared); none for the ADDs whose delegates are
+	// all present.
+	counts, err := n.Env.RequestCounts(t.Context())
+	harness.Must(t, err)
+	creates, statuses := counts["APPLY plexusnodes"], counts["APPLY plexusnodes status"]
+	t.Logf("PlexusNode requests since the install: %v apply, %v status apply", creates, statuses)
+	if creates != 1 || statuses < 2 || statuses > 3 {
+		t.Errorf("PlexusNode requests: %v apply (want 1), %v status apply (want 2 or 3)", creates, statuses)
+	}
 }
