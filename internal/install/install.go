@@ -64,6 +64,9 @@ type Options struct {
 	PolicyDir    string
 	// Poll is how often the token and the default network are checked.
 	Poll time.Duration
+	// OnChange is called after a pass that found the config, the default
+	// network or their plugins changed (Observed).
+	OnChange func()
 	// Uninstall removes the config, the kubeconfig and the binaries when
 	// Run's context ends (the DaemonSet is deleted).
 	Uninstall bool
@@ -196,6 +199,7 @@ type Installer struct {
 	o    Options
 	now  func() time.Time
 	node nodeToken
+	seen observation
 }
 
 // New checks the options.

@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/containernetworking/cni/libcni"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/plexus-cni/plexus/core/codes"
@@ -30,6 +29,7 @@ import (
 	"github.com/plexus-cni/plexus/internal/cri"
 	"github.com/plexus-cni/plexus/internal/daemon"
 	"github.com/plexus-cni/plexus/internal/install"
+	"github.com/plexus-cni/plexus/internal/nodestate"
 	"github.com/plexus-cni/plexus/internal/stages"
 	"github.com/plexus-cni/plexus/policies"
 )
@@ -74,6 +74,9 @@ type Options struct {
 	// Profiling serves Go's pprof under /debug/pprof/ on MetricsAddr.
 	Profiling bool
 	Log       *slog.Logger
+
+	// Version is plexus's release, reported in the node's PlexusNode.
+	Version string
 }
 
 // Daemon is a running plexusd.
@@ -92,6 +95,11 @@ type Daemon struct {
 	// ext lists the extension modules and their states; nil without any.
 	ext     moduleLister
 	closers []func()
+
+	// nodeState publishes the node's PlexusNode (with InstallConfig and
+	// the Kubernetes source); Notify it after changing what it reports.
+	nodeState *nodestate.Reporter
+	delegates *delegateTypes
 }
 
 // Run starts plexusd and serves until ctx ends, then shuts down gracefully.
@@ -207,7 +215,7 @@ func (d *Daemon) options() cniplugin.Options {
 		},
 		Log:     d.o.Log,
 		Own:     d.conf,
-		WrapCNI: func(c libcni.CNI) libcni.CNI { return countingCNI{CNI: c, m: d.m} },
+		WrapCNI: d.wrapCNI,
 		Ignored: d.m.ignored,
 		OnPodResourcesCall: func(method string) {
 			d.m.podResources.WithLabelValues(method).Inc()
@@ -314,6 +322,9 @@ func (d *Daemon) startInstaller(ctx context.Context) (wait func(), err error) {
 	in, err := d.installer()
 	if err != nil {
 		return nil, fmt.Errorf("CNI config installer: %w", err)
+	}
+	if err := d.reportNode(ctx, in); err != nil {
+		return nil, fmt.Errorf("node state: %w", err)
 	}
 	done := make(chan struct{})
 	go func() {
