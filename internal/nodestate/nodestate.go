@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"reflect"
 	"time"
+	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
@@ -157,12 +158,41 @@ func (r *Reporter) Status() plexusapi.PlexusNodeStatus {
 		MissingPlugins: MissingPlugins(in.Plugins, in.BinDirs),
 	}
 	if r.o.Policy != nil {
-		st.Policy = r.o.Policy()
+		if p := r.o.Policy(); p != nil {
+			pol := *p
+			pol.Error = truncate(pol.Error)
+			st.Policy = &pol
+		}
 	}
 	if r.o.Extensions != nil {
-		st.Extensions = r.o.Extensions()
+		exts := r.o.Extensions()
+		st.Extensions = make([]plexusapi.NodeExtension, 0, min(len(exts), MaxExtensions))
+		for _, e := range exts[:min(len(exts), MaxExtensions)] {
+			e.Error = truncate(e.Error)
+			st.Extensions = append(st.Extensions, e)
+		}
 	}
 	return st
+}
+
+// Bounds the CRD sets on what a report holds: a longer error or list
+// would make the API server refuse every write.
+const (
+	MaxExtensions = 64
+	maxErrorBytes = 4096
+)
+
+// truncate cuts an error to maxErrorBytes, on a rune boundary.
+func truncate(s string) string {
+	if len(s) <= maxErrorBytes {
+		return s
+	}
+	const more = " [truncated]"
+	cut := maxErrorBytes - len(more)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + more
 }
 
 // Run publishes the status until ctx ends: after the first Notify (the

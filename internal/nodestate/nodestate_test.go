@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -279,5 +282,34 @@ func TestReporterWithoutKind(t *testing.T) {
 	}
 	if _, err := r.PublishIfChanged(context.Background()); !errors.Is(err, ErrNoKind) || calls != 2 {
 		t.Errorf("err = %v after %d requests, want ErrNoKind after 2 (status apply, create)", err, calls)
+	}
+}
+
+// A report within the CRD's bounds: an API server refusing an oversize
+// error or list would refuse every later write too.
+func TestStatusKeepsWithinTheCRDBounds(t *testing.T) {
+	in := &Install{}
+	r := newTestReporter(t, &fakeAPI{exists: true}, in)
+	long := strings.Repeat("é", maxErrorBytes)
+	r.o.Policy = func() *plexusapi.NodePolicy { return &plexusapi.NodePolicy{Source: "object", Error: long} }
+	exts := make([]plexusapi.NodeExtension, MaxExtensions+5)
+	for i := range exts {
+		exts[i] = plexusapi.NodeExtension{Path: fmt.Sprintf("/m%d.wasm", i), Error: long}
+	}
+	r.o.Extensions = func() []plexusapi.NodeExtension { return exts }
+	st := r.Status()
+	if n := len(st.Policy.Error); n > maxErrorBytes || !utf8.ValidString(st.Policy.Error) {
+		t.Errorf("policy error: %d bytes, valid UTF-8 %v", n, utf8.ValidString(st.Policy.Error))
+	}
+	if len(st.Extensions) != MaxExtensions {
+		t.Errorf("extensions: %d, want %d", len(st.Extensions), MaxExtensions)
+	}
+	for _, e := range st.Extensions {
+		if len(e.Error) > maxErrorBytes || !strings.HasSuffix(e.Error, "[truncated]") {
+			t.Fatalf("extension error: %d bytes, ends %q", len(e.Error), e.Error[len(e.Error)-12:])
+		}
+	}
+	if exts[0].Error != long {
+		t.Error("the provider's slice was changed")
 	}
 }

@@ -10,8 +10,10 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/plexus-cni/plexus/core/source/kube"
+	"github.com/plexus-cni/plexus/extensions"
 	"github.com/plexus-cni/plexus/internal/install"
 	"github.com/plexus-cni/plexus/internal/nodestate"
+	"github.com/plexus-cni/plexus/internal/plexusapi"
 )
 
 // reportNode publishes this node's PlexusNode from what the config
@@ -40,6 +42,7 @@ func (d *Daemon) reportNode(ctx context.Context, in *install.Installer) error {
 			st.Plugins = append(st.Plugins, seen.list()...)
 			return st
 		},
+		Extensions: d.nodeExtensions,
 	})
 	if err != nil {
 		return err
@@ -49,6 +52,28 @@ func (d *Daemon) reportNode(ctx context.Context, in *install.Installer) error {
 	in.NotifyOnChange(r.Notify)
 	go r.Run(ctx)
 	return nil
+}
+
+// nodeExtensions reports the extension host's modules; the host is built
+// before the reporter starts and never replaced.
+func (d *Daemon) nodeExtensions() []plexusapi.NodeExtension {
+	if d.ext == nil {
+		return nil
+	}
+	return nodeExtensions(d.ext.Modules())
+}
+
+// nodeExtensions maps module states to the PlexusNode's entries (the
+// reporter bounds them).
+func nodeExtensions(mods []extensions.ModuleState) []plexusapi.NodeExtension {
+	out := make([]plexusapi.NodeExtension, 0, len(mods))
+	for _, m := range mods {
+		out = append(out, plexusapi.NodeExtension{
+			Name: m.Name, Version: m.Version, Path: m.Path, SHA256: m.SHA256,
+			Loaded: m.Loaded, Error: m.Err,
+		})
+	}
+	return out
 }
 
 // delegateTypes are the plugin and IPAM types of the delegates plexusd

@@ -8,7 +8,9 @@ import (
 	"github.com/containernetworking/cni/libcni"
 	"github.com/containernetworking/cni/pkg/types"
 
+	"github.com/plexus-cni/plexus/extensions"
 	"github.com/plexus-cni/plexus/internal/nodestate"
+	"github.com/plexus-cni/plexus/internal/plexusapi"
 )
 
 func confList(plugins ...types.NetConf) *libcni.NetworkConfigList {
@@ -40,4 +42,23 @@ func TestDelegateTypesRecordsEachTypeOnce(t *testing.T) {
 	}
 	var none *delegateTypes
 	none.add(confList(bridge)) // plexusd without a reporter: no-op
+}
+
+// The node's report carries every module plexusd was configured with,
+// the refused ones with their reasons.
+func TestNodeExtensionsReportRefusedModules(t *testing.T) {
+	got := nodeExtensions([]extensions.ModuleState{
+		{Name: "vlan", Version: "1.0.0", Path: "/opt/plexus/extensions/vlan/module.wasm", SHA256: "ab", Loaded: true},
+		{Path: "/opt/plexus/extensions/bad/module.wasm", Err: "no plexus.manifest section"},
+	})
+	want := []plexusapi.NodeExtension{
+		{Name: "vlan", Version: "1.0.0", Path: "/opt/plexus/extensions/vlan/module.wasm", SHA256: "ab", Loaded: true},
+		{Path: "/opt/plexus/extensions/bad/module.wasm", Error: "no plexus.manifest section"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v\nwant %+v", got, want)
+	}
+	if (&Daemon{}).nodeExtensions() != nil {
+		t.Error("a plexusd without extensions reports some")
+	}
 }
