@@ -44,7 +44,7 @@ func (b *builder) loadExtensions(ctx context.Context) {
 	h, err := extensions.New(ctx, cfg)
 	if err != nil {
 		x.Error = err.Error()
-		b.problem("extensions: %v: plexus would not start with this config", err)
+		b.problem("extensions: %v: the thin plugin fails every ADD with this config; plexusd refuses the failing module and serves with the rest", err)
 		return
 	}
 	b.ext = &extHost{host: h, modules: h.Declarations(), unownedFail: cfg.UnownedKeys == extensions.PolicyFail}
