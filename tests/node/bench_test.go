@@ -264,8 +264,10 @@ func (n *Node) benchSandbox(b *testing.B, c benchConfig, name string, counts map
 		run()
 		stop()
 	} else {
-		counts["ADD"] = append(counts["ADD"], sumCounts(n.apiRequests(b, run)))
-		counts["DEL"] = append(counts["DEL"], sumCounts(n.apiRequests(b, stop)))
+		add, del := n.apiRequests(b, run), n.apiRequests(b, stop)
+		b.Logf("API requests, %s: ADD %v, DEL %v", name, add, del)
+		counts["ADD"] = append(counts["ADD"], sumCounts(add))
+		counts["DEL"] = append(counts["DEL"], sumCounts(del))
 	}
 	cni, err := n.SandboxCNITime(id)
 	harness.Must(b, err)
