@@ -191,9 +191,9 @@ const secretsDir = "/run/secrets/kubernetes.io/serviceaccount"
 
 // StartMultusDaemon starts multus-daemon with the thick manifest's daemon
 // config: multusConfigFile "auto", which generates the multus-shim config
-// from the primary network's config found in multusAutoconfigDir (its
-// logLevel left at Multus's default: the manifest's "verbose" is a
-// quickstart's). Relocated: multusAutoconfigDir holds a copy of w's
+// from the primary network's config found in multusAutoconfigDir, at
+// logLevel error (the manifest's "verbose" is a quickstart's; errors only
+// cost when there are some). Relocated: multusAutoconfigDir holds a copy of w's
 // default network, and the generated config goes to dir/net.d, not to the
 // node's conf_dir, which the harness keeps to one config
 // (InstallMultusThick installs it); the socket and cache directories are
@@ -215,6 +215,7 @@ func (n *Node) StartMultusDaemon(t testing.TB, w *harness.World, dir string) *Mu
 	conf, err := json.MarshalIndent(map[string]any{
 		"cniVersion":          CNIVersion,
 		"logToStderr":         true,
+		"logLevel":            "error",
 		"cniConfigDir":        netd,
 		"multusAutoconfigDir": primary,
 		"multusConfigFile":    "auto",
