@@ -80,7 +80,8 @@ type burst struct {
 // be a failure to report, not a peak): medians of the iterations, which
 // run the setups in turn. Nothing of plexus's may leak: no host veth,
 // IPAM lease, record or lock is left once the pods are gone; the leases
-// Multus leaves of its default network are reported (leases-left-*).
+// Multus leaves of its default network are reported (leases-left-*), with
+// multus-daemon's first errors.
 //
 //	PLEXUS_E2E=1 go test -run '^$' -bench Density -benchtime 3x -timeout 40m ./tests/node/
 func BenchmarkDensity(b *testing.B) {
@@ -169,8 +170,7 @@ func BenchmarkDensity(b *testing.B) {
 			// What Multus leaves is reported, not failed: it is not
 			// plexus's to fix.
 			if left := leases(b, multus.IPAMDir); left > 0 {
-				log, _ := os.ReadFile(md.LogPath)
-				b.Logf("%s: %d IPAM leases of Multus's default network left once the pods are gone; multus-daemon's log ends:\n%s", c.name, left, log[max(0, len(log)-4096):])
+				b.Logf("%s: %d IPAM leases of Multus's default network left once the pods are gone; multus-daemon's first errors:\n%s", c.name, left, firstErrors(b, md.LogPath, 6))
 				leftover[c.name] = max(leftover[c.name], left)
 			}
 		}
@@ -191,6 +191,19 @@ func BenchmarkDensity(b *testing.B) {
 			b.ReportMetric(peaks[c.name].PeakTotalMiB, "MiB-peak-total-"+c.name)
 		}
 	}
+}
+
+// firstErrors is the first count lines of Multus's log at level error.
+func firstErrors(t testing.TB, path string, count int) string {
+	data, err := os.ReadFile(path)
+	harness.Must(t, err)
+	var out []string
+	for line := range strings.Lines(string(data)) {
+		if strings.Contains(line, "[error]") && len(out) < count {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "")
 }
 
 // leases counts host-local's lease files (named for the address) under
