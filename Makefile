@@ -84,7 +84,7 @@ test-unit:
 	$(GO) test -count=1 ./core/... ./internal/... ./cmd/... ./policies/... ./extensions/
 
 ## bench: benchmarks (numbers go to docs/performance.md)
-bench: build k8s-bins node-bins node-deps pause-image
+bench: build k8s-bins node-bins node-deps pause-image multus
 	PLEXUS_BIN=$(BIN) $(GO) test -p 1 -run '^$$' -bench . -benchmem ./core/... ./policies/...
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 20x ./extensions/
 	PLEXUS_BIN=$(BIN) $(GO) test -run '^$$' -bench Lifecycle -benchtime 15x ./tests/bench/
@@ -114,5 +114,6 @@ clean:
 include mk/k8s.mk
 include mk/node.mk
 include mk/runtimes.mk
+include mk/multus.mk
 include mk/ext.mk
 include mk/image.mk

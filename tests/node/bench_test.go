@@ -26,9 +26,12 @@ type benchConfig struct {
 	optIn bool
 }
 
-// benchSetup is a node with a thin and a thick plexus World and three bridge
-// NADs in namespace "bench", and the setups to compare: the default
-// network installed alone, plexus thin and thick with 0 and 3 selections.
+// benchSetup is a node with a thin and a thick plexus World, Multus thin
+// and thick (multus.go), each in front of a default network of its own, and
+// three bridge NADs in namespace "bench", and the setups to compare: the
+// default network installed alone, plexus thin and thick and Multus thin
+// and thick with 0 and 3 selections. The daemons' resident memory after
+// their start is reported (MiB-rest-plexusd, MiB-rest-multus-daemon).
 //
 // PLEXUS_BENCH_BASELINES names other plexus binaries (earlier builds),
 // comma-separated, to compare in the same run, which drifts less than two
@@ -39,8 +42,11 @@ func benchSetup(b *testing.B, name string) (*Node, []benchConfig) {
 	var baselines []string
 	if v := os.Getenv("PLEXUS_BENCH_BASELINES"); v != "" {
 		baselines = strings.Split(v, ",")
-		opts.CNIBinDir = binDirWith(b, baselines)
 	}
+	if why := MultusBuilt(); why != "" {
+		skipOrFail(b, why)
+	}
+	opts.CNIBinDir = binDirWith(b, baselines, multusPlugins())
 	n := Start(b, env, opts)
 	// The default network alone has a World (bridge, leases) of its own,
 	// as every setup does. Sharing thin's, thin-0 ran 1.6 ms [0.2, 2.4]
@@ -58,19 +64,33 @@ func benchSetup(b *testing.B, name string) (*Node, []benchConfig) {
 	for _, w := range []*harness.World{thin, thick, noAPI} {
 		w.Set("logLevel", "info")
 	}
-	thick.StartDaemon("--node-name", n.Name, "--log-level", "info")
+	d := thick.StartDaemon("--node-name", n.Name, "--log-level", "info")
+	// Multus's worlds only give it a default network of its own.
+	multusThin, multusThick := n.PlexusWorld(), n.PlexusWorld()
+	mdir := b.TempDir()
+	kubeconfig := n.MultusKubeconfig(b, mdir)
+	mcache := filepath.Join(mdir, "cache")
+	md := n.StartMultusDaemon(b, multusThick, filepath.Join(mdir, "daemon"))
 	harness.Must(b, env.CreateNamespace(b.Context(), benchNS, nil))
 	for _, nad := range []string{"blue", "red", "green"} {
 		// On thin's bridges and leases; thick's pods use them too (the
 		// leak checks are not run here).
 		harness.Must(b, kubeenv.CreateNAD(b.Context(), n.Dyn, benchNS, nad, thin.BridgeNADConfig(nad)))
 	}
+	// Both daemons have synced their caches and idle.
+	time.Sleep(2 * time.Second)
+	b.ReportMetric(RSSMiB(d.Pid()), "MiB-rest-plexusd")
+	b.ReportMetric(RSSMiB(md.Pid()), "MiB-rest-multus-daemon")
 	all := []benchConfig{
 		{"default-alone", func() { n.InstallDefault(alone) }, "", false},
 		{"thin-0", func() { n.InstallPlexus(thin) }, "", false},
 		{"thin-3", func() { n.InstallPlexus(thin) }, "blue,red,green", false},
 		{"thick-0", func() { n.InstallPlexus(thick) }, "", false},
 		{"thick-3", func() { n.InstallPlexus(thick) }, "blue,red,green", false},
+		{"multus-thin-0", func() { n.InstallMultusThin(multusThin, kubeconfig, mcache) }, "", false},
+		{"multus-thin-3", func() { n.InstallMultusThin(multusThin, kubeconfig, mcache) }, "blue,red,green", false},
+		{"multus-thick-0", func() { n.InstallMultusThick(md) }, "", false},
+		{"multus-thick-3", func() { n.InstallMultusThick(md) }, "blue,red,green", false},
 		{"thin-0-noapi", func() { n.InstallPlexus(noAPI) }, "", true},
 	}
 	for i := range baselines {
@@ -79,12 +99,17 @@ func benchSetup(b *testing.B, name string) (*Node, []benchConfig) {
 		w.Set("logLevel", "info")
 		all = append(all, benchConfig{fmt.Sprintf("thin-0-b%d", i+1), func() { n.InstallPlexus(w) }, "", false})
 	}
+	b.Cleanup(func() {
+		b.ReportMetric(RSSMiB(d.Pid()), "MiB-end-plexusd")
+		b.ReportMetric(RSSMiB(md.Pid()), "MiB-end-multus-daemon")
+	})
 	return n, selectSetups(b, all, os.Getenv("PLEXUS_BENCH_SETUPS"))
 }
 
 // binDirWith is a directory of links to every binary in harness.BinDir,
-// and copies of the files paths named plexus-b1, plexus-b2, ...
-func binDirWith(b *testing.B, paths []string) string {
+// copies of the files paths named plexus-b1, plexus-b2, ..., and links
+// named for extra's keys to its values.
+func binDirWith(b *testing.B, paths []string, extra map[string]string) string {
 	dir := b.TempDir()
 	entries, err := os.ReadDir(harness.BinDir)
 	harness.Must(b, err)
@@ -95,6 +120,11 @@ func binDirWith(b *testing.B, paths []string) string {
 		data, err := os.ReadFile(p)
 		harness.Must(b, err)
 		harness.Must(b, os.WriteFile(filepath.Join(dir, fmt.Sprintf("plexus-b%d", i+1)), data, 0o755))
+	}
+	for name, target := range extra {
+		link := filepath.Join(dir, name)
+		_ = os.Remove(link) // harness.BinDir's entry of that name (the multus directory)
+		harness.Must(b, os.Symlink(target, link))
 	}
 	return dir
 }
@@ -133,9 +163,9 @@ func reportMedians(b *testing.B, configs []benchConfig, times [][]time.Duration)
 			continue
 		}
 		d := pairedDiff(times[j], base)
-		b.ReportMetric(ms(median(d)), "ms-added-"+c.name)
 		b.ReportMetric(100*ms(median(d))/ms(median(base)), "%-added-"+c.name)
 	}
+	reportAdded(b, configs, times, "start")
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -170,8 +200,13 @@ func BenchmarkPodStart(b *testing.B) {
 
 // BenchmarkSandboxStart measures the CRI's RunPodSandbox alone (crictl
 // runp: the sandbox's creation and its CNI ADD), without kubelet, for the
-// same setups as BenchmarkPodStart. The pod exists in the API (bound to
-// another node) so plexus finds it by the UID the sandbox carries.
+// same setups as BenchmarkPodStart, and StopPodSandbox (crictl stopp: its
+// CNI DEL). The pod exists in the API, bound to this node as the scheduler
+// would bind it, so plexusd's and multus-daemon's caches of the node's pods
+// hold it (Multus waits up to 2.5 s for a pod its cache lacks); kubelet is
+// stopped, so only the benchmark acts on it. After the timed
+// iterations, each setup runs apiRounds more sandboxes counting the API
+// requests of each ADD and DEL (api-add-*, api-del-*: medians).
 //
 //	PLEXUS_E2E=1 go test -run '^$' -bench SandboxStart -benchtime 15x ./tests/node/
 func BenchmarkSandboxStart(b *testing.B) {
@@ -180,35 +215,89 @@ func BenchmarkSandboxStart(b *testing.B) {
 	n.StopKubelet()
 	times := make([][]time.Duration, len(configs))
 	cniTimes := make([][]time.Duration, len(configs))
+	stopTimes := make([][]time.Duration, len(configs))
 	order := shuffler()
 	for i := range b.N {
 		for _, j := range order(len(configs)) {
 			c := configs[j]
 			c.install()
-			name := fmt.Sprintf("%s-%d", c.name, i)
-			spec := n.PodSpec(benchNS, name, c.networks)
-			spec.Spec.NodeName = "elsewhere"
-			pod := n.CreatePod(spec)
-			cfg := filepath.Join(b.TempDir(), "sandbox.json")
-			harness.Must(b, writeSandboxConfig(cfg, pod.Namespace, pod.Name, string(pod.UID), pod.Annotations))
-			start := time.Now()
-			out, err := n.Crictl(b.Context(), "runp", cfg)
-			times[j] = append(times[j], time.Since(start))
-			harness.Must(b, err)
-			id := strings.TrimSpace(out)
-			cni, err := n.SandboxCNITime(id)
-			harness.Must(b, err)
-			cniTimes[j] = append(cniTimes[j], cni)
-			for _, verb := range []string{"stopp", "rmp"} {
-				_, err := n.Crictl(b.Context(), verb, id)
-				harness.Must(b, err)
-			}
-			harness.Must(b, n.Client.CoreV1().Pods(benchNS).Delete(b.Context(), name, metav1.DeleteOptions{}))
+			s := n.benchSandbox(b, c, fmt.Sprintf("%s-%d", c.name, i), nil)
+			times[j] = append(times[j], s.start)
+			cniTimes[j] = append(cniTimes[j], s.cni)
+			stopTimes[j] = append(stopTimes[j], s.stop)
 		}
 	}
+	b.StopTimer()
 	reportMedians(b, configs, times)
 	reportCNI(b, configs, cniTimes, median(times[0]))
+	reportAdded(b, configs, stopTimes, "stop")
 	writeSamples(b, configs, times, cniTimes)
+	reportRequests(b, n, configs)
+}
+
+// sandboxTimes is one sandbox's start, its CNI setup within, and its stop.
+type sandboxTimes struct{ start, cni, stop time.Duration }
+
+// benchSandbox creates the pod name for c in the API, runs its sandbox, stops and removes it and deletes the pod. With
+// counts, the API requests of the ADD and of the DEL are added to it
+// (keys "ADD" and "DEL").
+func (n *Node) benchSandbox(b *testing.B, c benchConfig, name string, counts map[string][]float64) sandboxTimes {
+	pod := n.CreatePod(n.PodSpec(benchNS, name, c.networks))
+	cfg := filepath.Join(b.TempDir(), "sandbox.json")
+	harness.Must(b, writeSandboxConfig(cfg, pod.Namespace, pod.Name, string(pod.UID), pod.Annotations))
+	var s sandboxTimes
+	var id string
+	run := func() {
+		start := time.Now()
+		out, err := n.Crictl(b.Context(), "runp", cfg)
+		s.start = time.Since(start)
+		harness.Must(b, err)
+		id = strings.TrimSpace(out)
+	}
+	stop := func() {
+		start := time.Now()
+		_, err := n.Crictl(b.Context(), "stopp", id)
+		s.stop = time.Since(start)
+		harness.Must(b, err)
+	}
+	if counts == nil {
+		run()
+		stop()
+	} else {
+		add, del := n.apiRequests(b, run), n.apiRequests(b, stop)
+		b.Logf("API requests, %s: ADD %v, DEL %v", name, add, del)
+		counts["ADD"] = append(counts["ADD"], sumCounts(add))
+		counts["DEL"] = append(counts["DEL"], sumCounts(del))
+	}
+	cni, err := n.SandboxCNITime(id)
+	harness.Must(b, err)
+	s.cni = cni
+	_, err = n.Crictl(b.Context(), "rmp", id)
+	harness.Must(b, err)
+	// At once: no kubelet runs to finish a graceful deletion.
+	harness.Must(b, n.Client.CoreV1().Pods(benchNS).Delete(b.Context(), name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}))
+	return s
+}
+
+// apiRounds is how many sandboxes per setup reportRequests counts.
+const apiRounds = 3
+
+// reportRequests runs apiRounds sandboxes per setup, one at a time and
+// untimed, and reports the median of the API requests each ADD and each
+// DEL made (kube-apiserver's own counts; see apiRequests).
+func reportRequests(b *testing.B, n *Node, configs []benchConfig) {
+	for _, c := range configs {
+		c.install()
+		counts := map[string][]float64{}
+		for i := range apiRounds {
+			n.benchSandbox(b, c, fmt.Sprintf("%s-api-%d", c.name, i), counts)
+		}
+		for _, op := range []string{"ADD", "DEL"} {
+			v := slices.Clone(counts[op])
+			slices.Sort(v)
+			b.ReportMetric(v[len(v)/2], "api-"+strings.ToLower(op)+"-"+c.name)
+		}
+	}
 }
 
 // writeSamples writes every sample as CSV (iteration, setup, sandbox start
@@ -243,9 +332,71 @@ func reportCNI(b *testing.B, configs []benchConfig, times [][]time.Duration, sta
 			continue
 		}
 		added := median(pairedDiff(times[j], times[0]))
-		b.ReportMetric(ms(added), "ms-cni-added-"+c.name)
 		b.ReportMetric(100*ms(added)/ms(start), "%-of-start-cni-added-"+c.name)
 	}
+	reportAdded(b, configs, times, "cni")
+}
+
+// reportAdded reports, for every setup but the default network alone, the
+// median of its paired differences from it (ms-<what>-added-<setup>) with
+// a 95% bootstrap interval (-lo, -hi); and for every plexus setup whose
+// Multus peer (the same name prefixed "multus-") ran, the ratio of their
+// medians (ratio-<what>-<setup>), its interval from the same resamples of
+// the iterations.
+func reportAdded(b *testing.B, configs []benchConfig, times [][]time.Duration, what string) {
+	index := map[string]int{}
+	for j, c := range configs {
+		index[c.name] = j
+	}
+	for j, c := range configs {
+		if j == 0 {
+			continue
+		}
+		d := pairedDiff(times[j], times[0])
+		lo, hi := bootstrap(len(d), func(idx []int) float64 { return ms(median(pick(d, idx))) })
+		b.ReportMetric(ms(median(d)), "ms-"+what+"-added-"+c.name)
+		b.ReportMetric(lo, "ms-"+what+"-added-lo-"+c.name)
+		b.ReportMetric(hi, "ms-"+what+"-added-hi-"+c.name)
+		k, ok := index["multus-"+c.name]
+		if !ok {
+			continue
+		}
+		peer := pairedDiff(times[k], times[0])
+		ratio := func(idx []int) float64 { return ms(median(pick(d, idx))) / ms(median(pick(peer, idx))) }
+		lo, hi = bootstrap(len(d), ratio)
+		b.ReportMetric(ratio(nil), "ratio-"+what+"-"+c.name)
+		b.ReportMetric(lo, "ratio-"+what+"-lo-"+c.name)
+		b.ReportMetric(hi, "ratio-"+what+"-hi-"+c.name)
+	}
+}
+
+// pick is ds at the indices idx (all of ds for nil).
+func pick(ds []time.Duration, idx []int) []time.Duration {
+	if idx == nil {
+		return ds
+	}
+	out := make([]time.Duration, len(idx))
+	for i, k := range idx {
+		out[i] = ds[k]
+	}
+	return out
+}
+
+// bootstrap is the 95% percentile interval of stat over 2,000 resamples
+// (with replacement, fixed seed) of n iterations.
+func bootstrap(n int, stat func(idx []int) float64) (lo, hi float64) {
+	const rounds = 2000
+	r := rand.New(rand.NewPCG(27, 27))
+	vals := make([]float64, rounds)
+	idx := make([]int, n)
+	for i := range vals {
+		for k := range idx {
+			idx[k] = r.IntN(n)
+		}
+		vals[i] = stat(idx)
+	}
+	slices.Sort(vals)
+	return vals[rounds*25/1000], vals[rounds*975/1000-1]
 }
 
 // pairedDiff is each iteration's a minus its b.

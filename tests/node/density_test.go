@@ -3,7 +3,10 @@ package node
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -65,21 +68,29 @@ type burst struct {
 // BenchmarkDensity fills the node: 110 pods (kubelet's default maxPods)
 // with 2 bridge selections each are created through the API at once, then
 // deleted at once, with the default network alone, plexus thin, plexus
-// thick, and plexus thick with the example extension's key on one
-// selection. It reports the time until every pod is Running and until every
-// pod is gone, plexus's per-pod ADD time (p50, p99, from its log lines'
-// elapsed), the CPU of containerd's group (containerd, its shims and
-// every CNI plugin it runs: thin plexus and its delegates) and of
-// plexusd's group (plexusd and its delegates), and plexusd's peak memory
-// under deploy/'s limit: medians of the iterations, which run the
-// three setups in turn. Nothing may leak: no host veth, IPAM lease, record
-// or lock is left once the pods are gone.
+// thick, plexus thick with the example extension's key on one selection,
+// and Multus thick (multus.go) with the same selections. It reports the
+// time until every pod is Running and until every pod is gone, plexus's
+// per-pod ADD time (p50, p99, from its log lines' elapsed), the CPU of
+// containerd's group (containerd, its shims and every CNI plugin it runs:
+// thin plexus and its delegates) and of the daemon's group (plexusd or
+// multus-daemon, and its delegates), and the daemon's memory: resident at
+// rest before the first burst, and the group's peak, plexusd under
+// deploy/'s limit, multus-daemon under none (its manifest's 50 MiB would
+// be a failure to report, not a peak): medians of the iterations, which
+// run the setups in turn. Nothing of plexus's may leak: no host veth,
+// IPAM lease, record or lock is left once the pods are gone; the leases
+// Multus leaves of its default network are reported (leases-left-*), with
+// multus-daemon's first errors.
 //
 //	PLEXUS_E2E=1 go test -run '^$' -bench Density -benchtime 3x -timeout 40m ./tests/node/
 func BenchmarkDensity(b *testing.B) {
 	pods := densityPods(b)
+	if why := MultusBuilt(); why != "" {
+		skipOrFail(b, why)
+	}
 	env := kubeenv.ForTest(b, kubeenv.Options{})
-	n := Start(b, env, Options{Name: "node-density"})
+	n := Start(b, env, Options{Name: "node-density", CNIBinDir: binDirWith(b, nil, multusPlugins())})
 	runtime := NewCgroup(b, "plexus-containerd")
 	runtime.Add(n.containerd.Pid())
 	limit := thickMemoryLimit(b)
@@ -94,41 +105,54 @@ func BenchmarkDensity(b *testing.B) {
 		w.Set("extensions", map[string]any{"modules": []any{map[string]any{
 			"path": mod, "config": map[string]any{"allow": []string{"mtu"}}}}})
 	})
+	multus := n.PlexusWorld()
+	md := n.StartMultusDaemon(b, multus, filepath.Join(b.TempDir(), "multus"))
+	multusCG := NewCgroup(b, "multus-daemon")
+	multusCG.Add(md.Pid())
 	harness.Must(b, env.CreateNamespace(b.Context(), densityNS, nil))
 	for _, nad := range []string{"blue", "red"} {
 		harness.Must(b, kubeenv.CreateNAD(b.Context(), n.Dyn, densityNS, nad, thin.BridgeNADConfig(nad)))
 	}
+	time.Sleep(2 * time.Second) // the daemons' caches synced, at rest
+	b.ReportMetric(RSSMiB(d.Pid()), "MiB-rest-plexusd")
+	b.ReportMetric(RSSMiB(md.Pid()), "MiB-rest-multus-daemon")
+	type daemonOf struct {
+		running func() bool
+		cg      *Cgroup
+	}
+	plexusd := daemonOf{d.Running, daemon}
 	configs := []struct {
 		name     string
 		install  func()
 		networks string
 		log      string
-		d        *harness.Daemon
-		cg       *Cgroup
+		daemon   daemonOf
 	}{
-		{"default", func() { n.InstallDefault(thin) }, "", "", d, daemon},
-		{"thin", func() { n.InstallPlexus(thin) }, "blue,red", filepath.Join(thin.Dir, "plexus.log"), d, daemon},
-		{"thick", func() { n.InstallPlexus(thick) }, "blue,red", d.LogPath, d, daemon},
+		{"default", func() { n.InstallDefault(thin) }, "", "", plexusd},
+		{"thin", func() { n.InstallPlexus(thin) }, "blue,red", filepath.Join(thin.Dir, "plexus.log"), plexusd},
+		{"thick", func() { n.InstallPlexus(thick) }, "blue,red", d.LogPath, plexusd},
 		// The example extension's key on one selection: plexusd then holds
 		// the extension's compiled module and instances too.
-		{"thick-extension", func() { n.InstallPlexus(ext) }, `[{"name":"blue","io.plexus.overrides":{"mtu":1400}},{"name":"red"}]`, dExt.LogPath, dExt, daemonExt},
+		{"thick-extension", func() { n.InstallPlexus(ext) }, `[{"name":"blue","io.plexus.overrides":{"mtu":1400}},{"name":"red"}]`, dExt.LogPath, daemonOf{dExt.Running, daemonExt}},
+		{"multus-thick", func() { n.InstallMultusThick(md) }, "blue,red", "", daemonOf{md.Running, multusCG}},
 	}
 	// Per setup: every iteration's times and CPU, every ADD; reported as
 	// medians (ADDs: percentiles of all), memory as the highest peak.
 	running, gone, cpus, adds := map[string][]time.Duration{}, map[string][]time.Duration{}, map[string][]time.Duration{}, map[string][]time.Duration{}
 	peaks := map[string]CgroupUsage{}
+	leftover := map[string]int{}
 	for i := range b.N {
 		for _, c := range configs {
 			c.install()
 			before := harness.HostVeths(b)
 			logStart := fileSize(c.log)
-			cpu0, dcpu0 := runtime.CPUSeconds(), c.cg.CPUSeconds()
-			c.cg.Start()
+			cpu0, dcpu0 := runtime.CPUSeconds(), c.daemon.cg.CPUSeconds()
+			c.daemon.cg.Start()
 			r := n.runBurst(fmt.Sprintf("%s-%d", c.name, i), pods, c.networks)
-			use := c.cg.Stop()
-			cpu, dcpu := runtime.CPUSeconds()-cpu0, c.cg.CPUSeconds()-dcpu0
+			use := c.daemon.cg.Stop()
+			cpu, dcpu := runtime.CPUSeconds()-cpu0, c.daemon.cg.CPUSeconds()-dcpu0
 			r.adds = addTimes(b, c.log, logStart)
-			b.Logf("%s: %d pods Running in %v, gone in %v; containerd's group %.1f s CPU, plexusd's %.1f s; plexusd peak anon %.1f MiB, total %.1f MiB, failcnt %d, OOM kills %d; %d ADDs p50 %v p99 %v",
+			b.Logf("%s: %d pods Running in %v, gone in %v; containerd's group %.1f s CPU, the daemon's %.1f s; daemon peak anon %.1f MiB, total %.1f MiB, failcnt %d, OOM kills %d; %d ADDs p50 %v p99 %v",
 				c.name, pods, r.running, r.gone, cpu, dcpu, use.PeakAnonMiB, use.PeakTotalMiB, use.Failcnt, use.OOMKills, len(r.adds), percentile(r.adds, 50), percentile(r.adds, 99))
 			running[c.name] = append(running[c.name], r.running)
 			gone[c.name] = append(gone[c.name], r.gone)
@@ -137,11 +161,17 @@ func BenchmarkDensity(b *testing.B) {
 			p := peaks[c.name]
 			p.PeakAnonMiB, p.PeakTotalMiB = max(p.PeakAnonMiB, use.PeakAnonMiB), max(p.PeakTotalMiB, use.PeakTotalMiB)
 			peaks[c.name] = p
-			if use.OOMKills > 0 || !c.d.Running() {
-				b.Errorf("%s: plexusd was OOM-killed (%d) under deploy/'s %d MiB limit", c.name, use.OOMKills, limit>>20)
+			if use.OOMKills > 0 || !c.daemon.running() {
+				b.Errorf("%s: the daemon exited or was OOM-killed (%d OOM kills)", c.name, use.OOMKills)
 			}
 			for _, w := range []*harness.World{thin, thick, ext} {
 				w.AssertNoLeaks(before)
+			}
+			// What Multus leaves is reported, not failed: it is not
+			// plexus's to fix.
+			if left := leases(b, multus.IPAMDir); left > 0 {
+				b.Logf("%s: %d IPAM leases of Multus's default network left once the pods are gone; multus-daemon's first errors:\n%s", c.name, left, firstErrors(b, md.LogPath, 6))
+				leftover[c.name] = max(leftover[c.name], left)
 			}
 		}
 	}
@@ -153,11 +183,51 @@ func BenchmarkDensity(b *testing.B) {
 			b.ReportMetric(float64(percentile(adds[c.name], 50).Microseconds())/1000, "ms-add-p50-"+c.name)
 			b.ReportMetric(float64(percentile(adds[c.name], 99).Microseconds())/1000, "ms-add-p99-"+c.name)
 		}
-		if strings.HasPrefix(c.name, "thick") {
+		if strings.HasPrefix(c.name, "multus") {
+			b.ReportMetric(float64(leftover[c.name]), "leases-left-"+c.name)
+		}
+		if strings.HasPrefix(c.name, "thick") || strings.HasPrefix(c.name, "multus") {
 			b.ReportMetric(peaks[c.name].PeakAnonMiB, "MiB-peak-anon-"+c.name)
 			b.ReportMetric(peaks[c.name].PeakTotalMiB, "MiB-peak-total-"+c.name)
 		}
 	}
+}
+
+// firstErrors is the first count lines of Multus's log at level error.
+func firstErrors(t testing.TB, path string, count int) string {
+	data, err := os.ReadFile(path)
+	harness.Must(t, err)
+	var out []string
+	for line := range strings.Lines(string(data)) {
+		if strings.Contains(line, "[error]") && len(out) < count {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "")
+}
+
+// leases counts host-local's lease files (named for the address) under
+// dir, in every network's directory.
+func leases(t testing.TB, dir string) int {
+	nets, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0
+	}
+	harness.Must(t, err)
+	count := 0
+	for _, nw := range nets {
+		if !nw.IsDir() {
+			continue
+		}
+		files, err := os.ReadDir(filepath.Join(dir, nw.Name()))
+		harness.Must(t, err)
+		for _, f := range files {
+			if net.ParseIP(f.Name()) != nil {
+				count++
+			}
+		}
+	}
+	return count
 }
 
 // startLimitedDaemon starts plexusd for a new World (set up by prepare
