@@ -39,3 +39,13 @@ func NewBaseline(ctx context.Context) (*Engine, error) {
 		Deadline: Duration(MaxDeadline),
 	})
 }
+
+// WriteBaseline writes the rule library and the baseline data embedded in
+// this binary under dir (dir/library, dir/baseline.yaml), for tools
+// without the image's copy (plexusctl policy push tests against it).
+func WriteBaseline(dir string) (library, baseline string, err error) {
+	if err := os.CopyFS(dir, baselineFiles); err != nil {
+		return "", "", fmt.Errorf("baseline policy: writing its files: %w", err)
+	}
+	return filepath.Join(dir, "library"), filepath.Join(dir, BaselineFile), nil
+}

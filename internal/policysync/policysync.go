@@ -273,22 +273,30 @@ func (s *Syncer) verifyAndActivate(ctx context.Context, p *plexusapi.AttachmentP
 	return s.activate(st, eng, rev)
 }
 
-// verify compiles the revision with the library, runs its tests and times
-// one decision against the deadline; it returns the engine and the tests
-// passed.
+// verify runs Verify on a revision's directory.
 func (s *Syncer) verify(ctx context.Context, dir string, tests bool) (*policies.Engine, int, error) {
+	return Verify(ctx, s.o.Config, dir, tests, s.o.TestTimeout)
+}
+
+// Verify checks a revision's directory as a node does before activating
+// it: every file compiles strictly with the library (cfg.Paths), its
+// *_test.rego tests pass (when tests is set) within testTimeout, and one
+// decision of a sample attachment finishes within cfg's deadline. It
+// returns the revision's engine and the tests passed.
+func Verify(ctx context.Context, cfg policies.Config, dir string, tests bool, testTimeout time.Duration) (*policies.Engine, int, error) {
+	cfg.Object, cfg.Paths = nil, append(append([]string(nil), cfg.Paths...), dir)
 	// The engine parses only the modules its query can reach; every file
 	// of a revision must compile, tests included.
-	if err := policies.Check(ctx, s.paths(dir)); err != nil {
+	if err := policies.Check(ctx, cfg.Paths); err != nil {
 		return nil, 0, err
 	}
-	eng, err := s.compile(ctx, dir)
+	eng, err := policies.New(ctx, cfg)
 	if err != nil {
 		return nil, 0, err
 	}
 	passed := 0
 	if tests {
-		if passed, err = s.runTests(ctx, dir); err != nil {
+		if passed, err = runTests(ctx, cfg.Paths, dir, testTimeout); err != nil {
 			return nil, 0, err
 		}
 	}
@@ -299,22 +307,25 @@ func (s *Syncer) verify(ctx context.Context, dir string, tests bool) (*policies.
 	return eng, passed, nil
 }
 
-func (s *Syncer) runTests(ctx context.Context, dir string) (int, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.o.TestTimeout)
+func runTests(ctx context.Context, paths []string, dir string, timeout time.Duration) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var out bytes.Buffer
-	sum, err := policies.RunTests(ctx, s.paths(dir), policies.TestOptions{TestsUnder: dir, Timeout: s.o.TestTimeout}, &out)
+	sum, err := policies.RunTests(ctx, paths, policies.TestOptions{TestsUnder: dir, Timeout: timeout}, &out)
 	if err != nil {
 		return 0, fmt.Errorf("running its tests: %w", err)
 	}
 	if ctx.Err() != nil {
-		return 0, fmt.Errorf("its tests did not finish within %s", s.o.TestTimeout)
+		return 0, fmt.Errorf("its tests did not finish within %s", timeout)
 	}
 	if sum.Fail > 0 || sum.Error > 0 {
 		return 0, fmt.Errorf("%d of its tests failed, %d errored:\n%s", sum.Fail, sum.Error, out.String())
 	}
 	return sum.Pass, nil
 }
+
+// HasTests says whether files hold a *_test.rego module.
+func HasTests(files map[string][]byte) bool { return hasTests(files) }
 
 // Delete handles the object's deletion as its last onDelete says: Keep
 // leaves the policy in force, AllowAll puts none in force.
@@ -496,4 +507,16 @@ func truncate(s string) string {
 		return s
 	}
 	return s[:maxErrorBytes] + "..."
+}
+
+// Remove deletes what a Syncer keeps in stateDir (an uninstall), and
+// nothing else there.
+func Remove(stateDir string) error {
+	var errs []error
+	for _, n := range []string{activeLink, ".active.tmp", stateFile, stateFile + ".tmp", revisionsDir} {
+		if err := os.RemoveAll(filepath.Join(stateDir, n)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
