@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -62,6 +63,14 @@ type Options struct {
 	// them (InstallPolicy).
 	PolicySrcDir string
 	PolicyDir    string
+	// PolicyObject names the AttachmentPolicy the node follows: its
+	// verified revisions are kept in PolicyDir, the plugin's config names
+	// the library and the active one (policysync), and the node's status
+	// entry is written through Dynamic. PolicyDefaults stand in for a
+	// revision until one is activated (PolicyDir's baseline.yaml unless set).
+	PolicyObject   string
+	PolicyDefaults []string
+	Dynamic        dynamic.Interface
 	// Poll is how often the token and the default network are checked.
 	Poll time.Duration
 	// Uninstall removes the config, the kubeconfig and the binaries when
@@ -149,6 +158,9 @@ func (o *Options) check() error {
 			}
 		}
 	}
+	if err := o.checkPolicyObject(); err != nil {
+		return err
+	}
 	for name, v := range paths {
 		if !filepath.IsAbs(v) {
 			return fmt.Errorf("%s %q: want an absolute path", name, v)
@@ -220,6 +232,9 @@ func (in *Installer) Run(ctx context.Context) error {
 	if err := in.InstallPolicy(); err != nil {
 		return err
 	}
+	if err := in.startPolicyObject(ctx); err != nil {
+		return err
+	}
 	if in.o.BinariesOnly {
 		in.o.Log.Info("binaries installed", "dir", in.o.BinDir, "binaries", in.o.Binaries)
 		return nil
@@ -272,6 +287,9 @@ func (in *Installer) Uninstall() error {
 		}
 	}
 	// Once the config naming them is gone.
+	if err := in.uninstallPolicyObject(); err != nil {
+		errs = append(errs, err)
+	}
 	if err := in.uninstallPolicy(); err != nil {
 		errs = append(errs, err)
 	} else if in.o.PolicyDir != "" {
