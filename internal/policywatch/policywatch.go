@@ -129,9 +129,7 @@ func (w *Watch) apply(ctx context.Context, obj any) {
 func (w *Watch) deleted(ctx context.Context) {
 	res, err := w.o.Syncer.Delete(ctx)
 	w.o.OnResult(res, err)
-	if res.Changed {
-		w.o.Log.Info("policy object deleted; onDelete AllowAll: every attachment is allowed", "object", w.o.Syncer.Name())
-	}
+	w.o.Log.Info("policy object absent", "object", w.o.Syncer.Name(), "source", res.State.Source, "revision", res.State.Revision)
 	w.written = nil // the entry went with the object
 }
 
