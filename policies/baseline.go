@@ -49,3 +49,13 @@ func WriteBaseline(dir string) (library, baseline string, err error) {
 	}
 	return filepath.Join(dir, "library"), filepath.Join(dir, BaselineFile), nil
 }
+
+// BaselineData is the baseline's data file as built into this binary,
+// which the image ships too: the starting point of an admin's own policy.
+func BaselineData() []byte {
+	b, err := baselineFiles.ReadFile(BaselineFile)
+	if err != nil {
+		panic("policies: the embedded baseline is missing: " + err.Error())
+	}
+	return b
+}

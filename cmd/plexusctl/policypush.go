@@ -91,3 +91,14 @@ func policyStatus(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	return codes.ExitOK
 }
+
+func policyBaseline(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		fmt.Fprintln(stderr, "plexusctl policy baseline: takes no arguments")
+		return codes.ExitUsage
+	}
+	if _, err := stdout.Write(policies.BaselineData()); err != nil {
+		return codes.ExitFail
+	}
+	return codes.ExitOK
+}
