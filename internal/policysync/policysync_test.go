@@ -53,7 +53,7 @@ deny contains {"code": "slow", "message": "slow"} if {
 
 const slowData = "plexus:\n  config:\n    slow:\n      enabled: true\n"
 
-func library(t *testing.T) string {
+func library(t testing.TB) string {
 	t.Helper()
 	p, err := filepath.Abs(filepath.Join("..", "..", "policies", "library"))
 	if err != nil {
@@ -63,7 +63,7 @@ func library(t *testing.T) string {
 }
 
 // baseline writes a defaults file that denies nothing the sample asks.
-func baselineFile(t *testing.T) string {
+func baselineFile(t testing.TB) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "baseline.yaml")
 	if err := os.WriteFile(p, []byte(isolation), 0o644); err != nil {
@@ -72,7 +72,7 @@ func baselineFile(t *testing.T) string {
 	return p
 }
 
-func newSyncer(t *testing.T, stateDir string, deadline time.Duration) *Syncer {
+func newSyncer(t testing.TB, stateDir string, deadline time.Duration) *Syncer {
 	t.Helper()
 	s, err := New(Options{Config: policies.Config{
 		Paths:    []string{library(t)},
