@@ -98,7 +98,7 @@ func Verify(ctx context.Context, library string, spec plexusapi.AttachmentPolicy
 	}
 	_, passed, err := policysync.Verify(ctx, policies.Config{Paths: []string{library}}, dir, policysync.HasTests(files), 30*time.Second)
 	if err != nil {
-		return 0, strippedError{strings.ReplaceAll(err.Error(), dir+string(filepath.Separator), "")}
+		return 0, strippedError{policysync.StripDir(err.Error(), dir, "(the directory)")}
 	}
 	return passed, nil
 }

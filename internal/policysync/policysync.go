@@ -263,8 +263,7 @@ func (s *Syncer) verifyAndActivate(ctx context.Context, p *plexusapi.AttachmentP
 	eng, passed, err := s.verify(ctx, dir, hasTests(files))
 	if err != nil {
 		_ = os.RemoveAll(dir)
-		// Name files as the object does, not by their path on the node.
-		return Result{}, fmt.Errorf("revision %s: %s", rev, strings.ReplaceAll(err.Error(), dir+string(filepath.Separator), ""))
+		return Result{}, fmt.Errorf("revision %s: %s", rev, StripDir(err.Error(), dir, "(the revision)"))
 	}
 	st := State{
 		Source: SourceObject, Object: p.Name, Generation: p.Generation, Revision: rev,
@@ -519,4 +518,11 @@ func Remove(stateDir string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// StripDir names files in msg as the object does, not by their path in
+// dir, and dir itself as name.
+func StripDir(msg, dir, name string) string {
+	msg = strings.ReplaceAll(msg, dir+string(filepath.Separator), "")
+	return strings.ReplaceAll(msg, dir, name)
 }
