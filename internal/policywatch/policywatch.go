@@ -33,6 +33,9 @@ const (
 	ReasonRejected  = "PolicyRejected"
 )
 
+// resync is how often the informer replays the object from its cache.
+const resync = 10 * time.Minute
+
 // eventNamespace holds Events about cluster-scoped objects, as kubectl
 // describe looks for them.
 const eventNamespace = metav1.NamespaceDefault
@@ -83,7 +86,9 @@ func New(o Options) (*Watch, error) {
 // the informer's goroutine, so attempts never overlap.
 func (w *Watch) Run(ctx context.Context) {
 	name := w.o.Syncer.Name()
-	inf := dynamicinformer.NewFilteredDynamicInformer(w.o.Dynamic, plexusapi.AttachmentPolicies, "", 0, cache.Indexers{},
+	// The resync replays the cached object (no API request): a status
+	// write that failed is retried then.
+	inf := dynamicinformer.NewFilteredDynamicInformer(w.o.Dynamic, plexusapi.AttachmentPolicies, "", resync, cache.Indexers{},
 		func(lo *metav1.ListOptions) {
 			lo.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
 		})
