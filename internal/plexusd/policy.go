@@ -83,7 +83,9 @@ func (r *reloadingPolicy) startObject(ctx context.Context) error {
 	}
 	r.sync = s
 	r.current.Store(res.Engine)
-	r.observe(res, nil)
+	r.m.policyLoaded.Set(1)
+	r.m.policyRevision.WithLabelValues(s.Name(), res.State.Source, res.State.Revision).Set(1)
+	r.log.Info("policy in force", "object", s.Name(), "source", res.State.Source, "revision", res.State.Revision, "err", res.State.Error)
 	return nil
 }
 
@@ -91,7 +93,9 @@ func (r *reloadingPolicy) startObject(ctx context.Context) error {
 // metrics.
 func (r *reloadingPolicy) observe(res policysync.Result, err error) {
 	if err != nil {
-		r.fail(err)
+		if res.Attempted {
+			r.fail(err) // once per refused generation, not per replay
+		}
 		return
 	}
 	r.m.policyLoaded.Set(1)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/plexus-cni/plexus/internal/plexusapi"
@@ -51,6 +52,14 @@ func TestObjectPolicyFollowsTheSyncer(t *testing.T) {
 		Spec:       plexusapi.AttachmentPolicySpec{Data: map[string]string{"open.yaml": "plexus:\n  config: {}\n"}, OnDelete: plexusapi.OnDeleteAllowAll},
 	}
 	rp.observe(rp.sync.Apply(ctx, obj))
+	// A replay of a refused generation is not counted again.
+	broken := obj.DeepCopyObject().(*plexusapi.AttachmentPolicy)
+	broken.Generation, broken.Spec.Modules = 2, map[string]string{"broken.rego": "package x\n\nallow if {"}
+	rp.observe(rp.sync.Apply(ctx, broken))
+	rp.observe(rp.sync.Apply(ctx, broken))
+	if got := testutil.ToFloat64(m.policyReloads.WithLabelValues("failed")); got != 1 {
+		t.Errorf("plexus_policy_reloads_total{result=failed} = %v after one refused generation seen twice, want 1", got)
+	}
 	if !decide() || rp.NodePolicy().Source != "object" || rp.NodePolicy().Revision == "" {
 		t.Fatalf("after activation: allowed=%v, %+v; want the object's revision allowing", decide(), rp.NodePolicy())
 	}

@@ -109,6 +109,10 @@ type Result struct {
 	State  State
 	// Changed: the revision in force changed.
 	Changed bool
+	// Attempted: this call checked a generation not seen before (it was
+	// activated, or refused with the error returned); false when it had
+	// been seen, and nothing was done.
+	Attempted bool
 }
 
 // Syncer keeps one node's revisions of one AttachmentPolicy.
@@ -241,8 +245,11 @@ func (s *Syncer) Apply(ctx context.Context, p *plexusapi.AttachmentPolicy) (Resu
 	if err != nil {
 		s.st.OnDelete, s.st.ObservedGeneration, s.st.Error = onDelete, p.Generation, truncate(err.Error())
 		_ = s.writeState()
-		return s.result(false), err
+		res = s.result(false)
+		res.Attempted = true
+		return res, err
 	}
+	res.Attempted = res.Changed
 	return res, nil
 }
 
