@@ -150,15 +150,23 @@ func prefixesOverlap(a, b string) bool {
 func checkOverlaps(ms []*Manifest) error {
 	for i, a := range ms {
 		for _, b := range ms[i+1:] {
-			if a.Name == b.Name {
-				return fmt.Errorf("two modules are named %q", a.Name)
+			if err := clash(a, b); err != nil {
+				return err
 			}
-			for _, pa := range a.Prefixes {
-				for _, pb := range b.Prefixes {
-					if prefixesOverlap(pa, pb) {
-						return fmt.Errorf("module %q prefix %q overlaps module %q prefix %q", a.Name, pa, b.Name, pb)
-					}
-				}
+		}
+	}
+	return nil
+}
+
+// clash says how two modules clash: the same name, or a key both would own.
+func clash(a, b *Manifest) error {
+	if a.Name == b.Name {
+		return fmt.Errorf("two modules are named %q", a.Name)
+	}
+	for _, pa := range a.Prefixes {
+		for _, pb := range b.Prefixes {
+			if prefixesOverlap(pa, pb) {
+				return fmt.Errorf("module %q prefix %q overlaps module %q prefix %q", a.Name, pa, b.Name, pb)
 			}
 		}
 	}

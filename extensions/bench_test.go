@@ -3,7 +3,14 @@ package extensions
 import (
 	"context"
 	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
 	"testing"
+
+	"github.com/plexus-cni/plexus/core/pipeline"
+	"github.com/plexus-cni/plexus/core/status"
 )
 
 // BenchmarkPrepareWarm is the per-call cost of one prepare with one module
@@ -61,4 +68,65 @@ func BenchmarkNewDeclarationsOnly(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkModuleMemory is what plexusd holds for loaded modules: the
+// growth of the process's resident memory and of the Go heap in use from
+// before the host is built to after LoadAll and one hook call (a Go guest
+// grows its linear memory on its first call), with wazero's compiled code
+// mapped outside the Go heap. Run one module per process for clean figures:
+//
+//	go test -run XXX -bench 'ModuleMemory/vlan$' -benchtime 1x ./extensions/
+func BenchmarkModuleMemory(b *testing.B) {
+	for _, names := range [][]string{{"vlan"}, {"enricher"}, {"overrides"}, {"vlan", "enricher"}} {
+		b.Run(strings.Join(names, "+"), func(b *testing.B) {
+			ctx := context.Background()
+			var mods []ModuleConfig
+			for _, n := range names {
+				mods = append(mods, ModuleConfig{Path: wasmPath(b, n)})
+			}
+			rss0, heap0 := memoryNow(b)
+			h := newHost(b, Config{Modules: mods, LongLived: true, Isolate: true})
+			if err := h.LoadAll(ctx); err != nil {
+				b.Fatal(err)
+			}
+			for _, st := range h.Modules() {
+				if !st.Loaded {
+					b.Fatalf("%s not loaded: %s", st.Name, st.Err)
+				}
+			}
+			// The first calls, which each module owning a key or seeing
+			// every attachment answers; the answers do not matter here.
+			req := prepareReq(bridgeConf, map[string]string{"com.example.vlan": "100", "io.plexus.overrides": `{"mtu":1280}`}, nil)
+			_ = h.Prepare(ctx, req)
+			_ = h.Enrich(ctx, &pipeline.EnrichRequest{Attachment: req.Attachment, Entry: &status.Entry{Name: "ns/net"}})
+			rss1, heap1 := memoryNow(b)
+			for b.Loop() {
+				_ = h.Modules()
+			}
+			// After the loop: b.Loop's first call resets reported metrics.
+			b.ReportMetric(float64(rss1-rss0)/(1<<20), "RSS-MiB")
+			b.ReportMetric(float64(heap1-heap0)/(1<<20), "heap-MiB")
+		})
+	}
+}
+
+// memoryNow is the process's resident set (VmRSS) and the Go heap in use,
+// after a collection.
+func memoryNow(b *testing.B) (rss, heap int64) {
+	b.Helper()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		b.Skip("no /proc/self/status")
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			rss = kb << 10
+		}
+	}
+	return rss, int64(ms.HeapInuse)
 }

@@ -58,6 +58,16 @@ type Config struct {
 	// module the rewriter refuses (sdk/ABI.md lists what it takes). Both
 	// stop a call at its deadline.
 	LongLived bool `json:"-"`
+	// Isolate refuses a module that fails its checks (config, declaration,
+	// limits, ABI version, a clash of keys or names with a module before
+	// it, compilation, instantiation) instead of the whole host, and keeps
+	// the others: plexusd runs on with the modules that pass. Host.Modules
+	// and Host.Refused say which were refused and why. A refused module
+	// whose declaration was read still owns its keys; an attachment
+	// selecting them gets the module's failure policy, as if each call
+	// failed (Host.Prepare). Without Isolate (the plugin, plexusctl) any
+	// failure fails New or LoadAll.
+	Isolate bool `json:"-"`
 }
 
 // ModuleConfig configures one module.
@@ -99,10 +109,8 @@ func ParseConfig(pluginConf []byte) (Config, error) {
 }
 
 func (c *Config) validate() error {
-	switch c.UnownedKeys {
-	case "", PolicyIgnore, PolicyFail:
-	default:
-		return fmt.Errorf("extensions: unownedKeys %q must be %q or %q", c.UnownedKeys, PolicyIgnore, PolicyFail)
+	if err := c.validateHost(); err != nil {
+		return err
 	}
 	for i := range c.Modules {
 		if _, err := c.Modules[i].limits(); err != nil {
@@ -110,6 +118,15 @@ func (c *Config) validate() error {
 		}
 	}
 	return nil
+}
+
+// validateHost checks the keys that are not one module's.
+func (c *Config) validateHost() error {
+	switch c.UnownedKeys {
+	case "", PolicyIgnore, PolicyFail:
+		return nil
+	}
+	return fmt.Errorf("extensions: unownedKeys %q must be %q or %q", c.UnownedKeys, PolicyIgnore, PolicyFail)
 }
 
 // limits is a module config with defaults applied.

@@ -23,6 +23,7 @@ import (
 type Host struct {
 	modules     []*module // in config order, which is also call order
 	unownedFail bool
+	isolate     bool
 }
 
 var (
@@ -50,34 +51,88 @@ func (e *HookError) Unwrap() error { return e.Err }
 
 // New validates cfg and reads every module's declaration, refusing a module
 // without a valid one, with a forbidden import, or owning a prefix another
-// module owns too.
+// module owns too. With cfg.Isolate such a module is refused alone (see
+// Config.Isolate); otherwise the host is.
 func New(ctx context.Context, cfg Config) (*Host, error) {
-	if err := cfg.validate(); err != nil {
+	if err := cfg.validateHost(); err != nil {
 		return nil, err
+	}
+	if !cfg.Isolate {
+		if err := cfg.validate(); err != nil {
+			return nil, err
+		}
 	}
 	cache, err := openCache(cfg.CacheDir)
 	if err != nil {
 		return nil, err
 	}
-	h := &Host{unownedFail: cfg.UnownedKeys == PolicyFail}
-	var manifests []*Manifest
+	h := &Host{unownedFail: cfg.UnownedKeys == PolicyFail, isolate: cfg.Isolate}
 	for i := range cfg.Modules {
-		mc := &cfg.Modules[i]
-		decl, err := ReadDeclaration(mc.Path)
-		if err != nil {
-			return nil, fmt.Errorf("extension module %s: %w", mc.Path, err)
+		m, err := newModule(&cfg, i, cache)
+		if err != nil && !cfg.Isolate {
+			return nil, err
 		}
-		lim, _ := mc.limits() // validated above
-		h.modules = append(h.modules, &module{
-			path: mc.Path, decl: decl, config: mc.Config, lim: lim, cache: cache, dir: cfg.CacheDir,
-			longLived: cfg.LongLived,
-		})
-		manifests = append(manifests, &decl.Manifest)
+		h.modules = append(h.modules, m)
+	}
+	if cfg.Isolate {
+		h.refuseClashes()
+		return h, nil
+	}
+	manifests := make([]*Manifest, len(h.modules))
+	for i, m := range h.modules {
+		manifests[i] = &m.decl.Manifest
 	}
 	if err := checkOverlaps(manifests); err != nil {
 		return nil, fmt.Errorf("extensions: %w", err)
 	}
 	return h, nil
+}
+
+// newModule reads module i's config and declaration. On error the module
+// is returned refused, with what could be read.
+func newModule(cfg *Config, i int, cache wazero.CompilationCache) (*module, error) {
+	mc := &cfg.Modules[i]
+	m := &module{
+		path: mc.Path, decl: &Declaration{}, config: mc.Config, cache: cache, dir: cfg.CacheDir,
+		longLived: cfg.LongLived,
+	}
+	// Limits first, for the same error as Config.validate; the
+	// declaration is read anyway, so that a refused module still owns its
+	// keys (Config.Isolate).
+	lim, limErr := mc.limits()
+	m.lim = lim
+	decl, err := ReadDeclaration(mc.Path)
+	if err == nil {
+		m.decl = decl
+	}
+	switch {
+	case limErr != nil:
+		err = fmt.Errorf("extensions: module %d (%s): %w", i, mc.Path, limErr)
+	case err != nil:
+		err = fmt.Errorf("extension module %s: %w", mc.Path, err)
+	}
+	m.refused = err
+	return m, err
+}
+
+// refuseClashes refuses, in config order, each module whose name or keys
+// clash with a module before it that is not refused: the first keeps its
+// keys, so adding a module never takes keys from one already working.
+func (h *Host) refuseClashes() {
+	for i, m := range h.modules {
+		if m.refused != nil {
+			continue
+		}
+		for _, prev := range h.modules[:i] {
+			if prev.refused != nil {
+				continue
+			}
+			if err := clash(&prev.decl.Manifest, &m.decl.Manifest); err != nil {
+				m.refused = fmt.Errorf("extensions: %w; module %q (%s) refused", err, m.name(), m.path)
+				break
+			}
+		}
+	}
 }
 
 func openCache(dir string) (wazero.CompilationCache, error) {
@@ -116,8 +171,9 @@ func ReadDeclaration(path string) (*Declaration, error) {
 	return declare(b)
 }
 
-// Modules returns the declarations in config order.
-func (h *Host) Modules() []*Declaration {
+// Declarations returns the declarations in config order; a module whose
+// declaration could not be read (a refused one) has an empty one.
+func (h *Host) Declarations() []*Declaration {
 	out := make([]*Declaration, len(h.modules))
 	for i, m := range h.modules {
 		out[i] = m.decl
@@ -125,17 +181,60 @@ func (h *Host) Modules() []*Declaration {
 	return out
 }
 
-// LoadAll compiles and instantiates every module now.
+// ModuleState is one configured module as the host holds it: what was
+// read from its file, whether it is loaded, and why it was refused.
+type ModuleState struct {
+	Name    string `json:"name"`
+	Version string `json:"version,omitempty"`
+	Path    string `json:"path"`
+	// SHA256 is the hex digest of the module file (of the bytes compiled,
+	// once loaded); empty when the file cannot be read.
+	SHA256 string `json:"sha256,omitempty"`
+	// Loaded: compiled and instantiated (LoadAll, or a first call).
+	Loaded bool `json:"loaded"`
+	// Err is why the module was refused; a refused module never runs.
+	Err string `json:"error,omitempty"`
+}
+
+// Modules returns every configured module's state, in config order.
+func (h *Host) Modules() []ModuleState {
+	out := make([]ModuleState, len(h.modules))
+	for i, m := range h.modules {
+		out[i] = m.state()
+	}
+	return out
+}
+
+// LoadAll compiles and instantiates every module now. A host built with
+// Config.Isolate refuses a module that fails and returns nil; see Refused.
 func (h *Host) LoadAll(ctx context.Context) error {
 	for _, m := range h.modules {
+		if m.refused != nil {
+			continue
+		}
 		m.mu.Lock()
 		_, err := m.instance(ctx)
 		m.mu.Unlock()
-		if err != nil {
+		switch {
+		case err != nil && h.isolate:
+			m.refused = fmt.Errorf("extension %q: %w", m.name(), err)
+			_ = m.close(ctx)
+		case err != nil:
 			return fmt.Errorf("extension %q: %w", m.name(), err)
 		}
 	}
 	return nil
+}
+
+// Refused returns the refusal of each refused module, in config order.
+func (h *Host) Refused() []error {
+	var out []error
+	for _, m := range h.modules {
+		if m.refused != nil {
+			out = append(out, m.refused)
+		}
+	}
+	return out
 }
 
 // Close releases every module's runtime.
@@ -147,14 +246,22 @@ func (h *Host) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// owner is the module owning key, or nil.
+// owner is the module owning key, or nil. A module that runs comes before
+// a refused one whose prefixes overlap it (refuseClashes).
 func (h *Host) owner(key string) *module {
+	var refused *module
 	for _, m := range h.modules {
-		if ownsKey(m.decl, key) {
+		if !ownsKey(m.decl, key) {
+			continue
+		}
+		if m.refused == nil {
 			return m
 		}
+		if refused == nil {
+			refused = m
+		}
 	}
-	return nil
+	return refused
 }
 
 // partition splits a selection element's reverse-domain keys (s4.1.2.1)
@@ -197,7 +304,7 @@ func (m *module) failed(hook string, err error, warn func(string)) error {
 	if hook == abi.HookEnrich {
 		policy = m.lim.enrichFailure
 	}
-	if policy == PolicyFail {
+	if policy != PolicyIgnore { // an invalid policy (a refused module's) fails
 		return he
 	}
 	warn(he.Error() + " (ignored by the module's failure policy)")

@@ -2,6 +2,8 @@ package extensions
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -37,6 +39,9 @@ type module struct {
 
 	// dropped counts warnings past the cap of a call (relayWarnings).
 	dropped atomic.Uint64
+	// refused is why the module never runs (Config.Isolate); set before
+	// the host serves calls, read-only after.
+	refused error
 
 	mu sync.Mutex
 	// ticked: load compiled the module with wasmbin's deadline check on
@@ -47,9 +52,45 @@ type module struct {
 	compiled wazero.CompiledModule
 	inst     api.Module
 	stderr   *tail
+	// sha256 is the hex digest of the bytes read, set by load or state.
+	sha256 string
+	// wasm, when set, is the module's bytes, read by Check; load reads
+	// path otherwise.
+	wasm []byte
 }
 
-func (m *module) name() string { return m.decl.Name }
+// name is the declared name, or the path of a module whose declaration
+// could not be read.
+func (m *module) name() string {
+	if m.decl.Name == "" {
+		return m.path
+	}
+	return m.decl.Name
+}
+
+// state is the module's ModuleState.
+func (m *module) state() ModuleState {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.sha256 == "" {
+		if wasm, err := readModule(m.path); err == nil {
+			m.sha256 = digest(wasm)
+		}
+	}
+	st := ModuleState{
+		Name: m.name(), Version: m.decl.Version, Path: m.path, SHA256: m.sha256,
+		Loaded: m.refused == nil && m.compiled != nil,
+	}
+	if m.refused != nil {
+		st.Err = m.refused.Error()
+	}
+	return st
+}
+
+func digest(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
 
 // load builds the module's runtime and compiles it. Each module has its own
 // runtime because the memory cap is a runtime setting.
@@ -57,10 +98,11 @@ func (m *module) load(ctx context.Context) error {
 	if m.compiled != nil {
 		return nil
 	}
-	wasm, err := readModule(m.path)
+	wasm, err := m.bytes()
 	if err != nil {
 		return err
 	}
+	m.sha256 = digest(wasm)
 	// Before wazero sees it: wazero allocates what a vector claims.
 	if err := wasmfmt.CheckLimits(wasm); err != nil {
 		return fmt.Errorf("checking: %w", err)
@@ -99,6 +141,14 @@ func (m *module) load(ctx context.Context) error {
 	}
 	m.rt, m.compiled, m.ticked = rt, compiled, ticked
 	return nil
+}
+
+// bytes is the module: the bytes Check read, else its file's.
+func (m *module) bytes() ([]byte, error) {
+	if m.wasm != nil {
+		return m.wasm, nil
+	}
+	return readModule(m.path)
 }
 
 // readModule reads a module file of at most MaxModuleBytes.

@@ -1,6 +1,7 @@
 package extensions
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,6 +25,38 @@ import (
 
 // The logic of "plexusctl ext": inspect a module, run one hook as plexus
 // would, fill the compilation cache.
+
+// Check runs on a module file every check plexusd runs before it serves
+// the module: its size, its declaration (ABI version, name, prefixes,
+// hooks, imports, exports), the binary's limits (wasmfmt.CheckLimits),
+// compilation, and instantiation under the default limits, the way
+// plexusd loads it. It returns the declaration and the bytes checked, so
+// that what is packed is what was checked.
+func Check(ctx context.Context, path string) (*Declaration, []byte, error) {
+	wasm, err := readModule(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := ParseBinary(bytes.NewReader(wasm), int64(len(wasm)))
+	if err != nil {
+		return nil, nil, err
+	}
+	decl, err := declare(b)
+	if err != nil {
+		return nil, nil, err
+	}
+	mc := ModuleConfig{Path: path}
+	lim, _ := mc.limits() // the defaults
+	m := &module{path: path, decl: decl, lim: lim, wasm: wasm, longLived: true}
+	defer m.close(ctx)
+	m.mu.Lock()
+	_, err = m.instance(ctx)
+	m.mu.Unlock()
+	if err != nil {
+		return nil, nil, fmt.Errorf("module %q: %w", decl.Name, err)
+	}
+	return decl, wasm, nil
+}
 
 // Inspect writes a module's declaration, imports and exports as JSON.
 func Inspect(w io.Writer, path string) error {
@@ -254,6 +287,7 @@ const extUsage = `usage:
   plexusctl ext inspect MODULE.wasm
   plexusctl ext run MODULE.wasm --hook prepare|enrich --input FILE [--config FILE] [--timeout 1s] [--memory 64Mi]
   plexusctl ext warm CACHEDIR MODULE.wasm|DIR...
+  plexusctl ext pack --wasm MODULE.wasm [--tag REF] (-o IMAGE.tar | --push)
 `
 
 type usageErr struct{ msg string }

@@ -4,6 +4,11 @@
 #   make ext-hostile    build the hostile test modules to bin/extensions/hostile/
 #   make ext-test       native tests of the SDK and the examples, then the host
 #                       tests against the modules built here
+#   make ext-images     pack each example into an OCI archive,
+#                       bin/extensions/images/<name>.tar, named
+#                       localhost/plexus-extensions/<name>:<version> as
+#                       deploy/extensions expects (plexusctl ext pack; the
+#                       node tests pack their own)
 #
 # A module is a wasip1 reactor (-buildmode=c-shared); its manifest.json is
 # appended as the "plexus.manifest" custom section afterwards, since Go has
@@ -16,7 +21,7 @@ EXT_HOSTILE  := misbehave evilimport
 EXT_WASMENV  := GOOS=wasip1 GOARCH=wasm GOWORK=off
 EXT_MANIFEST := $(abspath $(EXT_BIN))/.tools/plexus-manifest
 
-.PHONY: ext-examples ext-hostile ext-test
+.PHONY: ext-examples ext-hostile ext-test ext-images
 
 $(EXT_MANIFEST): $(wildcard sdk/cmd/plexus-manifest/*.go sdk/abi/*.go sdk/wasmfmt/*.go)
 	cd sdk && GOWORK=off $(EXT_GO) build -o $(EXT_MANIFEST) ./cmd/plexus-manifest
@@ -41,3 +46,11 @@ ext-test: ext-examples ext-hostile
 	cd extensions/examples && GOWORK=off $(EXT_GO) test ./...
 	mkdir -p $(EXT_BIN)/all && cp $(EXT_BIN)/*.wasm $(EXT_BIN)/hostile/*.wasm $(EXT_BIN)/all/
 	PLEXUS_EXT_WASM_DIR=$(abspath $(EXT_BIN))/all $(EXT_GO) test ./extensions/
+
+# plexusctl ext pack finds the copier beside itself (make build puts
+# plexus-ext-copy there).
+ext-images: build
+	@mkdir -p $(EXT_BIN)/images
+	set -e; for m in $(EXT_EXAMPLES); do \
+		$(BIN)/plexusctl ext pack --wasm $(EXT_BIN)/$$m.wasm -o $(EXT_BIN)/images/$$m.tar; \
+	done

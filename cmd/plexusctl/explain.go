@@ -24,7 +24,9 @@ flags:
   --nad FILE          a NetworkAttachmentDefinition manifest, looked at before the cluster (repeatable)
   --policy PATH       Rego modules, data files, directories, as the plugin config's policy.paths (repeatable)
   --extensions FILE   plexus's extensions config ({"modules": [...]})
-  --node NAME         also report the plexus pod on that node
+  --node NAME         also report the node's side: its plexus pod, its PlexusNode (config,
+                      default network, missing plugins, policy, extensions) and its
+                      AttachmentPolicy status entries
   -o text|json        output format (default text)`
 
 // runExplain is "plexusctl explain": only "pod" for now.

@@ -15,5 +15,5 @@ import (
 func runInstall(ctx context.Context, args []string, _, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM)
 	defer stop()
-	return install.Command(ctx, args, os.Getenv, stderr)
+	return install.Command(ctx, args, os.Getenv, stderr, Version)
 }

@@ -18,6 +18,10 @@ import (
 	"github.com/plexus-cni/plexus/internal/plexusd"
 )
 
+// Version is set at build time; plexusd reports it in the node's
+// PlexusNode.
+var Version = "dev"
+
 func main() {
 	o, err := parseFlags(os.Args[1:])
 	if err != nil {
@@ -33,7 +37,7 @@ func main() {
 }
 
 func parseFlags(args []string) (plexusd.Options, error) {
-	o := plexusd.Options{}
+	o := plexusd.Options{Version: Version}
 	fs := flag.NewFlagSet("plexusd", flag.ContinueOnError)
 	fs.StringVar(&o.ConfigFile, "config", "/etc/plexus/plexusd.json", "plexus config (source, policy, extensions, cacheDir, ...) without clusterNetwork")
 	fs.StringVar(&o.Socket, "socket", daemon.DefaultSocket, "unix socket the shim calls (root only)")

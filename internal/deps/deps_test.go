@@ -17,7 +17,7 @@ const module = "github.com/plexus-cni/plexus/"
 var leaves = []string{
 	"core/names", "core/status", "core/config/daemonconf", "core/codes",
 	"internal/cniargs", "internal/cri", "internal/podresources", "internal/podroute", "internal/logfile",
-	"internal/wasmbin", "internal/daemon/wire", "internal/plexusapi",
+	"internal/wasmbin", "internal/daemon/wire", "internal/plexusapi", "internal/extcopy",
 }
 
 // rule: a package matching pkg may import the plexus packages matching
@@ -57,6 +57,9 @@ var forbiddenLinks = []struct {
 	reason string
 }{
 	{"./core/...", []string{"github.com/open-policy-agent/", "github.com/tetratelabs/wazero"}, "core knows nothing of OPA or wazero"},
+	{"./cmd/plexus", []string{"github.com/google/go-containerregistry"}, "packing extension images is plexusctl's"},
+	{"./cmd/plexusd", []string{"github.com/google/go-containerregistry"}, "packing extension images is plexusctl's"},
+	{"./cmd/plexus-ext-copy", []string{"github.com/google/", "github.com/tetratelabs/", "k8s.io/", module + "core", module + "extensions"}, "the copier every extension image carries stays small and static"},
 	{"./cmd/plexus-shim", []string{"github.com/containernetworking/cni/libcni", "github.com/open-policy-agent/", "github.com/tetratelabs/wazero", "k8s.io/client-go"}, "the shim only forwards a call to plexusd"},
 }
 

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/plexus-cni/plexus/core/nad"
+	"github.com/plexus-cni/plexus/internal/plexusapi"
 	"github.com/plexus-cni/plexus/sdk/abi"
 	"github.com/plexus-cni/plexus/sdk/wasmfmt"
 )
@@ -35,6 +36,8 @@ type fakeCluster struct {
 	nads       []*unstructured.Unstructured
 	events     []*corev1.Event
 	namespaces []*corev1.Namespace
+	// plexus are PlexusNodes and AttachmentPolicies.
+	plexus []*unstructured.Unstructured
 }
 
 func (f fakeCluster) cluster(t *testing.T) *Cluster {
@@ -50,7 +53,18 @@ func (f fakeCluster) cluster(t *testing.T) *Cluster {
 		objs = append(objs, n)
 	}
 	gvr := schema.GroupVersionResource{Group: nad.Group, Version: nad.Version, Resource: nad.Resource}
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: nad.Kind + "List"})
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		gvr: nad.Kind + "List", plexusapi.PlexusNodes: "PlexusNodeList", plexusapi.AttachmentPolicies: "AttachmentPolicyList",
+	})
+	for _, o := range f.plexus {
+		res := plexusapi.PlexusNodes
+		if o.GetKind() == plexusapi.KindAttachmentPolicy {
+			res = plexusapi.AttachmentPolicies
+		}
+		if _, err := dyn.Resource(res).Create(t.Context(), o, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// Created through the client: the constructor would file them under
 	// a resource guessed from the kind, not the CRD's plural.
 	for _, n := range f.nads {

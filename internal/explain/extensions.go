@@ -44,10 +44,10 @@ func (b *builder) loadExtensions(ctx context.Context) {
 	h, err := extensions.New(ctx, cfg)
 	if err != nil {
 		x.Error = err.Error()
-		b.problem("extensions: %v: plexus would not start with this config", err)
+		b.problem("extensions: %v: the thin plugin fails every ADD with this config; plexusd refuses the failing module and serves with the rest", err)
 		return
 	}
-	b.ext = &extHost{host: h, modules: h.Modules(), unownedFail: cfg.UnownedKeys == extensions.PolicyFail}
+	b.ext = &extHost{host: h, modules: h.Declarations(), unownedFail: cfg.UnownedKeys == extensions.PolicyFail}
 	for i, d := range b.ext.modules {
 		x.Modules = append(x.Modules, Module{Name: d.Name, Path: cfg.Modules[i].Path, Prefixes: d.Prefixes, Hooks: d.Hooks})
 	}

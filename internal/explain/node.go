@@ -7,10 +7,10 @@ import (
 )
 
 // NodeUnavailable lists the node-side checks explain cannot make yet:
-// they need the node's files or plexusd's socket, not the API.
+// they need the node's files or plexusd's socket, not the API (the
+// node's PlexusNode reports its config, default network and plugins).
 func NodeUnavailable() []string {
 	return []string{
-		"the node's CNI config and plexus binaries (conf dir, bin dir)",
 		"plexusd's readiness (s6.1) as the runtime sees it",
 		"the node's attachment records of the pod (what DEL would undo)",
 		"CNI configs in the node's conf dir, for NADs without spec.config (s3.4.1)",
@@ -18,7 +18,9 @@ func NodeUnavailable() []string {
 	}
 }
 
-// node reports the plexus DaemonSet pod on --node, as the API shows it.
+// node reports the plexus DaemonSet pod on --node, as the API shows it,
+// and what the node's plexus reported of itself (PlexusNode,
+// AttachmentPolicy status).
 func (b *builder) node(ctx context.Context) {
 	if b.opts.Node == "" {
 		return
@@ -40,6 +42,7 @@ func (b *builder) node(ctx context.Context) {
 		n.Pods = append(n.Pods, nodePod(p))
 	}
 	b.checkNodePods(n)
+	b.nodeState(ctx, n, pods)
 }
 
 func (b *builder) checkNodePods(n *Node) {

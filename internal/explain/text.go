@@ -370,6 +370,8 @@ func textNode(p *printer, r *Report) {
 		}
 		p.line(1, "%s/%s: %s, %s, %d restart(s)", PlexusNamespace, pod.Name, pod.Phase, ready, pod.Restarts)
 	}
+	textNodeState(p, n)
+	textNodePolicies(p, n)
 	p.line(1, "not available yet (they need the node, not the API):")
 	for _, u := range n.Unavailable {
 		p.line(2, "%s", u)

@@ -8,7 +8,10 @@
 // only added, never renamed.
 package explain
 
-import "github.com/plexus-cni/plexus/core/selection"
+import (
+	"github.com/plexus-cni/plexus/core/selection"
+	"github.com/plexus-cni/plexus/internal/plexusapi"
+)
 
 // Report is everything explain found about one pod.
 type Report struct {
@@ -204,8 +207,42 @@ type Node struct {
 	// Pods are the plexus DaemonSet pods on the node.
 	Pods  []NodePod `json:"pods"`
 	Error string    `json:"error,omitempty"`
+	// State is the node's PlexusNode, as its plexus last wrote it.
+	State *NodeState `json:"state,omitempty"`
+	// Policies are the AttachmentPolicies and the node's status entry in
+	// each.
+	Policies      []NodePolicyEntry `json:"policies,omitempty"`
+	PoliciesError string            `json:"policiesError,omitempty"`
 	// Unavailable lists node-side checks explain cannot make yet.
 	Unavailable []string `json:"unavailable"`
+}
+
+// NodeState is the node's PlexusNode.
+type NodeState struct {
+	// Found is false when the node has none: its plexus does not run or
+	// does not report.
+	Found  bool                        `json:"found"`
+	Error  string                      `json:"error,omitempty"`
+	Status *plexusapi.PlexusNodeStatus `json:"status,omitempty"`
+	// Stale says why Status may not describe the plexus running there.
+	Stale string `json:"stale,omitempty"`
+	// MissingForPod are the plugins the node lacks that the pod's
+	// networks need.
+	MissingForPod []NeededPlugin `json:"missingForPod,omitempty"`
+}
+
+// NeededPlugin is a CNI plugin and the pod's networks that need it.
+type NeededPlugin struct {
+	Plugin   string   `json:"plugin"`
+	Networks []string `json:"networks"`
+}
+
+// NodePolicyEntry is one AttachmentPolicy and the node's entry in its
+// status (nil when the node has written none).
+type NodePolicyEntry struct {
+	Object     string                      `json:"object"`
+	Generation int64                       `json:"generation"`
+	Status     *plexusapi.NodePolicyStatus `json:"status,omitempty"`
 }
 
 // NodePod is one plexus pod on the node.

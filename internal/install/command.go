@@ -80,24 +80,26 @@ func ParseArgs(args []string, getenv func(string) string, stderr io.Writer) (Opt
 }
 
 // Command is `plexusctl install`: it runs until ctx ends (SIGTERM).
-func Command(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) int {
+// version is plexus's release, reported in the node's PlexusNode.
+func Command(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, version string) int {
 	o, err := ParseArgs(args, getenv, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "plexusctl install: %v\n", err)
 		return codes.ExitUsage
 	}
 	o.Log = slog.New(slog.NewTextHandler(stderr, nil))
+	var cfg *rest.Config
 	if o.NodeName != "" && !o.BinariesOnly {
 		// Authenticates with the projected token, which client-go rereads
 		// as kubelet rotates it.
-		rc := &rest.Config{
+		cfg = &rest.Config{
 			Host: o.Server, BearerTokenFile: o.TokenFile,
 			TLSClientConfig: rest.TLSClientConfig{CAFile: o.CAFile},
 			UserAgent:       "plexusctl-install",
 		}
-		o.Client, err = kubernetes.NewForConfig(rc)
+		o.Client, err = kubernetes.NewForConfig(cfg)
 		if err == nil {
-			o.Dynamic, err = dynamic.NewForConfig(rc)
+			o.Dynamic, err = dynamic.NewForConfig(cfg)
 		}
 		if err != nil {
 			fmt.Fprintf(stderr, "plexusctl install: API client: %v\n", err)
@@ -108,6 +110,17 @@ func Command(ctx context.Context, args []string, getenv func(string) string, std
 	if err != nil {
 		fmt.Fprintf(stderr, "plexusctl install: %v\n", err)
 		return codes.ExitUsage
+	}
+	if cfg != nil {
+		// The node's PlexusNode: what this installer put in place.
+		r, err := in.Reporter(cfg, version)
+		if err != nil {
+			fmt.Fprintf(stderr, "plexusctl install: node state: %v\n", err)
+			return codes.ExitUsage
+		}
+		rctx, stop := context.WithCancel(ctx)
+		defer runReporter(rctx, r)()
+		defer stop()
 	}
 	if err := in.Run(ctx); err != nil {
 		fmt.Fprintf(stderr, "plexusctl install: %v\n", err)

@@ -147,6 +147,7 @@ func (in *Installer) reconcileConfig() error {
 	if err != nil {
 		return err
 	}
+	defer in.observe(ours, def, raw)
 	if in.o.Immediate {
 		return in.writeImmediate(ours, raw)
 	}

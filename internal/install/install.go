@@ -15,10 +15,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/plexus-cni/plexus/internal/policysync"
 )
 
 // Options say where things are. Paths are the same inside the installer's
@@ -73,6 +76,9 @@ type Options struct {
 	Dynamic        dynamic.Interface
 	// Poll is how often the token and the default network are checked.
 	Poll time.Duration
+	// OnChange is called after a pass that found the config, the default
+	// network or their plugins changed (Observed).
+	OnChange func()
 	// Uninstall removes the config, the kubeconfig and the binaries when
 	// Run's context ends (the DaemonSet is deleted).
 	Uninstall bool
@@ -208,6 +214,9 @@ type Installer struct {
 	o    Options
 	now  func() time.Time
 	node nodeToken
+	seen observation
+	// policy follows PolicyObject once Run has started it.
+	policy atomic.Pointer[policysync.Syncer]
 }
 
 // New checks the options.

@@ -420,7 +420,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 
 func TestCommandExitsOnBadFlags(t *testing.T) {
 	var stderr bytes.Buffer
-	if code := Command(context.Background(), []string{"--nope"}, func(string) string { return "" }, &stderr); code != codes.ExitUsage {
+	if code := Command(context.Background(), []string{"--nope"}, func(string) string { return "" }, &stderr, "test"); code != codes.ExitUsage {
 		t.Errorf("exit %d, want %d", code, codes.ExitUsage)
 	}
 	if !strings.Contains(stderr.String(), "--nope") && !strings.Contains(stderr.String(), "nope") {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/plexus-cni/plexus/internal/plexusapi"
 	"github.com/plexus-cni/plexus/internal/policysync"
 	"github.com/plexus-cni/plexus/internal/policywatch"
 	"github.com/plexus-cni/plexus/policies"
@@ -99,9 +100,15 @@ func (in *Installer) startPolicyObject(ctx context.Context) error {
 		return fmt.Errorf("policy object %s: %w", in.o.PolicyObject, err)
 	}
 	in.o.Log.Info("policy in force", "object", in.o.PolicyObject, "source", res.State.Source, "revision", res.State.Revision)
+	in.policy.Store(s)
 	w, err := policywatch.New(policywatch.Options{
 		Syncer: s, Dynamic: in.o.Dynamic, Events: in.o.Client, Node: in.o.NodeName,
 		FieldManager: "plexus-installer/" + in.o.NodeName, Component: "plexus-installer", Log: in.o.Log,
+		OnResult: func(policysync.Result, error) {
+			if in.o.OnChange != nil {
+				in.o.OnChange()
+			}
+		},
 	})
 	if err != nil {
 		return err
@@ -117,6 +124,20 @@ func (in *Installer) uninstallPolicyObject() error {
 	}
 	if err := policysync.Remove(in.o.PolicyDir); err != nil {
 		return errors.Join(fmt.Errorf("policy object %s", in.o.PolicyObject), err)
+	}
+	return nil
+}
+
+// NodePolicy is the policy the plugin loads, for the node's PlexusNode:
+// the object's revision in force, or files when the config names them
+// without an object; nil without a policy.
+func (in *Installer) NodePolicy() *plexusapi.NodePolicy {
+	if s := in.policy.Load(); s != nil {
+		np := policywatch.NodePolicy(s.Name(), s.State())
+		return &np
+	}
+	if _, ok := in.o.Extra["policy"]; ok {
+		return &plexusapi.NodePolicy{Source: "files"}
 	}
 	return nil
 }

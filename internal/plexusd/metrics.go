@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -190,6 +191,31 @@ func (m *metrics) countDroppedWarnings(w warningDropper) {
 		Name: "plexus_extension_warnings_dropped_total",
 		Help: "Warnings extension modules returned past the cap of one call, counted instead of relayed.",
 	}, func() float64 { return float64(w.DroppedWarnings()) }))
+}
+
+// moduleLister is the extension host's view of its modules.
+type moduleLister interface {
+	Modules() []extensions.ModuleState
+}
+
+// reportModules logs each refused module with its reason and exports
+// every module's state: plexusd serves on with the modules that loaded.
+func (m *metrics) reportModules(l moduleLister, log *slog.Logger) {
+	loaded := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "plexus_extension_module_loaded",
+		Help: "1 for each configured extension module plexusd loaded, 0 for one it refused (its reason is in plexusd's log and the PlexusNode's status).",
+	}, []string{"module", "version", "sha256"})
+	m.reg.MustRegister(loaded)
+	for _, st := range l.Modules() {
+		v := 0.0
+		if st.Loaded {
+			v = 1
+			log.Info("extension module loaded", "module", st.Name, "version", st.Version, "path", st.Path, "sha256", st.SHA256)
+		} else {
+			log.Error("extension module refused; the other modules serve", "module", st.Name, "path", st.Path, "error", st.Err)
+		}
+		loaded.WithLabelValues(st.Name, st.Version, st.SHA256).Set(v)
+	}
 }
 
 type countingExtensions struct {

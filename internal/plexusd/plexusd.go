@@ -14,9 +14,9 @@ import (
 	"net/http/pprof"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
-	"github.com/containernetworking/cni/libcni"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/client-go/rest"
 
@@ -31,6 +31,7 @@ import (
 	"github.com/plexus-cni/plexus/internal/cri"
 	"github.com/plexus-cni/plexus/internal/daemon"
 	"github.com/plexus-cni/plexus/internal/install"
+	"github.com/plexus-cni/plexus/internal/nodestate"
 	"github.com/plexus-cni/plexus/internal/plexusapi"
 	"github.com/plexus-cni/plexus/internal/stages"
 	"github.com/plexus-cni/plexus/policies"
@@ -76,6 +77,9 @@ type Options struct {
 	// Profiling serves Go's pprof under /debug/pprof/ on MetricsAddr.
 	Profiling bool
 	Log       *slog.Logger
+
+	// Version is plexus's release, reported in the node's PlexusNode.
+	Version string
 }
 
 // Daemon is a running plexusd.
@@ -93,7 +97,17 @@ type Daemon struct {
 	cri      *cri.Client  // the runtime's CRI, once dynamic attachments or GC need it
 	rest     *rest.Config // the API's, when Kubernetes is the source
 	policy   *reloadingPolicy
-	closers  []func()
+	// policyChanged, once the PlexusNode reporter runs, is its Notify:
+	// the policy watch calls it after each attempt.
+	policyChanged atomic.Pointer[func()]
+	// ext lists the extension modules and their states; nil without any.
+	ext     moduleLister
+	closers []func()
+
+	// nodeState publishes the node's PlexusNode (with InstallConfig and
+	// the Kubernetes source); Notify it after changing what it reports.
+	nodeState *nodestate.Reporter
+	delegates *delegateTypes
 }
 
 // Run starts plexusd and serves until ctx ends, then shuts down gracefully.
@@ -175,6 +189,10 @@ func (d *Daemon) buildStages(ctx context.Context) error {
 	}
 	d.closers = append(d.closers, closeStages)
 	if st.Preparer != nil {
+		if l, ok := st.Preparer.(moduleLister); ok {
+			d.ext = l
+			d.m.reportModules(l, d.o.Log)
+		}
 		if w, ok := st.Preparer.(warningDropper); ok {
 			d.m.countDroppedWarnings(w)
 		}
@@ -221,7 +239,7 @@ func (d *Daemon) options() cniplugin.Options {
 		},
 		Log:     d.o.Log,
 		Own:     d.conf,
-		WrapCNI: func(c libcni.CNI) libcni.CNI { return countingCNI{CNI: c, m: d.m} },
+		WrapCNI: d.wrapCNI,
 		Ignored: d.m.ignored,
 		OnPodResourcesCall: func(method string) {
 			d.m.podResources.WithLabelValues(method).Inc()
@@ -328,6 +346,9 @@ func (d *Daemon) startInstaller(ctx context.Context) (wait func(), err error) {
 	in, err := d.installer()
 	if err != nil {
 		return nil, fmt.Errorf("CNI config installer: %w", err)
+	}
+	if err := d.reportNode(ctx, in); err != nil {
+		return nil, fmt.Errorf("node state: %w", err)
 	}
 	done := make(chan struct{})
 	go func() {

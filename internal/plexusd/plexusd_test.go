@@ -3,6 +3,7 @@ package plexusd
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/plexus-cni/plexus/core/config"
 	"github.com/plexus-cni/plexus/core/pipeline"
+	"github.com/plexus-cni/plexus/extensions"
 	"github.com/plexus-cni/plexus/internal/daemon"
 )
 
@@ -219,5 +221,31 @@ func TestDroppedWarningsExported(t *testing.T) {
 	want := "# HELP plexus_extension_warnings_dropped_total Warnings extension modules returned past the cap of one call, counted instead of relayed.\n# TYPE plexus_extension_warnings_dropped_total counter\nplexus_extension_warnings_dropped_total 199995\n"
 	if err := testutil.GatherAndCompare(m.reg, strings.NewReader(want), "plexus_extension_warnings_dropped_total"); err != nil {
 		t.Error(err)
+	}
+}
+
+type fakeLister []extensions.ModuleState
+
+func (f fakeLister) Modules() []extensions.ModuleState { return f }
+
+// TestModuleStatesExported: each configured module is a series, 1 when
+// loaded and 0 when refused.
+func TestModuleStatesExported(t *testing.T) {
+	m := newMetrics()
+	var logs strings.Builder
+	m.reportModules(fakeLister{
+		{Name: "vlan", Version: "1.0.0", SHA256: "ab", Loaded: true},
+		{Name: "bad", Path: "/x/bad.wasm", Err: "ABI version 2 is not supported"},
+	}, slog.New(slog.NewTextHandler(&logs, nil)))
+	want := `# HELP plexus_extension_module_loaded 1 for each configured extension module plexusd loaded, 0 for one it refused (its reason is in plexusd's log and the PlexusNode's status).
+# TYPE plexus_extension_module_loaded gauge
+plexus_extension_module_loaded{module="bad",sha256="",version=""} 0
+plexus_extension_module_loaded{module="vlan",sha256="ab",version="1.0.0"} 1
+`
+	if err := testutil.GatherAndCompare(m.reg, strings.NewReader(want), "plexus_extension_module_loaded"); err != nil {
+		t.Error(err)
+	}
+	if !strings.Contains(logs.String(), "ABI version 2 is not supported") {
+		t.Errorf("the refusal is not logged:\n%s", logs.String())
 	}
 }

@@ -128,7 +128,13 @@ func (d *Daemon) watchPolicyObject(ctx context.Context, rp *reloadingPolicy) err
 	w, err := policywatch.New(policywatch.Options{
 		Syncer: rp.sync, Dynamic: dyn, Events: cs, Node: d.o.NodeName,
 		FieldManager: "plexusd/" + d.o.NodeName, Component: "plexusd",
-		OnResult: rp.observe, Log: d.o.Log,
+		OnResult: func(res policysync.Result, err error) {
+			rp.observe(res, err)
+			if notify := d.policyChanged.Load(); notify != nil {
+				(*notify)()
+			}
+		},
+		Log: d.o.Log,
 	})
 	if err != nil {
 		return err

@@ -19,7 +19,8 @@ import (
 type Options struct {
 	// LongLived stages serve many calls (plexusd): extension modules are
 	// compiled for repeated calls (extensions.Config.LongLived) and loaded
-	// now, so a broken module fails the start instead of an ADD.
+	// now; a module that fails is refused alone and the others serve
+	// (extensions.Config.Isolate, Host.Modules says which).
 	LongLived bool
 	// Authorizer, when set, builds the policy stage from the "policy" key
 	// instead of policies.New (plexusd reloads and counts decisions).
@@ -93,7 +94,7 @@ func Extensions(ctx context.Context, conf *config.Config, longLived bool) (*exte
 	if err := config.Unmarshal(conf.Extensions, &ec); err != nil {
 		return nil, fmt.Errorf(`plexus config "extensions": %w`, err)
 	}
-	ec.LongLived = longLived
+	ec.LongLived, ec.Isolate = longLived, longLived
 	if ec.CacheDir == "" {
 		// The plugin compiles in every process; the cache makes that a read.
 		ec.CacheDir = filepath.Join(conf.CacheDir, "extensions")

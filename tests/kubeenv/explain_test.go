@@ -2,6 +2,7 @@ package kubeenv
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -12,8 +13,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/plexus-cni/plexus/internal/plexusapi"
 )
 
 // TestExplainPods runs "plexusctl explain pod" against a real
@@ -160,6 +164,200 @@ func TestExplainPods(t *testing.T) {
 			t.Errorf("exit %d:\n%s", code, out)
 		}
 	})
+	t.Run("node side", func(t *testing.T) {
+		explainNodes(t, e, ctl, dyn, admin, common)
+	})
+}
+
+// explainNodes is "explain --node" against nodes whose plexus reported
+// (PlexusNode, AttachmentPolicy status) a broken side, each with its
+// diagnosis; the plexus pod on each is running and ready.
+func explainNodes(t *testing.T, e *Env, ctl string, dyn dynamic.Interface, admin kubernetes.Interface, common []string) {
+	ctx := t.Context()
+	if err := e.Apply(ctx, false, deployFile(t, "base/plexus-crds.yaml"), deployFile(t, "base/rbac.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if err := CreateNAD(ctx, dyn, "team-a", "mv", `{"cniVersion":"1.0.0","type":"macvlan","master":"eth0","ipam":{"type":"static"}}`); err != nil {
+		t.Fatal(err)
+	}
+	pol := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": plexusapi.Group + "/" + plexusapi.Version, "kind": plexusapi.KindAttachmentPolicy,
+		"metadata": map[string]any{"name": "team"}, "spec": map[string]any{"modules": map[string]any{"team.rego": "package plexus.team\n"}},
+	}}
+	if _, err := dyn.Resource(plexusapi.AttachmentPolicies).Create(ctx, pol, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	started := time.Now().Add(-time.Hour).Truncate(time.Second)
+	good := func(node string) plexusapi.PlexusNodeStatus {
+		return plexusapi.PlexusNodeStatus{Mode: "thick", Version: "v0.1.0", ConfigInstalled: true, ConfigPath: "/etc/cni/net.d/00-plexus.conflist",
+			DefaultNetwork: "pod-net", DefaultNetworkFile: "/etc/cni/net.d/10-default.conflist", Updated: metav1.NewTime(started.Add(time.Minute)),
+			Policy: &plexusapi.NodePolicy{Source: "object", Object: "team", Revision: "5f3a9c0d1e2b", Since: metav1.NewTime(started)}}
+	}
+	active := plexusapi.NodePolicyStatus{ActiveGeneration: 1, ObservedGeneration: 1, ActiveRevision: "5f3a9c0d1e2b", ActiveSince: metav1.NewTime(started), TestsPassed: 2}
+	cases := []struct {
+		node, nets string
+		state      func(*plexusapi.PlexusNodeStatus) // nil: no PlexusNode
+		entry      func(*plexusapi.NodePolicyStatus)
+		code       int
+		want       []string
+	}{
+		{"node-good", "blue", func(*plexusapi.PlexusNodeStatus) {}, func(*plexusapi.NodePolicyStatus) {}, 0, []string{
+			"PlexusNode node-good: thick mode, version v0.1.0",
+			"config installed: /etc/cni/net.d/00-plexus.conflist",
+			"default network: pod-net (/etc/cni/net.d/10-default.conflist)",
+			"plugins: none missing from the bin dir",
+			"policy: object team, revision 5f3a9c0d1e2b since",
+			"AttachmentPolicy team (generation 1): generation 1 active since",
+			"Result: ok",
+		}},
+		{"node-gone", "blue", nil, nil, 0, []string{
+			"PlexusNode node-gone: warning missing: plexus has not reported from this node",
+			"warning node node-gone: no PlexusNode node-gone: plexus has not reported from this node: it does not run there, it is an older plexus that does not report, or its writes fail",
+		}},
+		{"node-noconf", "blue", func(s *plexusapi.PlexusNodeStatus) {
+			s.ConfigInstalled, s.DefaultNetwork, s.DefaultNetworkFile = false, "", ""
+		}, nil, 1, []string{
+			"config: PROBLEM not installed (/etc/cni/net.d/00-plexus.conflist)",
+			"default network: PROBLEM not found in the conf dir",
+			"PROBLEM node node-noconf: plexus's CNI config is not installed (/etc/cni/net.d/00-plexus.conflist): the default network's config was not found in the conf dir, so kubelet does not call plexus there",
+		}},
+		{"node-plugin", "mv", func(s *plexusapi.PlexusNodeStatus) { s.MissingPlugins = []string{"macvlan"} }, nil, 1, []string{
+			"plugin macvlan: PROBLEM missing, needed by [0] team-a/mv",
+			"PROBLEM node node-plugin lacks CNI plugin macvlan in its bin dir, which [0] team-a/mv need(s): the ADD fails there",
+		}},
+		{"node-policy", "blue", func(*plexusapi.PlexusNodeStatus) {}, func(s *plexusapi.NodePolicyStatus) {
+			s.ObservedGeneration, s.Error = 2, "team.rego:4: rego_parse_error: unexpected eof"
+		}, 0, []string{
+			"AttachmentPolicy team (generation 1): warning generation 2 refused: team.rego:4: rego_parse_error: unexpected eof; revision 5f3a9c0d1e2b stays in force",
+			"warning node node-policy refused AttachmentPolicy team generation 2",
+		}},
+		{"node-ext", "blue", func(s *plexusapi.PlexusNodeStatus) {
+			s.Extensions = []plexusapi.NodeExtension{{Name: "com.example.vlan", Path: "/opt/plexus/extensions/vlan/vlan.wasm", Error: "module exceeds memory limit"}}
+		}, nil, 0, []string{
+			"extension com.example.vlan (/opt/plexus/extensions/vlan/vlan.wasm): warning failed to load: module exceeds memory limit",
+			"warning node node-ext: extension com.example.vlan (/opt/plexus/extensions/vlan/vlan.wasm) failed to load: module exceeds memory limit; pods using its keys fail there",
+		}},
+		{"node-stale", "blue", func(s *plexusapi.PlexusNodeStatus) { s.Updated = metav1.NewTime(started.Add(-time.Hour)) }, nil, 0, []string{
+			"warning stale: plexus pod kube-system/plexusd-node-stale (container plexusd) started at",
+			"the running plexus does not report (an older version), or its writes fail",
+		}},
+	}
+	for _, c := range cases {
+		runningPlexusPod(t, admin, c.node, started)
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "on-" + c.node, Annotations: nets(c.nets)},
+			Spec:       corev1.PodSpec{NodeName: c.node, Containers: []corev1.Container{{Name: "c", Image: "pause"}}},
+		}
+		if _, err := admin.CoreV1().Pods("team-a").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if c.state != nil {
+			st := good(c.node)
+			c.state(&st)
+			putPlexusNode(t, dyn, c.node, st)
+		}
+		entry := active
+		entry.Node = c.node
+		if c.entry != nil {
+			c.entry(&entry)
+		}
+		if c.state != nil && c.entry != nil {
+			putPolicyEntry(t, dyn, entry)
+		}
+	}
+	for _, c := range cases {
+		t.Run(c.node, func(t *testing.T) {
+			out, code := runCtl(t, ctl, append([]string{"explain", "pod", "team-a/on-" + c.node, "--node", c.node}, common...)...)
+			if code != c.code {
+				t.Errorf("exit %d, want %d", code, c.code)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q", w)
+				}
+			}
+			if t.Failed() {
+				t.Logf("output:\n%s", out)
+			}
+		})
+	}
+	t.Run("json", func(t *testing.T) {
+		out, code := runCtl(t, ctl, append([]string{"explain", "pod", "team-a/on-node-plugin", "--node", "node-plugin", "-o", "json"}, common...)...)
+		var r struct {
+			Node struct {
+				State struct {
+					Found         bool `json:"found"`
+					MissingForPod []struct {
+						Plugin   string   `json:"plugin"`
+						Networks []string `json:"networks"`
+					} `json:"missingForPod"`
+				} `json:"state"`
+			} `json:"node"`
+		}
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("exit %d, not JSON: %v\n%s", code, err, out)
+		}
+		m := r.Node.State.MissingForPod
+		if code != 1 || !r.Node.State.Found || len(m) != 1 || m[0].Plugin != "macvlan" || len(m[0].Networks) != 1 || m[0].Networks[0] != "[0] team-a/mv" {
+			t.Errorf("exit %d, node state %+v", code, r.Node.State)
+		}
+	})
+}
+
+// runningPlexusPod is the plexus DaemonSet's pod on node, running and
+// ready since started, as kubelet would report it.
+func runningPlexusPod(t *testing.T, admin kubernetes.Interface, node string, started time.Time) {
+	t.Helper()
+	ctx := t.Context()
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "plexusd-" + node, Labels: map[string]string{"app.kubernetes.io/name": "plexus"}},
+		Spec:       corev1.PodSpec{NodeName: node, ServiceAccountName: "plexus", Containers: []corev1.Container{{Name: "plexusd", Image: "plexus"}}},
+	}
+	created, err := admin.CoreV1().Pods("kube-system").Create(ctx, p, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := metav1.NewTime(started)
+	created.Status = corev1.PodStatus{
+		Phase:             corev1.PodRunning,
+		Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: at}},
+		ContainerStatuses: []corev1.ContainerStatus{{Name: "plexusd", Image: "plexus", ImageID: "plexus", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: at}}}},
+	}
+	if _, err := admin.CoreV1().Pods("kube-system").UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// putPlexusNode writes a PlexusNode as the node's plexus would.
+func putPlexusNode(t *testing.T, dyn dynamic.Interface, node string, st plexusapi.PlexusNodeStatus) {
+	t.Helper()
+	u, err := plexusapi.ToUnstructured(&plexusapi.PlexusNode{ObjectMeta: metav1.ObjectMeta{Name: node}, Status: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created, err := dyn.Resource(plexusapi.PlexusNodes).Create(t.Context(), u, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.SetResourceVersion(created.GetResourceVersion())
+	if _, err := dyn.Resource(plexusapi.PlexusNodes).UpdateStatus(t.Context(), u, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// putPolicyEntry writes a node's entry in AttachmentPolicy team's status.
+func putPolicyEntry(t *testing.T, dyn dynamic.Interface, entry plexusapi.NodePolicyStatus) {
+	t.Helper()
+	u, err := plexusapi.ToUnstructured(&plexusapi.AttachmentPolicy{ObjectMeta: metav1.ObjectMeta{Name: "team"},
+		Status: plexusapi.AttachmentPolicyStatus{Nodes: []plexusapi.NodePolicyStatus{entry}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(u.Object, "spec")
+	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	if _, err := dyn.Resource(plexusapi.AttachmentPolicies).ApplyStatus(t.Context(), "team", u, metav1.ApplyOptions{FieldManager: "test-" + entry.Node, Force: true}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func nets(v string) map[string]string { return map[string]string{"k8s.v1.cni.cncf.io/networks": v} }

@@ -409,6 +409,14 @@ spec:
 			"/events/create": true, "/events/patch": true,
 			"events.k8s.io/events/create": true, "events.k8s.io/events/patch": true,
 			"resource.k8s.io/resourceclaims/get": true,
+			// The AttachmentPolicy a node follows, and its own status
+			// entry; its own PlexusNode by server-side apply (admission
+			// narrows both to the credential's node).
+			"plexus.io/attachmentpolicies/get": true, "plexus.io/attachmentpolicies/list": true, "plexus.io/attachmentpolicies/watch": true,
+			"plexus.io/attachmentpolicies/status/patch": true,
+			"plexus.io/plexusnodes/create":              true,
+			"plexus.io/plexusnodes/patch":               true,
+			"plexus.io/plexusnodes/status/patch":        true,
 		}
 		resources := []struct{ group, resource, subresource string }{
 			{"", "pods", ""}, {"", "pods", "status"}, {"", "pods", "binding"}, {"", "pods", "exec"},
@@ -416,15 +424,16 @@ spec:
 			{"k8s.cni.cncf.io", "network-attachment-definitions", ""},
 			{"resource.k8s.io", "resourceclaims", ""}, {"resource.k8s.io", "resourceclaims", "status"},
 			{"", "secrets", ""}, {"", "configmaps", ""}, {"", "nodes", ""}, {"", "serviceaccounts", "token"},
+			{"plexus.io", "attachmentpolicies", ""}, {"plexus.io", "attachmentpolicies", "status"},
+			{"plexus.io", "plexusnodes", ""}, {"plexus.io", "plexusnodes", "status"},
 		}
+		clusterScoped := map[string]bool{"namespaces": true, "nodes": true, "attachmentpolicies": true, "plexusnodes": true}
 		verbs := []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
 		for _, r := range resources {
 			for _, verb := range verbs {
 				for _, namespace := range []string{ns, ""} {
-					if r.resource == "namespaces" || r.resource == "nodes" {
-						if namespace != "" {
-							continue
-						}
+					if clusterScoped[r.resource] && namespace != "" {
+						continue
 					}
 					ssar := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
 						ResourceAttributes: &authorizationv1.ResourceAttributes{

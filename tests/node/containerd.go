@@ -64,8 +64,11 @@ disabled_plugins = [
 `
 
 func (n *Node) writeContainerdConfig() error {
-	if n.Runtime == Containerd2 {
+	switch n.Runtime {
+	case Containerd2:
 		return n.writeContainerd2Config()
+	case CRIO:
+		return n.writeCRIOConfig()
 	}
 	snap, err := snapshotter(n.Dir)
 	if err != nil {
@@ -131,6 +134,9 @@ const PauseImage = "localhost/plexus/pause:3.10"
 // plexus image (tools/image).
 func (n *Node) importPauseImage() error {
 	archive := filepath.Join(n.binDir, "pause-image.tar")
+	if n.Runtime == CRIO {
+		return n.crioImportImage(archive, PauseImage)
+	}
 	snap, err := snapshotter(n.Dir)
 	if err != nil {
 		return err
@@ -150,6 +156,9 @@ func (n *Node) importPauseImage() error {
 // loadedNetwork is the pod network config containerd uses now (the one it
 // attaches as eth0): its name and its bytes as read from conf_dir.
 func (n *Node) loadedNetwork(ctx context.Context) (name string, data []byte, err error) {
+	if n.Runtime == CRIO {
+		return n.crioLoadedNetwork()
+	}
 	out, err := n.Crictl(ctx, "info")
 	if err != nil {
 		return "", nil, err
@@ -182,6 +191,10 @@ func (n *Node) loadedNetwork(ctx context.Context) (name string, data []byte, err
 // node is Ready.
 func (n *Node) writeCNIConfig(file string, data []byte, network string) {
 	n.t.Helper()
+	if n.Runtime == CRIO {
+		n.crioWriteCNIConfig(file, data, network)
+		return
+	}
 	tmp := filepath.Join(n.ConfDir, ".tmp-"+file)
 	harness.Must(n.t, os.WriteFile(tmp, data, 0o644))
 	harness.Must(n.t, os.Rename(tmp, filepath.Join(n.ConfDir, file)))
@@ -218,6 +231,9 @@ func (n *Node) writeCNIConfig(file string, data []byte, network string) {
 // (Options.ContainerdDebug): loopback and the installed network's ADD, as
 // the runtime waited for them.
 func (n *Node) SandboxCNITime(id string) (time.Duration, error) {
+	if n.Runtime == CRIO {
+		return 0, fmt.Errorf("sandbox CNI time: only containerd's log is read, not %s's", n.Runtime)
+	}
 	f, err := os.Open(filepath.Join(n.Dir, "containerd.log"))
 	if err != nil {
 		return 0, err

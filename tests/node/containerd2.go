@@ -18,10 +18,14 @@ const (
 	// module pinned in tools/containerd2 (`make runtimes`), on Debian's
 	// runc.
 	Containerd2 Runtime = "containerd2"
+	// CRIO is CRI-O, built from the Go module pinned in tools/crio with
+	// its pinns and copyimg (`make runtimes`), on Debian's conmon and runc
+	// (crio.go).
+	CRIO Runtime = "crio"
 )
 
 // RuntimeEnv selects the runtime of nodes whose Options.Runtime is empty:
-// "containerd" (the default) or "containerd2".
+// "containerd" (the default), "containerd2" or "crio".
 const RuntimeEnv = "PLEXUS_RUNTIME"
 
 // runtimeOf is opts' runtime, else RuntimeEnv's, else Containerd.
@@ -33,25 +37,41 @@ func runtimeOf(opts Options) (Runtime, error) {
 	switch r {
 	case "":
 		return Containerd, nil
-	case Containerd, Containerd2:
+	case Containerd, Containerd2, CRIO:
 		return r, nil
 	}
-	return "", fmt.Errorf("%s=%q: want %q or %q", RuntimeEnv, r, Containerd, Containerd2)
+	return "", fmt.Errorf("%s=%q: want %q, %q or %q", RuntimeEnv, r, Containerd, Containerd2, CRIO)
 }
 
 // runtimeBins are the binaries of runtime r that `make runtimes` builds
 // into BinDir (Debian's containerd comes from PATH).
 func runtimeBins(r Runtime) []string {
-	if r == Containerd2 {
+	switch r {
+	case Containerd2:
 		return []string{"containerd2", "containerd2-shim-runc-v2"}
+	case CRIO:
+		return []string{"crio", "pinns", "crio-copyimg"}
 	}
 	return nil
 }
 
+// hostBinsOf are the binaries runtime r needs from Debian (`make
+// node-deps`): containerd 2.x uses Debian's runc and, to import images,
+// ctr; CRI-O uses conmon and runc.
+func hostBinsOf(r Runtime) []string {
+	if r == CRIO {
+		return []string{"conmon", "runc"}
+	}
+	return hostBins
+}
+
 // containerdPath is the daemon the node runs.
 func (n *Node) containerdPath(t testing.TB) string {
-	if n.Runtime == Containerd2 {
+	switch n.Runtime {
+	case Containerd2:
 		return filepath.Join(n.binDir, "containerd2")
+	case CRIO:
+		return filepath.Join(n.binDir, "crio")
 	}
 	return mustLookPath(t, "containerd")
 }

@@ -51,12 +51,16 @@ type Deployment struct {
 const deployTimeout = 3 * time.Minute
 
 // RenderDeploy renders the kustomization dir (relative to the module root,
-// e.g. "deploy" or "deploy/thin") for this node. The result is applied by
-// Apply.
+// e.g. "deploy" or "deploy/thin", or absolute) for this node. The result
+// is applied by Apply.
 func (n *Node) RenderDeploy(t testing.TB, dir string) *Deployment {
 	t.Helper()
-	abs, err := filepath.Abs(filepath.Join("..", "..", dir))
-	harness.Must(t, err)
+	abs := dir
+	if !filepath.IsAbs(dir) {
+		var err error
+		abs, err = filepath.Abs(filepath.Join("..", "..", dir))
+		harness.Must(t, err)
+	}
 	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), abs)
 	if err != nil {
 		t.Fatalf("kustomize %s: %v", dir, err)
@@ -135,6 +139,9 @@ func (d *Deployment) ShareRuntimeSocket(t *testing.T) {
 // NetnsDir is where containerd mounts sandbox network namespaces: its CRI
 // plugin's state directory's netns (netns_mounts_under_state_dir).
 func (n *Node) NetnsDir() string {
+	if n.Runtime == CRIO {
+		return n.crioDir("run", "netns")
+	}
 	return filepath.Join(n.Dir, "state", "io.containerd.grpc.v1.cri", "netns")
 }
 
@@ -611,6 +618,12 @@ func (n *Node) ContainerLogs(namespace, prefix string) string {
 // k8s.io images import` does on a node, so pods run it without a pull.
 func (n *Node) ImportImage(t testing.TB, archive string) {
 	t.Helper()
+	if n.Runtime == CRIO {
+		name, err := imageName(archive)
+		harness.Must(t, err)
+		harness.Must(t, n.crioImportImage(archive, name))
+		return
+	}
 	snap, err := snapshotter(n.Dir)
 	harness.Must(t, err)
 	ctr, err := lookPath("ctr")

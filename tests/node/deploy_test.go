@@ -193,6 +193,10 @@ func TestDeploy(t *testing.T) {
 	if t.Failed() {
 		return
 	}
+	// The installer reports the node's side in its PlexusNode.
+	t.Run("NodeReported", func(t *testing.T) {
+		assertNodeReported(node.With(t), d, "thin")
+	})
 
 	// The baseline policy the installer copied is on (docs/security.md).
 	t.Run("BaselinePolicy", func(t *testing.T) {
@@ -305,6 +309,11 @@ func TestDeployThick(t *testing.T) {
 	if t.Failed() {
 		return
 	}
+	// docs/kubernetes.md: plexusd reports the node's side in its
+	// PlexusNode, which explain --node reads.
+	t.Run("NodeReported", func(t *testing.T) {
+		assertNodeReported(node.With(t), d, "thick")
+	})
 	// plexusd loads the image's rule library and baseline (deploy/'s
 	// ConfigMap) and denies as the baseline says.
 	t.Run("BaselinePolicy", func(t *testing.T) {

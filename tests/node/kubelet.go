@@ -10,13 +10,43 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/plexus-cni/plexus/tests/harness"
 )
+
+// KubeletEnv names the kubelet binary nodes run instead of BinDir's (the
+// release tools/k8s pins): `make test-skew` sets it to the oldest release
+// plexus supports, built from tools/k8s-skew.
+const KubeletEnv = "PLEXUS_KUBELET"
+
+// kubeletPath is KubeletEnv's binary, else binDir's kubelet.
+func kubeletPath(binDir string) (string, error) {
+	p := os.Getenv(KubeletEnv)
+	if p == "" {
+		p = filepath.Join(binDir, "kubelet")
+	}
+	if fi, err := os.Stat(p); err != nil || fi.IsDir() {
+		return "", fmt.Errorf("kubelet %s not found (%s=%q): run `make node-bins` or `make skew-bins`", p, KubeletEnv, os.Getenv(KubeletEnv))
+	}
+	return p, nil
+}
+
+// KubeletMinor is the minor release of the kubelet the node registered
+// with (its node's kubeletVersion).
+func (n *Node) KubeletMinor(t testing.TB) int {
+	t.Helper()
+	node, err := n.Client.CoreV1().Nodes().Get(t.Context(), n.Name, metav1.GetOptions{})
+	harness.Must(t, err)
+	v, err := version.ParseSemantic(node.Status.NodeInfo.KubeletVersion)
+	harness.Must(t, err)
+	return int(v.Minor())
+}
 
 // WaitReady waits until kubelet answers on /healthz and the node's Ready
 // condition is True.

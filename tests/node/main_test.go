@@ -18,5 +18,6 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	os.Exit(harness.MainBuilding(m, "github.com/plexus-cni/plexus/tests/node/cnispy",
-		"github.com/plexus-cni/plexus/tests/node/devhost", "github.com/containernetworking/plugins/plugins/main/host-device"))
+		"github.com/plexus-cni/plexus/tests/node/devhost", "github.com/plexus-cni/plexus/tests/node/vmrunc",
+		"github.com/containernetworking/plugins/plugins/main/host-device"))
 }

@@ -1,7 +1,8 @@
 // Package node runs a real Kubernetes node for tests: Debian's containerd
-// 1.6, or containerd 2.x built by `make runtimes` (Options.Runtime), with
-// Debian's runc, on its own socket, root and state directories, and kubelet
-// (built by `make node-bins`) registered with a kubeenv control plane. The
+// 1.6, or containerd 2.x or CRI-O built by `make runtimes`
+// (Options.Runtime), with Debian's runc, on its own socket, root and state
+// directories, and kubelet (built by `make node-bins`, or KubeletEnv's)
+// registered with a kubeenv control plane. The
 // container runtime calls plexus exactly as it does in a cluster: the CNI
 // config in containerd's conf_dir, the plugins in its bin_dir.
 //
@@ -95,7 +96,7 @@ type Node struct {
 // Binaries a node needs besides the control plane's: built into BinDir by
 // `make node-bins`, and installed from Debian by `make node-deps`.
 var (
-	builtBins = []string{"kubelet", "crictl", "pause-image.tar"}
+	builtBins = []string{"crictl", "pause-image.tar"}
 	hostBins  = []string{"containerd", "containerd-shim-runc-v2", "ctr", "runc"}
 )
 
@@ -141,10 +142,14 @@ func Start(t testing.TB, env *kubeenv.Env, opts Options) *Node {
 			skipOrFail(t, fmt.Sprintf("%s not found in %s: run `make node-bins pause-image`", b, opts.BinDir))
 		}
 	}
-	for _, b := range hostBins {
+	for _, b := range hostBinsOf(rt) {
 		if _, err := lookPath(b); err != nil {
 			skipOrFail(t, fmt.Sprintf("%s not found: run `make node-deps`", b))
 		}
+	}
+
+	if _, err := kubeletPath(opts.BinDir); err != nil {
+		skipOrFail(t, err.Error())
 	}
 
 	dir, err := os.MkdirTemp("", "pxnode-")
@@ -153,7 +158,7 @@ func Start(t testing.TB, env *kubeenv.Env, opts Options) *Node {
 		t: t, Name: opts.Name, Runtime: rt, Dir: dir, Env: env,
 		ConfDir:      filepath.Join(dir, "net.d"),
 		StaticPodDir: filepath.Join(dir, "manifests"),
-		Socket:       filepath.Join(dir, "containerd.sock"),
+		Socket:       filepath.Join(dir, string(rt)+".sock"),
 		Kubeconfig:   filepath.Join(dir, "admin.kubeconfig"),
 		binDir:       opts.BinDir,
 		crdOnce:      new(sync.Once),
@@ -182,13 +187,19 @@ func Start(t testing.TB, env *kubeenv.Env, opts Options) *Node {
 	if opts.ContainerdDebug {
 		args = append(args, "--log-level", "debug")
 	}
-	n.containerd = kubeenv.NewProcess("containerd", n.containerdPath(t), filepath.Join(dir, "containerd.log"), args...)
-	n.containerd.Env = []string{"PATH=" + pathEnv()}
+	procEnv := []string{"PATH=" + pathEnv()}
+	if rt == CRIO {
+		args, procEnv = n.crioArgs(opts.ContainerdDebug), append(procEnv, n.crioEnv()...)
+	}
+	n.containerd = kubeenv.NewProcess(string(rt), n.containerdPath(t), filepath.Join(dir, "containerd.log"), args...)
+	n.containerd.Env = procEnv
 	n.StartContainerd()
 	n.logRuntimeVersion()
 	harness.Must(t, n.importPauseImage())
 
-	n.kubelet = kubeenv.NewProcess("kubelet", filepath.Join(opts.BinDir, "kubelet"), filepath.Join(dir, "kubelet.log"),
+	kubelet, err := kubeletPath(opts.BinDir)
+	harness.Must(t, err)
+	n.kubelet = kubeenv.NewProcess("kubelet", kubelet, filepath.Join(dir, "kubelet.log"),
 		"--config="+filepath.Join(dir, "kubelet.yaml"),
 		"--kubeconfig="+n.Kubeconfig,
 		"--root-dir="+filepath.Join(dir, "kubelet"),
@@ -242,7 +253,7 @@ func mustLookPath(t testing.TB, name string) string {
 // finds runc and its shim wherever they are.
 func pathEnv() string {
 	path := os.Getenv("PATH")
-	for _, b := range hostBins {
+	for _, b := range append(hostBinsOf(CRIO), hostBins...) {
 		if p, err := lookPath(b); err == nil && !strings.Contains(":"+path+":", ":"+filepath.Dir(p)+":") {
 			path += ":" + filepath.Dir(p)
 		}
@@ -450,17 +461,36 @@ func (n *Node) killShims() []error {
 }
 
 func (n *Node) shimPIDs() []int {
+	if n.Runtime == CRIO {
+		return n.crioMonitorPIDs()
+	}
 	want := "\x00-address\x00" + n.Socket + "\x00"
-	entries, _ := os.ReadDir("/proc")
 	var out []int
+	for _, p := range procCmdlines() {
+		if strings.Contains("\x00"+p.cmdline, want) {
+			out = append(out, p.pid)
+		}
+	}
+	return out
+}
+
+// procCmdline is a process's PID and its command line, NUL-separated.
+type procCmdline struct {
+	pid     int
+	cmdline string
+}
+
+func procCmdlines() []procCmdline {
+	entries, _ := os.ReadDir("/proc")
+	var out []procCmdline
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
 		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && strings.Contains("\x00"+string(cmdline), want) {
-			out = append(out, pid)
+		if err == nil {
+			out = append(out, procCmdline{pid, string(cmdline)})
 		}
 	}
 	return out

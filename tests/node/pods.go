@@ -364,15 +364,20 @@ func (n *Node) inspectSandbox(id string) Sandbox {
 }
 
 // PodNetns opens the network namespace of the pod's ready sandbox (by its
-// pause process) as a harness Container, for Links and Addrs. It is closed
+// pause process; by its pinned path when it has none, as CRI-O's
+// sandboxes without an infra container) as a harness Container, for Links and Addrs. It is closed
 // when the test ends.
 func (n *Node) PodNetns(pod *corev1.Pod) *harness.Container {
 	n.t.Helper()
 	sb := n.ReadySandbox(pod)
-	if sb.PID <= 0 {
-		n.t.Fatalf("sandbox %s of pod %s/%s has no pid", sb.ID, pod.Namespace, pod.Name)
+	path := sb.Netns
+	if sb.PID > 0 {
+		path = filepath.Join("/proc", strconv.Itoa(sb.PID), "ns", "net")
 	}
-	netns, err := ns.GetNS(filepath.Join("/proc", strconv.Itoa(sb.PID), "ns", "net"))
+	if path == "" {
+		n.t.Fatalf("sandbox %s of pod %s/%s has neither a pid nor a netns path", sb.ID, pod.Namespace, pod.Name)
+	}
+	netns, err := ns.GetNS(path)
 	harness.Must(n.t, err)
 	n.t.Cleanup(func() { netns.Close() })
 	return &harness.Container{NS: netns, Namespace: pod.Namespace, Name: pod.Name, UID: SandboxUID(pod)}

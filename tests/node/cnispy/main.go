@@ -17,6 +17,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/containernetworking/cni/pkg/version"
+
 	"github.com/plexus-cni/plexus/tests/node/internal/chain"
 )
 
@@ -43,6 +45,11 @@ func main() {
 }
 
 func run() error {
+	// VERSION carries no config: CRI-O's libcni sends it to every plugin
+	// of a config it loads, to validate the config's cniVersion.
+	if os.Getenv("CNI_COMMAND") == "VERSION" {
+		return version.All.Encode(os.Stdout)
+	}
 	raw, err := io.ReadAll(os.Stdin)
 	if err != nil {
 		return fmt.Errorf("read config: %w", err)

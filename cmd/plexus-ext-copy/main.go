@@ -1,0 +1,31 @@
+// Command plexus-ext-copy is the copier an extension image carries as
+// /copy (package extcopy): `/copy DIR` copies the image's module and
+// manifest into DIR, an emptyDir plexusd mounts. A missing module is
+// logged and the copier exits 0: plexusd then refuses that module alone
+// (its path names no file) and serves with the others, where a failing
+// init container would keep plexusd from starting at all.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/plexus-cni/plexus/internal/extcopy"
+)
+
+func main() {
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: copy DIR (copies /"+extcopy.ModuleFile+" and /"+extcopy.ManifestFile+" into DIR)")
+		os.Exit(2)
+	}
+	err := extcopy.Copy("/", os.Args[1], extcopy.Files)
+	switch {
+	case err == nil:
+		fmt.Printf("copied %v into %s\n", extcopy.Files, os.Args[1])
+	case extcopy.Missing(err):
+		fmt.Fprintf(os.Stderr, "plexus-ext-copy: %v: not an extension image; plexusd will refuse this module\n", err)
+	default:
+		fmt.Fprintf(os.Stderr, "plexus-ext-copy: %v\n", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,315 @@
+package node
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/plexus-cni/plexus/tests/harness"
+)
+
+// crioConfig is CRI-O's whole configuration: its storage (root, runroot),
+// its run-time state, the namespaces pinns pins, runc's state, the CNI
+// directories and the pause image are all under the node's directory or
+// the node's, as with containerd (containerdConfig). The sections and keys
+// are crio.conf(5)'s.
+const crioConfig = `[crio]
+root = %[1]q
+runroot = %[2]q
+storage_driver = %[3]q
+log_dir = %[4]q
+version_file = %[5]q
+version_file_persist = %[6]q
+clean_shutdown_file = %[7]q
+
+[crio.api]
+listen = %[8]q
+stream_address = "127.0.0.1"
+stream_port = "0"
+
+[crio.runtime]
+default_runtime = "runc"
+cgroup_manager = "cgroupfs"
+# Namespaces pinned by pinns go to namespaces_dir/netns (the path CNI
+# plugins get as CNI_NETNS), not /var/run/netns.
+namespaces_dir = %[9]q
+pinns_path = %[10]q
+container_exits_dir = %[11]q
+container_attach_socket_dir = %[12]q
+hooks_dir = [%[13]q]
+# No mounts from the host's /usr/share/containers/mounts.conf, no CDI
+# specs from the host's /etc/cdi.
+default_mounts_file = %[14]q
+cdi_spec_dirs = [%[15]q]
+
+[crio.runtime.runtimes.runc]
+runtime_path = %[16]q
+runtime_type = "oci"
+runtime_root = %[17]q
+monitor_path = %[18]q
+monitor_cgroup = "pod"
+
+[crio.image]
+pause_image = %[19]q
+pause_command = "/pause"
+# Never pulled (imported by copyimg): the policy only has to exist.
+signature_policy = %[20]q
+pinned_images = [%[19]q]
+
+[crio.network]
+network_dir = %[21]q
+plugin_dirs = [%[22]q]
+
+[crio.nri]
+enable_nri = false
+
+[crio.metrics]
+enable_metrics = false
+`
+
+// crioPolicy is the containers-policy.json(5) CRI-O and copyimg read:
+// images come only from the tests' own archives.
+const crioPolicy = `{"default": [{"type": "insecureAcceptAnything"}]}`
+
+// crioStorageDriver is containers/storage's name for the snapshotter the
+// node uses: overlay when the kernel mounts one on the node's filesystem,
+// else vfs (plain copies).
+func (n *Node) crioStorageDriver() (string, error) {
+	snap, err := snapshotter(n.Dir)
+	if err != nil {
+		return "", err
+	}
+	if snap == "overlayfs" {
+		return "overlay", nil
+	}
+	return "vfs", nil
+}
+
+func (n *Node) crioDir(elem ...string) string {
+	return filepath.Join(append([]string{n.Dir, "crio"}, elem...)...)
+}
+
+func (n *Node) writeCRIOConfig() error {
+	driver, err := n.crioStorageDriver()
+	if err != nil {
+		return err
+	}
+	// Debian's runc, through vmrunc: what containerdConfig's
+	// restrict_oom_score_adj and containerd's tolerance of a missing
+	// hugetlb cgroup do, CRI-O has no setting for.
+	runc := filepath.Join(harness.BinDir, "vmrunc")
+	conmon, err := lookPath("conmon")
+	if err != nil {
+		return err
+	}
+	for _, d := range []string{n.crioDir("hooks.d"), n.crioDir("conf.d"), n.crioDir("run"), filepath.Join(n.Dir, "cdi")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(n.crioDir("policy.json"), []byte(crioPolicy), 0o644); err != nil {
+		return err
+	}
+	// containers-storage.conf(5), the same store as crio.conf's, for
+	// copyimg; registries.conf(5) without registries: nothing is pulled.
+	storage := fmt.Sprintf("[storage]\ndriver = %q\ngraphroot = %q\nrunroot = %q\n",
+		driver, n.crioDir("storage"), n.crioDir("run", "storage"))
+	for file, data := range map[string]string{"mounts.conf": "", "storage.conf": storage, "registries.conf": ""} {
+		if err := os.WriteFile(n.crioDir(file), []byte(data), 0o644); err != nil {
+			return err
+		}
+	}
+	conf := fmt.Sprintf(crioConfig,
+		n.crioDir("storage"), n.crioDir("run", "storage"), driver, n.crioDir("pods"),
+		n.crioDir("run", "version"), n.crioDir("version"), n.crioDir("clean.shutdown"),
+		n.Socket,
+		n.crioDir("run"), filepath.Join(n.binDir, "pinns"), n.crioDir("run", "exits"),
+		n.crioDir("run", "attach"), n.crioDir("hooks.d"), n.crioDir("mounts.conf"),
+		filepath.Join(n.Dir, "cdi"),
+		runc, filepath.Join(n.Dir, "runc"), conmon,
+		PauseImage, n.crioDir("policy.json"),
+		n.ConfDir, n.cniBinDir)
+	return os.WriteFile(n.crioDir("crio.conf"), []byte(conf), 0o644)
+}
+
+// crioArgs are CRI-O's command line: its config, and an empty drop-in
+// directory in place of the host's /etc/crio/crio.conf.d.
+func (n *Node) crioArgs(debug bool) []string {
+	args := []string{"--config", n.crioDir("crio.conf"), "--config-dir", n.crioDir("conf.d")}
+	if debug {
+		args = append(args, "--log-level", "debug")
+	}
+	return args
+}
+
+// crioEnv points containers/image and containers/storage at the node's
+// files rather than the host's /etc/containers.
+func (n *Node) crioEnv() []string {
+	return []string{
+		"CONTAINERS_REGISTRIES_CONF=" + n.crioDir("registries.conf"),
+		"CONTAINERS_STORAGE_CONF=" + n.crioDir("storage.conf"),
+		"CONTAINERS_POLICY_JSON=" + n.crioDir("policy.json"),
+	}
+}
+
+// crioImportImage copies an image archive (an OCI layout in a tar, as
+// tools/image writes, with one image) into CRI-O's containers/storage under name, with
+// CRI-O's own copyimg (`make runtimes`): what `podman load` would do on a
+// node. The store takes its locks, so CRI-O may be running.
+func (n *Node) crioImportImage(archive, name string) error {
+	driver, err := n.crioStorageDriver()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(filepath.Join(n.binDir, "crio-copyimg"),
+		"--root", n.crioDir("storage"), "--runroot", n.crioDir("run", "storage"),
+		"--storage-driver", driver, "--signature-policy", n.crioDir("policy.json"),
+		"--image-name", name, "--import-from", "oci-archive:"+archive)
+	cmd.Env = append(os.Environ(), n.crioEnv()...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("crio-copyimg %s: %w: %s", archive, err, out)
+	}
+	return nil
+}
+
+// imageName is the name an image archive of tools/image gives its one
+// image (index.json's org.opencontainers.image.ref.name).
+func imageName(archive string) (string, error) {
+	out, err := exec.Command("tar", "-xOf", archive, "index.json").Output()
+	if err != nil {
+		return "", fmt.Errorf("read index.json of %s: %w", archive, err)
+	}
+	var index struct {
+		Manifests []struct {
+			Annotations map[string]string `json:"annotations"`
+		} `json:"manifests"`
+	}
+	if err := json.Unmarshal(out, &index); err != nil || len(index.Manifests) != 1 {
+		return "", fmt.Errorf("index.json of %s: want one image (%v): %s", archive, err, out)
+	}
+	name := index.Manifests[0].Annotations["org.opencontainers.image.ref.name"]
+	if name == "" {
+		return "", fmt.Errorf("index.json of %s: the image has no org.opencontainers.image.ref.name", archive)
+	}
+	return name, nil
+}
+
+// crioNetwork is what CRI-O's CNI code (ocicni) loaded in its latest
+// reload of the conf dir, from its log: every reload logs "Found CNI
+// network NAME (type=TYPE) at FILE" for each config and then "Updated
+// default CNI network name to NAME". CRI-O's CRI Status carries no CNI
+// config (containerd's does: loadedNetwork).
+type crioNetwork struct {
+	name  string
+	files map[string]string // network name -> config file
+}
+
+// crioReloads reads CRI-O's log from offset and returns its latest
+// complete reload (nil when none) and the log's size.
+func (n *Node) crioReloads(offset int64) (*crioNetwork, int64, error) {
+	f, err := os.Open(n.containerd.LogPath)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(offset, 0); err != nil {
+		return nil, 0, err
+	}
+	var last *crioNetwork
+	cur := map[string]string{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if _, rest, ok := strings.Cut(line, `msg="Found CNI network `); ok {
+			name, _, _ := strings.Cut(rest, " ")
+			if _, file, ok := strings.Cut(rest, ") at "); ok {
+				file = strings.TrimSuffix(file, `"`)
+				if _, seen := cur[name]; !seen {
+					cur[name] = file
+				}
+			}
+			continue
+		}
+		if _, rest, ok := strings.Cut(line, `msg="Updated default CNI network name to `); ok {
+			last = &crioNetwork{name: strings.TrimSuffix(rest, `"`), files: cur}
+			cur = map[string]string{}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, 0, err
+	}
+	end, err := f.Seek(0, 1)
+	return last, end, err
+}
+
+// crioLoadedNetwork is loadedNetwork for CRI-O: the default network of
+// its latest reload and the bytes of the file it came from.
+func (n *Node) crioLoadedNetwork() (string, []byte, error) {
+	nw, _, err := n.crioReloads(0)
+	if err != nil || nw == nil || nw.name == "" {
+		return "", nil, err
+	}
+	data, err := os.ReadFile(nw.files[nw.name])
+	if err != nil {
+		return "", nil, fmt.Errorf("CRI-O's network %s: %w", nw.name, err)
+	}
+	return nw.name, data, nil
+}
+
+// crioWriteCNIConfig is writeCNIConfig for CRI-O: it waits for a reload
+// after the write whose default network is network, from file.
+func (n *Node) crioWriteCNIConfig(file string, data []byte, network string) {
+	n.t.Helper()
+	_, offset, err := n.crioReloads(0)
+	harness.Must(n.t, err)
+	tmp := filepath.Join(n.ConfDir, ".tmp-"+file)
+	harness.Must(n.t, os.WriteFile(tmp, data, 0o644))
+	harness.Must(n.t, os.Rename(tmp, filepath.Join(n.ConfDir, file)))
+	entries, err := os.ReadDir(n.ConfDir)
+	harness.Must(n.t, err)
+	for _, e := range entries {
+		if e.Name() != file {
+			harness.Must(n.t, os.Remove(filepath.Join(n.ConfDir, e.Name())))
+		}
+	}
+	ctx, cancel := context.WithTimeout(n.t.Context(), readyTimeout)
+	defer cancel()
+	last := "no reload"
+	for {
+		nw, _, err := n.crioReloads(offset)
+		if err == nil && nw != nil {
+			if nw.name == network && nw.files[network] == filepath.Join(n.ConfDir, file) {
+				break
+			}
+			last = fmt.Sprintf("it uses %q from %v", nw.name, nw.files)
+		}
+		if ctx.Err() != nil {
+			n.t.Fatalf("CRI-O did not load CNI network %q from %s (%s)", network, file, last)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n.kubelet.Running() {
+		n.WaitReady()
+	}
+}
+
+// crioMonitorPIDs are the conmon processes of this node's containers:
+// CRI-O starts one per container, outside its process group, with the
+// container's directories under the node's on its command line.
+func (n *Node) crioMonitorPIDs() []int {
+	var out []int
+	for _, p := range procCmdlines() {
+		argv0, _, _ := strings.Cut(p.cmdline, "\x00")
+		if filepath.Base(argv0) == "conmon" && strings.Contains(p.cmdline, "\x00"+n.Dir+"/") {
+			out = append(out, p.pid)
+		}
+	}
+	return out
+}

@@ -1,0 +1,76 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/plexus-cni/plexus/internal/explain"
+	"github.com/plexus-cni/plexus/internal/plexusapi"
+	"github.com/plexus-cni/plexus/tests/harness"
+)
+
+// assertNodeReported: the node's plexus (mode thick or thin) wrote its
+// PlexusNode (config installed, the default network named, no plugin
+// missing), and explain --node reports it.
+func assertNodeReported(n *Node, d *Deployment, mode string) {
+	t := n.t
+	t.Helper()
+	var st plexusapi.PlexusNodeStatus
+	d.waitFor(t, "PlexusNode "+n.Name+" with plexus's config installed", func(ctx context.Context) (bool, string) {
+		u, err := n.Dyn.Resource(plexusapi.PlexusNodes).Get(ctx, n.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, "no PlexusNode yet"
+		}
+		var pn plexusapi.PlexusNode
+		if err == nil {
+			err = plexusapi.FromUnstructured(u, &pn)
+		}
+		if err != nil {
+			return false, err.Error()
+		}
+		st = pn.Status
+		return st.ConfigInstalled && st.DefaultNetwork != "", fmt.Sprintf("status %+v", st)
+	})
+	if st.Mode != mode || st.DefaultNetwork != DefaultNetwork || filepath.Base(st.ConfigPath) != "00-plexus.conflist" ||
+		filepath.Base(st.DefaultNetworkFile) != "10-default.conflist" || len(st.MissingPlugins) != 0 || st.Version == "" {
+		t.Errorf("PlexusNode %s status %+v, want %s, config 00-plexus.conflist, default network %s in 10-default.conflist, no missing plugin", n.Name, st, mode, DefaultNetwork)
+	}
+	pod := filepath.Join(t.TempDir(), "pod.yaml")
+	harness.Must(t, os.WriteFile(pod, []byte("kind: Pod\nmetadata:\n  namespace: default\n  name: probe\n"), 0o600))
+	r, err := explain.Explain(t.Context(), explain.Options{PodFile: pod, Node: n.Name, Cluster: &explain.Cluster{Core: n.Client, Dynamic: n.Dyn}})
+	harness.Must(t, err)
+	var out bytes.Buffer
+	harness.Must(t, explain.WriteText(&out, r))
+	for _, want := range []string{
+		"PlexusNode " + n.Name + ": " + mode + " mode",
+		"config installed: ",
+		"default network: " + DefaultNetwork + " (",
+		"plugins: none missing",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("explain --node %s lacks %q:\n%s", n.Name, want, out.String())
+		}
+	}
+	if !r.OK {
+		t.Errorf("explain --node %s found problems: %v", n.Name, r.Problems)
+	}
+	// The node's writes so far, on this node's own API server: the first
+	// report (a status apply finding no object, the apply creating it,
+	// the status apply again) and one per change since (the default
+	// network's config appeared); none for the ADDs whose delegates are
+	// all present.
+	counts, err := n.Env.RequestCounts(t.Context())
+	harness.Must(t, err)
+	creates, statuses := counts["APPLY plexusnodes"], counts["APPLY plexusnodes status"]
+	t.Logf("PlexusNode requests since the install: %v apply, %v status apply", creates, statuses)
+	if creates != 1 || statuses < 2 || statuses > 3 {
+		t.Errorf("PlexusNode requests: %v apply (want 1), %v status apply (want 2 or 3)", creates, statuses)
+	}
+}
