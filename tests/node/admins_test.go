@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -92,6 +93,21 @@ func adminsWalkthrough(t *testing.T, node *Node, d *Deployment, world *harness.W
 		strict = revisionIn(t, out)
 		waitActive(t, n, d, strict)
 		t.Logf("plexusctl policy push to %s's status showing revision %s active: %s", n.Name, strict, time.Since(start).Round(time.Millisecond))
+		// The node's PlexusNode names the revision too.
+		d.waitFor(t, "PlexusNode "+n.Name+" naming revision "+strict, func(ctx context.Context) (bool, string) {
+			u, err := n.Dyn.Resource(plexusapi.PlexusNodes).Get(ctx, n.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			var pn plexusapi.PlexusNode
+			if err := plexusapi.FromUnstructured(u, &pn); err != nil {
+				return false, err.Error()
+			}
+			if pn.Status.Policy == nil {
+				return false, "no policy"
+			}
+			return pn.Status.Policy.Source == "object" && pn.Status.Policy.Revision == strict, fmt.Sprintf("%+v", *pn.Status.Policy)
+		})
 		if out, err := sh(ctl, "policy", "status"); err != nil || !strings.Contains(out, n.Name) || !strings.Contains(out, strict) {
 			t.Errorf("plexusctl policy status: %v\n%s", err, out)
 		}
