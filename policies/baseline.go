@@ -39,3 +39,23 @@ func NewBaseline(ctx context.Context) (*Engine, error) {
 		Deadline: Duration(MaxDeadline),
 	})
 }
+
+// WriteBaseline writes the rule library and the baseline data embedded in
+// this binary under dir (dir/library, dir/baseline.yaml), for tools
+// without the image's copy (plexusctl policy push tests against it).
+func WriteBaseline(dir string) (library, baseline string, err error) {
+	if err := os.CopyFS(dir, baselineFiles); err != nil {
+		return "", "", fmt.Errorf("baseline policy: writing its files: %w", err)
+	}
+	return filepath.Join(dir, "library"), filepath.Join(dir, BaselineFile), nil
+}
+
+// BaselineData is the baseline's data file as built into this binary,
+// which the image ships too: the starting point of an admin's own policy.
+func BaselineData() []byte {
+	b, err := baselineFiles.ReadFile(BaselineFile)
+	if err != nil {
+		panic("policies: the embedded baseline is missing: " + err.Error())
+	}
+	return b
+}

@@ -37,6 +37,22 @@ type Config struct {
 	// Evaluator may only name OPA's topdown evaluator, the one plexus
 	// has; see checkEvaluator.
 	Evaluator string `json:"evaluator,omitempty"`
+	// Object names an AttachmentPolicy whose active revision is loaded
+	// with Paths. plexusd and the thin-mode installer read it
+	// (internal/policysync); the engine itself refuses it, since only they
+	// keep a node's revisions.
+	Object *ObjectConfig `json:"object,omitempty"`
+}
+
+// ObjectConfig is the "policy" key's "object".
+type ObjectConfig struct {
+	// Name is the cluster-scoped AttachmentPolicy the node follows.
+	Name string `json:"name"`
+	// StateDir holds the node's verified revisions and the active one.
+	StateDir string `json:"stateDir"`
+	// DefaultPaths are files loaded in place of a revision until the node
+	// has activated one (a fresh install).
+	DefaultPaths []string `json:"defaultPaths,omitempty"`
 }
 
 // EvaluatorTopdown is OPA's interpreter, which evaluates every decision.
@@ -53,6 +69,10 @@ type Duration = config.Duration
 
 // withDefaults fills empty fields and checks the rest.
 func (c Config) withDefaults() (Config, error) {
+	if c.Object != nil {
+		return c, errors.New(`policy config: "object" is read by plexusd and by the thin-mode installer, not by the plugin: ` +
+			`give the plugin "paths" only (plexusctl install --policy-object writes them)`)
+	}
 	if len(c.Paths) == 0 {
 		return c, fmt.Errorf("policy config: \"paths\" is empty; name at least one .rego file or directory")
 	}

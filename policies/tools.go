@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -53,6 +54,10 @@ type TestOptions struct {
 	Coverage bool
 	// Timeout bounds each test case; 5s when zero.
 	Timeout time.Duration
+	// TestsUnder, when set, runs only the *_test.rego modules in that
+	// directory: a node verifying a revision runs the revision's tests,
+	// not the library's, whose own data may differ from the revision's.
+	TestsUnder string
 }
 
 // TestSummary counts test outcomes; Coverage is a percentage, set only
@@ -72,6 +77,11 @@ func RunTests(ctx context.Context, paths []string, opts TestOptions, out io.Writ
 	loaded, err := LoadPaths(paths, loadOptions{tests: true})
 	if err != nil {
 		return sum, err
+	}
+	if opts.TestsUnder != "" {
+		if err := keepTestsUnder(loaded.Modules, opts.TestsUnder); err != nil {
+			return sum, err
+		}
 	}
 	store := inmem.NewFromObject(loaded.Data)
 	txn := storage.NewTransactionOrDie(ctx, store)
@@ -104,6 +114,24 @@ func RunTests(ctx context.Context, paths []string, opts TestOptions, out io.Writ
 		sum.Coverage = reportCoverage(out, cov, loaded.Modules)
 	}
 	return sum, nil
+}
+
+// keepTestsUnder drops the test modules outside dir.
+func keepTestsUnder(modules map[string]*ast.Module, dir string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return fmt.Errorf("policy tests under %s: %w", dir, err)
+	}
+	for name := range modules {
+		if !strings.HasSuffix(name, "_test.rego") {
+			continue
+		}
+		n, err := filepath.Abs(name)
+		if err != nil || filepath.Dir(n) != abs {
+			delete(modules, name)
+		}
+	}
+	return nil
 }
 
 // sortedResults drains the runner (which reports in completion order),

@@ -25,6 +25,10 @@ func policyCommands() map[string]policyCommand {
 		"fmt":   {"fmt [--check] PATHS...                  format .rego files in place, or list unformatted ones", policyFmt},
 		"eval": {"eval --pod POD.yaml --nad NAD.yaml [--selection JSON] [--namespace-labels k=v,...]\n" +
 			"       [--data FILE]... [--policy PATH]... [--query Q]   decide; exit 0 allowed, 2 denied", policyEval},
+		"push": {"push [--kubeconfig F] [--name cluster] [--on-delete Keep|AllowAll] [--library DIR] DIR\n" +
+			"       test DIR's modules and data with the library, then create or update the AttachmentPolicy", policyPush},
+		"status":   {"status [--kubeconfig F] [--name cluster]   the revision each node enforces", policyStatus},
+		"baseline": {"baseline                                print the image's baseline.yaml, to edit and push", policyBaseline},
 	}
 }
 
@@ -45,7 +49,7 @@ func runPolicy(ctx context.Context, args []string, stdout, stderr io.Writer) int
 
 func policyUsage(w io.Writer, cmds map[string]policyCommand) {
 	fmt.Fprintln(w, "usage:")
-	for _, n := range []string{"test", "check", "fmt", "eval"} {
+	for _, n := range []string{"test", "check", "fmt", "eval", "baseline", "push", "status"} {
 		fmt.Fprintf(w, "  plexusctl policy %s\n", cmds[n].usage)
 	}
 }

@@ -40,6 +40,11 @@ func rules() []rule {
 		rule{"core/...", []string{"core/..."}},
 		rule{"policies", append([]string{"core/..."}, leaves...)},
 		rule{"extensions", append([]string{"core/..."}, leaves...)},
+		// A node's copy of an AttachmentPolicy: the policy engine and the
+		// kind, nothing of the daemon or installer that use it.
+		rule{"internal/policysync", []string{"core/...", "policies", "internal/plexusapi"}},
+		rule{"internal/policypush", []string{"core/...", "policies", "internal/plexusapi", "internal/policysync"}},
+		rule{"internal/policywatch", []string{"core/...", "policies", "internal/plexusapi", "internal/policysync"}},
 		rule{"internal/...", []string{"core/...", "policies", "extensions", "internal/..."}},
 		rule{"cmd/...", []string{"internal/...", "core/...", "policies", "extensions"}},
 	)

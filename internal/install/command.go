@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -27,6 +28,9 @@ func ParseArgs(args []string, getenv func(string) string, stderr io.Writer) (Opt
 	fs.StringVar(&o.SrcBinDir, "src-bin-dir", DefaultSrcBinDir, "directory holding the binaries to install")
 	fs.StringVar(&o.PolicySrcDir, "policy-src-dir", DefaultPolicySrc, "directory holding the policy files to install (the image's rule library and baseline)")
 	fs.StringVar(&o.PolicyDir, "policy-dir", "", `the host directory to copy --policy-src-dir's policy files to, before the config is written; the installer owns it (name its files in --config's "policy"); empty copies none`)
+	fs.StringVar(&o.PolicyObject, "policy-object", "", `the AttachmentPolicy this node follows: its revisions, verified, are kept in --policy-dir, and the plugin's config names the library and the active one (empty: --config's "policy" as given)`)
+	var defaults string
+	fs.StringVar(&defaults, "policy-defaults", "", "comma-separated policy files in force until a revision of --policy-object is activated (default: --policy-dir's baseline.yaml)")
 	fs.StringVar(&binaries, "binaries", "plexus", "comma-separated binaries to copy from --src-bin-dir")
 	fs.StringVar(&o.BinDir, "cni-bin-dir", DefaultBinDir, "the host's CNI bin directory")
 	fs.StringVar(&o.DefaultConfDir, "default-conf-dir", DefaultConfDir, "where the cluster-wide default network writes its CNI config")
@@ -60,6 +64,7 @@ func ParseArgs(args []string, getenv func(string) string, stderr io.Writer) (Opt
 		o.ConfDir = o.DefaultConfDir
 	}
 	o.Binaries = BinaryList(binaries)
+	o.PolicyDefaults = BinaryList(defaults)
 	if extra != "" {
 		if err := json.Unmarshal([]byte(extra), &o.Extra); err != nil {
 			return o, fmt.Errorf("--config: want a JSON object: %w", err)
@@ -93,6 +98,9 @@ func Command(ctx context.Context, args []string, getenv func(string) string, std
 			UserAgent:       "plexusctl-install",
 		}
 		o.Client, err = kubernetes.NewForConfig(cfg)
+		if err == nil {
+			o.Dynamic, err = dynamic.NewForConfig(cfg)
+		}
 		if err != nil {
 			fmt.Fprintf(stderr, "plexusctl install: API client: %v\n", err)
 			return codes.ExitUsage

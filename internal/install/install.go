@@ -15,9 +15,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/plexus-cni/plexus/internal/policysync"
 )
 
 // Options say where things are. Paths are the same inside the installer's
@@ -62,6 +66,14 @@ type Options struct {
 	// them (InstallPolicy).
 	PolicySrcDir string
 	PolicyDir    string
+	// PolicyObject names the AttachmentPolicy the node follows: its
+	// verified revisions are kept in PolicyDir, the plugin's config names
+	// the library and the active one (policysync), and the node's status
+	// entry is written through Dynamic. PolicyDefaults stand in for a
+	// revision until one is activated (PolicyDir's baseline.yaml unless set).
+	PolicyObject   string
+	PolicyDefaults []string
+	Dynamic        dynamic.Interface
 	// Poll is how often the token and the default network are checked.
 	Poll time.Duration
 	// OnChange is called after a pass that found the config, the default
@@ -152,6 +164,9 @@ func (o *Options) check() error {
 			}
 		}
 	}
+	if err := o.checkPolicyObject(); err != nil {
+		return err
+	}
 	for name, v := range paths {
 		if !filepath.IsAbs(v) {
 			return fmt.Errorf("%s %q: want an absolute path", name, v)
@@ -200,6 +215,8 @@ type Installer struct {
 	now  func() time.Time
 	node nodeToken
 	seen observation
+	// policy follows PolicyObject once Run has started it.
+	policy atomic.Pointer[policysync.Syncer]
 }
 
 // New checks the options.
@@ -222,6 +239,9 @@ func (in *Installer) Run(ctx context.Context) error {
 	}
 	// Before the first config, which may name them.
 	if err := in.InstallPolicy(); err != nil {
+		return err
+	}
+	if err := in.startPolicyObject(ctx); err != nil {
 		return err
 	}
 	if in.o.BinariesOnly {
@@ -276,6 +296,9 @@ func (in *Installer) Uninstall() error {
 		}
 	}
 	// Once the config naming them is gone.
+	if err := in.uninstallPolicyObject(); err != nil {
+		errs = append(errs, err)
+	}
 	if err := in.uninstallPolicy(); err != nil {
 		errs = append(errs, err)
 	} else if in.o.PolicyDir != "" {

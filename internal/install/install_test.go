@@ -7,10 +7,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/plexus-cni/plexus/core/codes"
@@ -538,6 +541,51 @@ func TestConfigTypeIsPlexusWithPolicyOrExtensions(t *testing.T) {
 			list, _ := n.pluginConfig()
 			if got := list["plugins"].([]any)[0].(map[string]any)["type"]; got != tc.want {
 				t.Errorf("type %v, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// Following a policy object, the plugin's config names the library copy
+// and the active revision's link, keeping --config's query.
+func TestPolicyObjectNamesLibraryAndActiveRevision(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		extra   map[string]any
+		wantErr string
+	}{
+		{name: "query kept", extra: map[string]any{"policy": map[string]any{"query": "data.x.decision"}}},
+		{name: "no policy key"},
+		{name: "paths given too", extra: map[string]any{"policy": map[string]any{"paths": []any{"/x"}}}, wantErr: `may not set "paths"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := Options{
+				SrcBinDir: "/opt/plexus/bin", BinDir: "/opt/cni/bin", ConfDir: "/etc/cni/net.d", DefaultConfDir: "/etc/cni/net.d",
+				ConfName: DefaultConfName, Kubeconfig: DefaultKubeconfig, TokenFile: DefaultTokenFile, CAFile: DefaultCAFile,
+				Server: "https://10.0.0.1:443", PolicySrcDir: DefaultPolicySrc, PolicyDir: "/etc/cni/net.d/plexus.d/policy",
+				PolicyObject: "cluster", NodeName: "node-1", Dynamic: dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()),
+				Extra: tc.extra,
+			}
+			in, err := New(o)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("New: %v, want an error containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			policy := in.o.Extra["policy"].(map[string]any)
+			want := []string{"/etc/cni/net.d/plexus.d/policy/library", "/etc/cni/net.d/plexus.d/policy/active"}
+			if got := policy["paths"].([]string); !slices.Equal(got, want) {
+				t.Errorf("paths %q, want %q", got, want)
+			}
+			if tc.extra != nil && policy["query"] != "data.x.decision" {
+				t.Errorf("query %v, want the one --config gave", policy["query"])
+			}
+			if !slices.Equal(in.o.PolicyDefaults, []string{"/etc/cni/net.d/plexus.d/policy/baseline.yaml"}) {
+				t.Errorf("defaults %q, want the policy dir's baseline", in.o.PolicyDefaults)
 			}
 		})
 	}

@@ -35,10 +35,13 @@ type metrics struct {
 	cacheMisses   *prometheus.CounterVec
 	policyReloads *prometheus.CounterVec
 	policyLoaded  prometheus.Gauge
-	ignoredKeys   *prometheus.CounterVec
-	podResources  *prometheus.CounterVec
-	gcCollected   prometheus.Counter
-	gcPasses      *prometheus.CounterVec
+	// policyRevision is 1 for the policy revision in force (object,
+	// source, revision), its only series.
+	policyRevision *prometheus.GaugeVec
+	ignoredKeys    *prometheus.CounterVec
+	podResources   *prometheus.CounterVec
+	gcCollected    prometheus.Counter
+	gcPasses       *prometheus.CounterVec
 	// statusRepaired counts network-status written from records after a
 	// restart (repair.go).
 	statusRepaired prometheus.Counter
@@ -85,6 +88,9 @@ func newMetrics() *metrics {
 		policyLoaded: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "plexus_policy_last_reload_ok", Help: "1 when the policy files in place are the ones in use, 0 when the last change failed to compile and the previous policy is kept.",
 		}),
+		policyRevision: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "plexus_policy_revision_info", Help: "1 for the policy in force: the AttachmentPolicy followed, the source (object, defaults or none) and the revision.",
+		}, []string{"object", "source", "revision"}),
 		podResources: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "plexus_pod_resources_calls_total", Help: "Calls to kubelet's pod-resources API (at most one per ADD of a pod with device networks), by method.",
 		}, []string{"method"}),
@@ -100,7 +106,7 @@ func newMetrics() *metrics {
 		}, []string{"result"}),
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.inflight, m.attachments, m.denials, m.decisions, m.extErrors,
-		m.apiErrors, m.cacheMisses, m.policyReloads, m.policyLoaded, m.ignoredKeys, m.podResources, m.gcCollected, m.gcPasses, m.statusRepaired,
+		m.apiErrors, m.cacheMisses, m.policyReloads, m.policyLoaded, m.policyRevision, m.ignoredKeys, m.podResources, m.gcCollected, m.gcPasses, m.statusRepaired,
 		// The daemon's own health: memory, garbage collection, threads, CPU.
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

@@ -43,12 +43,15 @@ func (d *Daemon) reportNode(ctx context.Context, in *install.Installer) error {
 			return st
 		},
 		Extensions: d.nodeExtensions,
+		Policy:     d.NodePolicy,
 	})
 	if err != nil {
 		return err
 	}
 	seen.notify = r.Notify
 	d.nodeState, d.delegates = r, seen
+	notify := r.Notify
+	d.policyChanged.Store(&notify)
 	in.NotifyOnChange(r.Notify)
 	go r.Run(ctx)
 	return nil

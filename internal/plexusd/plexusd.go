@@ -14,9 +14,11 @@ import (
 	"net/http/pprof"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/client-go/rest"
 
 	"github.com/plexus-cni/plexus/core/codes"
 	"github.com/plexus-cni/plexus/core/config"
@@ -30,6 +32,7 @@ import (
 	"github.com/plexus-cni/plexus/internal/daemon"
 	"github.com/plexus-cni/plexus/internal/install"
 	"github.com/plexus-cni/plexus/internal/nodestate"
+	"github.com/plexus-cni/plexus/internal/plexusapi"
 	"github.com/plexus-cni/plexus/internal/stages"
 	"github.com/plexus-cni/plexus/policies"
 )
@@ -90,8 +93,13 @@ type Daemon struct {
 	noSource bool
 	synced   func() bool
 	stages   pipeline.Stages
-	pub      *publisher  // network-status and events after the reply
-	cri      *cri.Client // the runtime's CRI, once dynamic attachments or GC need it
+	pub      *publisher   // network-status and events after the reply
+	cri      *cri.Client  // the runtime's CRI, once dynamic attachments or GC need it
+	rest     *rest.Config // the API's, when Kubernetes is the source
+	policy   *reloadingPolicy
+	// policyChanged, once the PlexusNode reporter runs, is its Notify:
+	// the policy watch calls it after each attempt.
+	policyChanged atomic.Pointer[func()]
 	// ext lists the extension modules and their states; nil without any.
 	ext     moduleLister
 	closers []func()
@@ -159,6 +167,7 @@ func (d *Daemon) buildSource(ctx context.Context) error {
 	if d.o.NodeName == "" {
 		return errors.New("plexusd needs the node name (--node-name or NODE_NAME) to cache this node's pods")
 	}
+	d.rest = rc
 	c, err := cached.New(ctx, rc, d.o.NodeName, kube.Options{CallTimeout: time.Duration(d.conf.APITimeout), Budget: time.Duration(d.conf.APIBudget), Component: "plexusd", Log: d.o.Log})
 	if err != nil {
 		return err
@@ -201,8 +210,23 @@ func (d *Daemon) authorizer(ctx context.Context, pc policies.Config) (pipeline.A
 	if err != nil {
 		return nil, err
 	}
-	go rp.watch(ctx, d.o.PolicyPoll)
+	d.policy = rp
+	if rp.sync == nil {
+		go rp.watch(ctx, d.o.PolicyPoll)
+	} else if err := d.watchPolicyObject(ctx, rp); err != nil {
+		return nil, err
+	}
 	return countingAuthorizer{Authorizer: rp, m: d.m}, nil
+}
+
+// NodePolicy is the policy this node enforces, for its PlexusNode; nil
+// when the config has no policy (every attachment allowed).
+func (d *Daemon) NodePolicy() *plexusapi.NodePolicy {
+	if d.policy == nil {
+		return nil
+	}
+	np := d.policy.NodePolicy()
+	return &np
 }
 
 // options is the pipeline runner with plexusd's long-lived parts. Calls

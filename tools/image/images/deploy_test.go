@@ -88,16 +88,16 @@ func checkRunsImageBinaries(t *testing.T, c container) {
 }
 
 // TestDeployLoadsTheImagesPolicy checks that the default install's policy
-// is the image's rule library and baseline: plexusd's ConfigMap names them
-// where the image holds them, and thin mode's installer copies them from
-// there to the host directory its config names.
+// is the image's rule library with the AttachmentPolicy "cluster", the
+// baseline standing in until a revision is active: plexusd's ConfigMap
+// names them where the image holds them, and thin mode's installer copies
+// them from there to the host directory it keeps the revisions in.
 func TestDeployLoadsTheImagesPolicy(t *testing.T) {
 	root := repoRoot(t)
 	policy, err := PolicyFiles(filepath.Join(root, "policies"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := func(dir string) []string { return []string{dir + "/library", dir + "/baseline.yaml"} }
 	if !slices.Contains(policy, "baseline.yaml") || !slices.ContainsFunc(policy, func(p string) bool { return strings.HasPrefix(p, "library/") }) {
 		t.Fatalf("the image's policy files %v lack the library or the baseline", policy)
 	}
@@ -115,14 +115,21 @@ func TestDeployLoadsTheImagesPolicy(t *testing.T) {
 		}
 		var conf struct {
 			Policy struct {
-				Paths []string `json:"paths"`
+				Paths  []string `json:"paths"`
+				Object struct {
+					Name         string   `json:"name"`
+					DefaultPaths []string `json:"defaultPaths"`
+				} `json:"object"`
 			} `json:"policy"`
 		}
 		if err := json.Unmarshal([]byte(cm.Data["plexusd.json"]), &conf); err != nil {
 			t.Fatalf("plexusd.json: %v", err)
 		}
-		if got := conf.Policy.Paths; !slices.Equal(got, want(PlexusPolicyDir)) {
-			t.Errorf("plexusd's policy paths %v, want the image's %v", got, want(PlexusPolicyDir))
+		if got, want := conf.Policy.Paths, []string{PlexusPolicyDir + "/library"}; !slices.Equal(got, want) {
+			t.Errorf("plexusd's policy paths %v, want the image's library %v", got, want)
+		}
+		if got, want := conf.Policy.Object.DefaultPaths, []string{PlexusPolicyDir + "/baseline.yaml"}; conf.Policy.Object.Name == "" || !slices.Equal(got, want) {
+			t.Errorf("plexusd's policy object %q with defaults %v, want one with the image's baseline %v", conf.Policy.Object.Name, got, want)
 		}
 	})
 
@@ -150,16 +157,19 @@ func TestDeployLoadsTheImagesPolicy(t *testing.T) {
 		if !path.IsAbs(dir) {
 			t.Fatalf("--policy-dir=%q: want the host directory the policy is copied to", dir)
 		}
+		// The installer names the library copy and the active revision in
+		// the plugin's config; the baseline copy stands in until then.
+		if flags["--policy-object"] == "" {
+			t.Errorf("no --policy-object: the plugin would have no policy")
+		}
 		var conf struct {
-			Policy struct {
-				Paths []string `json:"paths"`
-			} `json:"policy"`
+			Policy *struct{} `json:"policy"`
 		}
 		if err := json.Unmarshal([]byte(flags["--config"]), &conf); err != nil {
 			t.Fatalf("--config: %v", err)
 		}
-		if got := conf.Policy.Paths; !slices.Equal(got, want(dir)) {
-			t.Errorf("the plugin's policy paths %v, want the copies %v", got, want(dir))
+		if conf.Policy != nil {
+			t.Errorf(`--config sets "policy": the installer writes it`)
 		}
 	})
 }

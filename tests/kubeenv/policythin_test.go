@@ -1,0 +1,162 @@
+package kubeenv
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/plexus-cni/plexus/internal/install"
+	"github.com/plexus-cni/plexus/internal/plexusapi"
+	"github.com/plexus-cni/plexus/policies"
+)
+
+// TestPolicyObjectThinInstaller runs the thin-mode installer
+// (plexusctl install --policy-object) as node-t's ServiceAccount against a
+// real API server: the plugin's config names the library copy and the
+// active revision; the baseline is in force until the admin creates the
+// object; then the node activates it, reports it, and the files the plugin
+// loads decide as the object says.
+func TestPolicyObjectThinInstaller(t *testing.T) {
+	e := ForTest(t, Options{})
+	ctx := t.Context()
+	if err := e.Apply(ctx, false, deployFile(t, "base/crd.yaml"), deployFile(t, "base/plexus-crds.yaml"), deployFile(t, "base/rbac.yaml"), deployFile(t, "base/admission.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	saCfg, err := e.NodeServiceAccountConfig(ctx, "kube-system", "plexus", "node-t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(saCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saDyn, err := dynamic.NewForConfig(saCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(e.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	root := t.TempDir()
+	src := filepath.Join(root, "image")
+	if _, _, err := policies.WriteBaseline(filepath.Join(src, "policy")); err != nil {
+		t.Fatal(err)
+	}
+	conf := filepath.Join(root, "net.d")
+	for _, d := range []string{filepath.Join(src, "bin"), filepath.Join(root, "bin"), conf} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, filepath.Join(src, "bin"), "plexus", "#!plexus")
+	writeFile(t, conf, "10-default.conflist", `{"cniVersion":"1.0.0","name":"default","plugins":[{"type":"bridge"}]}`)
+	token := writeFile(t, root, "token", saCfg.BearerToken)
+	policyDir := filepath.Join(conf, "plexus.d", "policy")
+	in, err := install.New(install.Options{
+		SrcBinDir: filepath.Join(src, "bin"), Binaries: []string{"plexus"}, BinDir: filepath.Join(root, "bin"),
+		DefaultConfDir: conf, ConfDir: conf, ConfName: install.DefaultConfName,
+		Kubeconfig: filepath.Join(conf, "plexus.d", "plexus.kubeconfig"), TokenFile: token, CAFile: e.CAFile(), Server: e.Host(),
+		Client: cs, NodeName: "node-t", Dynamic: saDyn,
+		PolicySrcDir: filepath.Join(src, "policy"), PolicyDir: policyDir, PolicyObject: "cluster",
+		Poll: install.DefaultPoll, Log: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- in.Run(runCtx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("installer: %v", err)
+		}
+	})
+
+	// The plugin's policy, as its config names it.
+	var paths []string
+	waitFor(t, "the plugin's config", func() bool {
+		raw, err := os.ReadFile(filepath.Join(conf, install.DefaultConfName))
+		if err != nil {
+			return false
+		}
+		var list struct {
+			Plugins []struct {
+				Policy policies.Config `json:"policy"`
+			} `json:"plugins"`
+		}
+		if err := json.Unmarshal(raw, &list); err != nil || len(list.Plugins) != 1 {
+			t.Fatalf("plexus's config: %v\n%s", err, raw)
+		}
+		paths = list.Plugins[0].Policy.Paths
+		return true
+	})
+	if want := []string{filepath.Join(policyDir, "library"), filepath.Join(policyDir, "active")}; strings.Join(paths, " ") != strings.Join(want, " ") {
+		t.Fatalf("the plugin's policy paths %q, want %q", paths, want)
+	}
+	// A pod of "sample" using a network of "default": the baseline allows
+	// it, the stricter object does not.
+	allowed := func() bool {
+		eng, err := policies.New(ctx, policies.Config{Paths: paths})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := policies.SampleRequest()
+		req.Attachment.NAD.Namespace = "default"
+		d, err := eng.Authorize(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.Allowed
+	}
+	if !allowed() {
+		t.Fatal("before any object, the plugin's policy refuses a network of default: want the baseline")
+	}
+
+	p := &plexusapi.AttachmentPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "cluster"},
+		Spec:       plexusapi.AttachmentPolicySpec{Data: map[string]string{"baseline.yaml": strictIsolation(t)}},
+	}
+	u, err := plexusapi.ToUnstructured(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(u.Object, "status")
+	if _, err := dyn.Resource(plexusapi.AttachmentPolicies).Create(ctx, u, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var entry plexusapi.NodePolicyStatus
+	waitFor(t, "node-t's status entry", func() bool {
+		got, err := dyn.Resource(plexusapi.AttachmentPolicies).Get(ctx, "cluster", metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		var p plexusapi.AttachmentPolicy
+		if err := plexusapi.FromUnstructured(got, &p); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range p.Status.Nodes {
+			if n.Node == "node-t" && n.ActiveGeneration == 1 {
+				entry = n
+				return true
+			}
+		}
+		return false
+	})
+	if got := activeTarget(policyDir); got != entry.ActiveRevision || entry.Error != "" {
+		t.Fatalf("active link %q, entry %+v: want the entry's revision active", got, entry)
+	}
+	if allowed() {
+		t.Error("after activation the plugin's policy allows a network of default: want the object's isolation")
+	}
+}

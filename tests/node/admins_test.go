@@ -1,0 +1,203 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/plexus-cni/plexus/internal/plexusapi"
+	"github.com/plexus-cni/plexus/tests/harness"
+	"github.com/plexus-cni/plexus/tests/kubeenv"
+)
+
+// TestAdminsWalkthrough runs docs/admins.md's steps on a node with each
+// install, deploy/ (thick: plexusd follows the object) and deploy/thin
+// (the installer does, for the plugin): the baseline lets a pod of team-a
+// use a network of "default"; the admin pushes an edited baseline that
+// allows no other namespace's networks, the node reports the revision
+// active, a pod of team-a selecting default/shared is refused and
+// `plexusctl explain pod` shows the denial; pushing the previous files
+// back allows it again.
+func TestAdminsWalkthrough(t *testing.T) {
+	for _, mode := range []struct {
+		name, kustomization, container, binary string
+	}{
+		{"Thick", "deploy", "plexusd", "plexus-shim"},
+		{"Thin", "deploy/thin", "install", "plexus"},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			node, d, world := deployNode(t, "node-admins-"+strings.ToLower(mode.name), mode.kustomization)
+			if mode.name == "Thick" {
+				d.ShareRuntimeSocket(t)
+			}
+			n := node.With(t)
+			conf := filepath.Join(n.ConfDir, "00-plexus.conflist")
+			installAwaitingDefault(t, n, d, world, mode.container, filepath.Join(n.cniBinDir, mode.binary), conf)
+			adminsWalkthrough(t, node, d, world)
+		})
+	}
+}
+
+func adminsWalkthrough(t *testing.T, node *Node, d *Deployment, world *harness.World) {
+	n := node.With(t)
+	work := t.TempDir()
+	kubeconfig := filepath.Join(work, "admin.kubeconfig")
+	harness.Must(t, n.Env.Kubeconfig(kubeconfig, n.Env.AdminConfig()))
+	// The commands run as an admin's shell would: in work, with KUBECONFIG.
+	sh := func(name string, args ...string) (string, error) {
+		var out bytes.Buffer
+		cmd := exec.CommandContext(t.Context(), name, args...)
+		cmd.Dir = work
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := cmd.Run()
+		return out.String(), err
+	}
+	ctl := buildPlexusctl(t)
+
+	harness.Must(t, kubeenv.CreateNAD(t.Context(), n.Dyn, "default", "shared", world.BridgeNADConfig("shared")))
+	harness.Must(t, n.Env.CreateNamespace(t.Context(), "team-a", nil))
+	t.Run("BaselineAllowsDefaultsNetworks", func(t *testing.T) {
+		n := node.With(t)
+		n.RunPod("team-a", "before", "default/shared")
+		n.DeletePod("team-a", "before")
+	})
+
+	// 1. Start from the image's baseline and tighten namespace isolation.
+	harness.Must(t, os.Mkdir(filepath.Join(work, "policy"), 0o755))
+	baseline, err := sh(ctl, "policy", "baseline")
+	harness.Must(t, err)
+	harness.Must(t, os.WriteFile(filepath.Join(work, "policy", "baseline.yaml"), []byte(baseline), 0o644))
+	if out, err := sh("sed", "-i", `s/global_namespaces: \[default\]/global_namespaces: []/`, "policy/baseline.yaml"); err != nil {
+		t.Fatalf("sed: %v\n%s", err, out)
+	}
+
+	// 2. Push it; every node reports the revision it enforces.
+	var strict string
+	t.Run("PushActivatesOnTheNode", func(t *testing.T) {
+		start := time.Now()
+		out, err := sh(ctl, "policy", "push", "policy")
+		if err != nil {
+			t.Fatalf("plexusctl policy push: %v\n%s", err, out)
+		}
+		strict = revisionIn(t, out)
+		waitActive(t, n, d, strict)
+		t.Logf("plexusctl policy push to %s's status showing revision %s active: %s", n.Name, strict, time.Since(start).Round(time.Millisecond))
+		// The node's PlexusNode names the revision too.
+		d.waitFor(t, "PlexusNode "+n.Name+" naming revision "+strict, func(ctx context.Context) (bool, string) {
+			u, err := n.Dyn.Resource(plexusapi.PlexusNodes).Get(ctx, n.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			var pn plexusapi.PlexusNode
+			if err := plexusapi.FromUnstructured(u, &pn); err != nil {
+				return false, err.Error()
+			}
+			if pn.Status.Policy == nil {
+				return false, "no policy"
+			}
+			return pn.Status.Policy.Source == "object" && pn.Status.Policy.Revision == strict, fmt.Sprintf("%+v", *pn.Status.Policy)
+		})
+		if out, err := sh(ctl, "policy", "status"); err != nil || !strings.Contains(out, n.Name) || !strings.Contains(out, strict) {
+			t.Errorf("plexusctl policy status: %v\n%s", err, out)
+		}
+	})
+	if t.Failed() {
+		return
+	}
+
+	// 3. A pod of team-a selecting default/shared is refused, and explain
+	// says why.
+	t.Run("DeniedPodAndItsExplanation", func(t *testing.T) {
+		n := node.With(t)
+		before := harness.HostVeths(t)
+		n.CreatePod(n.PodSpec("team-a", "web", "default/shared"))
+		_, err := n.waitRunning("team-a", "web")
+		var se *SandboxError
+		if !errors.As(err, &se) || !strings.Contains(se.Message, "[namespace-isolation]") {
+			t.Fatalf("pod team-a/web selecting default/shared: %v, want it refused by namespace-isolation", err)
+		}
+		// explain shows the pod's events, the denial among them.
+		out, _ := sh(ctl, "explain", "pod", "team-a/web")
+		if !strings.Contains(out, "denied by policy [namespace-isolation]") {
+			t.Errorf("plexusctl explain pod team-a/web does not show the denial:\n%s", out)
+		}
+		n.DeletePod("team-a", "web")
+		world.AssertNoLeaks(before)
+	})
+
+	// 4. Roll back: push the previous files again.
+	t.Run("RollBack", func(t *testing.T) {
+		n := node.With(t)
+		baseline, err := sh(ctl, "policy", "baseline")
+		harness.Must(t, err)
+		harness.Must(t, os.WriteFile(filepath.Join(work, "policy", "baseline.yaml"), []byte(baseline), 0o644))
+		out, err := sh(ctl, "policy", "push", "policy")
+		if err != nil {
+			t.Fatalf("plexusctl policy push: %v\n%s", err, out)
+		}
+		rev := revisionIn(t, out)
+		if rev == strict {
+			t.Fatalf("the rollback's revision %s is the strict one's", rev)
+		}
+		waitActive(t, n, d, rev)
+		n.RunPod("team-a", "after", "default/shared")
+		n.DeletePod("team-a", "after")
+	})
+}
+
+var pushedRevisionLine = regexp.MustCompile(`AttachmentPolicy cluster: revision ([0-9]+-[0-9a-f]{12})`)
+
+func revisionIn(t *testing.T, out string) string {
+	t.Helper()
+	m := pushedRevisionLine.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("push printed no revision:\n%s", out)
+	}
+	return m[1]
+}
+
+// waitActive waits until the node's status entry of the AttachmentPolicy
+// "cluster" shows rev active.
+func waitActive(t *testing.T, n *Node, d *Deployment, rev string) {
+	t.Helper()
+	d.waitFor(t, "node "+n.Name+" reporting revision "+rev+" active", func(ctx context.Context) (bool, string) {
+		u, err := n.Dyn.Resource(plexusapi.AttachmentPolicies).Get(ctx, "cluster", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		var p plexusapi.AttachmentPolicy
+		if err := plexusapi.FromUnstructured(u, &p); err != nil {
+			return false, err.Error()
+		}
+		for _, e := range p.Status.Nodes {
+			if e.Node == n.Name {
+				return e.ActiveRevision == rev, "entry: " + e.ActiveRevision + " " + e.Error
+			}
+		}
+		return false, "no entry for the node"
+	})
+}
+
+// buildPlexusctl builds the admin's tool from this tree: the one in
+// PLEXUS_BIN may predate it.
+func buildPlexusctl(t *testing.T) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "plexusctl")
+	cmd := exec.CommandContext(t.Context(), "go", "build", "-o", out, "./cmd/plexusctl")
+	cmd.Dir = filepath.Join("..", "..")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building plexusctl: %v\n%s", err, b)
+	}
+	return out
+}
