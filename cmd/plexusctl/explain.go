@@ -23,6 +23,8 @@ flags:
   -f POD.yaml         explain a manifest, before the pod exists
   --nad FILE          a NetworkAttachmentDefinition manifest, looked at before the cluster (repeatable)
   --policy PATH       Rego modules, data files, directories, as the plugin config's policy.paths (repeatable)
+  --policy-object NAME  without --policy, decide with this AttachmentPolicy and the rule library
+                      built into plexusctl, as nodes do (default cluster; "" for no policy)
   --extensions FILE   plexus's extensions config ({"modules": [...]})
   --node NAME         also report the node's side: its plexus pod, its PlexusNode (config,
                       default network, missing plugins, policy, extensions) and its
@@ -88,6 +90,7 @@ func parseExplain(args []string, stderr io.Writer) (explainArgs, error) {
 	fs.StringVar(&opts.PodFile, "f", "", "")
 	fs.Var(&nads, "nad", "")
 	fs.Var(&pols, "policy", "")
+	fs.StringVar(&opts.PolicyObject, "policy-object", explain.DefaultPolicyObject, "")
 	fs.StringVar(&opts.ExtensionsFile, "extensions", "", "")
 	fs.StringVar(&opts.Node, "node", "", "")
 	fs.StringVar(&a.output, "o", "text", "")

@@ -25,6 +25,9 @@ type Options struct {
 	// Policies are Rego modules, data files and directories, as the
 	// plugin config's policy.paths.
 	Policies []string
+	// PolicyObject names the AttachmentPolicy to decide with when
+	// Policies is empty and the pod comes from the cluster.
+	PolicyObject string
 	// ExtensionsFile is plexus's extensions config (extensions.Config, or
 	// a plugin config holding it under "extensions").
 	ExtensionsFile string

@@ -15,7 +15,9 @@ const NoPolicyNote = "no policy given: plexus allows every attachment when none 
 func (b *builder) loadPolicy(ctx context.Context) {
 	p := &b.r.Policy
 	if len(b.opts.Policies) == 0 {
-		p.Note = NoPolicyNote
+		if !b.loadPolicyObject(ctx) {
+			p.Note = NoPolicyNote
+		}
 		return
 	}
 	p.Given, p.Paths = true, b.opts.Policies

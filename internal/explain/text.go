@@ -223,7 +223,14 @@ func textPolicy(p *printer, r *Report) {
 		p.line(1, "%s %s", MarkProblem, r.Policy.Error)
 		return
 	}
-	p.line(1, "from %s", strings.Join(r.Policy.Paths, ", "))
+	switch {
+	case r.Policy.Object != "" && r.Policy.Revision != "":
+		p.line(1, "from AttachmentPolicy %s, revision %s, with the rule library", r.Policy.Object, r.Policy.Revision)
+	case r.Policy.Object != "":
+		p.line(1, "%s", r.Policy.Note)
+	default:
+		p.line(1, "from %s", strings.Join(r.Policy.Paths, ", "))
+	}
 	if d := r.DefaultNetwork; d != nil && d.Policy != nil {
 		p.line(1, "%s", decisionLine("default "+d.Network, d.Policy))
 	}

@@ -140,8 +140,12 @@ type Key struct {
 type PolicyInfo struct {
 	Given bool     `json:"given"`
 	Paths []string `json:"paths,omitempty"`
-	Note  string   `json:"note,omitempty"`
-	Error string   `json:"error,omitempty"`
+	// Object and Revision name the AttachmentPolicy evaluated (with the
+	// rule library) when no paths were given.
+	Object   string `json:"object,omitempty"`
+	Revision string `json:"revision,omitempty"`
+	Note     string `json:"note,omitempty"`
+	Error    string `json:"error,omitempty"`
 }
 
 // ExtensionsInfo is the extensions config explain read.

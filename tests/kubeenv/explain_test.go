@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/plexus-cni/plexus/internal/plexusapi"
+	"github.com/plexus-cni/plexus/policies"
 )
 
 // TestExplainPods runs "plexusctl explain pod" against a real
@@ -167,6 +168,82 @@ func TestExplainPods(t *testing.T) {
 	t.Run("node side", func(t *testing.T) {
 		explainNodes(t, e, ctl, dyn, admin, common)
 	})
+	// After "node side", which installs plexus's CRDs.
+	t.Run("policy object", func(t *testing.T) {
+		explainPolicyObject(t, ctl, dyn, kubeconfig)
+	})
+}
+
+// explainPolicyObject: without --policy, explain decides as nodes do,
+// with the AttachmentPolicy "cluster" beside the rule library, or with
+// the baseline while that object does not exist.
+func explainPolicyObject(t *testing.T, ctl string, dyn dynamic.Interface, kubeconfig string) {
+	openData := strings.Replace(string(policies.BaselineData()),
+		"namespace_isolation:\n      enabled: true", "namespace_isolation:\n      enabled: false", 1)
+	if openData == string(policies.BaselineData()) {
+		t.Fatal("the baseline's namespace_isolation switch moved; update this test")
+	}
+	steps := []struct {
+		name string
+		spec map[string]any // nil: no object
+		code int
+		want []string
+	}{
+		{"baseline until an object exists", nil, 1, []string{
+			`AttachmentPolicy "cluster" not found: nodes following it decide with the image's baseline`,
+			"[1] team-b/red: PROBLEM denied: [namespace-isolation]",
+		}},
+		{"the object's data", map[string]any{"data": map[string]any{"baseline.yaml": openData}}, 0, []string{
+			"from AttachmentPolicy cluster, revision 1-",
+			"[1] team-b/red: allowed",
+		}},
+		{"a revision nodes refuse", map[string]any{"data": map[string]any{"baseline.yaml": openData}, "modules": map[string]any{"broken.rego": "package plexus.broken\n\nbad if {\n"}}, 1, []string{
+			"broken.rego",
+			"nodes refuse this revision and keep the one in force",
+		}},
+	}
+	for _, st := range steps {
+		t.Run(st.name, func(t *testing.T) {
+			if st.spec != nil {
+				applyPolicyObject(t, dyn, st.spec)
+			}
+			out, code := runCtl(t, ctl, "explain", "pod", "team-a/cross-namespace", "--kubeconfig", kubeconfig)
+			if code != st.code {
+				t.Errorf("exit %d, want %d", code, st.code)
+			}
+			for _, w := range st.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q", w)
+				}
+			}
+			if t.Failed() {
+				t.Logf("output:\n%s", out)
+			}
+		})
+	}
+}
+
+// applyPolicyObject creates or replaces the spec of AttachmentPolicy
+// "cluster".
+func applyPolicyObject(t *testing.T, dyn dynamic.Interface, spec map[string]any) {
+	t.Helper()
+	ctx := t.Context()
+	res := dyn.Resource(plexusapi.AttachmentPolicies)
+	cur, err := res.Get(ctx, "cluster", metav1.GetOptions{})
+	if err != nil {
+		obj := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": plexusapi.Group + "/" + plexusapi.Version, "kind": plexusapi.KindAttachmentPolicy,
+			"metadata": map[string]any{"name": "cluster"}, "spec": spec,
+		}}
+		if _, err := res.Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	cur.Object["spec"] = spec
+	if _, err := res.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // explainNodes is "explain --node" against nodes whose plexus reported

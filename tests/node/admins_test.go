@@ -127,10 +127,17 @@ func adminsWalkthrough(t *testing.T, node *Node, d *Deployment, world *harness.W
 		if !errors.As(err, &se) || !strings.Contains(se.Message, "[namespace-isolation]") {
 			t.Fatalf("pod team-a/web selecting default/shared: %v, want it refused by namespace-isolation", err)
 		}
-		// explain shows the pod's events, the denial among them.
+		// explain decides again with the object, and shows the pod's
+		// events, the denial among them.
 		out, _ := sh(ctl, "explain", "pod", "team-a/web")
-		if !strings.Contains(out, "denied by policy [namespace-isolation]") {
-			t.Errorf("plexusctl explain pod team-a/web does not show the denial:\n%s", out)
+		for _, want := range []string{
+			"from AttachmentPolicy cluster, revision ",
+			"[0] default/shared: PROBLEM denied: [namespace-isolation]",
+			"denied by policy [namespace-isolation]",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("plexusctl explain pod team-a/web lacks %q:\n%s", want, out)
+			}
 		}
 		n.DeletePod("team-a", "web")
 		world.AssertNoLeaks(before)
