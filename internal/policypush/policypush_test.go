@@ -73,7 +73,7 @@ func TestVerifyRefusesWhatANodeWould(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Verify(context.Background(), lib, spec)
-	if err == nil || !strings.Contains(err.Error(), "broken.rego:") || strings.Contains(err.Error(), os.TempDir()) {
+	if err == nil || !strings.Contains(err.Error(), "broken.rego:") || strings.Contains(err.Error(), "plexus-push-") {
 		t.Fatalf("Verify: %v, want an error naming broken.rego without its temporary path", err)
 	}
 }

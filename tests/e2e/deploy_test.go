@@ -16,7 +16,10 @@ import (
 )
 
 // manifestFiles are deploy/'s manifests, relative to deploy/: every YAML
-// file except kustomizations (deploy/demo is a standalone demo).
+// file except kustomizations (deploy/demo is a standalone demo, and
+// deploy/extensions holds kustomize components, patches rather than
+// objects, which tests/extdeploy renders and tests/node's
+// TestDeployExtensions applies on a real node).
 func manifestFiles(t *testing.T) []string {
 	t.Helper()
 	root := deployFile(t, "")
@@ -25,7 +28,7 @@ func manifestFiles(t *testing.T) []string {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() && d.Name() == "demo" {
+		if d.IsDir() && (d.Name() == "demo" || d.Name() == "extensions") {
 			return filepath.SkipDir
 		}
 		if !d.IsDir() && strings.HasSuffix(p, ".yaml") && d.Name() != "kustomization.yaml" {
@@ -44,7 +47,7 @@ func manifestFiles(t *testing.T) []string {
 // run its pods here, but admission and validation are the real ones.
 func (s *suite) testDeployManifests(t *testing.T) {
 	files := manifestFiles(t)
-	for _, f := range []string{"base/admission.yaml", "base/crd.yaml", "base/rbac.yaml", "configmap.yaml", "daemonset.yaml", "thin/daemonset.yaml"} {
+	for _, f := range []string{"base/admission.yaml", "base/crd.yaml", "base/plexus-crds.yaml", "base/rbac.yaml", "configmap.yaml", "daemonset.yaml", "thin/daemonset.yaml"} {
 		if !contains(files, f) {
 			t.Errorf("deploy/%s is missing", f)
 		}
@@ -73,7 +76,7 @@ func (s *suite) testDeployManifests(t *testing.T) {
 func TestKustomizationListsEveryManifest(t *testing.T) {
 	want := map[string][]string{
 		"":     {"base", "configmap.yaml", "daemonset.yaml"},
-		"base": {"admission.yaml", "crd.yaml", "rbac.yaml"},
+		"base": {"admission.yaml", "crd.yaml", "plexus-crds.yaml", "rbac.yaml"},
 		"thin": {"../base", "daemonset.yaml"},
 	}
 	for dir, resources := range want {
