@@ -44,8 +44,17 @@ func assertNodeReported(n *Node, d *Deployment, mode string) {
 	}
 	pod := filepath.Join(t.TempDir(), "pod.yaml")
 	harness.Must(t, os.WriteFile(pod, []byte("kind: Pod\nmetadata:\n  namespace: default\n  name: probe\n"), 0o600))
-	r, err := explain.Explain(t.Context(), explain.Options{PodFile: pod, Node: n.Name, Cluster: &explain.Cluster{Core: n.Client, Dynamic: n.Dyn}})
-	harness.Must(t, err)
+	// The plexus pod's readiness comes from kubelet's probe, a few
+	// seconds after the config is installed: wait for explain to see it.
+	var r *explain.Report
+	d.waitFor(t, "explain --node "+n.Name+" with no problem", func(ctx context.Context) (bool, string) {
+		var err error
+		r, err = explain.Explain(ctx, explain.Options{PodFile: pod, Node: n.Name, Cluster: &explain.Cluster{Core: n.Client, Dynamic: n.Dyn}})
+		if err != nil {
+			return false, err.Error()
+		}
+		return r.OK, fmt.Sprintf("problems %v", r.Problems)
+	})
 	var out bytes.Buffer
 	harness.Must(t, explain.WriteText(&out, r))
 	for _, want := range []string{
