@@ -164,6 +164,7 @@ func (in *Installer) InstallExtensions(ctx context.Context) error {
 		}
 		cfg["modules"] = append([]any{}, passed...)
 	}
+	in.warmExtensions(ctx, cfg, passed)
 	in.extState.mu.Lock()
 	in.extState.config, in.extState.nodes = cfg, nodes
 	in.extState.mu.Unlock()
@@ -171,6 +172,26 @@ func (in *Installer) InstallExtensions(ctx context.Context) error {
 		in.o.OnChange()
 	}
 	return nil
+}
+
+// warmExtensions fills the compilation cache the config names
+// ("cacheDir") with the installed modules, so that the plugin's first
+// calls load compiled code instead of compiling. A failure only costs
+// those calls the compilation: it is logged.
+func (in *Installer) warmExtensions(ctx context.Context, cfg map[string]any, installed []any) {
+	dir, _ := cfg["cacheDir"].(string)
+	if dir == "" || !filepath.IsAbs(dir) || len(installed) == 0 {
+		return
+	}
+	var paths []string
+	for _, m := range installed {
+		paths = append(paths, m.(map[string]any)["path"].(string))
+	}
+	if _, err := extensions.Warm(ctx, dir, paths...); err != nil {
+		in.o.Log.Warn("warming the extensions' compilation cache", "dir", dir, "err", err)
+		return
+	}
+	in.o.Log.Info("warmed the extensions' compilation cache", "dir", dir, "modules", len(paths))
 }
 
 // installModule copies one module through a temporary file beside dst,

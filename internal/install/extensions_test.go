@@ -164,14 +164,16 @@ func TestExtensionsCheckedCopiedAndNamed(t *testing.T) {
 	}
 }
 
-// TestExtensionRemovedWithItsImage: a module the next installer's config
-// no longer names leaves the host and the config.
+// TestExtensionRemovedWithItsImage: an installed module is compiled into
+// the config's cache; a module the next installer's config no longer
+// names leaves the host and the config.
 func TestExtensionRemovedWithItsImage(t *testing.T) {
 	good, err := vlanModule()
 	must(t, err)
 	n := newNode(t)
 	n.writeDefault("10-bridge.conflist")
 	o := n.withExtensions(modulesConfig("vlan"))
+	o.Extra["extensions"].(map[string]any)["cacheDir"] = filepath.Join(n.conf, "cache")
 	srcModule(t, o, "vlan", good)
 	in, err := New(o)
 	must(t, err)
@@ -179,6 +181,9 @@ func TestExtensionRemovedWithItsImage(t *testing.T) {
 	host := filepath.Join(o.ExtensionsDir, "vlan", "module.wasm")
 	if !exists(host) {
 		t.Fatalf("%s not installed", host)
+	}
+	if ents, err := os.ReadDir(filepath.Join(n.conf, "cache")); err != nil || len(ents) == 0 {
+		t.Errorf("compilation cache %s: %v entries (%v), want it warmed", filepath.Join(n.conf, "cache"), len(ents), err)
 	}
 	o = n.withExtensions(modulesConfig())
 	in, err = New(o)
