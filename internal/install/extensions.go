@@ -2,8 +2,7 @@ package install
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -117,13 +116,17 @@ func (o *Options) extModule(m any) (extModule, error) {
 }
 
 // InstallExtensions copies each module --config's "extensions" names
-// from ExtensionsSrcDir to ExtensionsDir/NAME/module.wasm, checking each
-// as plexusctl ext pack and plexusd do (extensions.Check) before it is
-// renamed into place, so the plugin never reads a module that failed or a
-// part of one. A module that fails is refused, logged, reported in the
-// node's PlexusNode, and left out of the plugin's config; the others are
-// installed. Modules ExtensionsDir holds that are not installed now are
-// removed. Only a failure of ExtensionsDir itself is returned.
+// from ExtensionsSrcDir to ExtensionsDir/NAME/module.wasm. Each copy is
+// checked, before it is renamed into place, as the plugin would load it:
+// its entry parsed as the plugin parses it, compiled and instantiated
+// under its own limits (one module at a time, to bound the installer's
+// memory), and its keys and name checked against the modules before it.
+// So the plugin, which fails every call on a module it cannot load, never
+// reads a module that failed, nor a part of one. A module that fails is
+// refused, logged, reported in the node's PlexusNode, and left out of the
+// plugin's config; the others are installed. Modules ExtensionsDir holds
+// that are not installed now are removed. Only a failure of ExtensionsDir
+// itself is returned.
 func (in *Installer) InstallExtensions(ctx context.Context) error {
 	if in.o.ExtensionsDir == "" {
 		return nil
@@ -131,27 +134,31 @@ func (in *Installer) InstallExtensions(ctx context.Context) error {
 	if err := os.MkdirAll(in.o.ExtensionsDir, 0o755); err != nil {
 		return fmt.Errorf("extensions dir: %w", err)
 	}
+	cands := make([]*candidate, len(in.ext))
+	for i, m := range in.ext {
+		c := &candidate{extModule: m, dst: filepath.Join(in.o.ExtensionsDir, m.name, extcopy.ModuleFile)}
+		cands[i] = c
+		defer c.discard()
+		c.stage(ctx, in.o.ExtensionsSrcDir)
+	}
+	refuseClashes(ctx, cands)
 	var passed []any
 	var nodes []plexusapi.NodeExtension
 	keep := map[string]bool{}
-	for _, m := range in.ext {
-		dst := filepath.Join(in.o.ExtensionsDir, m.name, extcopy.ModuleFile)
-		node, err := in.installModule(ctx, m.name, dst)
-		node.Path = dst
-		if err != nil {
-			node.Error = err.Error()
-			in.o.Log.Warn("refused extension module: left out of plexus's config", "module", m.name, "err", err)
-		} else {
-			keep[m.name] = true
-			entry := map[string]any{}
-			for k, v := range m.entry {
-				entry[k] = v
-			}
-			entry["path"] = dst
-			passed = append(passed, entry)
-			in.o.Log.Info("installed extension module", "module", m.name, "path", dst, "sha256", node.SHA256)
+	for _, c := range cands {
+		if c.err == nil {
+			c.err = os.Rename(c.tmp, c.dst)
 		}
-		nodes = append(nodes, node)
+		c.node.Path = c.dst
+		if c.err != nil {
+			c.node.Loaded, c.node.Error = false, c.err.Error()
+			in.o.Log.Warn("refused extension module: left out of plexus's config", "module", c.name, "err", c.err)
+		} else {
+			keep[c.name] = true
+			passed = append(passed, c.hostEntry())
+			in.o.Log.Info("installed extension module", "module", c.name, "path", c.dst, "sha256", c.node.SHA256)
+		}
+		nodes = append(nodes, c.node)
 	}
 	if err := in.pruneExtensions(keep); err != nil {
 		return err
@@ -194,26 +201,127 @@ func (in *Installer) warmExtensions(ctx context.Context, cfg map[string]any, ins
 	in.o.Log.Info("warmed the extensions' compilation cache", "dir", dir, "modules", len(paths))
 }
 
-// installModule copies one module through a temporary file beside dst,
-// checks the copy and renames it over dst.
-func (in *Installer) installModule(ctx context.Context, name, dst string) (plexusapi.NodeExtension, error) {
-	var node plexusapi.NodeExtension
-	src, err := openModule(in.o.ExtensionsSrcDir, name)
+// candidate is one module on its way to the host: a checked copy at tmp,
+// or err saying why it was refused.
+type candidate struct {
+	extModule
+	dst, tmp string
+	mc       extensions.ModuleConfig // at tmp
+	node     plexusapi.NodeExtension
+	err      error
+}
+
+// hostEntry is the module's entry in the plugin's config: --config's,
+// naming the host copy.
+func (c *candidate) hostEntry() map[string]any {
+	entry := map[string]any{}
+	for k, v := range c.entry {
+		entry[k] = v
+	}
+	entry["path"] = c.dst
+	return entry
+}
+
+// stage copies the module beside dst and loads the copy alone, as the
+// plugin would; a refusal names the module's source path, not the copy.
+func (c *candidate) stage(ctx context.Context, srcDir string) {
+	src := filepath.Join(srcDir, c.name, extcopy.ModuleFile)
+	defer func() {
+		if c.err != nil && c.tmp != "" {
+			c.err = errors.New(strings.ReplaceAll(c.err.Error(), c.tmp, src))
+		}
+	}()
+	if c.tmp, c.err = copyModule(srcDir, c.name, c.dst); c.err != nil {
+		return
+	}
+	entry := c.hostEntry()
+	entry["path"] = c.tmp
+	raw, err := json.Marshal(map[string]any{"extensions": map[string]any{"modules": []any{entry}}})
 	if err != nil {
-		return node, err
+		c.err = err
+		return
+	}
+	cfg, err := extensions.ParseConfig(raw)
+	if err != nil {
+		c.err = err
+		return
+	}
+	c.mc = cfg.Modules[0]
+	h, err := extensions.New(ctx, extensions.Config{Modules: cfg.Modules, Isolate: true})
+	if err != nil {
+		c.err = err
+		return
+	}
+	defer h.Close(ctx)
+	if err := h.LoadAll(ctx); err != nil {
+		c.err = err
+		return
+	}
+	st := h.Modules()[0]
+	c.node = plexusapi.NodeExtension{Name: st.Name, Version: st.Version, SHA256: st.SHA256, Loaded: st.Loaded}
+	if st.Name == c.tmp { // no declaration read: the host names it by path
+		c.node.Name = ""
+	}
+	if st.Err != "" {
+		c.err = errors.New(st.Err)
+	}
+}
+
+// discard removes the copy if it was not renamed into place.
+func (c *candidate) discard() {
+	if c.tmp != "" {
+		os.Remove(c.tmp)
+	}
+}
+
+// refuseClashes refuses each staged module whose name or keys clash with
+// a module before it, as the plugin's host would refuse it (reading
+// declarations only: each was compiled by stage).
+func refuseClashes(ctx context.Context, cands []*candidate) {
+	var staged []*candidate
+	var mods []extensions.ModuleConfig
+	for _, c := range cands {
+		if c.err == nil {
+			staged = append(staged, c)
+			mods = append(mods, c.mc)
+		}
+	}
+	if len(mods) < 2 {
+		return
+	}
+	h, err := extensions.New(ctx, extensions.Config{Modules: mods, Isolate: true})
+	if err != nil {
+		for _, c := range staged {
+			c.err = err
+		}
+		return
+	}
+	defer h.Close(ctx)
+	for i, st := range h.Modules() {
+		if st.Err != "" {
+			c := staged[i]
+			c.err = errors.New(strings.ReplaceAll(st.Err, c.tmp, filepath.Join(filepath.Dir(c.dst), extcopy.ModuleFile)))
+		}
+	}
+}
+
+// copyModule copies srcDir/name/module.wasm, at most
+// extensions.MaxModuleBytes, to a temporary file beside dst and returns
+// its path.
+func copyModule(srcDir, name, dst string) (string, error) {
+	src, err := openModule(srcDir, name)
+	if err != nil {
+		return "", err
 	}
 	defer src.Close()
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return node, err
+		return "", err
 	}
 	f, err := os.CreateTemp(filepath.Dir(dst), "."+extcopy.ModuleFile+".tmp-")
 	if err != nil {
-		return node, err
+		return "", err
 	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // after a successful rename there is nothing left
-	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(src, extensions.MaxModuleBytes+1))
+	n, err := io.Copy(f, io.LimitReader(src, extensions.MaxModuleBytes+1))
 	if err == nil && n > extensions.MaxModuleBytes {
 		err = fmt.Errorf("more than the %d bytes plexus loads", extensions.MaxModuleBytes)
 	}
@@ -227,18 +335,10 @@ func (in *Installer) installModule(ctx context.Context, name, dst string) (plexu
 		err = cerr
 	}
 	if err != nil {
-		return node, fmt.Errorf("copying %s: %w", name, err)
+		os.Remove(f.Name())
+		return "", fmt.Errorf("copying %s: %w", filepath.Join(srcDir, name, extcopy.ModuleFile), err)
 	}
-	decl, _, err := extensions.Check(ctx, tmp)
-	if err != nil {
-		return node, fmt.Errorf("module %s: %w", name, err)
-	}
-	node.Name, node.Version, node.SHA256 = decl.Name, decl.Version, hex.EncodeToString(h.Sum(nil))
-	if err := os.Rename(tmp, dst); err != nil {
-		return node, err
-	}
-	node.Loaded = true
-	return node, nil
+	return f.Name(), nil
 }
 
 // openModule opens srcDir/name/module.wasm, refusing a symbolic link on

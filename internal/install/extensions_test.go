@@ -63,17 +63,20 @@ func srcModule(t *testing.T, o Options, name string, data []byte) string {
 	return p
 }
 
-func modulesConfig(names ...string) string {
+// modulesConfig is a --config naming each module with a config of its
+// own; extra adds keys to the entry of the module it names.
+func modulesConfig(names []string, extra map[string]string) string {
 	var mods []string
 	for _, n := range names {
-		mods = append(mods, fmt.Sprintf(`{"path":"SRC/%s/module.wasm","config":{"for":%q}}`, n, n))
+		mods = append(mods, fmt.Sprintf(`{"path":"SRC/%s/module.wasm","config":{"for":%q}%s}`, n, n, extra[n]))
 	}
 	return `{"logLevel":"debug","extensions":{"unownedKeys":"fail","modules":[` + strings.Join(mods, ",") + `]}}`
 }
 
 // TestExtensionsCheckedCopiedAndNamed: each module is checked before it
-// is installed; one that fails (not a module, a link, too large, absent)
-// is refused and reported, and left out of the config, while the good
+// is installed, as the plugin would load it; one that fails (not a
+// module, keys another module owns, over its own limits, a bad entry, a
+// link, too large, absent) is refused and reported, and left out of the config, while the good
 // one is copied to the host and named there with its config; a module
 // the host held that the config no longer names is removed.
 func TestExtensionsCheckedCopiedAndNamed(t *testing.T) {
@@ -83,32 +86,39 @@ func TestExtensionsCheckedCopiedAndNamed(t *testing.T) {
 		name    string
 		setup   func(t *testing.T, o Options)
 		wantErr string // "" installs it
+		extra   string // keys added to its entry
 	}{
-		{"good", func(t *testing.T, o Options) { srcModule(t, o, "good", good) }, ""},
-		{"notwasm", func(t *testing.T, o Options) { srcModule(t, o, "notwasm", []byte("#!/bin/sh\necho hi\n")) }, "module notwasm"},
+		{"good", func(t *testing.T, o Options) { srcModule(t, o, "good", good) }, "", ""},
+		{"notwasm", func(t *testing.T, o Options) { srcModule(t, o, "notwasm", []byte("#!/bin/sh\necho hi\n")) }, "image/extensions/notwasm/module.wasm: not a wasm binary", ""},
+		// vlan again: its keys are good's, which comes first.
+		{"clash", func(t *testing.T, o Options) { srcModule(t, o, "clash", good) }, `two modules are named "vlan"`, ""},
+		{"overlimit", func(t *testing.T, o Options) { srcModule(t, o, "overlimit", good) }, "over limit of 1 pages", `,"memoryLimitPages":1`},
+		{"badkey", func(t *testing.T, o Options) { srcModule(t, o, "badkey", good) }, "timeout", `,"timeout":"forever"`},
 		{"filelink", func(t *testing.T, o Options) {
 			outside := filepath.Join(t.TempDir(), "m.wasm")
 			must(t, os.WriteFile(outside, good, 0o644))
 			must(t, os.MkdirAll(filepath.Join(o.ExtensionsSrcDir, "filelink"), 0o755))
 			must(t, os.Symlink(outside, filepath.Join(o.ExtensionsSrcDir, "filelink", "module.wasm")))
-		}, "want a regular file"},
+		}, "want a regular file", ""},
 		{"dirlink", func(t *testing.T, o Options) {
 			outside := t.TempDir()
 			must(t, os.WriteFile(filepath.Join(outside, "module.wasm"), good, 0o644))
 			must(t, os.Symlink(outside, filepath.Join(o.ExtensionsSrcDir, "dirlink")))
-		}, "want a regular directory"},
+		}, "want a regular directory", ""},
 		{"oversize", func(t *testing.T, o Options) {
 			p := srcModule(t, o, "oversize", good)
 			must(t, os.Truncate(p, extensions.MaxModuleBytes+1)) // sparse
-		}, "more than the"},
-		{"absent", func(*testing.T, Options) {}, "no such file"},
+		}, "more than the", ""},
+		{"absent", func(*testing.T, Options) {}, "no such file", ""},
 	}
 	var names []string
+	extra := map[string]string{}
 	for _, c := range cases {
 		names = append(names, c.name)
+		extra[c.name] = c.extra
 	}
 	n := newNode(t)
-	o := n.withExtensions(modulesConfig(names...))
+	o := n.withExtensions(modulesConfig(names, extra))
 	o.Uninstall = true
 	for _, c := range cases {
 		c.setup(t, o)
@@ -172,7 +182,7 @@ func TestExtensionRemovedWithItsImage(t *testing.T) {
 	must(t, err)
 	n := newNode(t)
 	n.writeDefault("10-bridge.conflist")
-	o := n.withExtensions(modulesConfig("vlan"))
+	o := n.withExtensions(modulesConfig([]string{"vlan"}, nil))
 	o.Extra["extensions"].(map[string]any)["cacheDir"] = filepath.Join(n.conf, "cache")
 	srcModule(t, o, "vlan", good)
 	in, err := New(o)
@@ -185,7 +195,7 @@ func TestExtensionRemovedWithItsImage(t *testing.T) {
 	if ents, err := os.ReadDir(filepath.Join(n.conf, "cache")); err != nil || len(ents) == 0 {
 		t.Errorf("compilation cache %s: %v entries (%v), want it warmed", filepath.Join(n.conf, "cache"), len(ents), err)
 	}
-	o = n.withExtensions(modulesConfig())
+	o = n.withExtensions(modulesConfig(nil, nil))
 	in, err = New(o)
 	must(t, err)
 	must(t, in.InstallExtensions(t.Context()))
@@ -217,12 +227,12 @@ func TestExtensionsConfigRefused(t *testing.T) {
 		{"upper-case name", `{"extensions":{"modules":[{"path":"SRC/VLAN/module.wasm"}]}}`, nil, `"SRC/VLAN/module.wasm"`},
 		{"host path", `{"extensions":{"modules":[{"path":"/etc/cni/net.d/plexus.d/extensions/vlan/module.wasm"}]}}`, nil, "want "},
 		{"another file", `{"extensions":{"modules":[{"path":"SRC/vlan/manifest.json"}]}}`, nil, "want "},
-		{"twice", modulesConfig("vlan", "vlan"), nil, "named twice"},
-		{"too many", modulesConfig(many...), nil, "at most"},
+		{"twice", modulesConfig([]string{"vlan", "vlan"}, nil), nil, "named twice"},
+		{"too many", modulesConfig(many, nil), nil, "at most"},
 		{"modules not a list", `{"extensions":{"modules":{"path":"x"}}}`, nil, "want a list"},
-		{"dir holds the conf dir", modulesConfig(), func(o Options) string { return filepath.Dir(o.ConfDir) }, "conf dir"},
-		{"dir in the source", modulesConfig(), func(o Options) string { return filepath.Join(o.ExtensionsSrcDir, "x") }, "source dir"},
-		{"relative dir", modulesConfig(), func(Options) string { return "extensions" }, "absolute"},
+		{"dir holds the conf dir", modulesConfig(nil, nil), func(o Options) string { return filepath.Dir(o.ConfDir) }, "conf dir"},
+		{"dir in the source", modulesConfig(nil, nil), func(o Options) string { return filepath.Join(o.ExtensionsSrcDir, "x") }, "source dir"},
+		{"relative dir", modulesConfig(nil, nil), func(Options) string { return "extensions" }, "absolute"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := newNode(t)
