@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/plexus-cni/plexus/core/config"
 	"github.com/plexus-cni/plexus/extensions"
 	"github.com/plexus-cni/plexus/internal/extcopy"
 	"github.com/plexus-cni/plexus/internal/plexusapi"
@@ -181,24 +182,33 @@ func (in *Installer) InstallExtensions(ctx context.Context) error {
 	return nil
 }
 
-// warmExtensions fills the compilation cache the config names
-// ("cacheDir") with the installed modules, so that the plugin's first
-// calls load compiled code instead of compiling. A failure only costs
-// those calls the compilation: it is logged.
+// warmExtensions fills the plugin's compilation cache (the config's
+// "cacheDir", else <cacheDir>/extensions as the plugin defaults it) with
+// the installed modules, one at a time, so that the plugin's first calls
+// load compiled code instead of compiling. A failure only costs those
+// calls the compilation: it is logged.
 func (in *Installer) warmExtensions(ctx context.Context, cfg map[string]any, installed []any) {
 	dir, _ := cfg["cacheDir"].(string)
-	if dir == "" || !filepath.IsAbs(dir) || len(installed) == 0 {
+	if dir == "" {
+		base, _ := in.o.Extra["cacheDir"].(string)
+		if base == "" {
+			base = config.DefaultCacheDir
+		}
+		dir = filepath.Join(base, "extensions")
+	}
+	if !filepath.IsAbs(dir) {
 		return
 	}
-	var paths []string
 	for _, m := range installed {
-		paths = append(paths, m.(map[string]any)["path"].(string))
+		p := m.(map[string]any)["path"].(string)
+		if _, err := extensions.Warm(ctx, dir, p); err != nil {
+			in.o.Log.Warn("warming the extensions' compilation cache", "dir", dir, "module", p, "err", err)
+			return
+		}
 	}
-	if _, err := extensions.Warm(ctx, dir, paths...); err != nil {
-		in.o.Log.Warn("warming the extensions' compilation cache", "dir", dir, "err", err)
-		return
+	if len(installed) > 0 {
+		in.o.Log.Info("warmed the extensions' compilation cache", "dir", dir, "modules", len(installed))
 	}
-	in.o.Log.Info("warmed the extensions' compilation cache", "dir", dir, "modules", len(paths))
 }
 
 // candidate is one module on its way to the host: a checked copy at tmp,

@@ -51,6 +51,8 @@ func (n *node) withExtensions(extra string) Options {
 	must(n.t, os.MkdirAll(o.ExtensionsSrcDir, 0o755))
 	extra = strings.ReplaceAll(extra, "SRC", o.ExtensionsSrcDir)
 	must(n.t, json.Unmarshal([]byte(extra), &o.Extra))
+	// The plugin's cache, which the installer warms: the node's, not the host's.
+	o.Extra["cacheDir"] = filepath.Join(filepath.Dir(n.src), "cache")
 	return o
 }
 
@@ -175,7 +177,7 @@ func TestExtensionsCheckedCopiedAndNamed(t *testing.T) {
 }
 
 // TestExtensionRemovedWithItsImage: an installed module is compiled into
-// the config's cache; a module the next installer's config no longer
+// the extensions' cache, or the plugin's default one; a module the next installer's config no longer
 // names leaves the host and the config.
 func TestExtensionRemovedWithItsImage(t *testing.T) {
 	good, err := vlanModule()
@@ -188,12 +190,19 @@ func TestExtensionRemovedWithItsImage(t *testing.T) {
 	in, err := New(o)
 	must(t, err)
 	must(t, in.InstallExtensions(t.Context()))
+	// Without "cacheDir" in "extensions": the plugin's default.
+	delete(o.Extra["extensions"].(map[string]any), "cacheDir")
+	in, err = New(o)
+	must(t, err)
+	must(t, in.InstallExtensions(t.Context()))
 	host := filepath.Join(o.ExtensionsDir, "vlan", "module.wasm")
 	if !exists(host) {
 		t.Fatalf("%s not installed", host)
 	}
-	if ents, err := os.ReadDir(filepath.Join(n.conf, "cache")); err != nil || len(ents) == 0 {
-		t.Errorf("compilation cache %s: %v entries (%v), want it warmed", filepath.Join(n.conf, "cache"), len(ents), err)
+	for _, dir := range []string{filepath.Join(n.conf, "cache"), filepath.Join(o.Extra["cacheDir"].(string), "extensions")} {
+		if ents, err := os.ReadDir(dir); err != nil || len(ents) == 0 {
+			t.Errorf("compilation cache %s: %v entries (%v), want it warmed", dir, len(ents), err)
+		}
 	}
 	o = n.withExtensions(modulesConfig(nil, nil))
 	in, err = New(o)
