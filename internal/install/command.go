@@ -29,6 +29,8 @@ func ParseArgs(args []string, getenv func(string) string, stderr io.Writer) (Opt
 	fs.StringVar(&o.PolicySrcDir, "policy-src-dir", DefaultPolicySrc, "directory holding the policy files to install (the image's rule library and baseline)")
 	fs.StringVar(&o.PolicyDir, "policy-dir", "", `the host directory to copy --policy-src-dir's policy files to, before the config is written; the installer owns it (name its files in --config's "policy"); empty copies none`)
 	fs.StringVar(&o.PolicyObject, "policy-object", "", `the AttachmentPolicy this node follows: its revisions, verified, are kept in --policy-dir, and the plugin's config names the library and the active one (empty: --config's "policy" as given)`)
+	fs.StringVar(&o.ExtensionsSrcDir, "extensions-src-dir", DefaultExtensionsSrc, "directory holding extension modules as NAME/module.wasm (the extension images' volumes or init containers' emptyDirs)")
+	fs.StringVar(&o.ExtensionsDir, "extensions-dir", "", `the host directory to copy each module --config's "extensions" names (by its path in --extensions-src-dir) to, as NAME/module.wasm, checked, before the config is written; the installer owns it and the config names the copies; empty copies none`)
 	var defaults string
 	fs.StringVar(&defaults, "policy-defaults", "", "comma-separated policy files in force until a revision of --policy-object is activated (default: --policy-dir's baseline.yaml)")
 	fs.StringVar(&binaries, "binaries", "plexus", "comma-separated binaries to copy from --src-bin-dir")

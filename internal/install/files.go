@@ -280,6 +280,13 @@ func (in *Installer) plexusConfig(def string, raw []byte) ([]byte, error) {
 	for k, v := range in.o.Extra {
 		plugin[k] = v
 	}
+	if in.o.ExtensionsDir != "" {
+		// Only modules InstallExtensions installed, at their host paths.
+		delete(plugin, "extensions")
+		if ext := in.extensionsConfig(); ext != nil {
+			plugin["extensions"] = ext
+		}
+	}
 	plugin["type"] = in.pluginType()
 	plugin["clusterNetwork"] = def
 	if !in.o.ConfigOnly {

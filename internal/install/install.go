@@ -73,7 +73,14 @@ type Options struct {
 	// revision until one is activated (PolicyDir's baseline.yaml unless set).
 	PolicyObject   string
 	PolicyDefaults []string
-	Dynamic        dynamic.Interface
+	// ExtensionsSrcDir holds extension modules as the extension images'
+	// volumes put them, NAME/module.wasm; with ExtensionsDir set, each
+	// module Extra's "extensions" names there is checked and copied to
+	// ExtensionsDir/NAME/module.wasm on the host, and the plugin's config
+	// names that copy (InstallExtensions).
+	ExtensionsSrcDir string
+	ExtensionsDir    string
+	Dynamic          dynamic.Interface
 	// Poll is how often the token and the default network are checked.
 	Poll time.Duration
 	// OnChange is called after a pass that found the config, the default
@@ -217,6 +224,9 @@ type Installer struct {
 	seen observation
 	// policy follows PolicyObject once Run has started it.
 	policy atomic.Pointer[policysync.Syncer]
+	// ext are the extension modules to install; extState what was.
+	ext      []extModule
+	extState extState
 }
 
 // New checks the options.
@@ -224,7 +234,11 @@ func New(o Options) (*Installer, error) {
 	if err := o.check(); err != nil {
 		return nil, err
 	}
-	return &Installer{o: o, now: time.Now}, nil
+	ext, err := o.checkExtensions()
+	if err != nil {
+		return nil, err
+	}
+	return &Installer{o: o, now: time.Now, ext: ext}, nil
 }
 
 // Run installs the binaries, then reconciles the kubeconfig and the config
@@ -239,6 +253,9 @@ func (in *Installer) Run(ctx context.Context) error {
 	}
 	// Before the first config, which may name them.
 	if err := in.InstallPolicy(); err != nil {
+		return err
+	}
+	if err := in.InstallExtensions(ctx); err != nil {
 		return err
 	}
 	if err := in.startPolicyObject(ctx); err != nil {
@@ -278,7 +295,7 @@ func (in *Installer) Reconcile(ctx context.Context) error {
 
 // Uninstall removes plexus's config first, so kubelet stops calling plexus
 // (falling back to the default network's config), then the kubeconfig,
-// the binaries and the policy files. The default network's files are never touched.
+// the binaries, the extension modules and the policy files. The default network's files are never touched.
 func (in *Installer) Uninstall() error {
 	var errs []error
 	paths := []string{filepath.Join(in.o.ConfDir, in.o.ConfName)}
@@ -298,6 +315,11 @@ func (in *Installer) Uninstall() error {
 	// Once the config naming them is gone.
 	if err := in.uninstallPolicyObject(); err != nil {
 		errs = append(errs, err)
+	}
+	if err := in.uninstallExtensions(); err != nil {
+		errs = append(errs, err)
+	} else if in.o.ExtensionsDir != "" {
+		paths = append(paths, in.o.ExtensionsDir)
 	}
 	if err := in.uninstallPolicy(); err != nil {
 		errs = append(errs, err)

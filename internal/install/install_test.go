@@ -357,10 +357,11 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 func TestParseArgs(t *testing.T) {
 	env := map[string]string{"KUBERNETES_SERVICE_HOST": "fd00::1", "KUBERNETES_SERVICE_PORT": "443", "PLEXUS_UNINSTALL": "true"}
-	o, err := ParseArgs([]string{"--binaries", "plexus, plexusd", "--config", `{"logLevel":"info"}`, "--cni-version", "0.4.0", "--policy-dir", "/etc/cni/net.d/plexus.d/policy"}, func(k string) string { return env[k] }, &bytes.Buffer{})
+	o, err := ParseArgs([]string{"--binaries", "plexus, plexusd", "--config", `{"logLevel":"info"}`, "--cni-version", "0.4.0", "--policy-dir", "/etc/cni/net.d/plexus.d/policy", "--extensions-dir", "/etc/cni/net.d/plexus.d/extensions"}, func(k string) string { return env[k] }, &bytes.Buffer{})
 	must(t, err)
 	if o.Server != "https://[fd00::1]:443" || !o.Uninstall || o.ConfDir != DefaultConfDir || len(o.Binaries) != 2 || o.Extra["logLevel"] != "info" || o.CNIVersion != "0.4.0" ||
-		o.PolicyDir != "/etc/cni/net.d/plexus.d/policy" || o.PolicySrcDir != DefaultPolicySrc {
+		o.PolicyDir != "/etc/cni/net.d/plexus.d/policy" || o.PolicySrcDir != DefaultPolicySrc ||
+		o.ExtensionsDir != "/etc/cni/net.d/plexus.d/extensions" || o.ExtensionsSrcDir != DefaultExtensionsSrc {
 		t.Errorf("options %+v", o)
 	}
 	// The node the plugin's token is bound to comes from the downward

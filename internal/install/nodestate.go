@@ -77,7 +77,7 @@ func (in *Installer) Reporter(cfg *rest.Config, version string) (*nodestate.Repo
 	r, err := nodestate.New(nodestate.Options{
 		Client: dyn, Node: in.o.NodeName, FieldManager: nodestate.ManagerInstaller,
 		Mode: nodestate.ModeThin, Version: version, Install: in.Observed, Log: in.o.Log,
-		Policy: in.NodePolicy,
+		Policy: in.NodePolicy, Extensions: in.NodeExtensions,
 	})
 	if err != nil {
 		return nil, err

@@ -1,6 +1,8 @@
-// Package extdeploy checks deploy/extensions against deploy/: each
-// component replaces plexusd's whole config file to add "extensions", so
-// every other key must stay as deploy/configmap.yaml has it.
+// Package extdeploy checks deploy/extensions against deploy/ and
+// deploy/thin: each thick component replaces plexusd's whole config file
+// to add "extensions", so every other key must stay as
+// deploy/configmap.yaml has it; each thin one adds the installer's
+// --config again, so its other keys must stay as deploy/thin's.
 package extdeploy
 
 import (
@@ -11,18 +13,27 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/plexus-cni/plexus/internal/install"
 )
 
 // render renders a kustomization of deploy/ with component (none when
 // ""), as docs/vendors.md writes it, and returns plexusd's config and the
 // DaemonSet.
 func render(t *testing.T, component string) (map[string]any, *unstructured.Unstructured) {
+	return renderFrom(t, "deploy", component)
+}
+
+// renderFrom renders a kustomization of base (deploy or deploy/thin) with
+// component.
+func renderFrom(t *testing.T, base, component string) (map[string]any, *unstructured.Unstructured) {
 	t.Helper()
 	dir := t.TempDir()
 	root, err := filepath.Abs("../..")
@@ -33,7 +44,7 @@ func render(t *testing.T, component string) (map[string]any, *unstructured.Unstr
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - " + rel + "/deploy\n"
+	k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - " + rel + "/" + base + "\n"
 	if component != "" {
 		k += "components:\n  - " + rel + "/deploy/extensions/" + component + "\n"
 	}
@@ -103,6 +114,84 @@ func TestComponentsKeepDeployConfig(t *testing.T) {
 				p := m.(map[string]any)["path"].(string)
 				if !mounts[filepath.Dir(p)] {
 					t.Errorf("module %s: plexusd mounts nothing at %s", p, filepath.Dir(p))
+				}
+			}
+		})
+	}
+}
+
+// installer is the thin DaemonSet's installer container: its flags (the
+// last of each wins, as flag.Parse reads them) and its mount paths.
+func installer(t *testing.T, ds *unstructured.Unstructured) (flags map[string]string, mounts map[string]bool) {
+	t.Helper()
+	containers, _, _ := unstructured.NestedSlice(ds.Object, "spec", "template", "spec", "containers")
+	flags, mounts = map[string]string{}, map[string]bool{}
+	for _, ctr := range containers {
+		c := ctr.(map[string]any)
+		if c["name"] != "install" {
+			continue
+		}
+		for _, a := range c["args"].([]any) {
+			k, v, _ := strings.Cut(a.(string), "=")
+			flags[k] = v
+		}
+		for _, m := range c["volumeMounts"].([]any) {
+			mounts[m.(map[string]any)["mountPath"].(string)] = true
+		}
+		return flags, mounts
+	}
+	t.Fatal("no install container in the thin DaemonSet")
+	return nil, nil
+}
+
+// TestThinComponentsKeepDeployArgs: with either thin component, the
+// installer's flags are deploy/thin's plus --extensions-dir, and its
+// --config is deploy/thin's plus "extensions", naming a module under
+// every mount the component adds, at its path in the container.
+func TestThinComponentsKeepDeployArgs(t *testing.T) {
+	_, baseDS := renderFrom(t, "deploy/thin", "")
+	base, _ := installer(t, baseDS)
+	var baseConf map[string]any
+	if err := json.Unmarshal([]byte(base["--config"]), &baseConf); err != nil {
+		t.Fatalf("deploy/thin's --config: %v", err)
+	}
+	for _, c := range []string{"thin-image-volume", "thin-init-container"} {
+		t.Run(c, func(t *testing.T) {
+			_, ds := renderFrom(t, "deploy/thin", c)
+			flags, mounts := installer(t, ds)
+			if d := flags["--extensions-dir"]; !filepath.IsAbs(d) {
+				t.Errorf("--extensions-dir %q, want an absolute path", d)
+			}
+			var conf map[string]any
+			if err := json.Unmarshal([]byte(flags["--config"]), &conf); err != nil {
+				t.Fatalf("--config: %v", err)
+			}
+			ext, ok := conf["extensions"].(map[string]any)
+			if !ok {
+				t.Fatalf("no extensions in --config: %v", conf)
+			}
+			delete(conf, "extensions")
+			if !reflect.DeepEqual(conf, baseConf) {
+				t.Errorf("--config's other keys differ from deploy/thin's:\n%v\nwant\n%v", conf, baseConf)
+			}
+			delete(flags, "--extensions-dir")
+			delete(flags, "--config")
+			for k, v := range base {
+				if k != "--config" && flags[k] != v {
+					t.Errorf("flag %s=%q, deploy/thin has %q", k, flags[k], v)
+				}
+			}
+			if len(flags) != len(base)-1 {
+				t.Errorf("flags %v, want deploy/thin's %v", flags, base)
+			}
+			src := install.DefaultExtensionsSrc
+			if s, ok := flags["--extensions-src-dir"]; ok {
+				src = s
+			}
+			for _, m := range ext["modules"].([]any) {
+				p := m.(map[string]any)["path"].(string)
+				if filepath.Dir(filepath.Dir(p)) != src || !mounts[filepath.Dir(p)] {
+					t.Errorf("module %s: want it in a mount under %s (mounts %v)", p, src, mounts)
 				}
 			}
 		})
