@@ -23,15 +23,18 @@ import (
 
 // metrics are plexusd's Prometheus metrics, in a registry of its own.
 type metrics struct {
-	reg           *prometheus.Registry
-	requests      *prometheus.CounterVec
-	latency       *prometheus.HistogramVec
-	inflight      prometheus.Gauge
-	attachments   *prometheus.CounterVec
-	denials       *prometheus.CounterVec
-	decisions     prometheus.Histogram
-	extErrors     *prometheus.CounterVec
-	apiErrors     *prometheus.CounterVec
+	reg         *prometheus.Registry
+	requests    *prometheus.CounterVec
+	latency     *prometheus.HistogramVec
+	inflight    prometheus.Gauge
+	attachments *prometheus.CounterVec
+	denials     *prometheus.CounterVec
+	decisions   prometheus.Histogram
+	extErrors   *prometheus.CounterVec
+	apiErrors   *prometheus.CounterVec
+	// publish times network-status writes, the API call on every ADD's
+	// path: with the caches synced, its only wait on the API.
+	publish       prometheus.Histogram
 	cacheMisses   *prometheus.CounterVec
 	policyReloads *prometheus.CounterVec
 	policyLoaded  prometheus.Gauge
@@ -76,6 +79,10 @@ func newMetrics() *metrics {
 		apiErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "plexus_api_errors_total", Help: "Failed Kubernetes API calls, by call.",
 		}, []string{"call"}),
+		publish: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "plexus_status_publish_duration_seconds", Help: "Time to write one pod's network-status annotation (a PATCH of the pod), failures included.",
+			Buckets: prometheus.ExponentialBuckets(250e-6, 2, 14),
+		}),
 		cacheMisses: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "plexus_cache_misses_total", Help: "Reads the informer caches could not answer (a direct GET followed), by kind.",
 		}, []string{"kind"}),
@@ -106,7 +113,7 @@ func newMetrics() *metrics {
 		}, []string{"result"}),
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.inflight, m.attachments, m.denials, m.decisions, m.extErrors,
-		m.apiErrors, m.cacheMisses, m.policyReloads, m.policyLoaded, m.policyRevision, m.ignoredKeys, m.podResources, m.gcCollected, m.gcPasses, m.statusRepaired,
+		m.apiErrors, m.publish, m.cacheMisses, m.policyReloads, m.policyLoaded, m.policyRevision, m.ignoredKeys, m.podResources, m.gcCollected, m.gcPasses, m.statusRepaired,
 		// The daemon's own health: memory, garbage collection, threads, CPU.
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -270,7 +277,9 @@ func (s countingSource) NAD(ctx context.Context, ns, name string) (*source.NAD, 
 }
 
 func (s countingSource) PublishStatus(ctx context.Context, pod *source.Pod, doc []byte) error {
+	start := time.Now()
 	err := s.Source.PublishStatus(ctx, pod, doc)
+	s.m.publish.Observe(time.Since(start).Seconds())
 	s.count("patch pod", err)
 	return err
 }

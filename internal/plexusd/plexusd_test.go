@@ -3,6 +3,7 @@ package plexusd
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/plexus-cni/plexus/core/config"
 	"github.com/plexus-cni/plexus/core/pipeline"
+	"github.com/plexus-cni/plexus/core/source"
 	"github.com/plexus-cni/plexus/extensions"
 	"github.com/plexus-cni/plexus/internal/daemon"
 )
@@ -247,5 +249,41 @@ plexus_extension_module_loaded{module="vlan",sha256="ab",version="1.0.0"} 1
 	}
 	if !strings.Contains(logs.String(), "ABI version 2 is not supported") {
 		t.Errorf("the refusal is not logged:\n%s", logs.String())
+	}
+}
+
+// publishSource answers PublishStatus with err after delay.
+type publishSource struct {
+	source.Source
+	delay time.Duration
+	err   error
+}
+
+func (p publishSource) PublishStatus(context.Context, *source.Pod, []byte) error {
+	time.Sleep(p.delay)
+	return p.err
+}
+
+// TestStatusPublishTimed: every network-status write is timed, a failed
+// one too, and a failed one is also counted as an API error.
+func TestStatusPublishTimed(t *testing.T) {
+	m := newMetrics()
+	ok := countingSource{Source: publishSource{delay: 2 * time.Millisecond}, m: m}
+	bad := countingSource{Source: publishSource{err: errors.New("etcd unavailable")}, m: m}
+	if err := ok.PublishStatus(t.Context(), &source.Pod{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := bad.PublishStatus(t.Context(), &source.Pod{}, nil); err == nil {
+		t.Fatal("the failed write's error was lost")
+	}
+	h := &dto.Metric{}
+	if err := m.publish.Write(h); err != nil {
+		t.Fatal(err)
+	}
+	if n, sum := h.GetHistogram().GetSampleCount(), h.GetHistogram().GetSampleSum(); n != 2 || sum < 0.002 {
+		t.Errorf("publish histogram: %d samples summing to %v s, want 2 summing to at least 0.002", n, sum)
+	}
+	if got := testutil.ToFloat64(m.apiErrors.WithLabelValues("patch pod")); got != 1 {
+		t.Errorf(`plexus_api_errors_total{call="patch pod"} = %v, want 1`, got)
 	}
 }
