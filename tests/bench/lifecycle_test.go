@@ -303,38 +303,56 @@ func timed(f func()) time.Duration {
 
 // floorRunner is one floor lifecycle of s's networks.
 func floorRunner(b *testing.B, s *setup) func() {
+	add, del := floorSteps(b, s)
+	return func() { add(); del() }
+}
+
+// floorSteps are the ADD and the DEL of s's networks as a runtime would run
+// them itself, through libcni: the delegates' own cost.
+func floorSteps(b *testing.B, s *setup) (add, del func()) {
 	cni := libcni.NewCNIConfigWithCacheDir([]string{harness.BinDir}, s.w.CacheDir, nil)
 	lists := []*libcni.NetworkConfigList{list(b, s.defConf)}
 	for _, raw := range s.nads {
 		lists = append(lists, list(b, raw))
 	}
 	args := [][2]string{{"IgnoreUnknown", "1"}, {"K8S_POD_NAMESPACE", "demo"}, {"K8S_POD_NAME", "bench"}}
-	ctx := context.Background()
-	return func() {
-		for i, l := range lists {
-			rt := &libcni.RuntimeConf{ContainerID: "floor", NetNS: s.c.NS.Path(), IfName: fmt.Sprintf("net%d", i), Args: args}
-			if i == 0 {
-				rt.IfName = "eth0"
-			}
-			if _, err := cni.AddNetworkList(ctx, l, rt); err != nil {
-				b.Fatal(err)
-			}
+	rt := func(i int) *libcni.RuntimeConf {
+		r := &libcni.RuntimeConf{ContainerID: "floor", NetNS: s.c.NS.Path(), IfName: fmt.Sprintf("net%d", i), Args: args}
+		if i == 0 {
+			r.IfName = "eth0"
 		}
-		for i := len(lists) - 1; i >= 0; i-- {
-			rt := &libcni.RuntimeConf{ContainerID: "floor", NetNS: s.c.NS.Path(), IfName: fmt.Sprintf("net%d", i), Args: args}
-			if i == 0 {
-				rt.IfName = "eth0"
-			}
-			if err := cni.DelNetworkList(ctx, lists[i], rt); err != nil {
+		return r
+	}
+	ctx := context.Background()
+	add = func() {
+		for i, l := range lists {
+			if _, err := cni.AddNetworkList(ctx, l, rt(i)); err != nil {
 				b.Fatal(err)
 			}
 		}
 	}
+	del = func() {
+		for i := len(lists) - 1; i >= 0; i-- {
+			if err := cni.DelNetworkList(ctx, lists[i], rt(i)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	return add, del
 }
 
 // plexusRunner is one lifecycle through plexus with the World's config as
 // it is now (thin, or thick after StartDaemon).
 func plexusRunner(b *testing.B, s *setup, id string) func() {
+	add, del := plexusSteps(b, s, id)
+	run := func() { add(); del() }
+	run() // warm the extension compilation cache
+	return run
+}
+
+// plexusSteps are the ADD and the DEL of one container through plexus, as
+// the runtime invokes it, with the World's config as it is now.
+func plexusSteps(b *testing.B, s *setup, id string) (add, del func()) {
 	conf, err := json.Marshal(s.w.Plexus)
 	harness.Must(b, err)
 	l := list(b, conf)
@@ -342,14 +360,15 @@ func plexusRunner(b *testing.B, s *setup, id string) func() {
 	rt := &libcni.RuntimeConf{ContainerID: id, NetNS: s.c.NS.Path(), IfName: "eth0",
 		Args: [][2]string{{"IgnoreUnknown", "1"}, {"K8S_POD_NAMESPACE", "demo"}, {"K8S_POD_NAME", "bench"}}}
 	ctx := context.Background()
-	run := func() {
+	add = func() {
 		if _, err := cni.AddNetworkList(ctx, l, rt); err != nil {
 			b.Fatal(err)
 		}
+	}
+	del = func() {
 		if err := cni.DelNetworkList(ctx, l, rt); err != nil {
 			b.Fatal(err)
 		}
 	}
-	run() // warm the extension compilation cache
-	return run
+	return add, del
 }
