@@ -24,6 +24,9 @@ type benchConfig struct {
 	networks string
 	// optIn setups run only when PLEXUS_BENCH_SETUPS names them.
 	optIn bool
+	// daemon is the plexusd serving the setup (thick), whose own time per
+	// call BenchmarkSandboxStart reports beside the runtime's.
+	daemon *harness.Daemon
 }
 
 // benchSetup is a node with a thin and a thick plexus World, Multus thin
@@ -82,22 +85,27 @@ func benchSetup(b *testing.B, name string) (*Node, []benchConfig) {
 	b.ReportMetric(RSSMiB(d.Pid()), "MiB-rest-plexusd")
 	b.ReportMetric(RSSMiB(md.Pid()), "MiB-rest-multus-daemon")
 	all := []benchConfig{
-		{"default-alone", func() { n.InstallDefault(alone) }, "", false},
-		{"thin-0", func() { n.InstallPlexus(thin) }, "", false},
-		{"thin-3", func() { n.InstallPlexus(thin) }, "blue,red,green", false},
-		{"thick-0", func() { n.InstallPlexus(thick) }, "", false},
-		{"thick-3", func() { n.InstallPlexus(thick) }, "blue,red,green", false},
-		{"multus-thin-0", func() { n.InstallMultusThin(multusThin, kubeconfig, mcache) }, "", false},
-		{"multus-thin-3", func() { n.InstallMultusThin(multusThin, kubeconfig, mcache) }, "blue,red,green", false},
-		{"multus-thick-0", func() { n.InstallMultusThick(md) }, "", false},
-		{"multus-thick-3", func() { n.InstallMultusThick(md) }, "blue,red,green", false},
-		{"thin-0-noapi", func() { n.InstallPlexus(noAPI) }, "", true},
+		{"default-alone", func() { n.InstallDefault(alone) }, "", false, nil},
+		{"thin-0", func() { n.InstallPlexus(thin) }, "", false, nil},
+		{"thin-3", func() { n.InstallPlexus(thin) }, "blue,red,green", false, nil},
+		{"thick-0", func() { n.InstallPlexus(thick) }, "", false, nil},
+		{"thick-3", func() { n.InstallPlexus(thick) }, "blue,red,green", false, nil},
+		{"multus-thin-0", func() { n.InstallMultusThin(multusThin, kubeconfig, mcache) }, "", false, nil},
+		{"multus-thin-3", func() { n.InstallMultusThin(multusThin, kubeconfig, mcache) }, "blue,red,green", false, nil},
+		{"multus-thick-0", func() { n.InstallMultusThick(md) }, "", false, nil},
+		{"multus-thick-3", func() { n.InstallMultusThick(md) }, "blue,red,green", false, nil},
+		{"thin-0-noapi", func() { n.InstallPlexus(noAPI) }, "", true, nil},
+	}
+	for i := range all {
+		if strings.HasPrefix(all[i].name, "thick-") {
+			all[i].daemon = d
+		}
 	}
 	for i := range baselines {
 		w := n.PlexusWorld()
 		w.Set("type", fmt.Sprintf("plexus-b%d", i+1))
 		w.Set("logLevel", "info")
-		all = append(all, benchConfig{fmt.Sprintf("thin-0-b%d", i+1), func() { n.InstallPlexus(w) }, "", false})
+		all = append(all, benchConfig{name: fmt.Sprintf("thin-0-b%d", i+1), install: func() { n.InstallPlexus(w) }})
 	}
 	b.Cleanup(func() {
 		b.ReportMetric(RSSMiB(d.Pid()), "MiB-end-plexusd")
@@ -216,6 +224,7 @@ func BenchmarkSandboxStart(b *testing.B) {
 	times := make([][]time.Duration, len(configs))
 	cniTimes := make([][]time.Duration, len(configs))
 	stopTimes := make([][]time.Duration, len(configs))
+	handler := map[string][]time.Duration{}
 	order := shuffler()
 	for i := range b.N {
 		for _, j := range order(len(configs)) {
@@ -225,9 +234,17 @@ func BenchmarkSandboxStart(b *testing.B) {
 			times[j] = append(times[j], s.start)
 			cniTimes[j] = append(cniTimes[j], s.cni)
 			stopTimes[j] = append(stopTimes[j], s.stop)
+			if c.daemon != nil {
+				handler["add-"+c.name] = append(handler["add-"+c.name], s.handlerAdd)
+				handler["publish-"+c.name] = append(handler["publish-"+c.name], s.publish)
+				handler["del-"+c.name] = append(handler["del-"+c.name], s.handlerDel)
+			}
 		}
 	}
 	b.StopTimer()
+	for k, ds := range handler {
+		b.ReportMetric(ms(median(ds)), "ms-plexusd-"+k)
+	}
 	reportMedians(b, configs, times)
 	reportCNI(b, configs, cniTimes, median(times[0]))
 	reportAdded(b, configs, stopTimes, "stop")
@@ -235,8 +252,12 @@ func BenchmarkSandboxStart(b *testing.B) {
 	reportRequests(b, n, configs)
 }
 
-// sandboxTimes is one sandbox's start, its CNI setup within, and its stop.
-type sandboxTimes struct{ start, cni, stop time.Duration }
+// sandboxTimes is one sandbox's start, its CNI setup within, and its stop;
+// for a thick setup also plexusd's own time serving the ADD and the DEL
+// (its request duration histogram's sum before and after), which leaves
+// the shim's exec and the runtime's side as the rest of the CNI time, and
+// within the ADD its write of network-status.
+type sandboxTimes struct{ start, cni, stop, handlerAdd, publish, handlerDel time.Duration }
 
 // benchSandbox creates the pod name for c in the API, runs its sandbox, stops and removes it and deletes the pod. With
 // counts, the API requests of the ADD and of the DEL are added to it
@@ -248,16 +269,21 @@ func (n *Node) benchSandbox(b *testing.B, c benchConfig, name string, counts map
 	var s sandboxTimes
 	var id string
 	run := func() {
+		h := daemonTime(c.daemon, requestSeconds, `command="ADD"`)
+		pub := daemonTime(c.daemon, publishSeconds)
 		start := time.Now()
 		out, err := n.Crictl(b.Context(), "runp", cfg)
 		s.start = time.Since(start)
+		s.handlerAdd, s.publish = h(), pub()
 		harness.Must(b, err)
 		id = strings.TrimSpace(out)
 	}
 	stop := func() {
+		h := daemonTime(c.daemon, requestSeconds, `command="DEL"`)
 		start := time.Now()
 		_, err := n.Crictl(b.Context(), "stopp", id)
 		s.stop = time.Since(start)
+		s.handlerDel = h()
 		harness.Must(b, err)
 	}
 	if counts == nil {
@@ -277,6 +303,26 @@ func (n *Node) benchSandbox(b *testing.B, c benchConfig, name string, counts map
 	// At once: no kubelet runs to finish a graceful deletion.
 	harness.Must(b, n.Client.CoreV1().Pods(benchNS).Delete(b.Context(), name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}))
 	return s
+}
+
+// plexusd's histograms of its time serving CNI calls and writing
+// network-status (sums, in seconds).
+const (
+	requestSeconds = "plexus_request_duration_seconds_sum"
+	publishSeconds = "plexus_status_publish_duration_seconds_sum"
+)
+
+// daemonTime starts timing with one of d's histograms: the returned
+// function is the time the histogram's sum (of the series matching
+// filters) gained since (0 without a daemon).
+func daemonTime(d *harness.Daemon, sum string, filters ...string) func() time.Duration {
+	if d == nil {
+		return func() time.Duration { return 0 }
+	}
+	before := d.Metric(sum, filters...)
+	return func() time.Duration {
+		return time.Duration((d.Metric(sum, filters...) - before) * float64(time.Second))
+	}
 }
 
 // apiRounds is how many sandboxes per setup reportRequests counts.
