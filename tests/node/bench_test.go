@@ -58,16 +58,22 @@ func benchSetup(b *testing.B, name string) (*Node, []benchConfig) {
 	alone := n.PlexusWorld()
 	thin := n.PlexusWorld()
 	thick := n.PlexusWorld()
-	// Thin with no source: no API request, no status. What thin mode
-	// costs before it publishes anything (the floor an asynchronous
-	// publish could reach).
-	noAPI := n.PlexusWorld()
+	// Thin and thick with no source: no API request, no status. What
+	// each mode costs before it publishes anything (the floor an
+	// asynchronous publish could reach).
+	noAPI, noAPIThick := n.PlexusWorld(), n.PlexusWorld()
 	noAPI.Set("kubeconfig", nil)
+	noAPIThick.Set("kubeconfig", nil)
 	// Log as deployed (info): the harness's debug level is for tests.
-	for _, w := range []*harness.World{thin, thick, noAPI} {
+	for _, w := range []*harness.World{thin, thick, noAPI, noAPIThick} {
 		w.Set("logLevel", "info")
 	}
 	d := thick.StartDaemon("--node-name", n.Name, "--log-level", "info")
+	// A second plexusd, only when its opt-in setup runs.
+	var dNoAPI *harness.Daemon
+	if slices.Contains(strings.Split(os.Getenv("PLEXUS_BENCH_SETUPS"), ","), "thick-0-noapi") {
+		dNoAPI = noAPIThick.StartDaemon("--node-name", n.Name, "--log-level", "info")
+	}
 	// Multus's worlds only give it a default network of its own.
 	multusThin, multusThick := n.PlexusWorld(), n.PlexusWorld()
 	mdir := b.TempDir()
@@ -95,9 +101,10 @@ func benchSetup(b *testing.B, name string) (*Node, []benchConfig) {
 		{"multus-thick-0", func() { n.InstallMultusThick(md) }, "", false, nil},
 		{"multus-thick-3", func() { n.InstallMultusThick(md) }, "blue,red,green", false, nil},
 		{"thin-0-noapi", func() { n.InstallPlexus(noAPI) }, "", true, nil},
+		{"thick-0-noapi", func() { n.InstallPlexus(noAPIThick) }, "", true, dNoAPI},
 	}
 	for i := range all {
-		if strings.HasPrefix(all[i].name, "thick-") {
+		if all[i].name == "thick-0" || all[i].name == "thick-3" {
 			all[i].daemon = d
 		}
 	}
@@ -295,7 +302,7 @@ func (n *Node) benchSandbox(b *testing.B, c benchConfig, name string, counts map
 		counts["ADD"] = append(counts["ADD"], sumCounts(add))
 		counts["DEL"] = append(counts["DEL"], sumCounts(del))
 	}
-	cni, err := n.SandboxCNITime(id)
+	cni, err := n.SandboxCNITime(id, pod.Namespace, pod.Name)
 	harness.Must(b, err)
 	s.cni = cni
 	_, err = n.Crictl(b.Context(), "rmp", id)

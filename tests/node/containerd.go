@@ -226,44 +226,57 @@ func (n *Node) writeCNIConfig(file string, data []byte, network string) {
 	}
 }
 
-// SandboxCNITime is how long containerd's CNI setup of the sandbox took,
-// from its debug lines "begin cni setup" and "cni result" for that sandbox
-// (Options.ContainerdDebug): loopback and the installed network's ADD, as
-// the runtime waited for them.
-func (n *Node) SandboxCNITime(id string) (time.Duration, error) {
+// SandboxCNITime is how long the runtime's CNI setup of the sandbox id (of
+// pod namespace/name) took, as the runtime's debug log times it: the
+// installed network's ADD as the runtime waited for it. containerd logs
+// "begin cni setup" and "cni result" for the sandbox (loopback's ADD
+// within); CRI-O logs "Adding pod NS_NAME to CNI network" before the ADD
+// and "Checking pod NS_NAME for CNI network" before the CHECK it runs
+// right after (it brings loopback up itself, without a plugin).
+func (n *Node) SandboxCNITime(id, namespace, name string) (time.Duration, error) {
+	begin, end := `msg="begin cni setup"`, `msg="cni result:`
+	match := func(line string) bool { return strings.HasSuffix(line, "podsandboxid="+id) }
 	if n.Runtime == CRIO {
-		return 0, fmt.Errorf("sandbox CNI time: only containerd's log is read, not %s's", n.Runtime)
+		pod := namespace + "_" + name
+		begin, end = `msg="Adding pod `+pod+` to CNI network `, `msg="Checking pod `+pod+` for CNI network `
+		match = func(string) bool { return true }
 	}
-	f, err := os.Open(filepath.Join(n.Dir, "containerd.log"))
+	b, e, err := logSpan(n.containerd.LogPath, begin, end, match)
 	if err != nil {
 		return 0, err
 	}
+	if b.IsZero() || e.IsZero() {
+		return 0, fmt.Errorf("%s's log has no CNI setup lines for sandbox %s of pod %s/%s (log level debug?)", n.Runtime, id, namespace, name)
+	}
+	return e.Sub(b), nil
+}
+
+// logSpan is the time of the last line of the log at path holding begin
+// and of the last holding end, among the lines match accepts.
+func logSpan(path, begin, end string, match func(string) bool) (b, e time.Time, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return b, e, err
+	}
 	defer f.Close()
-	var begin, end time.Time
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasSuffix(line, "podsandboxid="+id) {
+		if !match(line) {
 			continue
 		}
 		switch {
-		case strings.Contains(line, `msg="begin cni setup"`):
-			begin, err = logTime(line)
-		case strings.Contains(line, `msg="cni result:`):
-			end, err = logTime(line)
+		case strings.Contains(line, begin):
+			b, err = logTime(line)
+		case strings.Contains(line, end):
+			e, err = logTime(line)
 		}
 		if err != nil {
-			return 0, err
+			return b, e, err
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return 0, err
-	}
-	if begin.IsZero() || end.IsZero() {
-		return 0, fmt.Errorf("containerd's log has no CNI setup lines for sandbox %s (log level debug?)", id)
-	}
-	return end.Sub(begin), nil
+	return b, e, sc.Err()
 }
 
 // logTime is the time="..." of a containerd log line.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -226,19 +227,18 @@ func (n *Node) crioReloads(offset int64) (*crioNetwork, int64, error) {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
 	for sc.Scan() {
-		line := sc.Text()
-		if _, rest, ok := strings.Cut(line, `msg="Found CNI network `); ok {
+		msg := logMsg(sc.Text())
+		if rest, ok := strings.CutPrefix(msg, "Found CNI network "); ok {
 			name, _, _ := strings.Cut(rest, " ")
 			if _, file, ok := strings.Cut(rest, ") at "); ok {
-				file = strings.TrimSuffix(file, `"`)
 				if _, seen := cur[name]; !seen {
 					cur[name] = file
 				}
 			}
 			continue
 		}
-		if _, rest, ok := strings.Cut(line, `msg="Updated default CNI network name to `); ok {
-			last = &crioNetwork{name: strings.TrimSuffix(rest, `"`), files: cur}
+		if rest, ok := strings.CutPrefix(msg, "Updated default CNI network name to "); ok {
+			last = &crioNetwork{name: rest, files: cur}
 			cur = map[string]string{}
 		}
 	}
@@ -247,6 +247,26 @@ func (n *Node) crioReloads(offset int64) (*crioNetwork, int64, error) {
 	}
 	end, err := f.Seek(0, 1)
 	return last, end, err
+}
+
+// logMsg is the msg value of a logfmt line as CRI-O's logger writes it
+// (quoted when it must be; more fields may follow, as at log level debug),
+// or "" without one.
+func logMsg(line string) string {
+	_, rest, ok := strings.Cut(line, " msg=")
+	if !ok {
+		return ""
+	}
+	if !strings.HasPrefix(rest, `"`) {
+		v, _, _ := strings.Cut(rest, " ")
+		return v
+	}
+	quoted, err := strconv.QuotedPrefix(rest)
+	if err != nil {
+		return ""
+	}
+	v, _ := strconv.Unquote(quoted)
+	return v
 }
 
 // crioLoadedNetwork is loadedNetwork for CRI-O: the default network of

@@ -53,7 +53,7 @@ type Options struct {
 	// CNIBinDir is containerd's CNI bin_dir. Empty: harness.BinDir
 	// (plexus, plexus-shim, the reference plugins and the tests' tools).
 	CNIBinDir string
-	// ContainerdDebug runs containerd at log level debug, whose lines time
+	// ContainerdDebug runs the runtime at log level debug, whose lines time
 	// each sandbox's CNI setup (SandboxCNITime).
 	ContainerdDebug bool
 	// Runtime is the container runtime. Empty: RuntimeEnv's, else
