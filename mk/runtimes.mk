@@ -113,13 +113,14 @@ runtimes-clean:
 # run again on containerd 2.x and on CRI-O; the whole suite, with
 # TestContainerd2 and TestCRIO (each runtime's differences), runs on
 # containerd 1.6 in `make test`'s first pass. containerd 2.x also runs
-# extension images as image volumes, which containerd 1.6 cannot mount.
+# extension images as image volumes, thick and thin, which containerd 1.6
+# cannot mount.
 # Then the kubelet-facing set runs with the oldest supported kubelet
 # (TEST_SKEW below).
 RUNTIME_TESTS := TestThin|TestThick|TestThickGCCollectsLostSandbox|TestDynamic|TestDevicePluginNetworks|TestMultusPods|TestDeployThick
 
 TEST_RUNTIMES = PLEXUS_RUNTIME=containerd2 PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 \
-	go test -count=1 -run '^($(RUNTIME_TESTS)|TestDeployExtensions)$$' ./tests/node/ && \
+	go test -count=1 -run '^($(RUNTIME_TESTS)|TestDeployExtensions|TestDeployExtensionsThin)$$' ./tests/node/ && \
 	PLEXUS_RUNTIME=crio PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 \
 	go test -count=1 -run '^($(RUNTIME_TESTS))$$' ./tests/node/ && \
 	$(TEST_SKEW)
