@@ -32,8 +32,8 @@ type metrics struct {
 	decisions   prometheus.Histogram
 	extErrors   *prometheus.CounterVec
 	apiErrors   *prometheus.CounterVec
-	// publish times network-status writes, the API call on every ADD's
-	// path: with the caches synced, its only wait on the API.
+	// publish times network-status writes (sent after the ADD answers,
+	// publish.go): the API server's latency as plexusd sees it.
 	publish       prometheus.Histogram
 	cacheMisses   *prometheus.CounterVec
 	policyReloads *prometheus.CounterVec

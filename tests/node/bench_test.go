@@ -263,7 +263,7 @@ func BenchmarkSandboxStart(b *testing.B) {
 // for a thick setup also plexusd's own time serving the ADD and the DEL
 // (its request duration histogram's sum before and after), which leaves
 // the shim's exec and the runtime's side as the rest of the CNI time, and
-// within the ADD its write of network-status.
+// its write of network-status, which it sends after answering the ADD.
 type sandboxTimes struct{ start, cni, stop, handlerAdd, publish, handlerDel time.Duration }
 
 // benchSandbox creates the pod name for c in the API, runs its sandbox, stops and removes it and deletes the pod. With
