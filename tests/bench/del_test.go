@@ -15,11 +15,12 @@ import (
 // BenchmarkDelRatio times DEL alone: plexus thin and thick against the
 // delegates' own DELs run directly by the runtime (libcni in this process,
 // in reverse order, as plexus runs them), with 0 and 3 selections. Each
-// iteration attaches untimed, then times the DEL, for the three in an order
-// drawn anew; a fourth timing is the shim's start alone (VERSION), the
-// floor any exec'd plugin pays. Reported: each median (ms), the median of
-// the paired ratios to the delegates' own DEL, and the median of the paired
-// differences from it (ms).
+// iteration attaches, then detaches, for the three in an order drawn anew;
+// a fourth timing is the shim's start alone (VERSION), the floor any
+// exec'd plugin pays. Reported for DEL: each median (ms), the median of
+// the paired ratios to the delegates' own DEL, and the median of the
+// paired differences from it (ms); for ADD the medians, which give the
+// delegates' own share of an ADD.
 //
 //	go test -run '^$' -bench DelRatio -benchtime 100x ./tests/bench/
 func BenchmarkDelRatio(b *testing.B) {
@@ -33,7 +34,7 @@ func BenchmarkDelRatio(b *testing.B) {
 			shim := shimStart(b)
 			runs := []struct {
 				add, del func()
-				t        []time.Duration
+				t, addT  []time.Duration
 			}{{add: floorAdd, del: floorDel}, {add: thinAdd, del: thinDel}, {add: thickAdd, del: thickDel}, {add: func() {}, del: shim}}
 			for i := range runs {
 				runs[i].add() // warm up: page cache, plexusd's first call
@@ -42,7 +43,7 @@ func BenchmarkDelRatio(b *testing.B) {
 			order := rand.New(rand.NewPCG(5, 5))
 			for b.Loop() {
 				for _, i := range order.Perm(len(runs)) {
-					runs[i].add()
+					runs[i].addT = append(runs[i].addT, timed(runs[i].add))
 					runs[i].t = append(runs[i].t, timed(runs[i].del))
 				}
 			}
@@ -55,6 +56,10 @@ func BenchmarkDelRatio(b *testing.B) {
 			b.ReportMetric(medianRatio(thick, floor), "thick/delegates")
 			b.ReportMetric(ms(medianOf(diff(thin, floor))), "ms-thin-over-delegates")
 			b.ReportMetric(ms(medianOf(diff(thick, floor))), "ms-thick-over-delegates")
+			// The ADDs, for the delegates' own share of an ADD's time.
+			b.ReportMetric(ms(medianOf(runs[0].addT)), "ms-add-delegates")
+			b.ReportMetric(ms(medianOf(runs[1].addT)), "ms-add-thin")
+			b.ReportMetric(ms(medianOf(runs[2].addT)), "ms-add-thick")
 		})
 	}
 }
