@@ -89,6 +89,7 @@ bench: build k8s-bins node-bins node-deps pause-image multus
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 20x ./extensions/
 	PLEXUS_BIN=$(BIN) $(GO) test -run '^$$' -bench Lifecycle -benchtime 15x ./tests/bench/
 	PLEXUS_BIN=$(BIN) $(GO) test -run '^$$' -bench RatioReferencePod -benchtime 30x ./tests/bench/
+	PLEXUS_BIN=$(BIN) $(GO) test -run '^$$' -bench DelRatio -benchtime 100x ./tests/bench/
 	PLEXUS_BIN=$(BIN) $(GO) test -run '^$$' -bench 'ShimCall|PluginStart' -benchtime 500x ./tests/bench/
 	PLEXUS_BIN=$(BIN) $(GO) test -run '^$$' -bench ThinPolicyCost -benchtime 150x ./tests/bench/
 	PLEXUS_BIN=$(BIN) $(GO) test -run '^$$' -bench 'Concurrent|Memory' -benchtime 2x ./tests/bench/
