@@ -186,14 +186,14 @@ func (n *Node) loadedNetwork(ctx context.Context) (name string, data []byte, err
 }
 
 // writeCNIConfig makes file the only config in ConfDir (atomically: the
-// CRI plugin reloads on every change of the directory) and waits until
-// containerd uses the network named network and, while kubelet runs, the
+// runtime reloads on every change of the directory) and waits until the
+// runtime uses the network named network and, while kubelet runs, the
 // node is Ready.
 func (n *Node) writeCNIConfig(file string, data []byte, network string) {
 	n.t.Helper()
+	uses := n.containerdUses(data, network)
 	if n.Runtime == CRIO {
-		n.crioWriteCNIConfig(file, data, network)
-		return
+		uses = n.crioUses(file, network)
 	}
 	tmp := filepath.Join(n.ConfDir, ".tmp-"+file)
 	harness.Must(n.t, os.WriteFile(tmp, data, 0o644))
@@ -209,20 +209,35 @@ func (n *Node) writeCNIConfig(file string, data []byte, network string) {
 	defer cancel()
 	last := "no answer"
 	for {
-		got, loaded, err := n.loadedNetwork(ctx)
-		if err == nil && got == network && bytes.Equal(loaded, data) {
+		ok, what := uses(ctx)
+		if ok {
 			break
 		}
-		if err == nil {
-			last = fmt.Sprintf("it uses %q", got)
+		if what != "" {
+			last = what
 		}
 		if ctx.Err() != nil {
-			n.t.Fatalf("containerd did not load CNI network %q from %s (%s)", network, file, last)
+			n.t.Fatalf("%s did not load CNI network %q from %s (%s)", n.Runtime, network, file, last)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	if n.kubelet.Running() {
 		n.WaitReady()
+	}
+}
+
+// cniUse tells whether the runtime uses the network writeCNIConfig waits
+// for and, when it can tell, what it uses instead.
+type cniUse func(ctx context.Context) (ok bool, instead string)
+
+// containerdUses asks containerd's CRI status for the loaded network.
+func (n *Node) containerdUses(data []byte, network string) cniUse {
+	return func(ctx context.Context) (bool, string) {
+		got, loaded, err := n.loadedNetwork(ctx)
+		if err != nil {
+			return false, ""
+		}
+		return got == network && bytes.Equal(loaded, data), fmt.Sprintf("it uses %q", got)
 	}
 }
 

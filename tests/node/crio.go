@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/plexus-cni/plexus/tests/harness"
 )
@@ -283,40 +282,18 @@ func (n *Node) crioLoadedNetwork() (string, []byte, error) {
 	return nw.name, data, nil
 }
 
-// crioWriteCNIConfig is writeCNIConfig for CRI-O: it waits for a reload
-// after the write whose default network is network, from file.
-func (n *Node) crioWriteCNIConfig(file string, data []byte, network string) {
-	n.t.Helper()
+// crioUses reads CRI-O's reloads after the log's current end (taken
+// before the write), since its CRI status names no network.
+func (n *Node) crioUses(file, network string) cniUse {
 	_, offset, err := n.crioReloads(0)
 	harness.Must(n.t, err)
-	tmp := filepath.Join(n.ConfDir, ".tmp-"+file)
-	harness.Must(n.t, os.WriteFile(tmp, data, 0o644))
-	harness.Must(n.t, os.Rename(tmp, filepath.Join(n.ConfDir, file)))
-	entries, err := os.ReadDir(n.ConfDir)
-	harness.Must(n.t, err)
-	for _, e := range entries {
-		if e.Name() != file {
-			harness.Must(n.t, os.Remove(filepath.Join(n.ConfDir, e.Name())))
-		}
-	}
-	ctx, cancel := context.WithTimeout(n.t.Context(), readyTimeout)
-	defer cancel()
-	last := "no reload"
-	for {
+	return func(context.Context) (bool, string) {
 		nw, _, err := n.crioReloads(offset)
-		if err == nil && nw != nil {
-			if nw.name == network && nw.files[network] == filepath.Join(n.ConfDir, file) {
-				break
-			}
-			last = fmt.Sprintf("it uses %q from %v", nw.name, nw.files)
+		if err != nil || nw == nil {
+			return false, ""
 		}
-		if ctx.Err() != nil {
-			n.t.Fatalf("CRI-O did not load CNI network %q from %s (%s)", network, file, last)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if n.kubelet.Running() {
-		n.WaitReady()
+		ok := nw.name == network && nw.files[network] == filepath.Join(n.ConfDir, file)
+		return ok, fmt.Sprintf("it uses %q from %v", nw.name, nw.files)
 	}
 }
 
