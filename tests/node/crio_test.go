@@ -78,10 +78,7 @@ func testCheckAfterAdd(t *testing.T, n *Node, w *harness.World, ns string) {
 
 func testOneDEL(t *testing.T, node *Node) {
 	n := node.With(t)
-	w := n.PlexusWorld()
-	spyLog := filepath.Join(w.Dir, "cnispy.log")
-	n.InstallSpy(w, spyLog)
-	p := runSelectingPod(t, n, w, "crio-dels")
+	_, spyLog, p := runSpiedPod(t, n, "crio-dels")
 	p.deleteAndCheck(t)
 
 	dels := spyCalls(t, spyLog, "DEL", p.sb.ID)
@@ -147,13 +144,21 @@ func testCRIOSandboxNetns(t *testing.T, node *Node) {
 
 func testDELWithCachedConfig(t *testing.T, node *Node) {
 	n := node.With(t)
-	w := n.PlexusWorld()
-	spyLog := filepath.Join(w.Dir, "cnispy.log")
-	n.InstallSpy(w, spyLog)
-	p := runSelectingPod(t, n, w, "crio-cached")
+	w, spyLog, p := runSpiedPod(t, n, "crio-cached")
 	n.InstallDefault(w)
 	p.deleteAndCheck(t)
 	if dels := spyCalls(t, spyLog, "DEL", p.sb.ID); len(dels) != 1 {
 		t.Errorf("plexus got %d DELs for sandbox %s after the conf dir changed, want 1", len(dels), p.sb.ID)
 	}
+}
+
+// runSpiedPod runs a pod selecting two bridge networks in namespace ns
+// through plexus behind the CNI spy, which logs every call the runtime
+// makes to spyLog.
+func runSpiedPod(t *testing.T, n *Node, ns string) (w *harness.World, spyLog string, p *selectingPod) {
+	t.Helper()
+	w = n.PlexusWorld()
+	spyLog = filepath.Join(w.Dir, "cnispy.log")
+	n.InstallSpy(w, spyLog)
+	return w, spyLog, runSelectingPod(t, n, w, ns)
 }

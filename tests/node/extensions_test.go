@@ -28,6 +28,27 @@ import (
 // container: /opt/plexus/extensions/NAME/module.wasm.
 const extDir = "/opt/plexus/extensions/"
 
+// newVendor is a vendor's workspace for the example modules, which it
+// needs built, and the delivery the node's runtime supports: image volumes
+// on containerd 2.x, init containers elsewhere.
+func newVendor(t *testing.T) (v *vendor, delivery string) {
+	rt, err := runtimeOf(Options{})
+	harness.Must(t, err)
+	delivery = "init-container"
+	if rt == Containerd2 {
+		delivery = "image-volume"
+	}
+	binDir, err := kubeenv.DefaultBinDir()
+	harness.Must(t, err)
+	v = &vendor{t: t, bin: binDir, work: t.TempDir()}
+	for _, m := range []string{"vlan", "enricher", "overrides"} {
+		if _, err := os.Stat(v.module(m)); err != nil {
+			skipOrFail(t, fmt.Sprintf("%s not found: run `make ext-examples`", v.module(m)))
+		}
+	}
+	return v, delivery
+}
+
 // TestDeployExtensions is docs/vendors.md's walkthrough on a real node:
 // the example vlan and enricher extensions tried with plexusctl ext run,
 // packed with plexusctl ext pack, imported into the node's runtime and
@@ -41,20 +62,7 @@ const extDir = "/opt/plexus/extensions/"
 // selecting the refused module's keys fails with the refusal. A new image
 // tag for enricher rolls plexusd out with it.
 func TestDeployExtensions(t *testing.T) {
-	rt, err := runtimeOf(Options{})
-	harness.Must(t, err)
-	delivery := "init-container"
-	if rt == Containerd2 {
-		delivery = "image-volume"
-	}
-	binDir, err := kubeenv.DefaultBinDir()
-	harness.Must(t, err)
-	v := &vendor{t: t, bin: binDir, work: t.TempDir()}
-	for _, m := range []string{"vlan", "enricher", "overrides"} {
-		if _, err := os.Stat(v.module(m)); err != nil {
-			skipOrFail(t, fmt.Sprintf("%s not found: run `make ext-examples`", v.module(m)))
-		}
-	}
+	v, delivery := newVendor(t)
 
 	// docs/vendors.md, "Test": the module run as plexusd runs it.
 	t.Run("Run", func(t *testing.T) {

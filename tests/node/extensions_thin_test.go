@@ -14,7 +14,6 @@ import (
 
 	"github.com/plexus-cni/plexus/internal/plexusapi"
 	"github.com/plexus-cni/plexus/tests/harness"
-	"github.com/plexus-cni/plexus/tests/kubeenv"
 )
 
 // thinExtDir is where deploy/extensions' thin components have the
@@ -34,20 +33,7 @@ const thinExtDir = "/etc/cni/net.d/plexus.d/extensions"
 // and enricher: a pod gets its status enriched and vlan rejects a pod's
 // VLAN out of range. The uninstall removes the modules from the host.
 func TestDeployExtensionsThin(t *testing.T) {
-	rt, err := runtimeOf(Options{})
-	harness.Must(t, err)
-	delivery := "init-container"
-	if rt == Containerd2 {
-		delivery = "image-volume"
-	}
-	binDir, err := kubeenv.DefaultBinDir()
-	harness.Must(t, err)
-	v := &vendor{t: t, bin: binDir, work: t.TempDir()}
-	for _, m := range []string{"vlan", "enricher", "overrides"} {
-		if _, err := os.Stat(v.module(m)); err != nil {
-			skipOrFail(t, fmt.Sprintf("%s not found: run `make ext-examples`", v.module(m)))
-		}
-	}
+	v, delivery := newVendor(t)
 	archives := map[string]string{}
 	for _, m := range []string{"vlan", "enricher", "overrides"} {
 		archives[m] = v.pack(v.module(m), "localhost/plexus-extensions/"+m+":1.0.0")
