@@ -52,9 +52,8 @@ func benchSetup(b *testing.B, name string) (*Node, []benchConfig) {
 	opts.CNIBinDir = binDirWith(b, baselines, multusPlugins())
 	n := Start(b, env, opts)
 	// The default network alone has a World (bridge, leases) of its own,
-	// as every setup does. Sharing thin's, thin-0 ran 1.6 ms [0.2, 2.4]
-	// slower than the same binary on a World of its own (an A/A run);
-	// apart, 0.8 ms [-0.5, 2.2].
+	// as every setup does: sharing thin's moved thin-0's time in an A/A
+	// run (docs/performance.md, "Setup").
 	alone := n.PlexusWorld()
 	thin := n.PlexusWorld()
 	thick := n.PlexusWorld()
