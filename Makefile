@@ -48,7 +48,7 @@ demo: build
 # RACE_PKGS start goroutines or are used concurrently by plexusd; extensions
 # is left out: wazero compiling the example modules under -race outlasts
 # go test's 10-minute limit.
-RACE_PKGS := ./core/lock/ ./core/source/kube/cached/ ./core/source/manifests/ ./internal/daemon/ ./internal/plexusd/ ./internal/install/ ./internal/cniplugin/ ./internal/wasmbin/ ./policies/ ./internal/shim/ ./internal/daemon/wire/
+RACE_PKGS := ./core/lock/ ./core/source/kube/cached/ ./core/source/manifests/ ./cmd/internal/daemon/ ./cmd/plexusd/internal/plexusd/ ./cmd/internal/install/ ./cmd/internal/cniplugin/ ./extensions/wasmbin/ ./policies/ ./cmd/plexus-shim/internal/shim/ ./cmd/internal/daemon/wire/
 
 ## test: every test: unit, netns integration, Kubernetes e2e, the SDK and
 ## the example extensions (needs root)
@@ -72,7 +72,7 @@ test: build k8s-bins node-bins node-deps runtimes pause-image image
 # report "context deadline exceeded" as the time runs out (golang/go#75804).
 # 40,000 inputs take 1-5 s per target here.
 FUZZTIME ?= 40000x
-FUZZ_TARGETS := core/selection:FuzzParse core/selection:FuzzArgKeyFolding core/status:FuzzFromResult core/record:FuzzDecode core/nad:FuzzFromSpecConfig extensions:FuzzGuestOutput internal/wasmbin:FuzzAddDeadlineCheck internal/wasmbin:FuzzBoundTables internal/daemon/wire:FuzzDecodeRequest
+FUZZ_TARGETS := core/selection:FuzzParse core/selection:FuzzArgKeyFolding core/status:FuzzFromResult core/record:FuzzDecode core/nad:FuzzFromSpecConfig extensions:FuzzGuestOutput extensions/wasmbin:FuzzAddDeadlineCheck extensions/wasmbin:FuzzBoundTables cmd/internal/daemon/wire:FuzzDecodeRequest
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		$(GO) test ./$${t%%:*} -run '^$$' -fuzz "^$${t##*:}\$$" -fuzztime $(FUZZTIME); \
@@ -81,7 +81,7 @@ fuzz:
 
 ## test-unit: tests that need neither root nor a control plane
 test-unit:
-	$(GO) test -count=1 ./core/... ./internal/... ./cmd/... ./policies/... ./extensions/
+	$(GO) test -count=1 ./core/... ./cmd/... ./policies/... ./extensions/...
 
 ## bench: benchmarks (numbers go to docs/performance.md)
 bench: build k8s-bins node-bins node-deps pause-image multus
@@ -90,17 +90,18 @@ bench: build k8s-bins node-bins node-deps pause-image multus
 	PLEXUS_BIN=$(BIN) $(GO) test -run '^$$' -bench Lifecycle -benchtime 15x ./tests/bench/
 	PLEXUS_BIN=$(BIN) $(GO) test -run '^$$' -bench RatioReferencePod -benchtime 30x ./tests/bench/
 	PLEXUS_BIN=$(BIN) $(GO) test -run '^$$' -bench DelRatio -benchtime 100x ./tests/bench/
-	PLEXUS_BIN=$(BIN) $(GO) test -run '^$$' -bench 'ShimCall|PluginStart' -benchtime 500x ./tests/bench/
+	PLEXUS_BIN=$(BIN) $(GO) test -run '^$$' -bench PluginStart -benchtime 500x ./tests/bench/
+	PLEXUS_BIN=$(BIN) $(GO) test -run '^$$' -bench ShimCall -benchtime 500x ./cmd/plexus-shim/
 	PLEXUS_BIN=$(BIN) $(GO) test -run '^$$' -bench ThinPolicyCost -benchtime 150x ./tests/bench/
 	PLEXUS_BIN=$(BIN) $(GO) test -run '^$$' -bench 'Concurrent|Memory' -benchtime 2x ./tests/bench/
-	$(GO) test -run '^$$' -bench HandlerLifecycle -benchtime 1000x ./internal/cniplugin/
+	$(GO) test -run '^$$' -bench HandlerLifecycle -benchtime 1000x ./cmd/internal/cniplugin/
 	PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 $(GO) test -run '^$$' -bench SandboxStart -benchtime 40x ./tests/node/
 	PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 $(GO) test -run '^$$' -bench PodStart -benchtime 9x ./tests/node/
 	PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 $(GO) test -run '^$$' -bench DynamicAttach -benchtime 30x ./tests/node/
 	PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 $(GO) test -count=1 -v -run 'TestKubernetes/(Thick)?RequestCounts' ./tests/e2e/ | grep 'API requests'
 	PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 $(GO) test -run '^$$' -bench Density -benchtime 1x -timeout 40m -v ./tests/node/ | grep -E 'density_test|^Benchmark'
 	PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 $(GO) test -run '^$$' -bench ClusterScale -benchtime 1x -timeout 30m -v ./tests/bench/ | grep -E 'scale_test|^Benchmark'
-	PLEXUS_STATE_LIFECYCLES=10000 $(GO) test -count=1 -timeout 30m -v -run TestStateOnDiskStaysBounded ./internal/cniplugin/ | grep lifecycles
+	PLEXUS_STATE_LIFECYCLES=10000 $(GO) test -count=1 -timeout 30m -v -run TestStateOnDiskStaysBounded ./cmd/internal/cniplugin/ | grep lifecycles
 
 ## lint: gofmt, go vet, staticcheck
 lint:

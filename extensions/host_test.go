@@ -18,7 +18,7 @@ import (
 	"github.com/plexus-cni/plexus/core/selection"
 	"github.com/plexus-cni/plexus/core/source"
 	"github.com/plexus-cni/plexus/core/status"
-	"github.com/plexus-cni/plexus/internal/wasmbin"
+	"github.com/plexus-cni/plexus/extensions/wasmbin"
 	"github.com/plexus-cni/plexus/sdk/abi"
 )
 

@@ -19,7 +19,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
 
-	"github.com/plexus-cni/plexus/internal/wasmbin"
+	"github.com/plexus-cni/plexus/extensions/wasmbin"
 	"github.com/plexus-cni/plexus/sdk/abi"
 	"github.com/plexus-cni/plexus/sdk/wasmfmt"
 )

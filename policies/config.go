@@ -39,7 +39,7 @@ type Config struct {
 	Evaluator string `json:"evaluator,omitempty"`
 	// Object names an AttachmentPolicy whose active revision is loaded
 	// with Paths. plexusd and the thin-mode installer read it
-	// (internal/policysync); the engine itself refuses it, since only they
+	// (policies/revision); the engine itself refuses it, since only they
 	// keep a node's revisions.
 	Object *ObjectConfig `json:"object,omitempty"`
 }

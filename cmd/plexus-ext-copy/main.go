@@ -1,5 +1,5 @@
 // Command plexus-ext-copy is the copier an extension image carries as
-// /copy (package extcopy): `/copy DIR` copies the image's module and
+// /copy (package copier): `/copy DIR` copies the image's module and
 // manifest into DIR, an emptyDir plexusd mounts. A missing module is
 // logged and the copier exits 0: plexusd then refuses that module alone
 // (its path names no file) and serves with the others, where a failing
@@ -10,19 +10,19 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/plexus-cni/plexus/internal/extcopy"
+	"github.com/plexus-cni/plexus/extensions/copier"
 )
 
 func main() {
 	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: copy DIR (copies /"+extcopy.ModuleFile+" and /"+extcopy.ManifestFile+" into DIR)")
+		fmt.Fprintln(os.Stderr, "usage: copy DIR (copies /"+copier.ModuleFile+" and /"+copier.ManifestFile+" into DIR)")
 		os.Exit(2)
 	}
-	err := extcopy.Copy("/", os.Args[1], extcopy.Files)
+	err := copier.Copy("/", os.Args[1], copier.Files)
 	switch {
 	case err == nil:
-		fmt.Printf("copied %v into %s\n", extcopy.Files, os.Args[1])
-	case extcopy.Missing(err):
+		fmt.Printf("copied %v into %s\n", copier.Files, os.Args[1])
+	case copier.Missing(err):
 		fmt.Fprintf(os.Stderr, "plexus-ext-copy: %v: not an extension image; plexusd will refuse this module\n", err)
 	default:
 		fmt.Fprintf(os.Stderr, "plexus-ext-copy: %v\n", err)

@@ -7,7 +7,7 @@ import (
 
 	"github.com/containernetworking/cni/pkg/skel"
 
-	"github.com/plexus-cni/plexus/internal/shim"
+	"github.com/plexus-cni/plexus/cmd/plexus-shim/internal/shim"
 )
 
 // Version is set at build time.

@@ -12,8 +12,8 @@ import (
 
 	"github.com/containernetworking/cni/pkg/skel"
 
-	"github.com/plexus-cni/plexus/internal/cniplugin"
-	"github.com/plexus-cni/plexus/internal/stages"
+	"github.com/plexus-cni/plexus/cmd/internal/cniplugin"
+	"github.com/plexus-cni/plexus/cmd/internal/stages"
 )
 
 // Version is set at build time.

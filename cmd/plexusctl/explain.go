@@ -10,8 +10,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/plexus-cni/plexus/cmd/plexusctl/internal/explain"
 	"github.com/plexus-cni/plexus/core/codes"
-	"github.com/plexus-cni/plexus/internal/explain"
 )
 
 const explainUsage = `usage: plexusctl explain pod NAMESPACE/NAME [flags]

@@ -3,11 +3,12 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/plexus-cni/plexus/core/codes"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/plexus-cni/plexus/core/codes"
 )
 
 // explain pod's exit codes: 64 for usage, 0 for a pod that would get its

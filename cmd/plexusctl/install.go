@@ -7,7 +7,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/plexus-cni/plexus/internal/install"
+	"github.com/plexus-cni/plexus/cmd/internal/install"
 )
 
 // runInstall is "plexusctl install": the DaemonSet's installer. It runs

@@ -4,7 +4,7 @@ import (
 	"context"
 	"io"
 
-	"github.com/plexus-cni/plexus/internal/migrate"
+	"github.com/plexus-cni/plexus/cmd/plexusctl/internal/migrate"
 )
 
 // runMigrate is "plexusctl migrate": a Multus config to plexus's.

@@ -6,10 +6,10 @@ import (
 	"io"
 	"os"
 
+	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
 	"github.com/plexus-cni/plexus/core/codes"
-	"github.com/plexus-cni/plexus/internal/plexusapi"
-	"github.com/plexus-cni/plexus/internal/policypush"
 	"github.com/plexus-cni/plexus/policies"
+	"github.com/plexus-cni/plexus/policies/push"
 )
 
 const defaultPolicyObject = "cluster"
@@ -32,15 +32,15 @@ func policyPush(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "plexusctl policy push: --on-delete %q: want Keep or AllowAll\n", *onDelete)
 		return codes.ExitUsage
 	}
-	if err := push(ctx, dirs[0], *kubeconfig, *name, *onDelete, *library, stdout); err != nil {
+	if err := pushPolicy(ctx, dirs[0], *kubeconfig, *name, *onDelete, *library, stdout); err != nil {
 		fmt.Fprintf(stderr, "plexusctl policy push: %v\n", err)
 		return codes.ExitFail
 	}
 	return codes.ExitOK
 }
 
-func push(ctx context.Context, dir, kubeconfig, name, onDelete, library string, stdout io.Writer) error {
-	spec, err := policypush.Read(dir)
+func pushPolicy(ctx context.Context, dir, kubeconfig, name, onDelete, library string, stdout io.Writer) error {
+	spec, err := push.Read(dir)
 	if err != nil {
 		return err
 	}
@@ -55,16 +55,16 @@ func push(ctx context.Context, dir, kubeconfig, name, onDelete, library string, 
 			return err
 		}
 	}
-	passed, err := policypush.Verify(ctx, library, spec)
+	passed, err := push.Verify(ctx, library, spec)
 	if err != nil {
 		return fmt.Errorf("%s: nothing pushed: %w", dir, err)
 	}
 	fmt.Fprintf(stdout, "%s: %d modules, %d data files, %d tests passed\n", dir, len(spec.Modules), len(spec.Data), passed)
-	dyn, err := policypush.Client(kubeconfig)
+	dyn, err := push.Client(kubeconfig)
 	if err != nil {
 		return err
 	}
-	rev, err := policypush.Push(ctx, dyn, name, spec)
+	rev, err := push.Push(ctx, dyn, name, spec)
 	if err != nil {
 		return err
 	}
@@ -81,9 +81,9 @@ func policyStatus(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintln(stderr, "plexusctl policy status: takes no arguments")
 		return codes.ExitUsage
 	}
-	dyn, err := policypush.Client(*kubeconfig)
+	dyn, err := push.Client(*kubeconfig)
 	if err == nil {
-		err = policypush.Status(ctx, dyn, *name, stdout)
+		err = push.Status(ctx, dyn, *name, stdout)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "plexusctl policy status: %v\n", err)

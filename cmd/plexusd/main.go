@@ -12,10 +12,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/plexus-cni/plexus/cmd/internal/daemon"
+	"github.com/plexus-cni/plexus/cmd/internal/install"
+	"github.com/plexus-cni/plexus/cmd/plexusd/internal/plexusd"
 	"github.com/plexus-cni/plexus/core/codes"
-	"github.com/plexus-cni/plexus/internal/daemon"
-	"github.com/plexus-cni/plexus/internal/install"
-	"github.com/plexus-cni/plexus/internal/plexusd"
 )
 
 // Version is set at build time; plexusd reports it in the node's

@@ -24,7 +24,7 @@ const (
 // Label checks a DNS-1123 label (s3.3): a NAD name or a namespace.
 // apimachinery decides; the complaint about the pattern is the rule in
 // words rather than apimachinery's, which quotes its regex: migration
-// reports (internal/migrate) quote it.
+// reports (cmd/plexusctl/internal/migrate) quote it.
 func Label(what, s string) error {
 	const kind = "a DNS-1123 label"
 	if err := kubeLength(what, kind, s, maxLabel); err != nil {

@@ -26,7 +26,7 @@ const (
 )
 
 // PodDevices are the device IDs kubelet allocated to a pod's containers,
-// per resource name. An alias, so that a lister (internal/podresources)
+// per resource name. An alias, so that a lister (cmd/internal/podresources)
 // can return it without importing the pipeline.
 type PodDevices = map[string][]string
 

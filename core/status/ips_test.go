@@ -28,12 +28,12 @@ func assertBareAddresses(t *testing.T, where string, ips []string) {
 }
 
 // TestGoldenStatusIPsAreBareAddresses: every network-status document the
-// suites keep as a golden file (under core/, internal/, tests/) has bare
+// suites keep as a golden file (under core/, cmd/, policies/, extensions/, tests/) has bare
 // addresses in "ips" (s5.3.3).
 func TestGoldenStatusIPsAreBareAddresses(t *testing.T) {
 	root := filepath.Join("..", "..")
 	var docs []string
-	for _, dir := range []string{"core", "internal", "tests"} {
+	for _, dir := range []string{"core", "cmd", "policies", "extensions", "tests"} {
 		err := filepath.WalkDir(filepath.Join(root, dir), func(path string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err

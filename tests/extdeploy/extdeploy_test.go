@@ -20,13 +20,15 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
-
-	"github.com/plexus-cni/plexus/internal/install"
 )
 
 // render renders a kustomization of deploy/ with component (none when
 // ""), as docs/vendors.md writes it, and returns plexusd's config and the
 // DaemonSet.
+// defaultExtensionsSrc is the installer's --extensions-src-dir when a
+// manifest sets none (plexusctl install -h).
+const defaultExtensionsSrc = "/opt/plexus/extensions"
+
 func render(t *testing.T, component string) (map[string]any, *unstructured.Unstructured) {
 	return renderFrom(t, "deploy", component)
 }
@@ -184,7 +186,7 @@ func TestThinComponentsKeepDeployArgs(t *testing.T) {
 			if len(flags) != len(base)-1 {
 				t.Errorf("flags %v, want deploy/thin's %v", flags, base)
 			}
-			src := install.DefaultExtensionsSrc
+			src := defaultExtensionsSrc
 			if s, ok := flags["--extensions-src-dir"]; ok {
 				src = s
 			}

@@ -38,7 +38,7 @@ func TestPlexusKilledBetweenAttachments(t *testing.T) {
 // TestPlexusKilledWhileDelegateHangs: a runtime whose deadline passes
 // SIGKILLs plexus, not its children. A hung delegate must not outlive
 // plexus: it would hold its lease and netns forever. plexus execs its
-// delegates with a parent-death signal (internal/cniplugin/exec.go).
+// delegates with a parent-death signal (cmd/internal/cniplugin/exec.go).
 func TestPlexusKilledWhileDelegateHangs(t *testing.T) {
 	f := newFault(t, "hang", "ok")
 	h, c := faultWorld(t, positions()[1], f)

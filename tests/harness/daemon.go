@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,8 +13,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/plexus-cni/plexus/internal/daemon/wire"
 )
 
 // Daemon is a plexusd process serving a World in thick mode.
@@ -85,10 +84,35 @@ func (d *Daemon) Start() {
 	}()
 	Must(d.w.t, <-started)
 	logf.Close()
-	c := &wire.Client{Socket: d.Socket}
-	if err := c.WaitReady(time.Now().Add(30 * time.Second)); err != nil {
+	if err := d.waitReady(time.Now().Add(30 * time.Second)); err != nil {
 		d.w.t.Fatalf("plexusd did not come up: %v\n%s", err, d.Log())
 	}
+}
+
+// waitReady polls /readyz, as kubelet's readiness probe does: plexusd
+// answers 200 once its socket listens and its caches are synced.
+func (d *Daemon) waitReady(deadline time.Time) error {
+	c := &http.Client{Timeout: time.Second}
+	url := "http://" + d.Metrics + "/readyz"
+	var last error
+	for time.Now().Before(deadline) {
+		select {
+		case <-d.exited:
+			return fmt.Errorf("plexusd exited")
+		default:
+		}
+		resp, err := c.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("%s: %s", url, resp.Status)
+		}
+		last = err
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("not ready by the deadline: %w", last)
 }
 
 // Stop ends plexusd with SIGTERM (graceful) and waits.

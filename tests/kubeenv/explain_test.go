@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,7 +18,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/plexus-cni/plexus/internal/plexusapi"
+	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
 	"github.com/plexus-cni/plexus/policies"
 )
 
@@ -457,15 +458,46 @@ func recordEvent(t *testing.T, cs kubernetes.Interface, pod *corev1.Pod, reason,
 
 // buildPlexusctl builds the command under test from this tree: the one
 // in PLEXUS_BIN may predate it.
-func buildPlexusctl(t *testing.T) string {
+func buildPlexusctl(t *testing.T) string { return buildProgram(t, "plexusctl") }
+
+// buildProgram builds ./cmd/NAME from this tree into a temporary directory.
+func buildProgram(t *testing.T, name string) string {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), "plexusctl")
-	cmd := exec.CommandContext(t.Context(), "go", "build", "-o", out, "./cmd/plexusctl")
+	out := filepath.Join(t.TempDir(), name)
+	cmd := exec.CommandContext(t.Context(), "go", "build", "-o", out, "./cmd/"+name)
 	cmd.Dir = filepath.Join("..", "..")
 	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building plexusctl: %v\n%s", err, b)
+		t.Fatalf("building %s: %v\n%s", name, err, b)
 	}
 	return out
+}
+
+// startProgram runs bin with args in the background, its output in
+// logPath, until the test ends: then SIGTERM, as kubelet stops a pod, and
+// a failure if it exits non-zero. The log is shown when the test failed.
+func startProgram(t *testing.T, logPath, bin string, args ...string) {
+	t.Helper()
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.Env = append(os.Environ(), "KUBECONFIG=")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("%s: %v", filepath.Base(bin), err)
+		}
+		logFile.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			t.Logf("%s's log:\n%s", filepath.Base(bin), b)
+		}
+	})
 }
 
 // runCtl runs plexusctl and returns stdout and stderr together, and the

@@ -296,16 +296,26 @@ func DefaultBinDir() (string, error) {
 	if d := os.Getenv("PLEXUS_BIN"); d != "" {
 		return d, nil
 	}
+	root, err := moduleRoot()
+	if err != nil {
+		return "", fmt.Errorf("find bin directory: %w; set PLEXUS_BIN", err)
+	}
+	return filepath.Join(root, "bin"), nil
+}
+
+// moduleRoot is the directory of plexus's go.mod above the working
+// directory (a test's package directory).
+func moduleRoot() (string, error) {
 	wd, err := os.Getwd()
 	if err != nil {
-		return "", fmt.Errorf("find bin directory: %w", err)
+		return "", err
 	}
 	for d := wd; ; d = filepath.Dir(d) {
 		if isPlexusModule(filepath.Join(d, "go.mod")) {
-			return filepath.Join(d, "bin"), nil
+			return d, nil
 		}
 		if filepath.Dir(d) == d {
-			return "", fmt.Errorf("find bin directory: no plexus go.mod above %s; set PLEXUS_BIN", wd)
+			return "", fmt.Errorf("no plexus go.mod above %s", wd)
 		}
 	}
 }

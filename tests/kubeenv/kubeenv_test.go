@@ -29,14 +29,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-func deployFile(t *testing.T, name string) string {
-	t.Helper()
-	p, err := filepath.Abs(filepath.Join("..", "..", "deploy", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
+func deployFile(t *testing.T, name string) string { return DeployFile(t, name) }
 
 func writeFile(t *testing.T, dir, name, content string) string {
 	t.Helper()

@@ -3,6 +3,7 @@ package kubeenv
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,8 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/plexus-cni/plexus/internal/migrate"
 )
 
 // multusConf is a Multus config with namespace isolation, as the Multus
@@ -24,6 +23,10 @@ const multusConf = `{"cniVersion":"0.3.1","name":"multus-cni-network","type":"mu
 // plexusctl migrate against a real kube-apiserver: the Multus ConfigMap is
 // read through --kubeconfig, and every pod whose annotations plexus would
 // treat differently is listed with the reason; pods it treats alike are not.
+// policyDataFile is the policy data migrate writes for namespace
+// isolation, in --out.
+const policyDataFile = "migrated-from-multus.yaml"
+
 func TestMigrateReadsTheClusterAndListsPods(t *testing.T) {
 	e := ForTest(t, Options{})
 	ctx := t.Context()
@@ -69,9 +72,10 @@ func TestMigrateReadsTheClusterAndListsPods(t *testing.T) {
 
 	var stdout, stderr bytes.Buffer
 	out := t.TempDir()
-	code := migrate.Command(ctx, []string{"--kubeconfig", kubeconfig, "--namespace", "multus-system", "--out", out}, &stdout, &stderr)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr.String())
+	cmd := exec.CommandContext(ctx, buildPlexusctl(t), "migrate", "--kubeconfig", kubeconfig, "--namespace", "multus-system", "--out", out)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("plexusctl migrate: %v: %s", err, stderr.String())
 	}
 	report := stdout.String()
 	if !strings.Contains(report, "Multus config: ConfigMap multus-system/multus-cni-config, key cni-conf.json") {
@@ -96,7 +100,7 @@ func TestMigrateReadsTheClusterAndListsPods(t *testing.T) {
 	if !strings.Contains(report, "finding(s)") || strings.Count(report, "\npod ") != wantFindings {
 		t.Errorf("want %d findings:\n%s", wantFindings, report)
 	}
-	if _, err := os.ReadFile(filepath.Join(out, migrate.PolicyDataFile)); err != nil {
+	if _, err := os.ReadFile(filepath.Join(out, policyDataFile)); err != nil {
 		t.Errorf("namespace isolation wrote no policy data: %v", err)
 	}
 }

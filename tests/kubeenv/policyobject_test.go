@@ -1,10 +1,8 @@
 package kubeenv
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -18,8 +16,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/plexus-cni/plexus/internal/plexusapi"
-	"github.com/plexus-cni/plexus/internal/plexusd"
+	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
 	"github.com/plexus-cni/plexus/policies"
 )
 
@@ -218,7 +215,7 @@ func TestPolicyObjectOnANode(t *testing.T) {
 	})
 }
 
-// startPlexusd runs plexusd in this process, as node-a's ServiceAccount,
+// startPlexusd runs plexusd, built from this tree, as node-a's ServiceAccount,
 // following the AttachmentPolicy "cluster" with the image's library and
 // the baseline as its default.
 func startPlexusd(t *testing.T, e *Env, dir, stateDir string) {
@@ -247,30 +244,9 @@ func startPlexusd(t *testing.T, e *Env, dir, stateDir string) {
 		t.Fatal(err)
 	}
 	cfgFile := writeFile(t, dir, "plexusd.json", string(conf))
-	logPath := filepath.Join(dir, "plexusd.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- plexusd.Run(ctx, plexusd.Options{
-			ConfigFile: cfgFile, Socket: filepath.Join(dir, "plexusd.sock"), NodeName: "node-a",
-			MaxParallel: 4, PolicyPoll: time.Second, Log: slog.New(slog.NewTextHandler(logFile, nil)),
-		})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("plexusd: %v", err)
-		}
-		logFile.Close()
-		if t.Failed() {
-			b, _ := os.ReadFile(logPath)
-			t.Logf("plexusd's log:\n%s", b)
-		}
-	})
+	startProgram(t, filepath.Join(dir, "plexusd.log"), buildProgram(t, "plexusd"),
+		"--config", cfgFile, "--socket", filepath.Join(dir, "plexusd.sock"), "--node-name", "node-a",
+		"--max-parallel", "4", "--policy-poll", "1s", "--metrics-addr", "", "--install-config=false")
 }
 
 // activeTarget is the revision the state directory's active link names.

@@ -1,9 +1,7 @@
 package kubeenv
 
 import (
-	"context"
 	"encoding/json"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,10 +9,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 
-	"github.com/plexus-cni/plexus/internal/install"
-	"github.com/plexus-cni/plexus/internal/plexusapi"
+	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
 	"github.com/plexus-cni/plexus/policies"
 )
 
@@ -24,6 +20,9 @@ import (
 // active revision; the baseline is in force until the admin creates the
 // object; then the node activates it, reports it, and the files the plugin
 // loads decide as the object says.
+// confName is the installer's --conf-name by default.
+const confName = "00-plexus.conflist"
+
 func TestPolicyObjectThinInstaller(t *testing.T) {
 	e := ForTest(t, Options{})
 	ctx := t.Context()
@@ -31,14 +30,6 @@ func TestPolicyObjectThinInstaller(t *testing.T) {
 		t.Fatal(err)
 	}
 	saCfg, err := e.NodeServiceAccountConfig(ctx, "kube-system", "plexus", "node-t")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := kubernetes.NewForConfig(saCfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	saDyn, err := dynamic.NewForConfig(saCfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,31 +53,16 @@ func TestPolicyObjectThinInstaller(t *testing.T) {
 	writeFile(t, conf, "10-default.conflist", `{"cniVersion":"1.0.0","name":"default","plugins":[{"type":"bridge"}]}`)
 	token := writeFile(t, root, "token", saCfg.BearerToken)
 	policyDir := filepath.Join(conf, "plexus.d", "policy")
-	in, err := install.New(install.Options{
-		SrcBinDir: filepath.Join(src, "bin"), Binaries: []string{"plexus"}, BinDir: filepath.Join(root, "bin"),
-		DefaultConfDir: conf, ConfDir: conf, ConfName: install.DefaultConfName,
-		Kubeconfig: filepath.Join(conf, "plexus.d", "plexus.kubeconfig"), TokenFile: token, CAFile: e.CAFile(), Server: e.Host(),
-		Client: cs, NodeName: "node-t", Dynamic: saDyn,
-		PolicySrcDir: filepath.Join(src, "policy"), PolicyDir: policyDir, PolicyObject: "cluster",
-		Poll: install.DefaultPoll, Log: slog.New(slog.DiscardHandler),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- in.Run(runCtx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("installer: %v", err)
-		}
-	})
+	startProgram(t, filepath.Join(root, "install.log"), buildPlexusctl(t), "install",
+		"--src-bin-dir", filepath.Join(src, "bin"), "--binaries", "plexus", "--cni-bin-dir", filepath.Join(root, "bin"),
+		"--default-conf-dir", conf, "--cni-conf-dir", conf,
+		"--kubeconfig", filepath.Join(conf, "plexus.d", "plexus.kubeconfig"), "--token-file", token, "--ca-file", e.CAFile(), "--server", e.Host(),
+		"--node-name", "node-t", "--policy-src-dir", filepath.Join(src, "policy"), "--policy-dir", policyDir, "--policy-object", "cluster")
 
 	// The plugin's policy, as its config names it.
 	var paths []string
 	waitFor(t, "the plugin's config", func() bool {
-		raw, err := os.ReadFile(filepath.Join(conf, install.DefaultConfName))
+		raw, err := os.ReadFile(filepath.Join(conf, confName))
 		if err != nil {
 			return false
 		}

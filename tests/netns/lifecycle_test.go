@@ -2,12 +2,13 @@ package netns
 
 import (
 	"encoding/json"
-	"github.com/plexus-cni/plexus/tests/harness"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/plexus-cni/plexus/tests/harness"
 
 	"github.com/containernetworking/cni/libcni"
 )

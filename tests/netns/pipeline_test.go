@@ -2,12 +2,13 @@ package netns
 
 import (
 	"encoding/json"
-	"github.com/plexus-cni/plexus/tests/harness"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/plexus-cni/plexus/tests/harness"
 )
 
 // TestAddDelBothFormats: s4.1.1 and s4.1.2, the default network first

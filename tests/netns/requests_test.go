@@ -2,6 +2,7 @@ package netns
 
 import (
 	"encoding/json"
+
 	"github.com/plexus-cni/plexus/tests/harness"
 
 	"os"

@@ -15,7 +15,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/plexus-cni/plexus/internal/plexusapi"
+	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
 	"github.com/plexus-cni/plexus/tests/harness"
 	"github.com/plexus-cni/plexus/tests/kubeenv"
 )
@@ -198,7 +198,7 @@ func waitActive(t *testing.T, n *Node, d *Deployment, rev string) {
 
 // buildPlexusctl builds the admin's tool from this tree: the one in
 // PLEXUS_BIN may predate it.
-func buildPlexusctl(t *testing.T) string {
+func buildPlexusctl(t testing.TB) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "plexusctl")
 	cmd := exec.CommandContext(t.Context(), "go", "build", "-o", out, "./cmd/plexusctl")

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plexus-cni/plexus/internal/cri"
 	"github.com/plexus-cni/plexus/tests/harness"
 	"github.com/plexus-cni/plexus/tests/kubeenv"
 )
@@ -51,7 +50,7 @@ func TestContainerd2(t *testing.T) {
 	t.Run("RepeatedDEL", func(t *testing.T) { testRepeatedDEL(t, node) })
 
 	// plexusd finds a running sandbox's network namespace in the verbose
-	// PodSandboxStatus (internal/cri): containerd 2.x builds it in its
+	// PodSandboxStatus (cmd/internal/cri): containerd 2.x builds it in its
 	// podsandbox controller, and it still carries runtimeSpec's path.
 	t.Run("SandboxStatusNetns", func(t *testing.T) { testSandboxStatusNetns(t, node) })
 
@@ -170,18 +169,41 @@ func testRepeatedDEL(t *testing.T, node *Node) {
 	}
 }
 
+// sandboxStatusNetns is the network namespace path that the runtime's
+// verbose PodSandboxStatus reports in info.runtimeSpec: the field plexusd's
+// CRI client reads to change a running pod's attachments (TestDynamic
+// runs that path on each runtime).
+func sandboxStatusNetns(t *testing.T, n *Node, id string) string {
+	t.Helper()
+	out, err := n.Crictl(t.Context(), "inspectp", "-o", "json", id)
+	harness.Must(t, err)
+	var st struct {
+		Info struct {
+			RuntimeSpec struct {
+				Linux struct {
+					Namespaces []struct{ Type, Path string }
+				}
+			} `json:"runtimeSpec"`
+		} `json:"info"`
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatalf("crictl inspectp %s: %v\n%s", id, err, out)
+	}
+	for _, ns := range st.Info.RuntimeSpec.Linux.Namespaces {
+		if ns.Type == "network" {
+			return ns.Path
+		}
+	}
+	t.Fatalf("sandbox %s: the runtime reports no network namespace:\n%s", id, out)
+	return ""
+}
+
 func testSandboxStatusNetns(t *testing.T, node *Node) {
 	n := node.With(t)
 	w := n.PlexusWorld()
 	n.InstallPlexus(w)
 	p := runSelectingPod(t, n, w, "cd2-netns")
-	c, err := cri.New(n.Socket)
-	harness.Must(t, err)
-	defer c.Close()
-	got, err := c.NetNS(t.Context(), p.sb.ID, string(p.pod.UID))
-	if err != nil {
-		t.Fatalf("internal/cri on containerd 2.x: %v", err)
-	}
+	got := sandboxStatusNetns(t, n, p.sb.ID)
 	want := filepath.Join(n.Dir, "state", "io.containerd.grpc.v1.cri", "netns") + "/"
 	if got != p.sb.Netns || !strings.HasPrefix(got, want) {
 		t.Errorf("netns %q, want the sandbox's %q under %s", got, p.sb.Netns, want)

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plexus-cni/plexus/internal/cri"
 	"github.com/plexus-cni/plexus/tests/harness"
 	"github.com/plexus-cni/plexus/tests/kubeenv"
 )
@@ -53,7 +52,7 @@ func TestCRIO(t *testing.T) {
 	// sandbox has no pause process, only namespaces pinned by pinns under
 	// namespaces_dir. The verbose PodSandboxStatus still carries the
 	// runtime spec with the network namespace's path, which plexusd reads
-	// (internal/cri).
+	// (cmd/internal/cri).
 	t.Run("SandboxStatusNetns", func(t *testing.T) { testCRIOSandboxNetns(t, node) })
 
 	// pause_image is listed in pinned_images and reported pinned, so
@@ -129,13 +128,7 @@ func testCRIOSandboxNetns(t *testing.T, node *Node) {
 	if p.sb.PID != 0 {
 		t.Errorf("sandbox %s has a pause process %d: CRI-O's drop_infra_ctr is off?", p.sb.ID, p.sb.PID)
 	}
-	c, err := cri.New(n.Socket)
-	harness.Must(t, err)
-	defer c.Close()
-	got, err := c.NetNS(t.Context(), p.sb.ID, string(p.pod.UID))
-	if err != nil {
-		t.Fatalf("internal/cri on CRI-O: %v", err)
-	}
+	got := sandboxStatusNetns(t, n, p.sb.ID)
 	if got != p.sb.Netns || !strings.HasPrefix(got, n.NetnsDir()+"/") {
 		t.Errorf("netns %q, want the sandbox's %q under %s", got, p.sb.Netns, n.NetnsDir())
 	}

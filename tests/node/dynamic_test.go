@@ -19,7 +19,7 @@ import (
 )
 
 // dynamicCondition is the pod condition plexusd sets for dynamic
-// attachments (internal/plexusd.ConditionType).
+// attachments (core/api/v1alpha1.PodConditionNetworkAttachments).
 const dynamicCondition = "plexus.io/NetworkAttachments"
 
 // dynamicWait bounds the wait for plexusd to apply a change; it takes

@@ -1,0 +1,338 @@
+// Package cniplugin turns one CNI invocation (skel's CmdArgs) into a run of
+// the core pipeline: it reads plexus's config, opens the log, builds the
+// source, the stages and libcni, and maps the command to the pipeline.
+package cniplugin
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/containernetworking/cni/libcni"
+	"github.com/containernetworking/cni/pkg/skel"
+	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/plexus-cni/plexus/cmd/internal/cniargs"
+	"github.com/plexus-cni/plexus/cmd/internal/logfile"
+	"github.com/plexus-cni/plexus/cmd/internal/podresources"
+	"github.com/plexus-cni/plexus/cmd/internal/podroute"
+	"github.com/plexus-cni/plexus/core/codes"
+	"github.com/plexus-cni/plexus/core/config"
+	"github.com/plexus-cni/plexus/core/lock"
+	"github.com/plexus-cni/plexus/core/pipeline"
+	"github.com/plexus-cni/plexus/core/record"
+	"github.com/plexus-cni/plexus/core/source"
+	"github.com/plexus-cni/plexus/core/source/kube"
+	"github.com/plexus-cni/plexus/core/source/manifests"
+)
+
+// StageBuilder builds the optional stages from the config (policy,
+// extensions). Close releases what they hold.
+type StageBuilder func(ctx context.Context, conf *config.Config) (stages pipeline.Stages, close func(), err error)
+
+// SourceBuilder replaces the per-call source (plexusd's informer caches).
+type SourceBuilder func(conf *config.Config, cmd Command, log *slog.Logger) (source.Source, error)
+
+// Options are what differs between the thin plugin and plexusd.
+type Options struct {
+	Stages StageBuilder
+	// Source, when set, provides the source instead of building one per call.
+	Source SourceBuilder
+	// Timeout bounds one CNI call; kubelet's own runtime timeout is longer.
+	Timeout time.Duration
+	// Log, when set, is used instead of the config's logFile (plexusd).
+	Log *slog.Logger
+	// WrapCNI, when set, wraps libcni (plexusd counts attachments).
+	WrapCNI func(libcni.CNI) libcni.CNI
+	// Ignored, when set, is told every selection key an ADD ignores
+	// (plexusd counts them).
+	Ignored func(key string)
+	// OnPodResourcesCall, when set, is told of every call to kubelet's
+	// pod-resources API (plexusd counts them).
+	OnPodResourcesCall func(method string)
+	// Own, when set (plexusd), is the daemon's own config: its binDir,
+	// cacheDir and confDir replace those of every forwarded call's config,
+	// so a caller of the socket names neither the programs plexusd runs nor
+	// the files it reads and writes.
+	Own *config.Config
+
+	// parse replaces config.Parse in tests, which count the parses.
+	parse func([]byte) (*config.Config, error)
+}
+
+// Command is a CNI command plexus runs.
+type Command int
+
+// The commands; VERSION is answered by skel itself.
+const (
+	CmdAdd Command = iota
+	CmdDel
+	CmdCheck
+	CmdGC
+	CmdStatus
+)
+
+var commandNames = [...]string{"ADD", "DEL", "CHECK", "GC", "STATUS"}
+
+func (c Command) String() string { return commandNames[c] }
+
+// ParseCommand maps CNI_COMMAND to a Command.
+func ParseCommand(s string) (Command, error) {
+	for i, n := range commandNames {
+		if n == s {
+			return Command(i), nil
+		}
+	}
+	return 0, fmt.Errorf("CNI_COMMAND %q is not one of ADD, DEL, CHECK, GC, STATUS", s)
+}
+
+// Run runs one CNI command through the pipeline with plexus's config,
+// parsed once by the caller; ADD's result is written to stdout in the
+// runtime's cniVersion.
+func (o Options) Run(ctx context.Context, conf *config.Config, cmd Command, a *skel.CmdArgs, stdout io.Writer) error {
+	start := time.Now()
+	log, closeLog, err := o.logger(conf)
+	if err != nil {
+		return types.NewError(codes.InvalidNetworkConfig, err.Error(), "")
+	}
+	defer closeLog()
+	if o.Timeout == 0 {
+		o.Timeout = 3 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+
+	p, cleanup, err := o.build(ctx, conf, a, cmd, log)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	req, err := request(a, conf)
+	if err != nil {
+		return types.NewError(codes.InvalidEnvironment, err.Error(), "")
+	}
+	p.Log = callLogger(log, cmd, a)
+	return dispatch(ctx, p, req, cmd, stdout, start)
+}
+
+// callLogger names the call in every line: the command, and the container
+// and the runtime's interface when the command has them (GC and STATUS do
+// not; GC names each container it detaches itself).
+func callLogger(log *slog.Logger, cmd Command, a *skel.CmdArgs) *slog.Logger {
+	attrs := []any{"cmd", cmd.String()}
+	if a.ContainerID != "" {
+		attrs = append(attrs, "container", a.ContainerID)
+	}
+	if a.IfName != "" {
+		attrs = append(attrs, "ifName", a.IfName)
+	}
+	return log.With(attrs...)
+}
+
+func (o Options) logger(conf *config.Config) (*slog.Logger, func(), error) {
+	if o.Log != nil {
+		return o.Log, func() {}, nil
+	}
+	return openLog(conf)
+}
+
+// dispatch runs the command. Every outcome's log line carries the call's
+// time in plexus from start (its config read, its source built), which is
+// how operators and the density benchmark read per-pod ADD latency.
+func dispatch(ctx context.Context, p *pipeline.Pipeline, req *pipeline.Request, cmd Command, stdout io.Writer, start time.Time) error {
+	switch cmd {
+	case CmdAdd:
+		res, err := p.Add(ctx, req)
+		if err != nil {
+			p.Log.Error("ADD failed", "err", err, "elapsed", time.Since(start))
+			return err
+		}
+		p.Log.Info("ADD done", "elapsed", time.Since(start))
+		return res.PrintTo(stdout)
+	case CmdDel:
+		return logged(p, "DEL", p.Del(ctx, req), start)
+	case CmdCheck:
+		return logged(p, "CHECK", p.Check(ctx, req), start)
+	case CmdGC:
+		return logged(p, "GC", p.GC(ctx, p.Config.ValidAttachments), start)
+	default:
+		return logged(p, "STATUS", p.Status(ctx), start)
+	}
+}
+
+func logged(p *pipeline.Pipeline, what string, err error, start time.Time) error {
+	if err != nil {
+		p.Log.Error(what+" failed", "err", err, "elapsed", time.Since(start))
+		return err
+	}
+	p.Log.Info(what+" done", "elapsed", time.Since(start))
+	return nil
+}
+
+// build assembles the pipeline. DEL needs neither the API nor the stages.
+func (o Options) build(ctx context.Context, conf *config.Config, a *skel.CmdArgs, cmd Command, log *slog.Logger) (*pipeline.Pipeline, func(), error) {
+	p := o.Pipeline(conf, pluginPaths(conf, a), log)
+	sources := o.Source
+	if sources == nil {
+		sources = buildSource
+	}
+	src, err := sources(conf, cmd, log)
+	if err != nil {
+		if cmd != CmdDel {
+			return nil, nil, types.NewError(codes.PodLookup, err.Error(), "")
+		}
+		log.Warn("source unavailable for DEL; continuing from the record", "err", err)
+	}
+	p.Source = src
+	if cmd == CmdAdd {
+		// Connects only when a NAD names a resource (pipeline.assignDevices).
+		p.Devices = &podresources.Client{Socket: conf.PodResourcesSocket, OnCall: o.OnPodResourcesCall}
+	}
+	closeSource := func() {}
+	if c, ok := src.(interface{ Close() }); ok {
+		closeSource = c.Close
+	}
+	cleanup := closeSource
+	if cmd == CmdAdd && o.Stages != nil {
+		st, closeStages, err := o.Stages(ctx, conf)
+		if err != nil {
+			closeSource()
+			return nil, nil, types.NewError(codes.InvalidNetworkConfig, err.Error(), "")
+		}
+		p.Stages = st
+		cleanup = func() { closeStages(); closeSource() }
+	}
+	return p, cleanup, nil
+}
+
+// Pipeline is the pipeline without source and stages, on plexus's files
+// under conf's cacheDir, running delegates found in paths. plexusd builds
+// its own for dynamic attachments, which no CNI call starts.
+func (o Options) Pipeline(conf *config.Config, paths []string, log *slog.Logger) *pipeline.Pipeline {
+	p := &pipeline.Pipeline{
+		Config:    conf,
+		CNI:       libcni.NewCNIConfigWithCacheDir(paths, conf.CacheDir, &delegateExec{}),
+		Records:   &record.Store{Dir: filepath.Join(conf.CacheDir, "records")},
+		Deleted:   &record.Tombstones{Dir: filepath.Join(conf.CacheDir, "deleted")},
+		Locks:     &lock.Locker{Dir: filepath.Join(conf.CacheDir, "locks")},
+		Routes:    podroute.Netlink{},
+		OnIgnored: o.Ignored,
+		Log:       log,
+	}
+	if o.WrapCNI != nil {
+		p.CNI = o.WrapCNI(p.CNI)
+	}
+	return p
+}
+
+// sourceKind is which source a call uses.
+type sourceKind int
+
+const (
+	noSource sourceKind = iota
+	manifestsSource
+	kubeconfigSource
+	inClusterSource
+)
+
+// chooseSource picks the manifests source, a kubeconfig, or in-cluster
+// config when running in a pod (KUBERNETES_SERVICE_HOST set, as kubelet
+// does for every container); DEL only needs the manifests source (to
+// remove its status file) and never the API.
+func chooseSource(conf *config.Config, cmd Command, getenv func(string) string) sourceKind {
+	switch {
+	case conf.Manifests != "":
+		return manifestsSource
+	case cmd == CmdDel:
+		return noSource
+	case conf.Kubeconfig != "":
+		return kubeconfigSource
+	case getenv("KUBERNETES_SERVICE_HOST") != "":
+		return inClusterSource
+	}
+	return noSource
+}
+
+// buildSource builds the chosen source. The kubeconfig is read on every
+// invocation, so rotated credentials take effect on the next call.
+func buildSource(conf *config.Config, cmd Command, log *slog.Logger) (source.Source, error) {
+	switch chooseSource(conf, cmd, os.Getenv) {
+	case manifestsSource:
+		return manifests.Load(conf.Manifests)
+	case noSource:
+		return nil, nil
+	}
+	rc, err := kube.Config(conf.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	// An ADD's first request comes after its delegates: connect meanwhile.
+	return kube.New(rc, kube.Options{CallTimeout: time.Duration(conf.APITimeout), Budget: time.Duration(conf.APIBudget), Log: log, Prewarm: cmd == CmdAdd})
+}
+
+// pluginPaths puts binDir before CNI_PATH.
+func pluginPaths(conf *config.Config, a *skel.CmdArgs) []string {
+	var paths []string
+	if conf.BinDir != "" {
+		paths = append(paths, conf.BinDir)
+	}
+	for _, p := range filepath.SplitList(a.Path) {
+		if p != "" {
+			paths = append(paths, p)
+		}
+	}
+	return paths
+}
+
+// request is the call for the pipeline. CNI_ARGS reach it as the runtime
+// sent them, once cniargs.Load accepted them.
+func request(a *skel.CmdArgs, conf *config.Config) (*pipeline.Request, error) {
+	_, args, err := cniargs.Load(a.Args)
+	if err != nil {
+		return nil, err
+	}
+	return &pipeline.Request{
+		ContainerID:   a.ContainerID,
+		NetNS:         a.Netns,
+		IfName:        a.IfName,
+		Args:          args,
+		RuntimeConfig: conf.RuntimeConfig,
+		CNIVersion:    conf.CNIVersion,
+	}, nil
+}
+
+// logRotation is the config's logOptions (Multus's, in megabytes and
+// days) for the log file.
+func logRotation(o *config.LogOptions) logfile.Rotation {
+	if o == nil {
+		return logfile.Rotation{}
+	}
+	return logfile.Rotation{
+		MaxBytes:   int64(o.MaxSize) << 20,
+		MaxBackups: o.MaxBackups,
+		MaxAge:     time.Duration(o.MaxAge) * 24 * time.Hour,
+		Compress:   o.Compress,
+	}
+}
+
+// openLog writes to logFile or stderr, never stdout (the result goes there).
+func openLog(conf *config.Config) (*slog.Logger, func(), error) {
+	level, err := conf.Level()
+	if err != nil {
+		return nil, nil, err
+	}
+	var w io.Writer = os.Stderr
+	closer := func() {}
+	if conf.LogFile != "" {
+		f, err := logfile.Open(conf.LogFile, logRotation(conf.LogOptions))
+		if err != nil {
+			return nil, nil, err
+		}
+		w, closer = f, func() { f.Close() }
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})), closer, nil
+}

@@ -1,0 +1,128 @@
+package cniplugin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/containernetworking/cni/pkg/ns"
+	"github.com/containernetworking/cni/pkg/skel"
+	"github.com/containernetworking/cni/pkg/types"
+	"github.com/containernetworking/cni/pkg/version"
+
+	"github.com/plexus-cni/plexus/cmd/internal/daemon"
+	"github.com/plexus-cni/plexus/cmd/internal/daemon/wire"
+	"github.com/plexus-cni/plexus/core/codes"
+	"github.com/plexus-cni/plexus/core/config"
+)
+
+// Versions are the CNI versions plexus supports.
+var Versions = version.PluginSupports(wire.CNIVersions...)
+
+// Funcs are the plugin's commands for the CNI library's skel, which
+// checks each call (environment, network name, CNI version, the commands
+// the version has), answers VERSION, and prints the error a command
+// returns. Each command runs the call in this process; ADD's result goes
+// to stdout.
+func (o Options) Funcs(ctx context.Context, stdout io.Writer) skel.CNIFuncs {
+	command := func(cmd Command) func(*skel.CmdArgs) error {
+		return func(a *skel.CmdArgs) error { return o.plugin(ctx, cmd, a, stdout) }
+	}
+	return skel.CNIFuncs{Add: command(CmdAdd), Del: command(CmdDel), Check: command(CmdCheck), GC: command(CmdGC), Status: command(CmdStatus)}
+}
+
+// plugin runs one call of the plexus binary.
+func (o Options) plugin(ctx context.Context, cmd Command, a *skel.CmdArgs, stdout io.Writer) error {
+	conf, err := o.accept(cmd, a)
+	if err != nil {
+		return err
+	}
+	if err := checkThin(conf); err != nil {
+		return err
+	}
+	return o.Run(ctx, conf, cmd, a, stdout)
+}
+
+// checkThin refuses a config of type plexus that names plexusd's socket:
+// the plugin runs every call itself, the shim forwards. A config of type
+// plexus-shim reaches the plugin only for the shim's DEL while plexusd is
+// down, which runs here.
+func checkThin(conf *config.Config) error {
+	if conf.DaemonSocket == "" || conf.Type != "plexus" {
+		return nil
+	}
+	return types.NewError(codes.InvalidNetworkConfig, `plexus config: "daemonSocket" is set but "type" is "plexus", which runs every call itself; `+
+		`name "type": "plexus-shim" to forward calls to plexusd`, "")
+}
+
+// Handle runs a call forwarded by the shim (plexusd's side), whose skel
+// checked it: the same command with the same arguments and config,
+// answered with exactly what the plugin would print.
+func (o Options) Handle(ctx context.Context, c *daemon.Call) *daemon.Reply {
+	cmd, err := ParseCommand(c.Command())
+	if err != nil {
+		return failed(types.NewError(codes.InvalidEnvironment, err.Error(), ""))
+	}
+	a := c.CmdArgs()
+	conf, err := o.accept(cmd, a)
+	if err != nil {
+		return failed(err)
+	}
+	if o.Own != nil {
+		conf.BinDir, conf.CacheDir, conf.ConfDir = o.Own.BinDir, o.Own.CacheDir, o.Own.ConfDir
+	}
+	var out bytes.Buffer
+	if err := o.Run(ctx, conf, cmd, a, &out); err != nil {
+		return failed(err)
+	}
+	return &daemon.Reply{Stdout: out.Bytes()}
+}
+
+// accept parses plexus's config, once for the whole call, and refuses an
+// ADD or a DEL in this process's own network namespace before anything
+// runs (skel checks that only once the ADD is done).
+func (o Options) accept(cmd Command, a *skel.CmdArgs) (*config.Config, error) {
+	parse := o.parse
+	if parse == nil {
+		parse = config.Parse
+	}
+	conf, err := parse(a.StdinData)
+	if err != nil {
+		return nil, types.NewError(codes.InvalidNetworkConfig, err.Error(), "")
+	}
+	if err := checkNetNS(cmd, a); err != nil {
+		return nil, err
+	}
+	return conf, nil
+}
+
+// checkNetNS refuses an ADD or a DEL naming the plugin's (or plexusd's)
+// own network namespace, unless the runtime overrides the check.
+func checkNetNS(cmd Command, a *skel.CmdArgs) error {
+	if (cmd != CmdAdd && cmd != CmdDel) || a.Netns == "" || a.NetnsOverride == "1" || strings.EqualFold(a.NetnsOverride, "true") {
+		return nil
+	}
+	own, err := ns.CheckNetNS(a.Netns)
+	if err != nil {
+		return err
+	}
+	if own {
+		return types.NewError(types.ErrInvalidNetNS, fmt.Sprintf("CNI_NETNS %s is plexus's own network namespace; the pod's should not be the same", a.Netns), "")
+	}
+	return nil
+}
+
+// failed is plexusd's reply for a failed call: the JSON error a plugin
+// prints (CNI spec), indented as skel prints it.
+func failed(err error) *daemon.Reply {
+	var te *types.Error
+	if !errors.As(err, &te) {
+		te = types.NewError(codes.Internal, err.Error(), "")
+	}
+	b, _ := json.MarshalIndent(te, "", "    ")
+	return &daemon.Reply{Stdout: b, Failed: true}
+}

@@ -1,0 +1,256 @@
+// Package wire is the byte format of one exchange between a forwarder and
+// plexusd, and the forwarder's side of the socket (Client), which the
+// thick-mode shim uses (package shim).
+//
+// One exchange per connection. A request is
+//
+//	"plexus-call/1\n" op
+//
+// where op is 'R' (are you ready?) or 'C' followed by the call: a count of
+// environment entries, each entry "KEY=VALUE", and the config from stdin.
+// A reply is
+//
+//	"plexus-reply/1\n" status payload
+//
+// Counts and lengths are 4-byte big-endian. The status says what the
+// payload is: a result to print, a CNI error document, the reason the
+// request was refused, or readiness.
+package wire
+
+import (
+	"errors"
+	"strconv"
+)
+
+// MaxCallBytes bounds one request or reply: CNI configs and results are
+// small.
+const MaxCallBytes = 4 << 20
+
+const (
+	requestMagic = "plexus-call/1\n"
+	replyMagic   = "plexus-reply/1\n"
+
+	opCNI   = 'C'
+	opReady = 'R'
+
+	statusOK       = 'O' // payload: the result, printed as is
+	statusFailed   = 'F' // payload: the CNI error document
+	statusRefused  = 'E' // payload: why the request was not served
+	statusReady    = 'Y'
+	statusNotReady = 'N'
+)
+
+// CNIVersions are the CNI versions plexus supports (the plugin's, plexusd's
+// and the shim's), oldest first. The shim answers VERSION on plexusd's
+// behalf, so both ends of the socket take the list from here.
+var CNIVersions = []string{"0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"}
+
+// Call is one CNI invocation as the runtime made it.
+type Call struct {
+	// Env holds the CNI_* variables.
+	Env   map[string]string
+	Stdin []byte
+}
+
+// Reply is what the plugin prints: a result, or an error document when
+// Failed (the shim then exits non-zero).
+type Reply struct {
+	Stdout []byte
+	Failed bool
+}
+
+// Request is a decoded request: a call, or a readiness question.
+type Request struct {
+	Call  *Call // nil for a readiness question
+	Ready bool
+}
+
+// Answer is what the server sends back: exactly one of the fields is used.
+type Answer struct {
+	Reply *Reply
+	// Ready answers a readiness question.
+	Ready bool
+	// Refused says why the request itself could not be served.
+	Refused string
+}
+
+// EncodeCall is the request carrying c.
+func EncodeCall(c *Call) []byte {
+	n := len(requestMagic) + 1 + 4 + 4 + len(c.Stdin)
+	for k, v := range c.Env {
+		n += 4 + len(k) + 1 + len(v)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, requestMagic...)
+	b = append(b, opCNI)
+	b = appendUint32(b, len(c.Env))
+	for k, v := range c.Env {
+		b = appendUint32(b, len(k)+1+len(v))
+		b = append(append(append(b, k...), '='), v...)
+	}
+	b = appendUint32(b, len(c.Stdin))
+	return append(b, c.Stdin...)
+}
+
+// EncodeReadyQuestion is the request asking whether plexusd serves calls.
+func EncodeReadyQuestion() []byte {
+	return append([]byte(requestMagic), opReady)
+}
+
+// DecodeRequest reads a request; the error says what is wrong with it.
+func DecodeRequest(b []byte) (*Request, error) {
+	r := reader{b: b}
+	if !r.magic(requestMagic) {
+		return nil, errors.New("not a plexus call (bad preamble)")
+	}
+	switch r.byte() {
+	case opReady:
+		return &Request{Ready: true}, r.end()
+	case opCNI:
+	default:
+		return nil, errors.New("unknown request type")
+	}
+	count := r.uint32()
+	if count > len(r.b)/4 { // every entry takes at least 4 bytes
+		return nil, errors.New("environment count " + strconv.Itoa(count) + " exceeds the request")
+	}
+	c := &Call{Env: make(map[string]string, count)}
+	for i := 0; i < count && r.err == nil; i++ {
+		kv := string(r.bytes())
+		k, v, ok := cut(kv)
+		if !ok && r.err == nil {
+			return nil, errors.New("environment entry " + strconv.Itoa(i) + " has no '='")
+		}
+		c.Env[k] = v
+	}
+	c.Stdin = r.bytes()
+	if err := r.end(); err != nil {
+		return nil, err
+	}
+	return &Request{Call: c}, nil
+}
+
+// EncodeAnswer is the reply carrying a.
+func EncodeAnswer(a *Answer) []byte {
+	status, payload := byte(statusNotReady), []byte(nil)
+	switch {
+	case a.Refused != "":
+		status, payload = statusRefused, []byte(a.Refused)
+	case a.Reply != nil && a.Reply.Failed:
+		status, payload = statusFailed, a.Reply.Stdout
+	case a.Reply != nil:
+		status, payload = statusOK, a.Reply.Stdout
+	case a.Ready:
+		status = statusReady
+	}
+	b := make([]byte, 0, len(replyMagic)+1+4+len(payload))
+	b = append(append(b, replyMagic...), status)
+	b = appendUint32(b, len(payload))
+	return append(b, payload...)
+}
+
+// DecodeAnswer reads a reply.
+func DecodeAnswer(b []byte) (*Answer, error) {
+	r := reader{b: b}
+	if !r.magic(replyMagic) {
+		return nil, errors.New("not a plexusd reply (another plexus version on the socket?): " + quote(b, 64))
+	}
+	status := r.byte()
+	payload := r.bytes()
+	if err := r.end(); err != nil {
+		return nil, err
+	}
+	switch status {
+	case statusOK:
+		return &Answer{Reply: &Reply{Stdout: payload}}, nil
+	case statusFailed:
+		return &Answer{Reply: &Reply{Stdout: payload, Failed: true}}, nil
+	case statusRefused:
+		return &Answer{Refused: string(payload)}, nil
+	case statusReady:
+		return &Answer{Ready: true}, nil
+	case statusNotReady:
+		return &Answer{}, nil
+	}
+	return nil, errors.New("reply with unknown status " + strconv.Quote(string(status)))
+}
+
+func appendUint32(b []byte, n int) []byte {
+	return append(b, byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
+}
+
+// reader decodes in order and remembers the first error, so that callers
+// check once.
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (r *reader) magic(m string) bool {
+	if len(r.b) < len(m) || string(r.b[:len(m)]) != m {
+		return false
+	}
+	r.b = r.b[len(m):]
+	return true
+}
+
+func (r *reader) byte() byte {
+	if r.err != nil || len(r.b) < 1 {
+		r.fail()
+		return 0
+	}
+	c := r.b[0]
+	r.b = r.b[1:]
+	return c
+}
+
+func (r *reader) uint32() int {
+	if r.err != nil || len(r.b) < 4 {
+		r.fail()
+		return 0
+	}
+	n := int(r.b[0])<<24 | int(r.b[1])<<16 | int(r.b[2])<<8 | int(r.b[3])
+	r.b = r.b[4:]
+	return n
+}
+
+func (r *reader) bytes() []byte {
+	n := r.uint32()
+	if r.err != nil || n > len(r.b) {
+		r.fail()
+		return nil
+	}
+	v := r.b[:n:n]
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) fail() {
+	if r.err == nil {
+		r.err = errors.New("truncated")
+	}
+}
+
+func (r *reader) end() error {
+	if r.err == nil && len(r.b) > 0 {
+		r.err = errors.New(strconv.Itoa(len(r.b)) + " bytes after the end")
+	}
+	return r.err
+}
+
+func cut(s string) (string, string, bool) {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '=' {
+			return s[:i], s[i+1:], true
+		}
+	}
+	return s, "", false
+}
+
+// quote shows at most n bytes of b in an error message.
+func quote(b []byte, n int) string {
+	if len(b) > n {
+		return strconv.Quote(string(b[:n])) + "..."
+	}
+	return strconv.Quote(string(b))
+}

@@ -1,0 +1,444 @@
+package install
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+
+	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
+	"github.com/plexus-cni/plexus/core/config"
+	"github.com/plexus-cni/plexus/extensions"
+	"github.com/plexus-cni/plexus/extensions/copier"
+)
+
+// DefaultExtensionsSrc is where extension images' volumes (or the init
+// containers' emptyDirs) put each module: NAME/module.wasm.
+const DefaultExtensionsSrc = "/opt/plexus/extensions"
+
+// maxExtensionModules bounds the modules one config names: as many as a
+// PlexusNode reports.
+const maxExtensionModules = 64
+
+// extensionName is the allow-list of a module's directory name: a plain
+// name that never walks out of the source or the host directory.
+var extensionName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
+
+// extModule is one module --config's "extensions" names.
+type extModule struct {
+	name  string         // NAME of ExtensionsSrcDir/NAME/module.wasm
+	entry map[string]any // its entry in "modules", path included
+}
+
+// extState is what InstallExtensions did: the plugin's "extensions" key
+// (the modules that passed, at their host paths) and each module's state.
+type extState struct {
+	mu     sync.Mutex
+	config map[string]any
+	nodes  []plexusapi.NodeExtension
+}
+
+// checkExtensions checks the options of an installer that copies
+// extension modules to the host (ExtensionsDir): --config's "extensions"
+// must name each module at its path in the image,
+// ExtensionsSrcDir/NAME/module.wasm; the installer writes the host path.
+func (o *Options) checkExtensions() ([]extModule, error) {
+	if o.ExtensionsDir == "" {
+		return nil, nil
+	}
+	if o.ConfigOnly || o.BinariesOnly {
+		return nil, fmt.Errorf("extensions dir %q: only for an installer that writes plexus's config for the plugin", o.ExtensionsDir)
+	}
+	for name, p := range map[string]string{"extensions dir": o.ExtensionsDir, "extensions source dir": o.ExtensionsSrcDir} {
+		if !filepath.IsAbs(p) {
+			return nil, fmt.Errorf("%s %q: want an absolute path", name, p)
+		}
+	}
+	// The installer removes modules there that the config does not name.
+	if within(o.ExtensionsDir, o.ExtensionsSrcDir) {
+		return nil, fmt.Errorf("extensions dir %q lies in the extensions source dir %q: give it a directory of its own", o.ExtensionsDir, o.ExtensionsSrcDir)
+	}
+	for name, d := range map[string]string{"extensions source dir": o.ExtensionsSrcDir, "conf dir": o.ConfDir, "default conf dir": o.DefaultConfDir, "bin dir": o.BinDir, "policy dir": o.PolicyDir} {
+		if d != "" && within(d, o.ExtensionsDir) {
+			return nil, fmt.Errorf("extensions dir %q holds the %s %q: give it a directory of its own", o.ExtensionsDir, name, d)
+		}
+	}
+	raw, ok := o.Extra["extensions"]
+	if !ok {
+		return nil, nil
+	}
+	ext, ok := raw.(map[string]any)
+	if !ok {
+		return nil, errors.New(`--config's "extensions": want an object`)
+	}
+	list, ok := ext["modules"].([]any)
+	if !ok && ext["modules"] != nil {
+		return nil, errors.New(`--config's "extensions.modules": want a list`)
+	}
+	if len(list) > maxExtensionModules {
+		return nil, fmt.Errorf(`--config's "extensions.modules": %d modules, at most %d`, len(list), maxExtensionModules)
+	}
+	var mods []extModule
+	for i, m := range list {
+		mod, err := o.extModule(m)
+		if err != nil {
+			return nil, fmt.Errorf(`--config's "extensions.modules"[%d]: %w`, i, err)
+		}
+		if slices.ContainsFunc(mods, func(x extModule) bool { return x.name == mod.name }) {
+			return nil, fmt.Errorf(`--config's "extensions.modules"[%d]: module %q named twice`, i, mod.name)
+		}
+		mods = append(mods, mod)
+	}
+	return mods, nil
+}
+
+// extModule reads one entry of "modules": its path must be
+// ExtensionsSrcDir/NAME/module.wasm with NAME a plain name.
+func (o *Options) extModule(m any) (extModule, error) {
+	entry, ok := m.(map[string]any)
+	if !ok {
+		return extModule{}, errors.New("want an object")
+	}
+	path, _ := entry["path"].(string)
+	name := filepath.Base(filepath.Dir(path))
+	if !extensionName.MatchString(name) || path != filepath.Join(o.ExtensionsSrcDir, name, copier.ModuleFile) {
+		return extModule{}, fmt.Errorf("path %q: want %s with NAME of lower-case letters, digits, '.', '_' or '-' (the installer copies it to %s)",
+			path, filepath.Join(o.ExtensionsSrcDir, "NAME", copier.ModuleFile), filepath.Join(o.ExtensionsDir, "NAME", copier.ModuleFile))
+	}
+	return extModule{name: name, entry: entry}, nil
+}
+
+// InstallExtensions copies each module --config's "extensions" names
+// from ExtensionsSrcDir to ExtensionsDir/NAME/module.wasm. Each copy is
+// checked, before it is renamed into place, as the plugin would load it:
+// its entry parsed as the plugin parses it, compiled and instantiated
+// under its own limits (one module at a time, to bound the installer's
+// memory), and its keys and name checked against the modules before it.
+// So the plugin, which fails every call on a module it cannot load, never
+// reads a module that failed, nor a part of one. A module that fails is
+// refused, logged, reported in the node's PlexusNode, and left out of the
+// plugin's config; the others are installed. Modules ExtensionsDir holds
+// that are not installed now are removed. Only a failure of ExtensionsDir
+// itself is returned.
+func (in *Installer) InstallExtensions(ctx context.Context) error {
+	if in.o.ExtensionsDir == "" {
+		return nil
+	}
+	if err := os.MkdirAll(in.o.ExtensionsDir, 0o755); err != nil {
+		return fmt.Errorf("extensions dir: %w", err)
+	}
+	cands := make([]*candidate, len(in.ext))
+	for i, m := range in.ext {
+		c := &candidate{extModule: m, dst: filepath.Join(in.o.ExtensionsDir, m.name, copier.ModuleFile)}
+		cands[i] = c
+		defer c.discard()
+		c.stage(ctx, in.o.ExtensionsSrcDir)
+	}
+	refuseClashes(ctx, cands)
+	var passed []any
+	var nodes []plexusapi.NodeExtension
+	keep := map[string]bool{}
+	for _, c := range cands {
+		if c.err == nil {
+			c.err = os.Rename(c.tmp, c.dst)
+		}
+		c.node.Path = c.dst
+		if c.err != nil {
+			c.node.Loaded, c.node.Error = false, c.err.Error()
+			in.o.Log.Warn("refused extension module: left out of plexus's config", "module", c.name, "err", c.err)
+		} else {
+			keep[c.name] = true
+			passed = append(passed, c.hostEntry())
+			in.o.Log.Info("installed extension module", "module", c.name, "path", c.dst, "sha256", c.node.SHA256)
+		}
+		nodes = append(nodes, c.node)
+	}
+	if err := in.pruneExtensions(keep); err != nil {
+		return err
+	}
+	var cfg map[string]any
+	if raw, ok := in.o.Extra["extensions"].(map[string]any); ok {
+		cfg = map[string]any{}
+		for k, v := range raw {
+			cfg[k] = v
+		}
+		cfg["modules"] = append([]any{}, passed...)
+	}
+	in.warmExtensions(ctx, cfg, passed)
+	in.extState.mu.Lock()
+	in.extState.config, in.extState.nodes = cfg, nodes
+	in.extState.mu.Unlock()
+	if in.o.OnChange != nil {
+		in.o.OnChange()
+	}
+	return nil
+}
+
+// warmExtensions fills the plugin's compilation cache (the config's
+// "cacheDir", else <cacheDir>/extensions as the plugin defaults it) with
+// the installed modules, one at a time, so that the plugin's first calls
+// load compiled code instead of compiling. A failure only costs those
+// calls the compilation: it is logged.
+func (in *Installer) warmExtensions(ctx context.Context, cfg map[string]any, installed []any) {
+	dir, _ := cfg["cacheDir"].(string)
+	if dir == "" {
+		base, _ := in.o.Extra["cacheDir"].(string)
+		if base == "" {
+			base = config.DefaultCacheDir
+		}
+		dir = filepath.Join(base, "extensions")
+	}
+	if !filepath.IsAbs(dir) {
+		return
+	}
+	for _, m := range installed {
+		p := m.(map[string]any)["path"].(string)
+		if _, err := extensions.Warm(ctx, dir, p); err != nil {
+			in.o.Log.Warn("warming the extensions' compilation cache", "dir", dir, "module", p, "err", err)
+			return
+		}
+	}
+	if len(installed) > 0 {
+		in.o.Log.Info("warmed the extensions' compilation cache", "dir", dir, "modules", len(installed))
+	}
+}
+
+// candidate is one module on its way to the host: a checked copy at tmp,
+// or err saying why it was refused.
+type candidate struct {
+	extModule
+	dst, tmp string
+	mc       extensions.ModuleConfig // at tmp
+	node     plexusapi.NodeExtension
+	err      error
+}
+
+// hostEntry is the module's entry in the plugin's config: --config's,
+// naming the host copy.
+func (c *candidate) hostEntry() map[string]any {
+	entry := map[string]any{}
+	for k, v := range c.entry {
+		entry[k] = v
+	}
+	entry["path"] = c.dst
+	return entry
+}
+
+// stage copies the module beside dst and loads the copy alone, as the
+// plugin would; a refusal names the module's source path, not the copy.
+func (c *candidate) stage(ctx context.Context, srcDir string) {
+	src := filepath.Join(srcDir, c.name, copier.ModuleFile)
+	defer func() {
+		if c.err != nil && c.tmp != "" {
+			c.err = errors.New(strings.ReplaceAll(c.err.Error(), c.tmp, src))
+		}
+	}()
+	if c.tmp, c.err = copyModule(srcDir, c.name, c.dst); c.err != nil {
+		return
+	}
+	entry := c.hostEntry()
+	entry["path"] = c.tmp
+	raw, err := json.Marshal(map[string]any{"extensions": map[string]any{"modules": []any{entry}}})
+	if err != nil {
+		c.err = err
+		return
+	}
+	cfg, err := extensions.ParseConfig(raw)
+	if err != nil {
+		c.err = err
+		return
+	}
+	c.mc = cfg.Modules[0]
+	h, err := extensions.New(ctx, extensions.Config{Modules: cfg.Modules, Isolate: true})
+	if err != nil {
+		c.err = err
+		return
+	}
+	defer h.Close(ctx)
+	if err := h.LoadAll(ctx); err != nil {
+		c.err = err
+		return
+	}
+	st := h.Modules()[0]
+	c.node = plexusapi.NodeExtension{Name: st.Name, Version: st.Version, SHA256: st.SHA256, Loaded: st.Loaded}
+	if st.Name == c.tmp { // no declaration read: the host names it by path
+		c.node.Name = ""
+	}
+	if st.Err != "" {
+		c.err = errors.New(st.Err)
+	}
+}
+
+// discard removes the copy if it was not renamed into place.
+func (c *candidate) discard() {
+	if c.tmp != "" {
+		os.Remove(c.tmp)
+	}
+}
+
+// refuseClashes refuses each staged module whose name or keys clash with
+// a module before it, as the plugin's host would refuse it (reading
+// declarations only: each was compiled by stage).
+func refuseClashes(ctx context.Context, cands []*candidate) {
+	var staged []*candidate
+	var mods []extensions.ModuleConfig
+	for _, c := range cands {
+		if c.err == nil {
+			staged = append(staged, c)
+			mods = append(mods, c.mc)
+		}
+	}
+	if len(mods) < 2 {
+		return
+	}
+	h, err := extensions.New(ctx, extensions.Config{Modules: mods, Isolate: true})
+	if err != nil {
+		for _, c := range staged {
+			c.err = err
+		}
+		return
+	}
+	defer h.Close(ctx)
+	for i, st := range h.Modules() {
+		if st.Err != "" {
+			c := staged[i]
+			c.err = errors.New(strings.ReplaceAll(st.Err, c.tmp, filepath.Join(filepath.Dir(c.dst), copier.ModuleFile)))
+		}
+	}
+}
+
+// copyModule copies srcDir/name/module.wasm, at most
+// extensions.MaxModuleBytes, to a temporary file beside dst and returns
+// its path.
+func copyModule(srcDir, name, dst string) (string, error) {
+	src, err := openModule(srcDir, name)
+	if err != nil {
+		return "", err
+	}
+	defer src.Close()
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return "", err
+	}
+	f, err := os.CreateTemp(filepath.Dir(dst), "."+copier.ModuleFile+".tmp-")
+	if err != nil {
+		return "", err
+	}
+	n, err := io.Copy(f, io.LimitReader(src, extensions.MaxModuleBytes+1))
+	if err == nil && n > extensions.MaxModuleBytes {
+		err = fmt.Errorf("more than the %d bytes plexus loads", extensions.MaxModuleBytes)
+	}
+	if err == nil {
+		err = f.Chmod(0o644)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", fmt.Errorf("copying %s: %w", filepath.Join(srcDir, name, copier.ModuleFile), err)
+	}
+	return f.Name(), nil
+}
+
+// openModule opens srcDir/name/module.wasm, refusing a symbolic link on
+// the way or anything but a regular file: a module is a file of its image,
+// never one elsewhere on the node.
+func openModule(srcDir, name string) (*os.File, error) {
+	root, err := os.OpenRoot(srcDir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	rel := filepath.Join(name, copier.ModuleFile)
+	for _, p := range []string{name, rel} {
+		st, err := root.Lstat(p)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", filepath.Join(srcDir, p), err)
+		}
+		if want := p == name; st.Mode()&fs.ModeSymlink != 0 || st.IsDir() != want || !want && !st.Mode().IsRegular() {
+			return nil, fmt.Errorf("%s: a %s, want a regular %s", filepath.Join(srcDir, p), st.Mode().Type(), map[bool]string{true: "directory", false: "file"}[want])
+		}
+	}
+	f, err := root.Open(rel)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s: not a regular file", filepath.Join(srcDir, rel))
+	}
+	return f, nil
+}
+
+// pruneExtensions removes from ExtensionsDir the modules (and leftover
+// temporary files) of every NAME not in keep, then NAME's directory if
+// it is empty; anything else there stays.
+func (in *Installer) pruneExtensions(keep map[string]bool) error {
+	entries, err := os.ReadDir(in.o.ExtensionsDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("extensions dir: %w", err)
+	}
+	var errs []error
+	for _, e := range entries {
+		if !e.IsDir() || !extensionName.MatchString(e.Name()) || keep[e.Name()] {
+			continue
+		}
+		dir := filepath.Join(in.o.ExtensionsDir, e.Name())
+		files, err := os.ReadDir(dir)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, f := range files {
+			if f.Name() == copier.ModuleFile || strings.HasPrefix(f.Name(), "."+copier.ModuleFile+".tmp-") {
+				if err := os.Remove(filepath.Join(dir, f.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					errs = append(errs, err)
+				}
+			}
+		}
+		_ = os.Remove(dir) // only if empty
+		in.o.Log.Info("removed an extension module the config no longer names", "path", filepath.Join(dir, copier.ModuleFile))
+	}
+	return errors.Join(errs...)
+}
+
+// uninstallExtensions removes every module and ExtensionsDir if empty.
+func (in *Installer) uninstallExtensions() error {
+	if in.o.ExtensionsDir == "" {
+		return nil
+	}
+	err := in.pruneExtensions(nil)
+	_ = os.Remove(in.o.ExtensionsDir)
+	return err
+}
+
+// extensionsConfig is the plugin's "extensions" key once
+// InstallExtensions has run: nil to leave --config's as it is.
+func (in *Installer) extensionsConfig() map[string]any {
+	in.extState.mu.Lock()
+	defer in.extState.mu.Unlock()
+	return in.extState.config
+}
+
+// NodeExtensions is each module's state for the node's PlexusNode:
+// Loaded when installed and named in the plugin's config, Error when
+// refused.
+func (in *Installer) NodeExtensions() []plexusapi.NodeExtension {
+	in.extState.mu.Lock()
+	defer in.extState.mu.Unlock()
+	return slices.Clone(in.extState.nodes)
+}

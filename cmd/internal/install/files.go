@@ -1,0 +1,406 @@
+package install
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/containernetworking/cni/pkg/version"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/plexus-cni/plexus/cmd/internal/cniplugin"
+	"github.com/plexus-cni/plexus/core/config"
+	"github.com/plexus-cni/plexus/core/pipeline"
+)
+
+// InstallBinaries copies each binary to BinDir through a temporary file
+// and a rename, so the runtime never executes a half-written plugin. An
+// identical file is left alone.
+func (in *Installer) InstallBinaries() error {
+	for _, b := range in.o.Binaries { // plain file names: New checked them
+		src, dst := filepath.Join(in.o.SrcBinDir, b), filepath.Join(in.o.BinDir, b)
+		changed, err := copyIfChanged(src, dst, 0o755)
+		if err != nil {
+			return fmt.Errorf("binary %s: %w", b, err)
+		}
+		if changed {
+			in.o.Log.Info("installed binary", "path", dst)
+		}
+	}
+	return nil
+}
+
+// copyIfChanged copies src over dst (writeAtomic) unless dst has the same
+// bytes. Both are streamed, never held in memory: the binaries are tens of
+// megabytes and the installer runs under a small memory limit, which
+// reading both whole would exceed on an upgrade.
+func copyIfChanged(src, dst string, mode os.FileMode) (bool, error) {
+	same, err := sameContent(src, dst)
+	if err != nil {
+		return false, err
+	}
+	if same {
+		return false, nil
+	}
+	f, err := os.Open(src)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	if err := writeAtomic(dst, f, mode); err != nil {
+		return false, fmt.Errorf("installing %s: %w", dst, err)
+	}
+	return true, nil
+}
+
+// sameContent reports whether dst exists with src's bytes, comparing
+// chunk by chunk.
+func sameContent(src, dst string) (bool, error) {
+	a, err := os.Open(src)
+	if err != nil {
+		return false, err
+	}
+	defer a.Close()
+	b, err := os.Open(dst)
+	if err != nil {
+		return false, nil // absent or unreadable: (re)write it
+	}
+	defer b.Close()
+	ai, err := a.Stat()
+	if err != nil {
+		return false, err
+	}
+	if bi, err := b.Stat(); err != nil || bi.Size() != ai.Size() {
+		return false, nil
+	}
+	const chunk = 64 << 10
+	bufA, bufB := make([]byte, chunk), make([]byte, chunk)
+	for {
+		na, errA := io.ReadFull(a, bufA)
+		nb, errB := io.ReadFull(b, bufB)
+		if na != nb || !bytes.Equal(bufA[:na], bufB[:nb]) {
+			return false, nil
+		}
+		if errA == io.EOF || errA == io.ErrUnexpectedEOF {
+			return errB == io.EOF || errB == io.ErrUnexpectedEOF, nil
+		}
+		if errA != nil {
+			return false, errA
+		}
+		if errB != nil {
+			return false, nil
+		}
+	}
+}
+
+// writeKubeconfig writes the plugin's kubeconfig from the current token and
+// CA: the node-bound token while there is one (renewed before it expires),
+// the projected one otherwise (kubelet rotates it, and the next pass
+// rewrites it). The plugin reads the file on every invocation.
+func (in *Installer) writeKubeconfig(ctx context.Context) error {
+	token, err := os.ReadFile(in.o.TokenFile)
+	if err != nil {
+		return fmt.Errorf("ServiceAccount token: %w", err)
+	}
+	ca, err := os.ReadFile(in.o.CAFile)
+	if err != nil {
+		return fmt.Errorf("ServiceAccount CA: %w", err)
+	}
+	token = bytes.TrimSpace(token)
+	if len(token) == 0 {
+		return fmt.Errorf("ServiceAccount token %s is empty", in.o.TokenFile)
+	}
+	const name = "plexus"
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters[name] = &clientcmdapi.Cluster{Server: in.o.Server, CertificateAuthorityData: ca}
+	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: in.kubeconfigToken(ctx, string(token))}
+	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+	kc.CurrentContext = name
+	data, err := clientcmd.Write(*kc)
+	if err != nil {
+		return fmt.Errorf("kubeconfig: %w", err)
+	}
+	// Holds a credential: readable by root only.
+	changed, err := writeIfChanged(in.o.Kubeconfig, data, 0o600)
+	if changed {
+		in.o.Log.Info("wrote kubeconfig", "path", in.o.Kubeconfig)
+	}
+	return err
+}
+
+// reconcileConfig writes plexus's config while the default network's
+// config exists and removes it while it does not (s6.1: kubelet must not
+// see plexus ready before the default network is).
+func (in *Installer) reconcileConfig() error {
+	ours := filepath.Join(in.o.ConfDir, in.o.ConfName)
+	def, raw, err := in.findDefault()
+	if err != nil {
+		return err
+	}
+	defer in.observe(ours, def, raw)
+	if in.o.Immediate {
+		return in.writeImmediate(ours, raw)
+	}
+	if def == "" {
+		if err := os.Remove(ours); err == nil {
+			in.o.Log.Warn("the default network's config is gone: removed plexus's (s6.1)", "path", ours)
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		in.o.Log.Info("waiting for the cluster-wide default network's CNI config (s6.1)", "dir", in.o.DefaultConfDir)
+		return nil
+	}
+	if in.o.ConfDir == in.o.DefaultConfDir && filepath.Base(def) < in.o.ConfName {
+		return fmt.Errorf("the default network's config %s sorts before %s, so kubelet would not use plexus: choose a config name that sorts first", def, in.o.ConfName)
+	}
+	data, err := in.plexusConfig(def, raw)
+	if err != nil {
+		return err
+	}
+	changed, err := writeIfChanged(ours, data, 0o644)
+	if changed {
+		in.o.Log.Info("wrote plexus's CNI config", "path", ours, "clusterNetwork", def)
+	}
+	return err
+}
+
+// findDefault is the default network's config: the first CNI config by
+// name in DefaultConfDir that is not plexus's, as kubelet would choose it
+// without plexus. "" when there is none yet.
+func (in *Installer) findDefault() (string, []byte, error) {
+	entries, err := os.ReadDir(in.o.DefaultConfDir)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil, nil
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		switch filepath.Ext(e.Name()) {
+		case ".conf", ".conflist", ".json":
+			if e.Type().IsRegular() && e.Name() != in.o.ConfName {
+				names = append(names, e.Name())
+			}
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		p := filepath.Join(in.o.DefaultConfDir, n)
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		c, err := parseConf(raw)
+		if err != nil {
+			// Possibly half-written by the default network's installer:
+			// the next pass looks again.
+			in.o.Log.Info("skipping unreadable CNI config", "path", p, "err", err)
+			continue
+		}
+		if !c.isPlexus() {
+			return p, raw, nil
+		}
+	}
+	return "", nil, nil
+}
+
+// conf is what the installer reads of a CNI config.
+type conf struct {
+	CNIVersion string            `json:"cniVersion"`
+	Name       string            `json:"name"`
+	Type       string            `json:"type"`
+	Caps       map[string]bool   `json:"capabilities"`
+	Plugins    []json.RawMessage `json:"plugins"`
+	plugins    []conf
+}
+
+func parseConf(raw []byte) (*conf, error) {
+	var c conf
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return nil, err
+	}
+	if c.Plugins == nil {
+		c.plugins = []conf{c}
+		return &c, nil
+	}
+	for i, p := range c.Plugins {
+		var pc conf
+		if err := json.Unmarshal(p, &pc); err != nil {
+			return nil, fmt.Errorf("plugin %d: %w", i, err)
+		}
+		c.plugins = append(c.plugins, pc)
+	}
+	if len(c.plugins) == 0 {
+		return nil, errors.New("no plugins")
+	}
+	return &c, nil
+}
+
+func (c *conf) isPlexus() bool { return config.IsPlexusPlugin(c.plugins[0].Type) }
+
+// capabilities are the default network's: the runtime passes runtimeConfig
+// only for capabilities the config it calls declares, and plexus hands
+// them on to the default network's delegates.
+func (c *conf) capabilities() map[string]bool {
+	out := map[string]bool{}
+	for _, p := range c.plugins {
+		for k, v := range p.Caps {
+			if v {
+				out[k] = true
+			}
+		}
+	}
+	return out
+}
+
+// plexusConfig is plexus's conflist. Its capabilities are the default
+// network's, plus the pod annotations, which plexus reads the selection
+// from instead of the API when the runtime passes them.
+func (in *Installer) plexusConfig(def string, raw []byte) ([]byte, error) {
+	c, err := parseConf(raw)
+	if err != nil {
+		return nil, fmt.Errorf("default network config %s: %w", def, err)
+	}
+	version := in.o.CNIVersion
+	if version == "" {
+		version = defaultVersion(c.CNIVersion)
+	}
+	plugin := map[string]any{}
+	for k, v := range in.o.Extra {
+		plugin[k] = v
+	}
+	if in.o.ExtensionsDir != "" {
+		// Only modules InstallExtensions installed, at their host paths.
+		delete(plugin, "extensions")
+		if ext := in.extensionsConfig(); ext != nil {
+			plugin["extensions"] = ext
+		}
+	}
+	plugin["type"] = in.pluginType()
+	plugin["clusterNetwork"] = def
+	if !in.o.ConfigOnly {
+		plugin["kubeconfig"] = in.o.Kubeconfig
+	}
+	if in.o.Manifests != "" {
+		plugin["manifests"] = in.o.Manifests
+	}
+	caps := c.capabilities()
+	caps[pipeline.PodAnnotationsCapability] = true
+	plugin["capabilities"] = caps
+	list := map[string]any{"cniVersion": version, "name": "plexus", "plugins": []any{plugin}}
+	data, err := json.MarshalIndent(list, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(data, '\n'), nil
+}
+
+// DefaultCNIVersion is the highest cniVersion the installer writes unless
+// told otherwise: the runtime checks the result plexus returns against the
+// conflist's version, and containerd 1.6's libcni rejects a 1.1.0 result,
+// failing the sandbox after every network was attached.
+const DefaultCNIVersion = "1.0.0"
+
+// defaultVersion is the default network's cniVersion, which the runtime
+// already accepts, when plexus supports it and it is not above
+// DefaultCNIVersion; DefaultCNIVersion otherwise.
+func defaultVersion(def string) string {
+	if CheckCNIVersion(def) != nil {
+		return DefaultCNIVersion
+	}
+	if above, err := version.GreaterThan(def, DefaultCNIVersion); err != nil || above {
+		return DefaultCNIVersion
+	}
+	return def
+}
+
+// CheckCNIVersion accepts a cniVersion plexus supports.
+func CheckCNIVersion(v string) error {
+	supported := cniplugin.Versions.SupportedVersions()
+	if !slices.Contains(supported, v) {
+		return fmt.Errorf("cniVersion %q: plexus supports %s", v, strings.Join(supported, ", "))
+	}
+	return nil
+}
+
+// writeIfChanged writes atomically unless the file already has data.
+func writeIfChanged(path string, data []byte, mode os.FileMode) (bool, error) {
+	if cur, err := os.ReadFile(path); err == nil && bytes.Equal(cur, data) {
+		return false, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return false, err
+	}
+	if err := writeAtomic(path, bytes.NewReader(data), mode); err != nil {
+		return false, fmt.Errorf("writing %s: %w", path, err)
+	}
+	return true, nil
+}
+
+// writeAtomic writes a temporary file beside path and renames it over
+// path: readers (kubelet, the runtime, plexus) see the old file or the new
+// one, never a part. The temporary name has no CNI config extension, so
+// kubelet never loads it.
+func writeAtomic(path string, data io.Reader, mode os.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // after a successful rename there is nothing left
+	if _, err := io.Copy(f, data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(mode); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// writeImmediate is s6.1.2: plexus's config exists from the start and names
+// the default network's directory, resolved on each call; until a default
+// config appears it carries version 1.0.0 and no capabilities, and it is
+// rewritten when one does.
+func (in *Installer) writeImmediate(ours string, raw []byte) error {
+	if raw == nil {
+		raw = []byte(`{"cniVersion":"1.0.0","name":"pending","type":"pending"}`)
+	}
+	data, err := in.plexusConfig(in.o.DefaultConfDir, raw)
+	if err != nil {
+		return err
+	}
+	changed, err := writeIfChanged(ours, data, 0o644)
+	if changed {
+		in.o.Log.Info("wrote plexus's CNI config (s6.1.2: attachments wait for the default network)", "path", ours)
+	}
+	return err
+}
+
+// pluginType is the config's "type": PluginType when set, else plexus,
+// which runs the policy and extension stages itself.
+func (in *Installer) pluginType() string {
+	if in.o.PluginType != "" {
+		return in.o.PluginType
+	}
+	return "plexus"
+}

@@ -1,0 +1,336 @@
+// Package install is what the plexus DaemonSet runs on every node: it
+// copies the plexus binaries to the host's CNI bin directory, keeps a
+// kubeconfig for the node-local plugin with a token bound to the node (or,
+// failing that, the pod's projected ServiceAccount token), and writes plexus's CNI config into kubelet's CNI
+// config directory only once the cluster-wide default network's config is
+// there (s6.1, s6.1.1). On shutdown it can remove what it installed.
+package install
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/plexus-cni/plexus/policies/revision"
+)
+
+// Options say where things are. Paths are the same inside the installer's
+// container and on the host: the DaemonSet mounts each host directory at its
+// own path, so the configs it writes name files as plexus will see them.
+type Options struct {
+	// SrcBinDir holds the binaries in the image; Binaries are the ones
+	// copied from it to BinDir, the host's CNI bin directory (with
+	// ConfigOnly: the ones an uninstall removes from BinDir).
+	SrcBinDir string
+	Binaries  []string
+	BinDir    string
+	// DefaultConfDir is where the cluster-wide default network writes its
+	// CNI config; ConfDir is kubelet's CNI config directory, where plexus's
+	// goes (the same directory unless kubelet has its own, s6.1.1).
+	DefaultConfDir string
+	ConfDir        string
+	// ConfName is plexus's config file; it must sort before the default
+	// network's, since kubelet uses the first config by name.
+	ConfName string
+	// Kubeconfig is written for the plugin from TokenFile, CAFile and
+	// Server (https://KUBERNETES_SERVICE_HOST:KUBERNETES_SERVICE_PORT).
+	Kubeconfig string
+	TokenFile  string
+	CAFile     string
+	Server     string
+	// Client, with NodeName, lets the installer put a token bound to the
+	// Node into the kubeconfig instead of TokenFile's, which is bound to
+	// the installer's pod and dies with it on an upgrade (token.go).
+	// Without them, or when TokenRequest fails, TokenFile's is used.
+	Client   kubernetes.Interface
+	NodeName string
+	// TokenTTL is the node token's requested lifetime (DefaultTokenTTL
+	// unless set; the server may grant less).
+	TokenTTL time.Duration
+	// Extra are plexus config keys added to the generated config
+	// (logLevel, cacheDir, policy, ...).
+	Extra map[string]any
+	// PolicySrcDir holds policy files in the image (its rule library and
+	// baseline); with PolicyDir set they are copied there, on the host,
+	// before the config is written, so that a "policy" in Extra can name
+	// them (InstallPolicy).
+	PolicySrcDir string
+	PolicyDir    string
+	// PolicyObject names the AttachmentPolicy the node follows: its
+	// verified revisions are kept in PolicyDir, the plugin's config names
+	// the library and the active one (policies/revision), and the node's status
+	// entry is written through Dynamic. PolicyDefaults stand in for a
+	// revision until one is activated (PolicyDir's baseline.yaml unless set).
+	PolicyObject   string
+	PolicyDefaults []string
+	// ExtensionsSrcDir holds extension modules as the extension images'
+	// volumes put them, NAME/module.wasm; with ExtensionsDir set, each
+	// module Extra's "extensions" names there is checked and copied to
+	// ExtensionsDir/NAME/module.wasm on the host, and the plugin's config
+	// names that copy (InstallExtensions).
+	ExtensionsSrcDir string
+	ExtensionsDir    string
+	Dynamic          dynamic.Interface
+	// Poll is how often the token and the default network are checked.
+	Poll time.Duration
+	// OnChange is called after a pass that found the config, the default
+	// network or their plugins changed (Observed).
+	OnChange func()
+	// Uninstall removes the config, the kubeconfig and the binaries when
+	// Run's context ends (the DaemonSet is deleted).
+	Uninstall bool
+	// BinariesOnly copies the binaries and returns (thick mode's init
+	// container: plexusd maintains the config).
+	BinariesOnly bool
+	// PluginType is the "type" of the config written: the plugin binary the
+	// runtime runs (unset: "plexus"; plexusd uses "plexus-shim").
+	PluginType string
+	// ConfigOnly manages plexus's CNI config alone: it copies no binaries
+	// and writes no kubeconfig (plexusd, whose shim never talks to the
+	// API).
+	ConfigOnly bool
+	// Immediate writes the config at once, its clusterNetwork naming
+	// DefaultConfDir, instead of waiting for the default network's config:
+	// the s6.1.2 alternative, where plexusd blocks attachments until the
+	// default network is ready.
+	Immediate bool
+	// CNIVersion is the cniVersion of the config written; "" is the
+	// default network's, at most DefaultCNIVersion.
+	CNIVersion string
+	// Manifests is written as the config's "manifests" (plexusd with the
+	// manifests source): the shim's DEL without plexusd then removes the
+	// pod's status file as plexusd's DEL would.
+	Manifests string
+	Log       *slog.Logger
+}
+
+// Defaults for a node laid out as kubeadm and most distributions do.
+const (
+	DefaultSrcBinDir  = "/opt/plexus/bin"
+	DefaultPolicySrc  = "/opt/plexus/policy"
+	DefaultBinDir     = "/opt/cni/bin"
+	DefaultConfDir    = "/etc/cni/net.d"
+	DefaultConfName   = "00-plexus.conflist"
+	DefaultKubeconfig = "/etc/cni/net.d/plexus.d/plexus.kubeconfig"
+	DefaultTokenFile  = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+	DefaultCAFile     = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
+	DefaultPoll       = 2 * time.Second
+)
+
+// ServerFromEnv is the API server URL kubelet gives every pod.
+func ServerFromEnv(getenv func(string) string) (string, error) {
+	host, port := getenv("KUBERNETES_SERVICE_HOST"), getenv("KUBERNETES_SERVICE_PORT")
+	if host == "" || port == "" {
+		return "", errors.New("KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set: not running in a pod? (use --server)")
+	}
+	return "https://" + net.JoinHostPort(host, port), nil
+}
+
+func (o *Options) check() error {
+	if o.ConfName == "" || filepath.Base(o.ConfName) != o.ConfName || !strings.HasSuffix(o.ConfName, ".conflist") {
+		return fmt.Errorf("config name %q: want a file name ending in .conflist", o.ConfName)
+	}
+	paths := map[string]string{"conf dir": o.ConfDir, "default conf dir": o.DefaultConfDir}
+	if !o.ConfigOnly || len(o.Binaries) > 0 {
+		paths["bin dir"] = o.BinDir
+	}
+	for _, b := range o.Binaries {
+		if b == "" || b == "." || b == ".." || filepath.Base(b) != b {
+			return fmt.Errorf("binary %q: want a file name in the bin dir", b)
+		}
+	}
+	if !o.ConfigOnly && !o.BinariesOnly {
+		for k, v := range map[string]string{"kubeconfig": o.Kubeconfig, "token file": o.TokenFile, "CA file": o.CAFile} {
+			paths[k] = v
+		}
+		if !strings.HasPrefix(o.Server, "https://") {
+			return fmt.Errorf("API server %q: want an https:// URL", o.Server)
+		}
+	}
+	if o.PolicyDir != "" {
+		if o.ConfigOnly || o.BinariesOnly {
+			return fmt.Errorf("policy dir %q: only for an installer that writes plexus's config for the plugin", o.PolicyDir)
+		}
+		paths["policy dir"], paths["policy source dir"] = o.PolicyDir, o.PolicySrcDir
+		// The installer removes policy files there that the source does
+		// not hold, .json and .yaml among them: never in a directory of
+		// someone else's files.
+		for name, d := range map[string]string{"policy source dir": o.PolicySrcDir, "conf dir": o.ConfDir, "default conf dir": o.DefaultConfDir, "bin dir": o.BinDir} {
+			if within(d, o.PolicyDir) {
+				return fmt.Errorf("policy dir %q holds the %s %q: give it a directory of its own", o.PolicyDir, name, d)
+			}
+		}
+	}
+	if err := o.checkPolicyObject(); err != nil {
+		return err
+	}
+	for name, v := range paths {
+		if !filepath.IsAbs(v) {
+			return fmt.Errorf("%s %q: want an absolute path", name, v)
+		}
+	}
+	for _, k := range []string{"type", "clusterNetwork", "kubeconfig", "manifests"} {
+		if _, ok := o.Extra[k]; ok {
+			return fmt.Errorf("extra config key %q is set by the installer", k)
+		}
+	}
+	if o.CNIVersion != "" {
+		if err := CheckCNIVersion(o.CNIVersion); err != nil {
+			return err
+		}
+	}
+	if o.Manifests != "" && (!o.ConfigOnly || !filepath.IsAbs(o.Manifests)) {
+		return fmt.Errorf("manifests %q: only for a config-only install, as an absolute path", o.Manifests)
+	}
+	if o.Poll <= 0 {
+		o.Poll = DefaultPoll
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.TokenTTL == 0 {
+		o.TokenTTL = DefaultTokenTTL
+	}
+	if o.TokenTTL < minTokenTTL {
+		return fmt.Errorf("token TTL %s: TokenRequest accepts no less than %s", o.TokenTTL, minTokenTTL)
+	}
+	if o.TokenTTL > maxTokenTTL {
+		return fmt.Errorf("token TTL %s: deploy/base/admission.yaml (plexus-tokens) refuses more than %s", o.TokenTTL, maxTokenTTL)
+	}
+	return nil
+}
+
+// within reports whether path is dir or lies below it.
+func within(path, dir string) bool {
+	rel, err := filepath.Rel(filepath.Clean(dir), filepath.Clean(path))
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
+// Installer keeps one node's installation in step.
+type Installer struct {
+	o    Options
+	now  func() time.Time
+	node nodeToken
+	seen observation
+	// policy follows PolicyObject once Run has started it.
+	policy atomic.Pointer[revision.Syncer]
+	// ext are the extension modules to install; extState what was.
+	ext      []extModule
+	extState extState
+}
+
+// New checks the options.
+func New(o Options) (*Installer, error) {
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	ext, err := o.checkExtensions()
+	if err != nil {
+		return nil, err
+	}
+	return &Installer{o: o, now: time.Now, ext: ext}, nil
+}
+
+// Run installs the binaries, then reconciles the kubeconfig and the config
+// every Poll until ctx ends; with Uninstall it then removes what it
+// installed. Transient problems (no default network yet, a token being
+// rotated) are logged and retried; only what cannot get better is returned.
+func (in *Installer) Run(ctx context.Context) error {
+	if !in.o.ConfigOnly {
+		if err := in.InstallBinaries(); err != nil {
+			return err
+		}
+	}
+	// Before the first config, which may name them.
+	if err := in.InstallPolicy(); err != nil {
+		return err
+	}
+	if err := in.InstallExtensions(ctx); err != nil {
+		return err
+	}
+	if err := in.startPolicyObject(ctx); err != nil {
+		return err
+	}
+	if in.o.BinariesOnly {
+		in.o.Log.Info("binaries installed", "dir", in.o.BinDir, "binaries", in.o.Binaries)
+		return nil
+	}
+	for {
+		if err := in.Reconcile(ctx); err != nil {
+			in.o.Log.Warn("install pass incomplete; retrying", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			if in.o.Uninstall {
+				return in.Uninstall()
+			}
+			in.o.Log.Info("stopping; leaving plexus installed (uninstall not set)")
+			return nil
+		case <-time.After(in.o.Poll):
+		}
+	}
+}
+
+// Reconcile is one pass: the kubeconfig first (the plugin needs it as soon
+// as its config is there), then plexus's config, present exactly while the
+// default network's is (s6.1).
+func (in *Installer) Reconcile(ctx context.Context) error {
+	if !in.o.ConfigOnly {
+		if err := in.writeKubeconfig(ctx); err != nil {
+			return err
+		}
+	}
+	return in.reconcileConfig()
+}
+
+// Uninstall removes plexus's config first, so kubelet stops calling plexus
+// (falling back to the default network's config), then the kubeconfig,
+// the binaries, the extension modules and the policy files. The default network's files are never touched.
+func (in *Installer) Uninstall() error {
+	var errs []error
+	paths := []string{filepath.Join(in.o.ConfDir, in.o.ConfName)}
+	if !in.o.ConfigOnly {
+		paths = append(paths, in.o.Kubeconfig)
+	}
+	// A config-only installer's binaries were copied by someone else
+	// (thick mode's init container): it only removes them.
+	for _, b := range in.o.Binaries {
+		paths = append(paths, filepath.Join(in.o.BinDir, b))
+	}
+	for _, p := range paths {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	// Once the config naming them is gone.
+	if err := in.uninstallPolicyObject(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := in.uninstallExtensions(); err != nil {
+		errs = append(errs, err)
+	} else if in.o.ExtensionsDir != "" {
+		paths = append(paths, in.o.ExtensionsDir)
+	}
+	if err := in.uninstallPolicy(); err != nil {
+		errs = append(errs, err)
+	} else if in.o.PolicyDir != "" {
+		paths = append(paths, in.o.PolicyDir)
+	}
+	// The kubeconfig's own directory, if the installer made it and it is
+	// now empty.
+	if dir := filepath.Dir(in.o.Kubeconfig); !in.o.ConfigOnly && dir != in.o.ConfDir && dir != in.o.DefaultConfDir {
+		_ = os.Remove(dir)
+	}
+	in.o.Log.Info("uninstalled", "removed", paths)
+	return errors.Join(errs...)
+}

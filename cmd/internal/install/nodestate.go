@@ -1,0 +1,100 @@
+package install
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sync"
+
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"github.com/plexus-cni/plexus/cmd/internal/nodestate"
+)
+
+// observation is what the installer's last pass found, for the node's
+// PlexusNode (nodestate).
+type observation struct {
+	mu   sync.Mutex
+	last nodestate.Install
+}
+
+// Observed is what the last pass found: plexus's config, the default
+// network, and the plugin types both name with the bin dirs they are
+// looked up in.
+func (in *Installer) Observed() nodestate.Install {
+	in.seen.mu.Lock()
+	defer in.seen.mu.Unlock()
+	out := in.seen.last
+	out.Plugins = append([]string(nil), out.Plugins...)
+	out.BinDirs = append([]string(nil), out.BinDirs...)
+	return out
+}
+
+// observe records a pass and calls OnChange when it differs from the
+// last: def and raw are the default network's config file and bytes ("",
+// nil when there is none).
+func (in *Installer) observe(ours, def string, raw []byte) {
+	cur := nodestate.Install{ConfigPath: ours, BinDirs: in.binDirs()}
+	if fi, err := os.Stat(ours); err == nil && fi.Mode().IsRegular() {
+		cur.ConfigInstalled = true
+		cur.Plugins = append(cur.Plugins, in.pluginType())
+	}
+	if def != "" {
+		cur.DefaultNetworkFile = def
+		if c, err := parseConf(raw); err == nil {
+			cur.DefaultNetwork = c.Name
+		}
+		cur.Plugins = append(cur.Plugins, nodestate.ConfigPlugins(raw)...)
+	}
+	in.seen.mu.Lock()
+	changed := !reflect.DeepEqual(cur, in.seen.last)
+	in.seen.last = cur
+	in.seen.mu.Unlock()
+	if changed && in.o.OnChange != nil {
+		in.o.OnChange()
+	}
+}
+
+// binDirs are where plexus (binDir) and the runtime (the CNI bin dir)
+// look for plugins.
+func (in *Installer) binDirs() []string {
+	var dirs []string
+	if d, ok := in.o.Extra["binDir"].(string); ok && filepath.IsAbs(d) {
+		dirs = append(dirs, d)
+	}
+	return append(dirs, in.o.BinDir)
+}
+
+// Reporter is the thin installer's PlexusNode reporter, authenticated as
+// the installer's API client is.
+func (in *Installer) Reporter(cfg *rest.Config, version string) (*nodestate.Reporter, error) {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	r, err := nodestate.New(nodestate.Options{
+		Client: dyn, Node: in.o.NodeName, FieldManager: nodestate.ManagerInstaller,
+		Mode: nodestate.ModeThin, Version: version, Install: in.Observed, Log: in.o.Log,
+		Policy: in.NodePolicy, Extensions: in.NodeExtensions,
+	})
+	if err != nil {
+		return nil, err
+	}
+	in.NotifyOnChange(r.Notify)
+	return r, nil
+}
+
+// NotifyOnChange sets OnChange; call it before Run.
+func (in *Installer) NotifyOnChange(f func()) { in.o.OnChange = f }
+
+// runReporter runs r beside the installer until ctx ends.
+func runReporter(ctx context.Context, r *nodestate.Reporter) (wait func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.Run(ctx)
+	}()
+	return func() { <-done }
+}

@@ -1,0 +1,143 @@
+package install
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
+	"github.com/plexus-cni/plexus/policies"
+	"github.com/plexus-cni/plexus/policies/follow"
+	"github.com/plexus-cni/plexus/policies/revision"
+)
+
+// policyLibrary is the library's directory under PolicyDir, as the image
+// holds it under PolicySrcDir.
+const policyLibrary = "library"
+
+// checkPolicyObject checks the options of an installer following an
+// AttachmentPolicy (PolicyObject) and sets the plugin's "policy" key:
+// paths are the library copy and the active revision's link, which the
+// plugin reads on every ADD; query and deadline stay as --config gave them.
+func (o *Options) checkPolicyObject() error {
+	if o.PolicyObject == "" {
+		return nil
+	}
+	if o.PolicyDir == "" {
+		return fmt.Errorf("policy object %q: needs a policy dir to keep its revisions in", o.PolicyObject)
+	}
+	if o.Dynamic == nil || o.NodeName == "" {
+		return fmt.Errorf("policy object %q: needs the API and the node name", o.PolicyObject)
+	}
+	pc, err := o.policyConfig()
+	if err != nil {
+		return err
+	}
+	if len(pc.Paths) > 0 || pc.Object != nil {
+		return fmt.Errorf(`policy object %q: --config's "policy" may not set "paths" or "object": the installer names the library and the active revision`, o.PolicyObject)
+	}
+	if len(o.PolicyDefaults) == 0 {
+		o.PolicyDefaults = []string{filepath.Join(o.PolicyDir, policies.BaselineFile)}
+	}
+	for _, p := range o.PolicyDefaults {
+		if !filepath.IsAbs(p) {
+			return fmt.Errorf("policy default %q: want an absolute path", p)
+		}
+	}
+	// The keys of policies.Config, as the plugin will read them.
+	policy := map[string]any{"paths": []string{filepath.Join(o.PolicyDir, policyLibrary), filepath.Join(o.PolicyDir, "active")}}
+	if pc.Query != "" {
+		policy["query"] = pc.Query
+	}
+	if pc.Deadline != 0 {
+		policy["deadline"] = pc.Deadline
+	}
+	if o.Extra == nil {
+		o.Extra = map[string]any{}
+	}
+	o.Extra["policy"] = policy
+	return nil
+}
+
+// policyConfig decodes --config's "policy", if any.
+func (o *Options) policyConfig() (policies.Config, error) {
+	var pc policies.Config
+	raw, ok := o.Extra["policy"]
+	if !ok {
+		return pc, nil
+	}
+	b, err := json.Marshal(raw)
+	if err == nil {
+		err = json.Unmarshal(b, &pc)
+	}
+	if err != nil {
+		return pc, fmt.Errorf(`--config's "policy": %w`, err)
+	}
+	return pc, nil
+}
+
+// startPolicyObject puts the node's policy in force before the config names
+// it (the last activated revision, or the defaults), then follows the
+// object until ctx ends.
+func (in *Installer) startPolicyObject(ctx context.Context) error {
+	if in.o.PolicyObject == "" {
+		return nil
+	}
+	pc, err := in.o.policyConfig()
+	if err != nil {
+		return err
+	}
+	pc.Paths = []string{filepath.Join(in.o.PolicyDir, policyLibrary)}
+	pc.Object = &policies.ObjectConfig{Name: in.o.PolicyObject, StateDir: in.o.PolicyDir, DefaultPaths: in.o.PolicyDefaults}
+	s, err := revision.New(revision.Options{Config: pc, Log: in.o.Log})
+	if err != nil {
+		return err
+	}
+	res, err := s.Start(ctx)
+	if err != nil {
+		return fmt.Errorf("policy object %s: %w", in.o.PolicyObject, err)
+	}
+	in.o.Log.Info("policy in force", "object", in.o.PolicyObject, "source", res.State.Source, "revision", res.State.Revision)
+	in.policy.Store(s)
+	w, err := follow.New(follow.Options{
+		Syncer: s, Dynamic: in.o.Dynamic, Events: in.o.Client, Node: in.o.NodeName,
+		FieldManager: "plexus-installer/" + in.o.NodeName, Component: "plexus-installer", Log: in.o.Log,
+		OnResult: func(revision.Result, error) {
+			if in.o.OnChange != nil {
+				in.o.OnChange()
+			}
+		},
+	})
+	if err != nil {
+		return err
+	}
+	go w.Run(ctx)
+	return nil
+}
+
+// uninstallPolicyObject removes the revisions kept for the object.
+func (in *Installer) uninstallPolicyObject() error {
+	if in.o.PolicyObject == "" {
+		return nil
+	}
+	if err := revision.Remove(in.o.PolicyDir); err != nil {
+		return errors.Join(fmt.Errorf("policy object %s", in.o.PolicyObject), err)
+	}
+	return nil
+}
+
+// NodePolicy is the policy the plugin loads, for the node's PlexusNode:
+// the object's revision in force, or files when the config names them
+// without an object; nil without a policy.
+func (in *Installer) NodePolicy() *plexusapi.NodePolicy {
+	if s := in.policy.Load(); s != nil {
+		np := follow.NodePolicy(s.Name(), s.State())
+		return &np
+	}
+	if _, ok := in.o.Extra["policy"]; ok {
+		return &plexusapi.NodePolicy{Source: "files"}
+	}
+	return nil
+}

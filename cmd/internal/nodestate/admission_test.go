@@ -1,0 +1,193 @@
+package nodestate_test
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"github.com/plexus-cni/plexus/cmd/internal/nodestate"
+	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
+	"github.com/plexus-cni/plexus/tests/kubeenv"
+)
+
+// TestPlexusObjectWrites: deploy/base's RBAC and admission let a node's
+// plexus credential write its own PlexusNode (through nodestate's
+// Reporter, as plexusd does) and its own entry of an AttachmentPolicy's
+// status, and nothing of another node's; a credential bound to no node
+// writes neither.
+func TestPlexusObjectWrites(t *testing.T) {
+	e := kubeenv.ForTest(t, kubeenv.Options{})
+	ctx := t.Context()
+	if err := e.Apply(ctx, false, kubeenv.DeployFile(t, "base/plexus-crds.yaml"), kubeenv.DeployFile(t, "base/rbac.yaml"), kubeenv.DeployFile(t, "base/admission.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	admin, err := dynamic.NewForConfig(e.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds := map[string]dynamic.Interface{}
+	for name, cfg := range map[string]func() (*rest.Config, error){
+		"node-a": func() (*rest.Config, error) {
+			return e.NodeServiceAccountConfig(ctx, "kube-system", "plexus", "node-a")
+		},
+		"node-b": func() (*rest.Config, error) {
+			return e.NodeServiceAccountConfig(ctx, "kube-system", "plexus", "node-b")
+		},
+		"unbound": func() (*rest.Config, error) { return e.ServiceAccountConfig(ctx, "kube-system", "plexus") },
+	} {
+		cfg, err := cfg()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if creds[name], err = dynamic.NewForConfig(cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitEnforced(t, admin, creds["node-b"])
+
+	t.Run("PlexusNode", func(t *testing.T) {
+		install := nodestate.Install{ConfigInstalled: true, ConfigPath: "/etc/cni/net.d/00-plexus.conflist",
+			DefaultNetwork: "pod-net", DefaultNetworkFile: "/etc/cni/net.d/10-default.conflist", Plugins: []string{"no-such-plugin"}}
+		report := func(cred, node string) error {
+			r, err := nodestate.New(nodestate.Options{Client: creds[cred], Node: node, FieldManager: nodestate.ManagerPlexusd,
+				Mode: nodestate.ModeThick, Version: "test", Install: func() nodestate.Install { return install }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = r.PublishIfChanged(ctx)
+			return err
+		}
+		// Its own, created by the first write, then changed.
+		if err := report("node-a", "node-a"); err != nil {
+			t.Fatalf("node-a's credential writing PlexusNode node-a: %v", err)
+		}
+		install.DefaultNetwork = "pod-net-2"
+		if err := report("node-a", "node-a"); err != nil {
+			t.Fatalf("node-a's credential updating PlexusNode node-a: %v", err)
+		}
+		u, err := admin.Resource(plexusapi.PlexusNodes).Get(ctx, "node-a", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got plexusapi.PlexusNode
+		if err := plexusapi.FromUnstructured(u, &got); err != nil {
+			t.Fatal(err)
+		}
+		st := got.Status
+		if !st.ConfigInstalled || st.DefaultNetwork != "pod-net-2" || st.Mode != "thick" || st.Updated.IsZero() ||
+			!reflect.DeepEqual(st.MissingPlugins, []string{"no-such-plugin"}) {
+			t.Errorf("PlexusNode node-a status %+v", st)
+		}
+		for _, tc := range []struct{ cred, node string }{
+			{"node-a", "node-b"},  // another node's, new
+			{"node-b", "node-a"},  // another node's, existing
+			{"unbound", "node-a"}, // bound to no node
+		} {
+			err := report(tc.cred, tc.node)
+			if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "plexus-node-writes") {
+				t.Errorf("%s's credential writing PlexusNode %s: err = %v, want Forbidden by plexus-node-writes", tc.cred, tc.node, err)
+			}
+		}
+		if _, err := admin.Resource(plexusapi.PlexusNodes).Get(ctx, "node-b", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("PlexusNode node-b after forbidden writes: err = %v, want NotFound", err)
+		}
+	})
+
+	t.Run("AttachmentPolicy status", func(t *testing.T) {
+		pol := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": plexusapi.Group + "/" + plexusapi.Version, "kind": plexusapi.KindAttachmentPolicy,
+			"metadata": map[string]any{"name": "team"},
+			"spec":     map[string]any{"modules": map[string]any{"team.rego": "package plexus.team\n"}},
+		}}
+		policies := admin.Resource(plexusapi.AttachmentPolicies)
+		if _, err := policies.Create(ctx, pol, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// node-b's entry, written by node-b's own credential.
+		if err := applyEntry(ctx, creds["node-b"], "node-b", "rev-b"); err != nil {
+			t.Fatalf("node-b writing its own entry: %v", err)
+		}
+		if err := applyEntry(ctx, creds["node-a"], "node-a", "rev-a"); err != nil {
+			t.Fatalf("node-a writing its own entry: %v", err)
+		}
+		forbidden := []struct {
+			what string
+			err  error
+		}{
+			{"node-a applying node-b's entry", applyEntry(ctx, creds["node-a"], "node-b", "forged")},
+			{"a credential bound to no node applying node-a's entry", applyEntry(ctx, creds["unbound"], "node-a", "forged")},
+		}
+		// A merge patch replaces the whole list: node-b's entry would go.
+		_, err := creds["node-a"].Resource(plexusapi.AttachmentPolicies).Patch(ctx, "team", types.MergePatchType,
+			[]byte(`{"status":{"nodes":[{"node":"node-a","activeRevision":"forged"}]}}`), metav1.PatchOptions{}, "status")
+		forbidden = append(forbidden, struct {
+			what string
+			err  error
+		}{"node-a replacing every entry", err})
+		for _, f := range forbidden {
+			if !apierrors.IsForbidden(f.err) || !strings.Contains(f.err.Error(), "plexus-policy-status") {
+				t.Errorf("%s: err = %v, want Forbidden by plexus-policy-status", f.what, f.err)
+			}
+		}
+		u, err := policies.Get(ctx, "team", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got plexusapi.AttachmentPolicy
+		if err := plexusapi.FromUnstructured(u, &got); err != nil {
+			t.Fatal(err)
+		}
+		revs := map[string]string{}
+		for _, n := range got.Status.Nodes {
+			revs[n.Node] = n.ActiveRevision
+		}
+		if want := map[string]string{"node-a": "rev-a", "node-b": "rev-b"}; !reflect.DeepEqual(revs, want) {
+			t.Errorf("status entries %v, want %v", revs, want)
+		}
+	})
+}
+
+// applyEntry applies one status.nodes entry as a node's agent does.
+func applyEntry(ctx context.Context, c dynamic.Interface, node, revision string) error {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": plexusapi.Group + "/" + plexusapi.Version, "kind": plexusapi.KindAttachmentPolicy,
+		"metadata": map[string]any{"name": "team"},
+		"status":   map[string]any{"nodes": []any{map[string]any{"node": node, "activeRevision": revision}}},
+	}}
+	_, err := c.Resource(plexusapi.AttachmentPolicies).ApplyStatus(ctx, "team", u, metav1.ApplyOptions{FieldManager: "plexusd-" + node, Force: true})
+	return err
+}
+
+// waitEnforced waits until the API server enforces plexus-node-writes
+// (it starts within a second or so of the policy's creation): a write let
+// through before is undone.
+func waitEnforced(t *testing.T, admin, other dynamic.Interface) {
+	t.Helper()
+	probe := &unstructured.Unstructured{}
+	probe.SetAPIVersion(plexusapi.Group + "/" + plexusapi.Version)
+	probe.SetKind(plexusapi.KindPlexusNode)
+	probe.SetName("probe")
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		_, err := other.Resource(plexusapi.PlexusNodes).Apply(t.Context(), "probe", probe, metav1.ApplyOptions{FieldManager: "probe"})
+		if apierrors.IsForbidden(err) && strings.Contains(err.Error(), "plexus-node-writes") {
+			return
+		}
+		if err == nil {
+			if err := admin.Resource(plexusapi.PlexusNodes).Delete(t.Context(), "probe", metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("plexus-node-writes is not enforced 20s after its creation: %v", err)
+		}
+	}
+}

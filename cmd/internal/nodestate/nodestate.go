@@ -1,0 +1,269 @@
+// Package nodestate publishes what a node's plexus has installed and
+// enforces in the PlexusNode named after the node (plexusapi), for
+// `kubectl get plexusnodes` and `plexusctl explain --node`.
+//
+// A Reporter assembles the status from providers, compares it with the
+// last one it published and writes only a change, by server-side apply to
+// the status subresource. Writes follow events (Notify) and a slow
+// resync of the local state; the reporter never polls the API. Writes are
+// at least MinInterval apart, and a failed write is retried with a
+// backoff capped at MaxBackoff.
+package nodestate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"time"
+	"unicode/utf8"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+
+	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
+)
+
+// Field managers of the two agents that write a PlexusNode.
+const (
+	ManagerPlexusd   = "plexusd"
+	ManagerInstaller = "plexus-installer"
+)
+
+// Modes, as PlexusNodeStatus.Mode.
+const (
+	ModeThick = "thick"
+	ModeThin  = "thin"
+)
+
+// Defaults of Options.
+const (
+	DefaultMinInterval = 5 * time.Second
+	DefaultResync      = 5 * time.Minute
+	DefaultMaxBackoff  = 2 * time.Minute
+	DefaultCallTimeout = 10 * time.Second
+	firstBackoff       = time.Second
+)
+
+// Install is what the node's installer found on its last pass.
+type Install struct {
+	// ConfigInstalled: plexus's CNI config is at ConfigPath.
+	ConfigInstalled bool
+	ConfigPath      string
+	// DefaultNetwork is the name in the cluster-wide default network's
+	// config, DefaultNetworkFile its path; both empty until found.
+	DefaultNetwork     string
+	DefaultNetworkFile string
+	// Plugins are the CNI plugin types (and IPAM types) the default
+	// network's config and plexus's own name.
+	Plugins []string
+	// BinDirs are searched for Plugins, as the runtime and plexus do.
+	BinDirs []string
+}
+
+// Options configure a Reporter.
+type Options struct {
+	// Client writes plexusapi.PlexusNodes; Node names the node and its
+	// PlexusNode.
+	Client dynamic.Interface
+	Node   string
+	// FieldManager is ManagerPlexusd or ManagerInstaller.
+	FieldManager string
+	// Mode is ModeThick or ModeThin; Version is plexus's release.
+	Mode    string
+	Version string
+	// Install reads the installer's last pass; required.
+	Install func() Install
+	// Policy and Extensions report the policy in force and the extension
+	// modules; nil reports none.
+	Policy     func() *plexusapi.NodePolicy
+	Extensions func() []plexusapi.NodeExtension
+	// MinInterval is the least time between two writes; Resync how often
+	// the local state is assembled again without a Notify; MaxBackoff
+	// caps the wait before retrying a failed write; CallTimeout bounds
+	// each request.
+	MinInterval time.Duration
+	Resync      time.Duration
+	MaxBackoff  time.Duration
+	CallTimeout time.Duration
+	Log         *slog.Logger
+	// Now is the clock (tests).
+	Now func() time.Time
+}
+
+// Reporter publishes one node's status.
+type Reporter struct {
+	o    Options
+	kick chan struct{}
+	// last is the status last published, Updated cleared; nil before the
+	// first write, so a (re)started agent always writes once.
+	last *plexusapi.PlexusNodeStatus
+	// Writes counts successful writes (tests, logs).
+	writes int
+}
+
+// New checks the options and fills in defaults.
+func New(o Options) (*Reporter, error) {
+	switch {
+	case o.Client == nil:
+		return nil, errors.New("node state reporter: no API client")
+	case o.Node == "":
+		return nil, errors.New("node state reporter: no node name")
+	case o.Install == nil:
+		return nil, errors.New("node state reporter: no install state")
+	case o.Mode != ModeThick && o.Mode != ModeThin:
+		return nil, fmt.Errorf("node state reporter: mode %q: want %s or %s", o.Mode, ModeThick, ModeThin)
+	case o.FieldManager == "":
+		return nil, errors.New("node state reporter: no field manager")
+	}
+	if o.MinInterval <= 0 {
+		o.MinInterval = DefaultMinInterval
+	}
+	if o.Resync <= 0 {
+		o.Resync = DefaultResync
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = DefaultMaxBackoff
+	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = DefaultCallTimeout
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Reporter{o: o, kick: make(chan struct{}, 1)}, nil
+}
+
+// Notify asks for the state to be assembled again: the agent calls it
+// after it changed something the status reports. It never blocks;
+// notifications before the next pass collapse into one.
+func (r *Reporter) Notify() {
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Status assembles the current status, Updated unset.
+func (r *Reporter) Status() plexusapi.PlexusNodeStatus {
+	in := r.o.Install()
+	st := plexusapi.PlexusNodeStatus{
+		Mode: r.o.Mode, Version: r.o.Version,
+		ConfigInstalled: in.ConfigInstalled, ConfigPath: in.ConfigPath,
+		DefaultNetwork: in.DefaultNetwork, DefaultNetworkFile: in.DefaultNetworkFile,
+		MissingPlugins: MissingPlugins(in.Plugins, in.BinDirs),
+	}
+	if r.o.Policy != nil {
+		if p := r.o.Policy(); p != nil {
+			pol := *p
+			pol.Error = truncate(pol.Error)
+			st.Policy = &pol
+		}
+	}
+	if r.o.Extensions != nil {
+		exts := r.o.Extensions()
+		st.Extensions = make([]plexusapi.NodeExtension, 0, min(len(exts), MaxExtensions))
+		for _, e := range exts[:min(len(exts), MaxExtensions)] {
+			e.Error = truncate(e.Error)
+			st.Extensions = append(st.Extensions, e)
+		}
+	}
+	return st
+}
+
+// Bounds the CRD sets on what a report holds: a longer error or list
+// would make the API server refuse every write.
+const (
+	MaxExtensions = 64
+	maxErrorBytes = 4096
+)
+
+// truncate cuts an error to maxErrorBytes, on a rune boundary.
+func truncate(s string) string {
+	if len(s) <= maxErrorBytes {
+		return s
+	}
+	const more = " [truncated]"
+	cut := maxErrorBytes - len(more)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + more
+}
+
+// Run publishes the status until ctx ends: after the first Notify (the
+// agent's first pass, so nothing half-known is written), then after each
+// Notify and each Resync when it changed.
+func (r *Reporter) Run(ctx context.Context) {
+	resync := time.NewTicker(r.o.Resync)
+	defer resync.Stop()
+	select {
+	case <-ctx.Done():
+		return
+	case <-r.kick:
+	case <-resync.C:
+	}
+	var lastWrite time.Time
+	backoff := time.Duration(0)
+	for {
+		// Bound writes: never two within MinInterval, and after a
+		// failure not before the backoff.
+		wait := max(r.o.MinInterval-r.o.Now().Sub(lastWrite), backoff)
+		if wait > 0 && !sleep(ctx, wait) {
+			return
+		}
+		wrote, err := r.PublishIfChanged(ctx)
+		switch {
+		case errors.Is(err, ErrNoKind):
+			// Retrying cannot help: wait for the next change or resync.
+			r.o.Log.Info("not reporting the node's state until the next change", "node", r.o.Node, "err", err)
+		case err != nil:
+			backoff = min(max(2*backoff, firstBackoff), r.o.MaxBackoff)
+			r.o.Log.Warn("reporting the node's state failed; retrying", "node", r.o.Node, "retry", backoff, "err", err)
+			continue
+		case wrote:
+			lastWrite = r.o.Now()
+		}
+		backoff = 0
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.kick:
+		case <-resync.C:
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// PublishIfChanged writes the status when it differs from the last one
+// written, and reports whether it wrote.
+func (r *Reporter) PublishIfChanged(ctx context.Context) (bool, error) {
+	st := r.Status()
+	if r.last != nil && reflect.DeepEqual(*r.last, st) {
+		return false, nil
+	}
+	published := st
+	published.Updated = metav1.NewTime(r.o.Now().Truncate(time.Second))
+	if err := r.apply(ctx, published); err != nil {
+		return false, err
+	}
+	r.last = &st
+	r.writes++
+	r.o.Log.Info("reported the node's state", "plexusnode", r.o.Node, "configInstalled", st.ConfigInstalled,
+		"defaultNetwork", st.DefaultNetwork, "missingPlugins", st.MissingPlugins)
+	return true, nil
+}

@@ -1,0 +1,49 @@
+// Package shim is thick mode's forwarder: it sends a CNI call to plexusd
+// over its unix socket and hands back the answer. cmd/plexus-shim runs
+// Funcs under the CNI library's skel.
+package shim
+
+import (
+	"errors"
+	"time"
+
+	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/plexus-cni/plexus/cmd/internal/cniargs"
+	"github.com/plexus-cni/plexus/cmd/internal/daemon/wire"
+	"github.com/plexus-cni/plexus/core/codes"
+	"github.com/plexus-cni/plexus/core/config/daemonconf"
+)
+
+// forward sends the call to plexusd and returns its reply. When plexusd
+// cannot be reached, an ADD waits daemonWait for it to become ready; a DEL
+// runs delFallback, which tears down from the attachment record without
+// plexusd, so a dead daemon never leaks interfaces or leases, and its reply
+// is nil; any other command fails.
+func forward(conf *daemonconf.Daemon, call *wire.Call, delFallback func() error) (*wire.Reply, error) {
+	client := &wire.Client{Socket: conf.DaemonSocket}
+	reply, err := client.Do(call)
+	if !errors.Is(err, wire.ErrUnreachable) {
+		return reply, err
+	}
+	switch call.Command() {
+	case "DEL":
+		return nil, delFallback()
+	case "ADD":
+		wait := conf.Wait()
+		if err := client.WaitReady(time.Now().Add(wait)); err != nil {
+			return nil, types.NewError(codes.DaemonUnreachable, podOf(call)+": "+err.Error()+" (waited "+wait.String()+")", "")
+		}
+		return client.Do(call)
+	}
+	return nil, types.NewError(codes.DaemonUnreachable, err.Error(), "")
+}
+
+// podOf names the pod of a call for messages, or its container when
+// CNI_ARGS name none.
+func podOf(c *wire.Call) string {
+	if p, _, err := cniargs.Load(c.CmdArgs().Args); err == nil && p.Ref() != "" {
+		return "pod " + p.Ref()
+	}
+	return "container " + c.CmdArgs().ContainerID
+}

@@ -1,0 +1,225 @@
+package explain
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
+)
+
+// maxPolicyObjects bounds the AttachmentPolicies read for one node.
+const maxPolicyObjects = 100
+
+// plexusNode reads the node's PlexusNode; nil, nil when there is none.
+func (c *Cluster) plexusNode(ctx context.Context, node string) (*plexusapi.PlexusNode, error) {
+	u, err := c.Dynamic.Resource(plexusapi.PlexusNodes).Get(ctx, node, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading PlexusNode %s: %w", node, err)
+	}
+	var n plexusapi.PlexusNode
+	if err := plexusapi.FromUnstructured(u, &n); err != nil {
+		return nil, err
+	}
+	return &n, nil
+}
+
+// policyEntries are the node's entries in the AttachmentPolicies' status.
+func (c *Cluster) policyEntries(ctx context.Context, node string) ([]NodePolicyEntry, error) {
+	list, err := c.Dynamic.Resource(plexusapi.AttachmentPolicies).List(ctx, metav1.ListOptions{Limit: maxPolicyObjects})
+	if apierrors.IsNotFound(err) {
+		return nil, nil // no AttachmentPolicy kind in this cluster
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing AttachmentPolicies: %w", err)
+	}
+	var out []NodePolicyEntry
+	for i := range list.Items {
+		var p plexusapi.AttachmentPolicy
+		if err := plexusapi.FromUnstructured(&list.Items[i], &p); err != nil {
+			return nil, err
+		}
+		e := NodePolicyEntry{Object: p.Name, Generation: p.Generation}
+		for _, s := range p.Status.Nodes {
+			if s.Node == node {
+				e.Status = &s
+				break
+			}
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// nodeState reads what the node's plexus reported of itself and checks it
+// against the pod: its config, default network, the plugins its networks
+// need, its policy and extensions.
+func (b *builder) nodeState(ctx context.Context, n *Node, pods []corev1.Pod) {
+	pn, err := b.opts.Cluster.plexusNode(ctx, n.Name)
+	switch {
+	case err != nil:
+		n.State = &NodeState{Error: err.Error()}
+		b.warn("node %s: %v", n.Name, err)
+	case pn == nil:
+		n.State = &NodeState{}
+		b.warn("node %s: no PlexusNode %s: plexus has not reported from this node: it does not run there, it is an older plexus that does not report, or its writes fail (its log says why)", n.Name, n.Name)
+	default:
+		n.State = &NodeState{Found: true, Status: &pn.Status}
+		b.checkNodeState(n, pods)
+	}
+	entries, err := b.opts.Cluster.policyEntries(ctx, n.Name)
+	if err != nil {
+		n.PoliciesError = err.Error()
+		b.warn("node %s: %v", n.Name, err)
+		return
+	}
+	n.Policies = entries
+	for _, e := range entries {
+		b.checkPolicyEntry(n.Name, e)
+	}
+}
+
+func (b *builder) checkNodeState(n *Node, pods []corev1.Pod) {
+	st := n.State.Status
+	if s := stale(st, pods); s != "" {
+		n.State.Stale = s
+		b.warn("node %s: PlexusNode may be stale: %s", n.Name, s)
+	}
+	switch {
+	case !st.ConfigInstalled && st.DefaultNetwork == "":
+		b.problem("node %s: plexus's CNI config is not installed (%s): the default network's config was not found in the conf dir, so kubelet does not call plexus there (s6.1, s6.1.1)", n.Name, st.ConfigPath)
+	case !st.ConfigInstalled:
+		b.problem("node %s: plexus's CNI config is not installed (%s): kubelet does not call plexus there (s6.1)", n.Name, st.ConfigPath)
+	}
+	b.checkMissingPlugins(n)
+	if p := st.Policy; p != nil && p.Error != "" {
+		b.warn("node %s: policy (%s): %s; %s", n.Name, policySource(p), p.Error, inForce(p.Revision))
+	}
+	for _, x := range st.Extensions {
+		if x.Loaded {
+			continue
+		}
+		if users := b.keysOf(x.Name); len(users) > 0 {
+			b.problem("node %s: extension %s (%s) failed to load: %s; this pod's keys it owns (%s) fail there", n.Name, x.Name, x.Path, x.Error, strings.Join(users, ", "))
+		} else {
+			b.warn("node %s: extension %s (%s) failed to load: %s; pods using its keys fail there", n.Name, x.Name, x.Path, x.Error)
+		}
+	}
+}
+
+// stale says why a PlexusNode may not describe the plexus running on the
+// node: none runs there, or the running one started after the last write
+// (it does not report: an older plexus, or its writes fail).
+func stale(st *plexusapi.PlexusNodeStatus, pods []corev1.Pod) string {
+	if len(pods) == 0 {
+		return fmt.Sprintf("no plexus pod runs on the node; this is what plexus reported last, at %s", when(st.Updated))
+	}
+	for _, p := range pods {
+		for _, cs := range p.Status.ContainerStatuses {
+			if r := cs.State.Running; r != nil && r.StartedAt.After(st.Updated.Time.Add(time.Second)) {
+				return fmt.Sprintf("plexus pod %s/%s (container %s) started at %s, after the last report at %s: the running plexus does not report (an older version), or its writes fail (its log says why)",
+					p.Namespace, p.Name, cs.Name, when(r.StartedAt), when(st.Updated))
+			}
+		}
+	}
+	return ""
+}
+
+// checkMissingPlugins: a plugin the pod's networks need and the node
+// lacks is a problem for this pod; other missing ones are the node's.
+func (b *builder) checkMissingPlugins(n *Node) {
+	needs := b.podPlugins()
+	for _, p := range n.State.Status.MissingPlugins {
+		if nets := needs[p]; len(nets) > 0 {
+			n.State.MissingForPod = append(n.State.MissingForPod, NeededPlugin{Plugin: p, Networks: nets})
+			b.problem("node %s lacks CNI plugin %s in its bin dir, which %s need(s): the ADD fails there", n.Name, p, strings.Join(nets, ", "))
+			continue
+		}
+		b.warn("node %s lacks CNI plugin %s in its bin dir (its default network's config, plexus's own or a network an earlier ADD there named it)", n.Name, p)
+	}
+}
+
+// podPlugins maps each plugin and IPAM type the pod's networks name to
+// the networks (as explain labels them) naming it.
+func (b *builder) podPlugins() map[string][]string {
+	out := map[string][]string{}
+	add := func(label string, n *NAD) {
+		if n == nil {
+			return
+		}
+		for _, t := range append(slices.Clone(n.PluginTypes), n.IPAMTypes...) {
+			if !slices.Contains(out[t], label) {
+				out[t] = append(out[t], label)
+			}
+		}
+	}
+	if d := b.r.DefaultNetwork; d != nil {
+		add("default "+d.Network, d.NAD)
+	}
+	for _, a := range b.r.Attachments {
+		add(fmt.Sprintf("[%d] %s", a.Index, a.Network), &a.NAD)
+	}
+	return out
+}
+
+// keysOf lists the pod's reverse-domain keys an extension module owns.
+func (b *builder) keysOf(module string) []string {
+	var out []string
+	for _, a := range b.r.Attachments {
+		for _, k := range a.Keys {
+			if module != "" && k.Module == module {
+				out = append(out, fmt.Sprintf("[%d] %s", a.Index, k.Key))
+			}
+		}
+	}
+	return out
+}
+
+func (b *builder) checkPolicyEntry(node string, e NodePolicyEntry) {
+	s := e.Status
+	switch {
+	case s == nil:
+		// A node follows only the AttachmentPolicy its config names.
+	case s.Error != "":
+		b.warn("node %s refused AttachmentPolicy %s generation %d: %s; %s", node, e.Object, s.ObservedGeneration, s.Error, inForce(s.ActiveRevision))
+	case s.ObservedGeneration < e.Generation:
+		b.warn("node %s has not yet acted on AttachmentPolicy %s generation %d (last seen %d)", node, e.Object, e.Generation, s.ObservedGeneration)
+	}
+}
+
+func policySource(p *plexusapi.NodePolicy) string {
+	if p.Object != "" {
+		return p.Source + " " + p.Object
+	}
+	return p.Source
+}
+
+func inForce(revision string) string {
+	if revision == "" {
+		return "no revision of it is in force"
+	}
+	return "revision " + shortRevision(revision) + " stays in force"
+}
+
+func shortRevision(r string) string {
+	if len(r) > 12 {
+		return r[:12]
+	}
+	return r
+}
+
+func when(t metav1.Time) string {
+	if t.IsZero() {
+		return "an unknown time"
+	}
+	return t.UTC().Format(time.RFC3339)
+}

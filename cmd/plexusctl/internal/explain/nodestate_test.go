@@ -1,0 +1,116 @@
+package explain
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
+)
+
+func plexusNodeObj(t *testing.T, name string, st plexusapi.PlexusNodeStatus) *unstructured.Unstructured {
+	t.Helper()
+	u, err := plexusapi.ToUnstructured(&plexusapi.PlexusNode{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// TestExplainNodeState: what the node's PlexusNode and AttachmentPolicy
+// entries say, checked against the pod's networks.
+func TestExplainNodeState(t *testing.T) {
+	started := time.Date(2026, 11, 25, 18, 0, 0, 0, time.UTC)
+	plexusPod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: PlexusNamespace, Name: "plexusd-x", Labels: map[string]string{"app.kubernetes.io/name": "plexus"}},
+		Spec:       corev1.PodSpec{NodeName: "node-1"},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "plexusd", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(started)}}}}},
+	}
+	healthy := plexusapi.PlexusNodeStatus{Mode: "thick", Version: "v1", ConfigInstalled: true, ConfigPath: "/etc/cni/net.d/00-plexus.conflist",
+		DefaultNetwork: "pod-net", DefaultNetworkFile: "/etc/cni/net.d/10-default.conflist", Updated: metav1.NewTime(started.Add(time.Minute)),
+		Policy: &plexusapi.NodePolicy{Source: "object", Object: "team", Revision: "0123456789abcdef"}}
+	with := func(f func(*plexusapi.PlexusNodeStatus)) plexusapi.PlexusNodeStatus {
+		st := healthy
+		f(&st)
+		return st
+	}
+	policy := func(entry *plexusapi.NodePolicyStatus) *unstructured.Unstructured {
+		p := &plexusapi.AttachmentPolicy{ObjectMeta: metav1.ObjectMeta{Name: "team", Generation: 3}}
+		if entry != nil {
+			p.Status.Nodes = []plexusapi.NodePolicyStatus{*entry}
+		}
+		u, err := plexusapi.ToUnstructured(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	for _, tc := range []struct {
+		name     string
+		state    *plexusapi.PlexusNodeStatus
+		entry    *plexusapi.NodePolicyStatus
+		problems []string
+		warnings []string
+		text     []string
+	}{
+		{name: "healthy", state: &healthy, entry: &plexusapi.NodePolicyStatus{Node: "node-1", ActiveGeneration: 3, ObservedGeneration: 3, ActiveRevision: "abc"},
+			text: []string{"PlexusNode node-1: thick mode, version v1", "config installed: /etc/cni/net.d/00-plexus.conflist", "default network: pod-net", "plugins: none missing", "policy: object team, revision 0123456789ab"}},
+		{name: "missing", warnings: []string{"no PlexusNode node-1: plexus has not reported from this node"}, text: []string{"PlexusNode node-1: warning missing"}},
+		{name: "stale", state: ptr(with(func(s *plexusapi.PlexusNodeStatus) { s.Updated = metav1.NewTime(started.Add(-time.Hour)) })),
+			warnings: []string{"the running plexus does not report (an older version)"}},
+		{name: "config not installed", state: ptr(with(func(s *plexusapi.PlexusNodeStatus) {
+			s.ConfigInstalled, s.DefaultNetwork, s.DefaultNetworkFile = false, "", ""
+		})),
+			problems: []string{"node node-1: plexus's CNI config is not installed (/etc/cni/net.d/00-plexus.conflist): the default network's config was not found"}},
+		{name: "plugin the NAD needs", state: ptr(with(func(s *plexusapi.PlexusNodeStatus) { s.MissingPlugins = []string{"host-local", "vlan"} })),
+			problems: []string{"node node-1 lacks CNI plugin host-local in its bin dir, which [0] team-a/blue need(s)"},
+			warnings: []string{"node node-1 lacks CNI plugin vlan"}, text: []string{"plugin host-local: PROBLEM missing, needed by [0] team-a/blue"}},
+		{name: "policy refused", state: &healthy, entry: &plexusapi.NodePolicyStatus{Node: "node-1", ObservedGeneration: 3, ActiveRevision: "abc", Error: "team.rego:3: rego_parse_error"},
+			warnings: []string{"node node-1 refused AttachmentPolicy team generation 3: team.rego:3: rego_parse_error; revision abc stays in force"}},
+		{name: "extension failed", state: ptr(with(func(s *plexusapi.PlexusNodeStatus) {
+			s.Extensions = []plexusapi.NodeExtension{{Name: "vlan", Path: "/opt/plexus/ext/vlan.wasm", Error: "abi version 9: want 1"}}
+		})), warnings: []string{"node node-1: extension vlan (/opt/plexus/ext/vlan.wasm) failed to load: abi version 9: want 1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fc := fakeCluster{
+				pods: []*corev1.Pod{testPod("team-a", "web", networks("blue")), plexusPod},
+				nads: []*unstructured.Unstructured{testNAD("team-a", "blue", bridgeConf, nil)},
+			}
+			if tc.state != nil {
+				fc.plexus = append(fc.plexus, plexusNodeObj(t, "node-1", *tc.state))
+			}
+			fc.plexus = append(fc.plexus, policy(tc.entry))
+			r, err := Explain(t.Context(), Options{Namespace: "team-a", Name: "web", Cluster: fc.cluster(t), Node: "node-1"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkProblems(t, r, tc.problems)
+			warnings := strings.Join(r.Warnings, "\n")
+			if len(tc.warnings) == 0 && strings.Contains(warnings, "node-1") {
+				t.Errorf("warnings about the node, want none:\n%s", warnings)
+			}
+			for _, w := range tc.warnings {
+				if !strings.Contains(warnings, w) {
+					t.Errorf("no warning mentions %q; warnings:\n%s", w, warnings)
+				}
+			}
+			var out bytes.Buffer
+			if err := WriteText(&out, r); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.text {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("output lacks %q:\n%s", w, out.String())
+				}
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,115 @@
+package explain
+
+import (
+	"fmt"
+	"strings"
+
+	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
+)
+
+// textNodeState writes the node's PlexusNode: what its plexus installed
+// and enforces, as it last reported.
+func textNodeState(p *printer, n *Node) {
+	s := n.State
+	switch {
+	case s == nil:
+		return
+	case s.Error != "":
+		p.line(1, "PlexusNode %s: %s %s", n.Name, MarkWarning, s.Error)
+		return
+	case !s.Found:
+		p.line(1, "PlexusNode %s: %s missing: plexus has not reported from this node (not running there, an older plexus, or its writes fail)", n.Name, MarkWarning)
+		return
+	}
+	st := s.Status
+	p.line(1, "PlexusNode %s: %s mode, version %s, updated %s", n.Name, st.Mode, st.Version, when(st.Updated))
+	if s.Stale != "" {
+		p.line(2, "%s stale: %s", MarkWarning, s.Stale)
+	}
+	if st.ConfigInstalled {
+		p.line(2, "config installed: %s", st.ConfigPath)
+	} else {
+		p.line(2, "config: %s not installed (%s)", MarkProblem, st.ConfigPath)
+	}
+	if st.DefaultNetwork != "" || st.DefaultNetworkFile != "" {
+		p.line(2, "default network: %s (%s)", st.DefaultNetwork, st.DefaultNetworkFile)
+	} else {
+		p.line(2, "default network: %s not found in the conf dir (s6.1.1)", MarkProblem)
+	}
+	textPlugins(p, s)
+	textNodePolicy(p, st.Policy)
+	for _, x := range st.Extensions {
+		p.line(2, "%s", extensionLine(x))
+	}
+}
+
+func textPlugins(p *printer, s *NodeState) {
+	if len(s.Status.MissingPlugins) == 0 {
+		p.line(2, "plugins: none missing from the bin dir (of those it checks: its default network's, plexus's own and, in thick mode, those its ADDs ran)")
+		return
+	}
+	needed := map[string][]string{}
+	for _, m := range s.MissingForPod {
+		needed[m.Plugin] = m.Networks
+	}
+	for _, pl := range s.Status.MissingPlugins {
+		if nets := needed[pl]; len(nets) > 0 {
+			p.line(2, "plugin %s: %s missing, needed by %s", pl, MarkProblem, strings.Join(nets, ", "))
+		} else {
+			p.line(2, "plugin %s: %s missing (not one this pod's networks name)", pl, MarkWarning)
+		}
+	}
+}
+
+func textNodePolicy(p *printer, pol *plexusapi.NodePolicy) {
+	switch {
+	case pol == nil:
+		p.line(2, "policy: not reported")
+		return
+	case pol.Error != "":
+		p.line(2, "policy: %s, %s %s; %s", policySource(pol), MarkWarning, pol.Error, inForce(pol.Revision))
+		return
+	}
+	s := "policy: " + policySource(pol)
+	if pol.Revision != "" {
+		s += ", revision " + shortRevision(pol.Revision)
+	}
+	if !pol.Since.IsZero() {
+		s += " since " + when(pol.Since)
+	}
+	p.line(2, "%s", s)
+}
+
+func extensionLine(x plexusapi.NodeExtension) string {
+	name := x.Name
+	if name == "" {
+		name = x.Path
+	}
+	if !x.Loaded {
+		return fmt.Sprintf("extension %s (%s): %s failed to load: %s", name, x.Path, MarkWarning, x.Error)
+	}
+	s := fmt.Sprintf("extension %s (%s): loaded", name, x.Path)
+	if x.Version != "" {
+		s += ", version " + x.Version
+	}
+	return s
+}
+
+// textNodePolicies writes the node's entry in each AttachmentPolicy.
+func textNodePolicies(p *printer, n *Node) {
+	if n.PoliciesError != "" {
+		p.line(1, "AttachmentPolicies: %s %s", MarkWarning, n.PoliciesError)
+	}
+	for _, e := range n.Policies {
+		s := e.Status
+		switch {
+		case s == nil:
+			p.line(1, "AttachmentPolicy %s (generation %d): no entry for this node (it does not follow this policy, or has not acted on it yet)", e.Object, e.Generation)
+		case s.Error != "":
+			p.line(1, "AttachmentPolicy %s (generation %d): %s generation %d refused: %s; %s", e.Object, e.Generation, MarkWarning, s.ObservedGeneration, s.Error, inForce(s.ActiveRevision))
+		default:
+			p.line(1, "AttachmentPolicy %s (generation %d): generation %d active since %s, revision %s, %d test(s) passed",
+				e.Object, e.Generation, s.ActiveGeneration, when(s.ActiveSince), shortRevision(s.ActiveRevision), s.TestsPassed)
+		}
+	}
+}

@@ -1,0 +1,135 @@
+package plexusd
+
+import (
+	"context"
+	"slices"
+	"sync"
+
+	"github.com/containernetworking/cni/libcni"
+	"github.com/containernetworking/cni/pkg/types"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/plexus-cni/plexus/cmd/internal/install"
+	"github.com/plexus-cni/plexus/cmd/internal/nodestate"
+	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
+	"github.com/plexus-cni/plexus/core/source/kube"
+	"github.com/plexus-cni/plexus/extensions"
+)
+
+// reportNode publishes this node's PlexusNode from what the config
+// installer finds and the delegates plexusd was asked to run, until ctx
+// ends. Only with the Kubernetes source: the manifests source has no API
+// to write to.
+func (d *Daemon) reportNode(ctx context.Context, in *install.Installer) error {
+	if d.cache == nil {
+		return nil
+	}
+	rc, err := kube.Config(d.conf.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	rc.UserAgent = "plexusd"
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	seen := &delegateTypes{}
+	r, err := nodestate.New(nodestate.Options{
+		Client: dyn, Node: d.o.NodeName, FieldManager: nodestate.ManagerPlexusd,
+		Mode: nodestate.ModeThick, Version: d.o.Version, Log: d.o.Log,
+		Install: func() nodestate.Install {
+			st := in.Observed()
+			st.Plugins = append(st.Plugins, seen.list()...)
+			return st
+		},
+		Extensions: d.nodeExtensions,
+		Policy:     d.NodePolicy,
+	})
+	if err != nil {
+		return err
+	}
+	seen.notify = r.Notify
+	d.nodeState, d.delegates = r, seen
+	notify := r.Notify
+	d.policyChanged.Store(&notify)
+	in.NotifyOnChange(r.Notify)
+	go r.Run(ctx)
+	return nil
+}
+
+// nodeExtensions reports the extension host's modules; the host is built
+// before the reporter starts and never replaced.
+func (d *Daemon) nodeExtensions() []plexusapi.NodeExtension {
+	if d.ext == nil {
+		return nil
+	}
+	return nodeExtensions(d.ext.Modules())
+}
+
+// nodeExtensions maps module states to the PlexusNode's entries (the
+// reporter bounds them).
+func nodeExtensions(mods []extensions.ModuleState) []plexusapi.NodeExtension {
+	out := make([]plexusapi.NodeExtension, 0, len(mods))
+	for _, m := range mods {
+		out = append(out, plexusapi.NodeExtension{
+			Name: m.Name, Version: m.Version, Path: m.Path, SHA256: m.SHA256,
+			Loaded: m.Loaded, Error: m.Err,
+		})
+	}
+	return out
+}
+
+// delegateTypes are the plugin and IPAM types of the delegates plexusd
+// was asked to run, at most nodestate.MaxPlugins of them: the node's
+// PlexusNode names those its bin dirs lack.
+type delegateTypes struct {
+	mu     sync.Mutex
+	seen   []string
+	notify func()
+}
+
+func (s *delegateTypes) list() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.seen)
+}
+
+// add records l's types; a new one notifies the reporter.
+func (s *delegateTypes) add(l *libcni.NetworkConfigList) {
+	if s == nil || l == nil {
+		return
+	}
+	added := false
+	s.mu.Lock()
+	for _, p := range l.Plugins {
+		if p == nil || p.Network == nil {
+			continue
+		}
+		for _, t := range []string{p.Network.Type, p.Network.IPAM.Type} {
+			if nodestate.IsPluginName(t) && !slices.Contains(s.seen, t) && len(s.seen) < nodestate.MaxPlugins {
+				s.seen = append(s.seen, t)
+				added = true
+			}
+		}
+	}
+	s.mu.Unlock()
+	if added {
+		s.notify()
+	}
+}
+
+// wrapCNI counts delegate ADDs and records their types.
+func (d *Daemon) wrapCNI(c libcni.CNI) libcni.CNI {
+	return recordingCNI{CNI: countingCNI{CNI: c, m: d.m}, seen: d.delegates}
+}
+
+// recordingCNI records the types of each delegate ADD before running it.
+type recordingCNI struct {
+	libcni.CNI
+	seen *delegateTypes
+}
+
+func (c recordingCNI) AddNetworkList(ctx context.Context, l *libcni.NetworkConfigList, rt *libcni.RuntimeConf) (types.Result, error) {
+	c.seen.add(l)
+	return c.CNI.AddNetworkList(ctx, l, rt)
+}

@@ -1,0 +1,430 @@
+// Package plexusd is the node daemon of thick mode: it serves the shim's
+// calls with the same pipeline as the thin plugin, but with informer
+// caches, policies compiled once (and recompiled when their files change),
+// extension modules compiled once, and metrics. It also keeps plexus's CNI
+// config in kubelet's directory in step with the default network (s6.1).
+package plexusd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/client-go/rest"
+
+	"github.com/plexus-cni/plexus/cmd/internal/cniplugin"
+	"github.com/plexus-cni/plexus/cmd/internal/cri"
+	"github.com/plexus-cni/plexus/cmd/internal/daemon"
+	"github.com/plexus-cni/plexus/cmd/internal/install"
+	"github.com/plexus-cni/plexus/cmd/internal/nodestate"
+	"github.com/plexus-cni/plexus/cmd/internal/stages"
+	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
+	"github.com/plexus-cni/plexus/core/codes"
+	"github.com/plexus-cni/plexus/core/config"
+	"github.com/plexus-cni/plexus/core/pipeline"
+	"github.com/plexus-cni/plexus/core/source"
+	"github.com/plexus-cni/plexus/core/source/kube"
+	"github.com/plexus-cni/plexus/core/source/kube/cached"
+	"github.com/plexus-cni/plexus/core/source/manifests"
+	"github.com/plexus-cni/plexus/policies"
+)
+
+// Readiness modes (s6.1).
+const (
+	// ReadinessWait writes plexus's config only once the default network's
+	// exists (s6.1, s6.1.1).
+	ReadinessWait = "wait"
+	// ReadinessBlock writes it at once and holds ADDs until the default
+	// network's config exists, up to BlockDeadline (s6.1.2).
+	ReadinessBlock = "block"
+)
+
+// Options configure plexusd.
+type Options struct {
+	// ConfigFile is plexus's config without clusterNetwork: the source,
+	// policy, extensions, cacheDir, binDir and logging plexusd uses.
+	ConfigFile string
+	Socket     string
+	// MetricsAddr serves /metrics, /healthz and /readyz; "" disables it.
+	MetricsAddr string
+	NodeName    string
+	MaxParallel int
+	PolicyPoll  time.Duration
+	// InstallConfig makes plexusd maintain plexus's CNI config in ConfDir
+	// (kubelet's) from the default network's in DefaultConfDir.
+	InstallConfig  bool
+	ConfDir        string
+	DefaultConfDir string
+	ConfName       string
+	Readiness      string
+	BlockDeadline  time.Duration
+	// CNIVersion is the cniVersion of the CNI config installed ("": the
+	// default network's, at most install.DefaultCNIVersion).
+	CNIVersion string
+	// Uninstall removes plexus's CNI config when plexusd stops, and the
+	// UninstallBinaries from BinDir (the init container's install).
+	Uninstall         bool
+	UninstallBinaries []string
+	BinDir            string
+	// Profiling serves Go's pprof under /debug/pprof/ on MetricsAddr.
+	Profiling bool
+	Log       *slog.Logger
+
+	// Version is plexus's release, reported in the node's PlexusNode.
+	Version string
+}
+
+// Daemon is a running plexusd.
+type Daemon struct {
+	o        Options
+	conf     *config.Config
+	m        *metrics
+	src      source.Source
+	manifest *manifests.Dir // the manifests directory, when that is the source
+	cache    *cached.Source // the Kubernetes source's caches, when that is the source
+	noSource bool
+	synced   func() bool
+	stages   pipeline.Stages
+	pub      *publisher   // network-status and events after the reply
+	cri      *cri.Client  // the runtime's CRI, once dynamic attachments or GC need it
+	rest     *rest.Config // the API's, when Kubernetes is the source
+	policy   *reloadingPolicy
+	// policyChanged, once the PlexusNode reporter runs, is its Notify:
+	// the policy watch calls it after each attempt.
+	policyChanged atomic.Pointer[func()]
+	// ext lists the extension modules and their states; nil without any.
+	ext     moduleLister
+	closers []func()
+
+	// nodeState publishes the node's PlexusNode (with InstallConfig and
+	// the Kubernetes source); Notify it after changing what it reports.
+	nodeState *nodestate.Reporter
+	delegates *delegateTypes
+}
+
+// Run starts plexusd and serves until ctx ends, then shuts down gracefully.
+func Run(ctx context.Context, o Options) error {
+	d, err := start(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer d.close()
+	return d.serve(ctx)
+}
+
+func start(ctx context.Context, o Options) (*Daemon, error) {
+	raw, err := os.ReadFile(o.ConfigFile)
+	if err != nil {
+		return nil, fmt.Errorf("plexusd config: %w", err)
+	}
+	conf, err := config.ParseBase(raw)
+	if err != nil {
+		return nil, fmt.Errorf("plexusd config %s: %w", o.ConfigFile, err)
+	}
+	d := &Daemon{o: o, conf: conf, m: newMetrics(), synced: func() bool { return true }}
+	if err := d.buildSource(ctx); err != nil {
+		return nil, err
+	}
+	if err := d.buildStages(ctx); err != nil {
+		d.close()
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *Daemon) close() {
+	for _, c := range d.closers {
+		c()
+	}
+}
+
+// buildSource: informer caches for Kubernetes; plexusd's manifests
+// directory is parsed again whenever its files change (it is local and may
+// change between calls).
+func (d *Daemon) buildSource(ctx context.Context) error {
+	if d.conf.Manifests != "" {
+		d.manifest = manifests.NewDir(d.conf.Manifests)
+		return nil
+	}
+	if d.conf.Kubeconfig == "" && os.Getenv("KUBERNETES_SERVICE_HOST") == "" {
+		// As the thin plugin does: no source, the default network only.
+		d.o.Log.Warn("no kubeconfig, no manifests and not in a pod: pods get the default network only")
+		d.noSource = true
+		return nil
+	}
+	rc, err := kube.Config(d.conf.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	if d.o.NodeName == "" {
+		return errors.New("plexusd needs the node name (--node-name or NODE_NAME) to cache this node's pods")
+	}
+	d.rest = rc
+	c, err := cached.New(ctx, rc, d.o.NodeName, kube.Options{CallTimeout: time.Duration(d.conf.APITimeout), Budget: time.Duration(d.conf.APIBudget), Component: "plexusd", Log: d.o.Log})
+	if err != nil {
+		return err
+	}
+	c.Misses = func(kind string) { d.m.cacheMisses.WithLabelValues(kind).Inc() }
+	counted := countingSource{Source: c, m: d.m}
+	d.pub = newPublisher(counted, d.o.Log)
+	d.closers = append(d.closers, func() { d.pub.close(publishGrace) })
+	d.src, d.synced, d.cache = asyncSource{Source: counted, pub: d.pub}, c.HasSynced, c
+	return nil
+}
+
+// buildStages compiles policies and extension modules once, as the plugin
+// builds them for an ADD, with a policy that reloads and stages that count.
+func (d *Daemon) buildStages(ctx context.Context) error {
+	st, closeStages, err := stages.Options{LongLived: true, Authorizer: d.authorizer}.Build(ctx, d.conf)
+	if err != nil {
+		return err
+	}
+	d.closers = append(d.closers, closeStages)
+	if st.Preparer != nil {
+		if l, ok := st.Preparer.(moduleLister); ok {
+			d.ext = l
+			d.m.reportModules(l, d.o.Log)
+		}
+		if w, ok := st.Preparer.(warningDropper); ok {
+			d.m.countDroppedWarnings(w)
+		}
+		ce := countingExtensions{prep: st.Preparer, enr: st.Enricher, m: d.m}
+		st.Preparer, st.Enricher = ce, ce
+	}
+	d.stages = st
+	return nil
+}
+
+// authorizer is the policy stage: reloaded when its files change, its
+// decisions counted.
+func (d *Daemon) authorizer(ctx context.Context, pc policies.Config) (pipeline.Authorizer, error) {
+	rp, err := newReloadingPolicy(ctx, pc, d.m, d.o.Log)
+	if err != nil {
+		return nil, err
+	}
+	d.policy = rp
+	if rp.sync == nil {
+		go rp.watch(ctx, d.o.PolicyPoll)
+	} else if err := d.watchPolicyObject(ctx, rp); err != nil {
+		return nil, err
+	}
+	return countingAuthorizer{Authorizer: rp, m: d.m}, nil
+}
+
+// NodePolicy is the policy this node enforces, for its PlexusNode; nil
+// when the config has no policy (every attachment allowed).
+func (d *Daemon) NodePolicy() *plexusapi.NodePolicy {
+	if d.policy == nil {
+		return nil
+	}
+	np := d.policy.NodePolicy()
+	return &np
+}
+
+// options is the pipeline runner with plexusd's long-lived parts. Calls
+// carry the shim's config (the default network, cniVersion, runtimeConfig);
+// the source, stages and logging are plexusd's.
+func (d *Daemon) options() cniplugin.Options {
+	o := cniplugin.Options{
+		Stages: func(context.Context, *config.Config) (pipeline.Stages, func(), error) {
+			return d.stages, func() {}, nil
+		},
+		Log:     d.o.Log,
+		Own:     d.conf,
+		WrapCNI: d.wrapCNI,
+		Ignored: d.m.ignored,
+		OnPodResourcesCall: func(method string) {
+			d.m.podResources.WithLabelValues(method).Inc()
+		},
+	}
+	switch {
+	case d.src != nil:
+		o.Source = func(*config.Config, cniplugin.Command, *slog.Logger) (source.Source, error) { return d.src, nil }
+	case d.manifest != nil:
+		o.Source = func(*config.Config, cniplugin.Command, *slog.Logger) (source.Source, error) {
+			return d.manifest.Current()
+		}
+	case d.noSource:
+		o.Source = func(*config.Config, cniplugin.Command, *slog.Logger) (source.Source, error) { return nil, nil }
+	}
+	return o
+}
+
+func (d *Daemon) serve(ctx context.Context) error {
+	// Records written from here on are this plexusd's.
+	started := time.Now()
+	ln, err := daemon.Listen(d.o.Socket)
+	if err != nil {
+		return err
+	}
+	dynamic, err := d.startDynamic(ctx)
+	if err == nil {
+		err = d.startGC(ctx)
+	}
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	d.startStatusRepair(ctx, started)
+	if d.o.MetricsAddr != "" {
+		go d.serveHTTP(ctx)
+	}
+	installed := func() {}
+	if d.o.InstallConfig {
+		if installed, err = d.startInstaller(ctx); err != nil {
+			ln.Close()
+			return err
+		}
+	}
+	srv := &daemon.Server{Handler: d.m.handler(d.block(dynamic(d.publishing(d.options().Handle)))), MaxParallel: d.o.MaxParallel, Ready: d.ready, Log: d.o.Log}
+	d.o.Log.Info("plexusd serving", "socket", d.o.Socket, "node", d.o.NodeName)
+	err = srv.Serve(ctx, ln)
+	_ = os.Remove(d.o.Socket)
+	// The installer's last pass (with --uninstall, removing plexus's config)
+	// runs once ctx is done: plexusd exits only after it.
+	installed()
+	return err
+}
+
+// ready: the caches are synced.
+func (d *Daemon) ready() bool { return d.synced() }
+
+// block holds ADDs until the default network's config exists (s6.1.2).
+func (d *Daemon) block(next daemon.Handler) daemon.Handler {
+	if !d.o.InstallConfig || d.o.Readiness != ReadinessBlock {
+		return next
+	}
+	return func(ctx context.Context, c *daemon.Call) *daemon.Reply {
+		if c.Command() == "ADD" {
+			if err := d.waitDefault(ctx); err != nil {
+				return &daemon.Reply{Failed: true, Stdout: []byte(fmt.Sprintf(`{"code":%d,"msg":%q}`, codes.DefaultNotReady, err.Error()))}
+			}
+		}
+		return next(ctx, c)
+	}
+}
+
+func (d *Daemon) waitDefault(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, d.o.BlockDeadline)
+	defer cancel()
+	for {
+		if defaultPresent(d.o.DefaultConfDir, d.o.ConfName) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the cluster-wide default network's CNI config did not appear in %s within %s (s6.1.2)", d.o.DefaultConfDir, d.o.BlockDeadline)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// defaultPresent reports a CNI config in dir other than plexus's own.
+func defaultPresent(dir, ours string) bool {
+	for _, pat := range []string{"*.conf", "*.conflist", "*.json"} {
+		m, _ := filepath.Glob(filepath.Join(dir, pat))
+		for _, f := range m {
+			if filepath.Base(f) != ours {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// startInstaller runs the config installer until ctx ends; the returned
+// function waits for it to finish.
+func (d *Daemon) startInstaller(ctx context.Context) (wait func(), err error) {
+	in, err := d.installer()
+	if err != nil {
+		return nil, fmt.Errorf("CNI config installer: %w", err)
+	}
+	if err := d.reportNode(ctx, in); err != nil {
+		return nil, fmt.Errorf("node state: %w", err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := in.Run(ctx); err != nil {
+			d.o.Log.Error("CNI config installer stopped", "err", err)
+		}
+	}()
+	return func() { <-done }, nil
+}
+
+// installer writes the shim's config: plexusd's socket and daemonWait for
+// the shim, and the keys the full plugin needs for a DEL while plexusd is
+// down.
+func (d *Daemon) installer() (*install.Installer, error) {
+	extra := map[string]any{"daemonSocket": d.o.Socket, "cacheDir": d.conf.CacheDir, "confDir": d.conf.ConfDir}
+	if d.conf.DaemonWait != 0 {
+		extra["daemonWait"] = d.conf.DaemonWait
+	}
+	// Calls carry the shim's config, so how selections are read must be
+	// in it for plexusd's settings to apply.
+	if d.conf.StrictSelection {
+		extra["strictSelection"] = true
+	}
+	// The keys from Multus that shape each call travel in the installed
+	// config, since calls carry the shim's config.
+	if d.conf.LogOptions != nil {
+		extra["logOptions"] = d.conf.LogOptions
+	}
+	if len(d.conf.DefaultNetworks) > 0 {
+		extra["defaultNetworks"] = d.conf.DefaultNetworks
+		extra["systemNamespaces"] = d.conf.SystemNamespaces
+	}
+	if d.conf.ReadinessIndicatorFile != "" {
+		extra["readinessindicatorfile"] = d.conf.ReadinessIndicatorFile
+		if d.conf.ReadinessTimeout != 0 {
+			extra["readinessTimeout"] = d.conf.ReadinessTimeout
+		}
+	}
+	if d.conf.AuxiliaryCNIChainName != "" {
+		extra["auxiliaryCNIChainName"] = d.conf.AuxiliaryCNIChainName
+	}
+	for k, v := range map[string]string{"binDir": d.conf.BinDir, "logFile": d.conf.LogFile, "logLevel": d.conf.LogLevel, "compat": d.conf.Compat} {
+		if v != "" {
+			extra[k] = v
+		}
+	}
+	return install.New(install.Options{
+		ConfigOnly: true, Immediate: d.o.Readiness == ReadinessBlock, PluginType: "plexus-shim",
+		CNIVersion: d.o.CNIVersion, Manifests: d.conf.Manifests,
+		ConfDir: d.o.ConfDir, DefaultConfDir: d.o.DefaultConfDir, ConfName: d.o.ConfName,
+		Binaries: d.o.UninstallBinaries, BinDir: d.o.BinDir,
+		Extra: extra, Uninstall: d.o.Uninstall, Poll: time.Second, Log: d.o.Log,
+	})
+}
+
+func (d *Daemon) serveHTTP(ctx context.Context) {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(d.m.reg, promhttp.HandlerOpts{}))
+	if d.o.Profiling {
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	}
+	mux.HandleFunc("GET /healthz", func(http.ResponseWriter, *http.Request) {})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !d.ready() {
+			http.Error(w, "caches not synced", http.StatusServiceUnavailable)
+		}
+	})
+	srv := &http.Server{Addr: d.o.MetricsAddr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		d.o.Log.Error("metrics server", "err", err)
+	}
+}

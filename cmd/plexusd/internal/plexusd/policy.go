@@ -1,0 +1,236 @@
+package plexusd
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
+	"github.com/plexus-cni/plexus/core/pipeline"
+	"github.com/plexus-cni/plexus/policies"
+	"github.com/plexus-cni/plexus/policies/follow"
+	"github.com/plexus-cni/plexus/policies/revision"
+)
+
+// reloadingPolicy serves decisions from the policy in force and replaces
+// it atomically: from files, when they change (polled); from an
+// AttachmentPolicy, when the node has verified a new revision
+// (policies/revision). A change that fails keeps the previous policy in force and
+// says so (log, metric; for an object, its status and an Event).
+type reloadingPolicy struct {
+	cfg policies.Config
+	// current is the engine in force; nil allows every attachment (the
+	// object was deleted with onDelete AllowAll).
+	current atomic.Pointer[policies.Engine]
+	digest  string
+	m       *metrics
+	log     *slog.Logger
+	// sync keeps the object's revisions; nil when the policy is files only.
+	sync *revision.Syncer
+	// files is the state of a files-only policy, for NodePolicy.
+	files atomic.Pointer[filesState]
+}
+
+type filesState struct {
+	digest string
+	since  time.Time
+	err    string
+}
+
+func newReloadingPolicy(ctx context.Context, cfg policies.Config, m *metrics, log *slog.Logger) (*reloadingPolicy, error) {
+	r := &reloadingPolicy{cfg: cfg, m: m, log: log}
+	if cfg.Object != nil {
+		return r, r.startObject(ctx)
+	}
+	digest, err := digestPaths(cfg.Paths)
+	if err != nil {
+		return nil, err
+	}
+	eng, err := policies.New(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	r.current.Store(eng)
+	r.digest = digest
+	r.files.Store(&filesState{digest: digest, since: time.Now()})
+	m.policyLoaded.Set(1)
+	m.policyRevision.WithLabelValues("", "files", digest[:12]).Set(1)
+	r.log.Info("policy loaded", "paths", r.cfg.Paths)
+	return r, nil
+}
+
+// startObject puts in force what the node's state directory holds, before
+// the API is reachable (revision.Syncer.Start).
+func (r *reloadingPolicy) startObject(ctx context.Context) error {
+	s, err := revision.New(revision.Options{Config: r.cfg, Log: r.log})
+	if err != nil {
+		return err
+	}
+	res, err := s.Start(ctx)
+	if err != nil {
+		return err
+	}
+	r.sync = s
+	r.current.Store(res.Engine)
+	r.m.policyLoaded.Set(1)
+	r.m.policyRevision.WithLabelValues(s.Name(), res.State.Source, res.State.Revision).Set(1)
+	r.log.Info("policy in force", "object", s.Name(), "source", res.State.Source, "revision", res.State.Revision, "err", res.State.Error)
+	return nil
+}
+
+// observe follows one attempt of the syncer: the engine in force and the
+// metrics.
+func (r *reloadingPolicy) observe(res revision.Result, err error) {
+	if err != nil {
+		if res.Attempted {
+			r.fail(err) // once per refused generation, not per replay
+		}
+		return
+	}
+	r.m.policyLoaded.Set(1)
+	if !res.Changed {
+		return
+	}
+	// Decisions still running on the old engine finish on it; the garbage
+	// collector frees it after them.
+	r.current.Store(res.Engine)
+	r.m.policyReloads.WithLabelValues("ok").Inc()
+	r.m.policyRevision.Reset()
+	r.m.policyRevision.WithLabelValues(r.sync.Name(), res.State.Source, res.State.Revision).Set(1)
+}
+
+// watchPolicyObject follows the AttachmentPolicy through the API, when
+// plexusd has one; without it the state directory's revision stays.
+func (d *Daemon) watchPolicyObject(ctx context.Context, rp *reloadingPolicy) error {
+	if d.rest == nil {
+		d.o.Log.Warn("policy object configured but no Kubernetes API: the node's last revision (or the default policy) stays in force", "object", rp.sync.Name())
+		return nil
+	}
+	dyn, err := dynamic.NewForConfig(d.rest)
+	if err != nil {
+		return fmt.Errorf("policy object: %w", err)
+	}
+	cs, err := kubernetes.NewForConfig(d.rest)
+	if err != nil {
+		return fmt.Errorf("policy object: %w", err)
+	}
+	w, err := follow.New(follow.Options{
+		Syncer: rp.sync, Dynamic: dyn, Events: cs, Node: d.o.NodeName,
+		FieldManager: "plexusd/" + d.o.NodeName, Component: "plexusd",
+		OnResult: func(res revision.Result, err error) {
+			rp.observe(res, err)
+			if notify := d.policyChanged.Load(); notify != nil {
+				(*notify)()
+			}
+		},
+		Log: d.o.Log,
+	})
+	if err != nil {
+		return err
+	}
+	go w.Run(ctx)
+	return nil
+}
+
+// NodePolicy is the node's policy in force, as PlexusNode reports it.
+func (r *reloadingPolicy) NodePolicy() plexusapi.NodePolicy {
+	if r.sync != nil {
+		return follow.NodePolicy(r.sync.Name(), r.sync.State())
+	}
+	fs := r.files.Load()
+	return plexusapi.NodePolicy{Source: "files", Revision: fs.digest[:12], Since: metav1.NewTime(fs.since), Error: fs.err}
+}
+
+// Authorize implements pipeline.Authorizer.
+func (r *reloadingPolicy) Authorize(ctx context.Context, req *pipeline.AuthorizeRequest) (pipeline.Decision, error) {
+	eng := r.current.Load()
+	if eng == nil {
+		return pipeline.Decision{Allowed: true}, nil
+	}
+	return eng.Authorize(ctx, req)
+}
+
+// NeedsNamespaceLabels implements pipeline.NamespaceLabelsUser.
+func (r *reloadingPolicy) NeedsNamespaceLabels() bool {
+	eng := r.current.Load()
+	return eng != nil && eng.NeedsNamespaceLabels()
+}
+
+// watch polls the policy files until ctx ends. Polling, not inotify: a
+// ConfigMap volume swaps a symlinked directory, which watchers miss.
+func (r *reloadingPolicy) watch(ctx context.Context, every time.Duration) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(every):
+		}
+		r.reloadIfChanged(ctx)
+	}
+}
+
+func (r *reloadingPolicy) reloadIfChanged(ctx context.Context) {
+	digest, err := digestPaths(r.cfg.Paths)
+	if err != nil {
+		r.fail(err)
+		return
+	}
+	if digest == r.digest {
+		return
+	}
+	r.digest = digest // a broken version is reported once, not every poll
+	eng, err := policies.New(ctx, r.cfg)
+	if err != nil {
+		r.fail(err)
+		return
+	}
+	// Decisions still running on the old engine finish on it; the garbage
+	// collector frees it after them.
+	r.current.Store(eng)
+	r.files.Store(&filesState{digest: digest, since: time.Now()})
+	r.m.policyReloads.WithLabelValues("ok").Inc()
+	r.m.policyLoaded.Set(1)
+	r.m.policyRevision.Reset()
+	r.m.policyRevision.WithLabelValues("", "files", digest[:12]).Set(1)
+	r.log.Info("policy reloaded", "paths", r.cfg.Paths)
+}
+
+func (r *reloadingPolicy) fail(err error) {
+	if fs := r.files.Load(); fs != nil {
+		r.files.Store(&filesState{digest: fs.digest, since: fs.since, err: err.Error()})
+	}
+	r.m.policyReloads.WithLabelValues("failed").Inc()
+	r.m.policyLoaded.Set(0)
+	r.log.Error("policy change rejected; the previous policy stays in force", "err", err)
+}
+
+// digestPaths hashes the names and contents of the policy and data files
+// the engine reads under paths (policies.Files: the loader's own walk).
+func digestPaths(paths []string) (string, error) {
+	files, err := policies.Files(paths)
+	if err != nil {
+		return "", err
+	}
+	sort.Strings(files)
+	h := sha256.New()
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", f, len(b))
+		h.Write(b)
+	}
+	return fmt.Sprintf("%x", h.Sum(nil)), nil
+}

@@ -1,0 +1,303 @@
+package plexusd
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/plexus-cni/plexus/cmd/internal/daemon"
+	"github.com/plexus-cni/plexus/core/source"
+)
+
+// publisher sends network-status (s5) and events to the API server after
+// the ADD has answered, so a pod's sandbox does not wait for those round
+// trips (two per ADD; the status is not part of the CNI result). Per pod,
+// work runs in order, one at a time; a status still waiting is replaced
+// by a newer one for the same pod (only the last is worth sending). A
+// failed status is retried with backoff until it is sent, the pod is gone
+// or re-created (the patch names the UID), the container is DELed, or
+// plexusd stops. A DEL cancels what its container still had to send: the
+// attachments it describes are going away.
+type publisher struct {
+	src source.Source
+	log *slog.Logger
+	// retryMin and retryMax bound the wait between attempts at one status
+	// after the source's own retries (within apiBudget) gave up.
+	retryMin, retryMax time.Duration
+
+	ctx    context.Context // plexusd's lifetime; cancelled after draining
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	pods   map[string]*podWork // by namespace/name, while there is work
+	wg     sync.WaitGroup      // one per running pod worker
+}
+
+// podWork is one pod's queue and what is running from it.
+type podWork struct {
+	queue   []*publishJob
+	running *publishJob
+}
+
+// publishJob is one status or one event to send.
+type publishJob struct {
+	container string // CNI_CONTAINERID of the call that made it
+	pod       *source.Pod
+	doc       []byte // the status document; nil for an event
+	event     func(context.Context)
+	ctx       context.Context
+	cancel    context.CancelFunc
+	done      chan struct{} // closed when it finished or was dropped
+}
+
+func newPublisher(src source.Source, log *slog.Logger) *publisher {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &publisher{src: src, log: log, retryMin: 500 * time.Millisecond, retryMax: 30 * time.Second,
+		ctx: ctx, cancel: cancel, pods: map[string]*podWork{}}
+}
+
+// containerKey carries the call's container into the source calls.
+type containerKey struct{}
+
+// withContainer marks ctx with the call's container, so work queued under
+// it can be cancelled by that container's DEL.
+func withContainer(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, containerKey{}, id)
+}
+
+func containerOf(ctx context.Context) string {
+	id, _ := ctx.Value(containerKey{}).(string)
+	return id
+}
+
+// status queues pod's network-status, replacing one of the same pod that
+// has not started.
+func (p *publisher) status(ctx context.Context, pod *source.Pod, doc []byte) {
+	j := p.newJob(ctx, pod)
+	j.doc = doc
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w := p.work(pod.Ref())
+	for i, q := range w.queue {
+		if q.doc != nil {
+			q.cancel()
+			close(q.done)
+			w.queue[i] = j
+			return
+		}
+	}
+	w.queue = append(w.queue, j)
+}
+
+// event queues an event about pod; events are best effort and never
+// replaced.
+func (p *publisher) event(ctx context.Context, pod *source.Pod, send func(context.Context)) {
+	j := p.newJob(ctx, pod)
+	j.event = send
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w := p.work(pod.Ref())
+	w.queue = append(w.queue, j)
+}
+
+func (p *publisher) newJob(ctx context.Context, pod *source.Pod) *publishJob {
+	jctx, cancel := context.WithCancel(p.ctx)
+	return &publishJob{container: containerOf(ctx), pod: pod, ctx: jctx, cancel: cancel, done: make(chan struct{})}
+}
+
+// work returns the pod's queue, starting its worker when it has none; mu
+// is held.
+func (p *publisher) work(ref string) *podWork {
+	w := p.pods[ref]
+	if w == nil {
+		w = &podWork{}
+		p.pods[ref] = w
+		p.wg.Add(1)
+		go p.run(ref, w)
+	}
+	return w
+}
+
+// pending reports whether the pod ("namespace/name") has status or events
+// queued or being sent.
+func (p *publisher) pending(ref string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.pods[ref] != nil
+}
+
+// run sends the pod's work in order and ends when its queue is empty.
+func (p *publisher) run(ref string, w *podWork) {
+	defer p.wg.Done()
+	for {
+		p.mu.Lock()
+		if len(w.queue) == 0 {
+			delete(p.pods, ref)
+			p.mu.Unlock()
+			return
+		}
+		j := w.queue[0]
+		w.queue = w.queue[1:]
+		w.running = j
+		p.mu.Unlock()
+
+		p.send(j)
+
+		p.mu.Lock()
+		w.running = nil
+		j.cancel()
+		close(j.done)
+		p.mu.Unlock()
+	}
+}
+
+func (p *publisher) send(j *publishJob) {
+	if j.event != nil {
+		j.event(j.ctx)
+		return
+	}
+	wait := p.retryMin
+	for attempt := 1; ; attempt++ {
+		start := time.Now()
+		err := p.src.PublishStatus(j.ctx, j.pod, j.doc)
+		switch {
+		case err == nil:
+			p.log.Debug("network-status published", "pod", j.pod.Ref(), "container", j.container, "attempt", attempt, "took", time.Since(start))
+			return
+		case j.ctx.Err() != nil:
+			p.log.Info("network-status not published: the container was deleted or plexusd is stopping", "pod", j.pod.Ref(), "container", j.container)
+			return
+		case gone(err):
+			p.log.Warn("network-status not published: the pod is gone or was re-created", "pod", j.pod.Ref(), "container", j.container, "err", err)
+			return
+		}
+		p.log.Error("publishing network-status failed; retrying", "pod", j.pod.Ref(), "container", j.container, "attempt", attempt, "in", wait, "err", err)
+		select {
+		case <-j.ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(wait*2, p.retryMax)
+	}
+}
+
+// gone: the pod no longer exists, or exists with another UID (the patch
+// names the UID, which the API server refuses to change: Invalid).
+func gone(err error) bool {
+	return apierrors.IsNotFound(err) || apierrors.IsGone(err) || apierrors.IsInvalid(err)
+}
+
+// forget cancels everything container still has queued or running, and
+// returns once none of it is running.
+func (p *publisher) forget(container string) {
+	if container == "" {
+		return
+	}
+	var running []*publishJob
+	p.mu.Lock()
+	for _, w := range p.pods {
+		kept := w.queue[:0]
+		for _, j := range w.queue {
+			if j.container == container {
+				j.cancel()
+				close(j.done)
+				continue
+			}
+			kept = append(kept, j)
+		}
+		w.queue = kept
+		if j := w.running; j != nil && j.container == container {
+			j.cancel()
+			running = append(running, j)
+		}
+	}
+	p.mu.Unlock()
+	for _, j := range running {
+		<-j.done
+	}
+}
+
+// handler marks every call's context with its container, and makes a DEL
+// cancel its container's pending work before it runs.
+func (p *publisher) handler(next daemon.Handler) daemon.Handler {
+	return func(ctx context.Context, c *daemon.Call) *daemon.Reply {
+		id := c.CmdArgs().ContainerID
+		if c.Command() == "DEL" {
+			p.forget(id)
+		}
+		return next(withContainer(ctx, id), c)
+	}
+}
+
+// publishing is next with the publisher's handling, when plexusd has one
+// (the Kubernetes source: a manifests source writes a local file at once).
+func (d *Daemon) publishing(next daemon.Handler) daemon.Handler {
+	if d.pub == nil {
+		return next
+	}
+	return d.pub.handler(next)
+}
+
+// publishGrace is how long a stopping plexusd keeps sending what it queued.
+const publishGrace = 10 * time.Second
+
+// close waits up to grace for the queued work, then cancels the rest.
+func (p *publisher) close(grace time.Duration) {
+	done := make(chan struct{})
+	go func() { p.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(grace):
+		p.mu.Lock()
+		n := 0
+		for _, w := range p.pods {
+			n += len(w.queue)
+			if w.running != nil {
+				n++
+			}
+		}
+		p.mu.Unlock()
+		p.log.Warn("plexusd stopping with network-status or events not yet sent", "pending", n)
+		p.cancel()
+		<-done
+	}
+	p.cancel()
+}
+
+// asyncSource is plexusd's source with publishing handed to publisher.
+type asyncSource struct {
+	source.Source
+	pub *publisher
+}
+
+// PublishStatus queues the status; the ADD does not wait for it.
+func (s asyncSource) PublishStatus(ctx context.Context, pod *source.Pod, doc []byte) error {
+	s.pub.status(ctx, pod, doc)
+	return nil
+}
+
+// Event queues the event behind the pod's status.
+func (s asyncSource) Event(ctx context.Context, pod *source.Pod, typ source.EventType, reason, msg string) {
+	rec, ok := s.Source.(source.EventRecorder)
+	if !ok {
+		return
+	}
+	s.pub.event(ctx, pod, func(ctx context.Context) { rec.Event(ctx, pod, typ, reason, msg) })
+}
+
+// FreshPod and NamespaceLabels reach the wrapped source's.
+func (s asyncSource) FreshPod(ctx context.Context, ns, name string) (*source.Pod, error) {
+	if f, ok := s.Source.(source.FreshPodGetter); ok {
+		return f.FreshPod(ctx, ns, name)
+	}
+	return s.Source.Pod(ctx, ns, name)
+}
+
+func (s asyncSource) NamespaceLabels(ctx context.Context, ns string) (map[string]string, error) {
+	if l, ok := s.Source.(source.NamespaceLabeler); ok {
+		return l.NamespaceLabels(ctx, ns)
+	}
+	return nil, nil
+}

@@ -1,0 +1,275 @@
+// Package pack packs an extension module into an OCI image ("plexusctl
+// ext pack"), which a node gets either as a Kubernetes image volume
+// mounted into plexusd's pod, or through an init container that runs the
+// image's copier into an emptyDir (package copier, deploy/extensions).
+//
+// The image has two layers: the copier (/copy), the same bytes in every
+// image packed with the same copier, so registries and nodes store it
+// once; and the module with its manifest (/module.wasm, /manifest.json).
+// Its config and manifest carry the module's name, version, ABI version,
+// hooks, prefixes and digest as labels and annotations. Builds are
+// reproducible: every timestamp is Options.Created, owners are 0:0 and
+// entries sorted, so the same module and copier give the same digest.
+package pack
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/plexus-cni/plexus/extensions"
+	"github.com/plexus-cni/plexus/extensions/copier"
+)
+
+// Label and annotation keys the image carries.
+const (
+	LabelName     = "io.plexus.extension.name"
+	LabelVersion  = "io.plexus.extension.version"
+	LabelABI      = "io.plexus.extension.abi"
+	LabelHooks    = "io.plexus.extension.hooks"
+	LabelPrefixes = "io.plexus.extension.prefixes" // comma-separated
+	LabelSHA256   = "io.plexus.extension.sha256"   // of module.wasm
+)
+
+// maxCopier bounds the copier binary read: a static Go binary of a few MiB.
+const maxCopier = 32 << 20
+
+// Options are what Build packs.
+type Options struct {
+	Wasm string // the module file
+	// Copier is the static Linux copier binary (plexus-ext-copy); its ELF
+	// machine sets the image's architecture.
+	Copier  string
+	Created time.Time
+}
+
+// Info describes a packed image.
+type Info struct {
+	Name     string   `json:"name"`
+	Version  string   `json:"version"`
+	ABI      int      `json:"abi"`
+	Prefixes []string `json:"prefixes"`
+	Hooks    []string `json:"hooks"`
+	SHA256   string   `json:"moduleSHA256"`
+	Arch     string   `json:"arch"`
+	Digest   string   `json:"digest,omitempty"` // the image manifest's
+	Ref      string   `json:"ref,omitempty"`
+	Bytes    int64    `json:"bytes,omitempty"` // compressed layers, config and manifest
+}
+
+// Build checks the module as plexusd would (extensions.Check) and packs
+// it with the copier. Nothing is written.
+func Build(ctx context.Context, o Options) (v1.Image, *Info, error) {
+	decl, wasm, err := extensions.Check(ctx, o.Wasm)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", o.Wasm, err)
+	}
+	copierBin, arch, err := readCopier(o.Copier)
+	if err != nil {
+		return nil, nil, err
+	}
+	manifest, err := manifestJSON(&decl.Manifest)
+	if err != nil {
+		return nil, nil, err
+	}
+	info := &Info{
+		Name: decl.Name, Version: decl.Version, ABI: decl.ABI, Prefixes: decl.Prefixes, Hooks: decl.Hooks,
+		SHA256: fmt.Sprintf("%x", sha256Sum(wasm)), Arch: arch,
+	}
+	img, err := image(o.Created, arch, info,
+		// The copier's layer has a fixed time: every image packed with the
+		// same copier shares it.
+		layerSpec{time.Unix(0, 0), []file{{copier.CopierFile, 0o755, copierBin}}},
+		layerSpec{o.Created, []file{{copier.ManifestFile, 0o444, manifest}, {copier.ModuleFile, 0o444, wasm}}})
+	if err != nil {
+		return nil, nil, err
+	}
+	d, err := img.Digest()
+	if err != nil {
+		return nil, nil, err
+	}
+	info.Digest = d.String()
+	info.Bytes, err = imageBytes(img)
+	return img, info, err
+}
+
+// readCopier reads the copier and the architecture it runs on, refusing
+// anything but a static Linux executable: it runs in an image with no
+// libraries.
+func readCopier(path string) ([]byte, string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, "", fmt.Errorf("copier: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxCopier+1))
+	if err != nil {
+		return nil, "", fmt.Errorf("copier %s: %w", path, err)
+	}
+	if len(data) > maxCopier {
+		return nil, "", fmt.Errorf("copier %s is more than %d bytes", path, maxCopier)
+	}
+	ef, err := elf.NewFile(bytes.NewReader(data))
+	if err != nil {
+		return nil, "", fmt.Errorf("copier %s is not a Linux executable: %w", path, err)
+	}
+	if ef.Type != elf.ET_EXEC && ef.Type != elf.ET_DYN {
+		return nil, "", fmt.Errorf("copier %s is not an executable (ELF type %s)", path, ef.Type)
+	}
+	for _, p := range ef.Progs {
+		if p.Type == elf.PT_INTERP {
+			return nil, "", fmt.Errorf("copier %s is dynamically linked; build it with CGO_ENABLED=0", path)
+		}
+	}
+	arch, ok := map[elf.Machine]string{
+		elf.EM_X86_64: "amd64", elf.EM_AARCH64: "arm64", elf.EM_386: "386", elf.EM_ARM: "arm",
+		elf.EM_RISCV: "riscv64", elf.EM_PPC64: "ppc64le", elf.EM_S390: "s390x",
+	}[ef.Machine]
+	if !ok {
+		return nil, "", fmt.Errorf("copier %s: machine %s is not one plexus ships for", path, ef.Machine)
+	}
+	return data, arch, nil
+}
+
+// manifestJSON is the declaration as the image's manifest.json: the
+// module's own fields, what `plexusctl ext inspect` shows of them.
+func manifestJSON(m *extensions.Manifest) ([]byte, error) {
+	var b bytes.Buffer
+	enc := newJSONEncoder(&b)
+	if err := enc.Encode(m); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+type file struct {
+	name string
+	mode int64
+	data []byte
+}
+
+// layerSpec is one layer's files and their time.
+type layerSpec struct {
+	time  time.Time
+	files []file
+}
+
+// image is the two-layer image with its config, labels and annotations.
+func image(created time.Time, arch string, info *Info, layers ...layerSpec) (v1.Image, error) {
+	img := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
+	for _, ls := range layers {
+		l, err := layer(ls.files, ls.time)
+		if err != nil {
+			return nil, err
+		}
+		if img, err = mutate.AppendLayers(img, l); err != nil {
+			return nil, err
+		}
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cf = cf.DeepCopy()
+	t := v1.Time{Time: created.UTC()}
+	labels := info.labels(created)
+	cf.Created, cf.OS, cf.Architecture = t, "linux", arch
+	cf.Config = v1.Config{
+		Entrypoint: []string{"/" + copier.CopierFile},
+		Labels:     labels,
+		User:       "0",
+	}
+	cf.History = []v1.History{
+		{Created: t, CreatedBy: "plexusctl ext pack: copier"},
+		{Created: t, CreatedBy: "plexusctl ext pack: module " + info.Name + " " + info.Version},
+	}
+	if img, err = mutate.ConfigFile(img, cf); err != nil {
+		return nil, err
+	}
+	out, ok := mutate.Annotations(img, labels).(v1.Image)
+	if !ok {
+		return nil, errors.New("annotating the image")
+	}
+	return out, nil
+}
+
+func (i *Info) labels(created time.Time) map[string]string {
+	return map[string]string{
+		LabelName: i.Name, LabelVersion: i.Version, LabelABI: strconv.Itoa(i.ABI),
+		LabelHooks: strings.Join(i.Hooks, ","), LabelPrefixes: strings.Join(i.Prefixes, ","),
+		LabelSHA256:                        i.SHA256,
+		"org.opencontainers.image.title":   i.Name,
+		"org.opencontainers.image.version": i.Version,
+		"org.opencontainers.image.created": created.UTC().Format(time.RFC3339),
+		"org.opencontainers.image.description": "plexus extension module " + i.Name +
+			" (WebAssembly, ABI " + strconv.Itoa(i.ABI) + "): /" + copier.ModuleFile,
+	}
+}
+
+// layer is one gzip layer of files at the root, in the order given, each
+// owned by 0:0 and stamped created.
+func layer(files []file, created time.Time) (v1.Layer, error) {
+	var b bytes.Buffer
+	tw := tar.NewWriter(&b)
+	for _, f := range files {
+		hdr := &tar.Header{
+			Name: f.name, Mode: f.mode, Size: int64(len(f.data)), Typeflag: tar.TypeReg,
+			ModTime: created.UTC(), Format: tar.FormatPAX,
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(f.data); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	data := b.Bytes()
+	return tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(data)), nil
+	}, tarball.WithCompressedCaching, tarball.WithMediaType(types.OCILayer))
+}
+
+// imageBytes is what a registry stores for the image: its compressed
+// layers, config and manifest.
+func imageBytes(img v1.Image) (int64, error) {
+	m, err := img.Manifest()
+	if err != nil {
+		return 0, err
+	}
+	raw, err := img.RawManifest()
+	if err != nil {
+		return 0, err
+	}
+	n := int64(len(raw)) + m.Config.Size
+	for _, l := range m.Layers {
+		n += l.Size
+	}
+	return n, nil
+}
+
+// ParseRef parses an image reference, naming what is wrong with it.
+func ParseRef(ref string) (name.Reference, error) {
+	r, err := name.ParseReference(ref, name.StrictValidation)
+	if err != nil {
+		return nil, fmt.Errorf("image reference %q: %w", ref, err)
+	}
+	return r, nil
+}
