@@ -18,6 +18,7 @@ package revision
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -97,6 +98,9 @@ type State struct {
 	// ObservedGeneration and Error are the last attempt's.
 	ObservedGeneration int64  `json:"observedGeneration,omitempty"`
 	Error              string `json:"error,omitempty"`
+	// Refused names the object refused last (refusalKey): the same object
+	// and spec are not checked again, another object or spec is.
+	Refused string `json:"refused,omitempty"`
 	// dir is the active revision's directory.
 	dir string
 }
@@ -238,12 +242,15 @@ func (s *Syncer) Apply(ctx context.Context, p *plexusapi.AttachmentPolicy) (Resu
 	if onDelete == "" {
 		onDelete = plexusapi.OnDeleteKeep
 	}
-	if s.st.ObservedGeneration == p.Generation && s.st.Error != "" {
+	key := refusalKey(p)
+	if s.st.Error != "" && s.st.Refused == key {
 		return s.result(false), errors.New(s.st.Error) // already refused
 	}
 	res, err := s.verifyAndActivate(ctx, p, onDelete)
 	if err != nil {
-		s.st.OnDelete, s.st.ObservedGeneration, s.st.Error = onDelete, p.Generation, truncate(err.Error())
+		// A refused revision changes nothing in force, onDelete included:
+		// the object's deletion is handled as the revision in force says.
+		s.st.ObservedGeneration, s.st.Error, s.st.Refused = p.Generation, truncate(err.Error()), key
 		_ = s.writeState()
 		res = s.result(false)
 		res.Attempted = true
@@ -260,7 +267,7 @@ func (s *Syncer) verifyAndActivate(ctx context.Context, p *plexusapi.AttachmentP
 	}
 	rev := Revision(p.Generation, files)
 	if s.st.Source == SourceObject && s.st.Revision == rev {
-		s.st.OnDelete, s.st.ObservedGeneration, s.st.Error = onDelete, p.Generation, ""
+		s.st.OnDelete, s.st.ObservedGeneration, s.st.Error, s.st.Refused = onDelete, p.Generation, "", ""
 		return s.result(false), s.writeState()
 	}
 	dir, err := s.materialize(rev, files)
@@ -277,6 +284,15 @@ func (s *Syncer) verifyAndActivate(ctx context.Context, p *plexusapi.AttachmentP
 		Since: time.Now().UTC(), TestsPassed: passed, OnDelete: onDelete, ObservedGeneration: p.Generation,
 	}
 	return s.activate(st, eng, rev)
+}
+
+// refusalKey identifies what a refusal was about: the object (its UID, so
+// a re-created object is checked anew), its generation, and a digest of
+// its spec.
+func refusalKey(p *plexusapi.AttachmentPolicy) string {
+	spec, _ := json.Marshal(p.Spec)
+	sum := sha256.Sum256(spec)
+	return fmt.Sprintf("%s/%d/%x", p.UID, p.Generation, sum[:8])
 }
 
 // verify runs Verify on a revision's directory.

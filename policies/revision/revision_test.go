@@ -193,6 +193,61 @@ func TestRefusedRevisionKeepsThePreviousInForce(t *testing.T) {
 	}
 }
 
+// A refused revision changes nothing in force, its onDelete included: an
+// object whose refused generation says AllowAll, then deleted, leaves the
+// revision in force (which said Keep) in force, on every node.
+func TestRefusedRevisionDoesNotChangeOnDelete(t *testing.T) {
+	s := newSyncer(t, t.TempDir(), 0)
+	ctx := context.Background()
+	if _, err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	good, err := s.Apply(ctx, object(1, plexusapi.OnDeleteKeep, map[string]string{"deny_all.rego": denyAll}, map[string]string{"d.yaml": denyAllData}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := object(2, plexusapi.OnDeleteAllowAll, map[string]string{"deny_all.rego": denyAll, "deny_all_test.rego": failingTest}, map[string]string{"d.yaml": denyAllData})
+	res, err := s.Apply(ctx, refused)
+	if err == nil {
+		t.Fatal("a revision failing its own tests was accepted")
+	}
+	if res.State.OnDelete != plexusapi.OnDeleteKeep {
+		t.Errorf("onDelete %q after a refused generation, want the one in force (Keep)", res.State.OnDelete)
+	}
+	res, err = s.Delete(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.State.Source != SourceObject || res.State.Revision != good.State.Revision || allowed(t, res) {
+		t.Errorf("after deletion: %+v, want revision %s (deny all) still in force", res.State, good.State.Revision)
+	}
+}
+
+// A refusal is remembered for the object and spec it was about: the same
+// ones are not checked again, but a re-created object (new UID) at the
+// same generation is.
+func TestRefusalIsKeyedByObjectAndSpec(t *testing.T) {
+	s := newSyncer(t, t.TempDir(), 0)
+	ctx := context.Background()
+	if _, err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	bad := object(1, "", map[string]string{"deny_all.rego": "package plexus.rules.deny_all\n\ndeny contains x if {"}, nil)
+	bad.UID = "uid-1"
+	if res, err := s.Apply(ctx, bad); err == nil || !res.Attempted {
+		t.Fatalf("first refusal: attempted %v, err %v", res.Attempted, err)
+	}
+	if res, err := s.Apply(ctx, bad); err == nil || res.Attempted {
+		t.Errorf("the same object and spec again: attempted %v, err %v; want the remembered refusal", res.Attempted, err)
+	}
+	good := object(1, "", map[string]string{"deny_all.rego": denyAll}, map[string]string{"d.yaml": denyAllData})
+	good.UID = "uid-2"
+	res, err := s.Apply(ctx, good)
+	if err != nil || !res.Changed || res.State.Error != "" || allowed(t, res) {
+		t.Errorf("a re-created valid object at generation 1: changed %v, state %+v, err %v; want it checked and in force", res.Changed, res.State, err)
+	}
+}
+
 func TestDeleteFollowsTheLastOnDelete(t *testing.T) {
 	for _, tc := range []struct {
 		onDelete    string
