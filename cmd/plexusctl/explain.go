@@ -45,16 +45,16 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return codes.ExitUsage
 	}
 	if a.opts.Cluster, err = explainCluster(a.opts.PodFile != "", a.kubeconfig); err != nil {
-		fmt.Fprintf(stderr, "plexusctl explain pod: %v\n", err)
+		fmt.Fprintf(stderr, "plexusctl explain pod: %s\n", explain.Printable(err.Error()))
 		return codes.ExitFail
 	}
 	rep, err := explain.Explain(ctx, a.opts)
 	if err != nil {
-		fmt.Fprintf(stderr, "plexusctl explain pod: %v\n", err)
+		fmt.Fprintf(stderr, "plexusctl explain pod: %s\n", explain.Printable(err.Error()))
 		return codes.ExitFail
 	}
 	if err := writeExplain(stdout, rep, a.output); err != nil {
-		fmt.Fprintf(stderr, "plexusctl explain pod: %v\n", err)
+		fmt.Fprintf(stderr, "plexusctl explain pod: %s\n", explain.Printable(err.Error()))
 		return codes.ExitFail
 	}
 	if !rep.OK {

@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/plexus-cni/plexus/core/selection"
 	"github.com/plexus-cni/plexus/core/status"
@@ -23,11 +26,41 @@ type printer struct {
 	err error
 }
 
+// line writes one line. Every value comes from the cluster or a manifest
+// (pod authors, node credentials), so the line is made printable: a
+// control sequence in a value must not drive the admin's terminal.
 func (p *printer) line(indent int, format string, args ...any) {
 	if p.err != nil {
 		return
 	}
-	_, p.err = fmt.Fprintf(p.w, "%s%s\n", strings.Repeat("  ", indent), fmt.Sprintf(format, args...))
+	_, p.err = fmt.Fprintf(p.w, "%s%s\n", strings.Repeat("  ", indent), Printable(fmt.Sprintf(format, args...)))
+}
+
+// Printable escapes what a terminal would act on rather than show: C0 and
+// C1 control characters (ESC, CR, newline, BEL...), DEL, Unicode's
+// bidirectional and zero-width format characters, and invalid UTF-8, each
+// as Go quotes it (\x1b, \u202e). Everything else is left as is.
+func Printable(s string) string {
+	if strings.IndexFunc(s, needsEscape) < 0 && utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], string(utf8.RuneError)):
+			fmt.Fprintf(&b, "\\x%02x", s[i])
+		case needsEscape(r):
+			q := strconv.QuoteRuneToASCII(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func needsEscape(r rune) bool {
+	return unicode.IsControl(r) || unicode.Is(unicode.Cf, r)
 }
 
 // WriteText writes the report for people: one section per question, one
