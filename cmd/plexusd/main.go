@@ -60,6 +60,10 @@ func parseFlags(args []string) (plexusd.Options, error) {
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
+	if fs.NArg() > 0 {
+		// A mis-split flag ("--cni-bin-dir /x") must not pass unnoticed.
+		return o, fmt.Errorf("unexpected argument %q: plexusd takes flags only", fs.Arg(0))
+	}
 	o.UninstallBinaries = install.BinaryList(*binaries)
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(*level)); err != nil {
