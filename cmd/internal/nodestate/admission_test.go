@@ -2,14 +2,18 @@ package nodestate_test
 
 import (
 	"context"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"sigs.k8s.io/yaml"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
@@ -102,6 +106,9 @@ func TestPlexusObjectWrites(t *testing.T) {
 		}
 	})
 
+	t.Run("Events", func(t *testing.T) { testEventWrites(t, creds) })
+	t.Run("RulesAsStored", func(t *testing.T) { testRulesAsStored(t, admin) })
+
 	t.Run("AttachmentPolicy status", func(t *testing.T) {
 		pol := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": plexusapi.Group + "/" + plexusapi.Version, "kind": plexusapi.KindAttachmentPolicy,
@@ -154,6 +161,98 @@ func TestPlexusObjectWrites(t *testing.T) {
 			t.Errorf("status entries %v, want %v", revs, want)
 		}
 	})
+}
+
+// testRulesAsStored: the admission policies' resourceRules are stored as
+// deploy/base writes them, with nothing defaulted in: kubectl apply
+// replaces a list that differs from the live one, so a defaulted field
+// would show every policy as "configured" on every apply (GitOps drift).
+func testRulesAsStored(t *testing.T, admin dynamic.Interface) {
+	raw, err := os.ReadFile(kubeenv.DeployFile(t, "base/admission.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vaps := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicies"}
+	n := 0
+	for _, doc := range strings.Split(string(raw), "\n---\n") {
+		var want map[string]any
+		if err := yaml.Unmarshal([]byte(doc), &want); err != nil {
+			t.Fatal(err)
+		}
+		if want["kind"] != "ValidatingAdmissionPolicy" {
+			continue
+		}
+		n++
+		name, _, _ := unstructured.NestedString(want, "metadata", "name")
+		live, err := admin.Resource(vaps).Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantRules, _, _ := unstructured.NestedSlice(want, "spec", "matchConstraints", "resourceRules")
+		gotRules, _, _ := unstructured.NestedSlice(live.Object, "spec", "matchConstraints", "resourceRules")
+		if !reflect.DeepEqual(gotRules, wantRules) {
+			t.Errorf("%s: resourceRules stored as %v, written as %v", name, gotRules, wantRules)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no ValidatingAdmissionPolicy in deploy/base/admission.yaml")
+	}
+}
+
+// eventsOf are the two APIs an Event is written through.
+var (
+	coreEvents = schema.GroupVersionResource{Version: "v1", Resource: "events"}
+	newEvents  = schema.GroupVersionResource{Group: "events.k8s.io", Version: "v1", Resource: "events"}
+)
+
+// createEvent creates an event about pod default/web that names host as
+// its source, through the core or the events.k8s.io API.
+func createEvent(ctx context.Context, c dynamic.Interface, gvr schema.GroupVersionResource, host string) error {
+	obj := map[string]any{
+		"metadata": map[string]any{"generateName": "web-", "namespace": "default"},
+		"reason":   "AttachmentFailed",
+		"type":     "Warning",
+	}
+	ref := map[string]any{"apiVersion": "v1", "kind": "Pod", "namespace": "default", "name": "web"}
+	if gvr == newEvents {
+		// events.k8s.io/v1 has no source: the reporting instance names it.
+		obj["apiVersion"], obj["kind"] = "events.k8s.io/v1", "Event"
+		obj["regarding"], obj["note"], obj["action"] = ref, "forged?", "Attach"
+		obj["eventTime"] = time.Now().UTC().Format("2006-01-02T15:04:05.000000Z")
+		obj["reportingController"], obj["reportingInstance"] = "plexus.io/plexus", host
+	} else {
+		obj["apiVersion"], obj["kind"] = "v1", "Event"
+		obj["involvedObject"], obj["message"] = ref, "forged?"
+		obj["source"] = map[string]any{"component": "plexus", "host": host}
+	}
+	_, err := c.Resource(gvr).Namespace("default").Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{})
+	return err
+}
+
+// testEventWrites: a node's credential writes events naming its own node
+// as their source, through either API, and none naming another node.
+func testEventWrites(t *testing.T, creds map[string]dynamic.Interface) {
+	ctx := t.Context()
+	for _, gvr := range []schema.GroupVersionResource{coreEvents, newEvents} {
+		// The policy is enforced a moment after its creation.
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			err := createEvent(ctx, creds["node-a"], gvr, "node-b")
+			if apierrors.IsForbidden(err) && strings.Contains(err.Error(), "plexus-event-writes") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: node-a's credential writing an event from node-b: %v, want Forbidden by plexus-event-writes", gvr.Group+"/events", err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if err := createEvent(ctx, creds["node-a"], gvr, "node-a"); err != nil {
+			t.Errorf("%s: node-a's credential writing an event from node-a: %v", gvr.Group+"/events", err)
+		}
+		if err := createEvent(ctx, creds["unbound"], gvr, "node-a"); !apierrors.IsForbidden(err) {
+			t.Errorf("%s: a credential bound to no node writing an event: %v, want Forbidden", gvr.Group+"/events", err)
+		}
+	}
 }
 
 // applyEntry applies one status.nodes entry as a node's agent does.

@@ -232,7 +232,7 @@ func TestExplainLastAdd(t *testing.T) {
 			ObjectMeta:     metav1.ObjectMeta{Namespace: "team-a", Name: name},
 			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "team-a", Name: "web", UID: types.UID(uid)},
 			Type:           typ, Reason: reason, Message: reason + " happened", LastTimestamp: metav1.NewTime(at),
-			Source: corev1.EventSource{Component: "plexus"},
+			Source: corev1.EventSource{Component: "plexus", Host: "node-1"},
 		}
 	}
 	fc := fakeCluster{
@@ -263,6 +263,42 @@ func TestExplainLastAdd(t *testing.T) {
 	}
 	if got := strings.Join(reasons, ","); got != "NetworkSelectionWarning,Pulled,Scheduled" {
 		t.Errorf("events in order %s", got)
+	}
+}
+
+// TestExplainMarksEventsFromAnotherNode: an event of plexus's about the
+// pod that names another node than the pod's is marked, and warned about.
+func TestExplainMarksEventsFromAnotherNode(t *testing.T) {
+	pod := testPod("team-a", "web", nil)
+	ev := func(name, host string) *corev1.Event {
+		return &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Namespace: "team-a", Name: name},
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "team-a", Name: "web", UID: types.UID(podUID)},
+			Type:           "Warning", Reason: name, Message: "denied", LastTimestamp: metav1.Now(),
+			Source: corev1.EventSource{Component: "plexusd", Host: host},
+		}
+	}
+	fc := fakeCluster{pods: []*corev1.Pod{pod}, events: []*corev1.Event{ev("Own", "node-1"), ev("Forged", "node-2")}}
+	r, err := Explain(t.Context(), Options{Namespace: "team-a", Name: "web", Cluster: fc.cluster(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := map[string]string{}
+	for _, e := range r.LastAdd.Events {
+		other[e.Reason] = e.OtherNode
+	}
+	if other["Own"] != "" || other["Forged"] != "node-2" {
+		t.Errorf("events' other nodes %v, want only Forged's node-2", other)
+	}
+	if w := strings.Join(r.Warnings, "\n"); !strings.Contains(w, "event Forged on the pod was reported by plexus on node node-2, not the pod's node node-1") {
+		t.Errorf("warnings lack the forged event:\n%s", w)
+	}
+	var out bytes.Buffer
+	if err := WriteText(&out, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "Warning Forged (plexusd, ") || !strings.Contains(out.String(), "warning from node node-2, not the pod's: denied") {
+		t.Errorf("text does not mark the forged event:\n%s", out.String())
 	}
 }
 

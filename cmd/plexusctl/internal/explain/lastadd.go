@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -39,7 +40,12 @@ func (b *builder) lastAdd(ctx context.Context) {
 		b.warn("%v", err)
 		return
 	}
-	l.Events = relevantEvents(evs)
+	l.Events = relevantEvents(evs, b.pod.NodeName)
+	for _, e := range l.Events {
+		if e.OtherNode != "" {
+			b.warn("event %s on the pod was reported by plexus on node %s, not the pod's node %s: not this pod's plexus", e.Reason, e.OtherNode, b.pod.NodeName)
+		}
+	}
 }
 
 // networkStatus reads the s5 annotation and checks it holds every
@@ -88,8 +94,11 @@ func condition(p *corev1.Pod) *Condition {
 	return nil
 }
 
-// relevantEvents puts warnings first, then the newest.
-func relevantEvents(evs []corev1.Event) []Event {
+// relevantEvents puts warnings first, then the newest, and marks plexus's
+// events reported from another node than podNode: admission binds each
+// node's event writes to its own name, but a node can still write about
+// any pod.
+func relevantEvents(evs []corev1.Event, podNode string) []Event {
 	slices.SortStableFunc(evs, func(a, b corev1.Event) int {
 		if wa, wb := a.Type == corev1.EventTypeWarning, b.Type == corev1.EventTypeWarning; wa != wb {
 			if wa {
@@ -102,6 +111,12 @@ func relevantEvents(evs []corev1.Event) []Event {
 	var out []Event
 	for _, e := range evs[:min(len(evs), maxEvents)] {
 		ev := Event{Type: e.Type, Reason: e.Reason, Message: e.Message, Count: e.Count, Source: eventSource(e)}
+		if host := eventHost(e); isPlexus(ev.Source) && podNode != "" && host != podNode {
+			ev.OtherNode = host
+			if host == "" {
+				ev.OtherNode = "(none named)"
+			}
+		}
 		if t := lastTime(e); !t.IsZero() {
 			ev.LastTime = t.UTC().Format(time.RFC3339)
 		}
@@ -120,6 +135,21 @@ func lastTime(e corev1.Event) time.Time {
 		return e.FirstTimestamp.Time
 	}
 	return e.CreationTimestamp.Time
+}
+
+// eventHost is the node an event names as its source: source.host, or the
+// reporting instance of one written through events.k8s.io/v1 (admission
+// binds both to the writer's node).
+func eventHost(e corev1.Event) string {
+	if e.Source.Host != "" {
+		return e.Source.Host
+	}
+	return e.ReportingInstance
+}
+
+// isPlexus: the event's component is one of plexus's programs.
+func isPlexus(component string) bool {
+	return component == "plexus" || component == "plexusd" || strings.HasPrefix(component, "plexus.io/")
 }
 
 func eventSource(e corev1.Event) string {

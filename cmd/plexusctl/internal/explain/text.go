@@ -387,7 +387,11 @@ func textEvents(p *printer, l *LastAdd, cluster bool) {
 	}
 	p.line(1, "events (warnings first, newest first):")
 	for _, e := range l.Events {
-		p.line(2, "%s %s (%s, %s): %s", e.Type, e.Reason, e.Source, e.LastTime, e.Message)
+		from := ""
+		if e.OtherNode != "" {
+			from = fmt.Sprintf(" %s from node %s, not the pod's", MarkWarning, e.OtherNode)
+		}
+		p.line(2, "%s %s (%s, %s)%s: %s", e.Type, e.Reason, e.Source, e.LastTime, from, e.Message)
 	}
 }
 

@@ -203,6 +203,9 @@ type Event struct {
 	Count    int32  `json:"count,omitempty"`
 	LastTime string `json:"lastTime,omitempty"`
 	Source   string `json:"source,omitempty"`
+	// OtherNode is the node a plexus event names as its source, when
+	// that is not the pod's node.
+	OtherNode string `json:"otherNode,omitempty"`
 }
 
 // Node is what the API tells of the node's side.
