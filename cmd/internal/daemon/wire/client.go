@@ -2,6 +2,7 @@ package wire
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -12,6 +13,11 @@ import (
 // ErrUnreachable is wrapped when plexusd cannot be reached at all, as
 // opposed to failing a call: it did not get the call.
 var ErrUnreachable = errors.New("plexusd is unreachable")
+
+// ErrClosedEarly is wrapped when plexusd took the call and closed the
+// connection without answering: it stopped or restarted during the call,
+// which may be half done.
+var ErrClosedEarly = errors.New("plexusd closed the connection before answering")
 
 // readyTimeout bounds one readiness question, so that a hung plexusd
 // cannot hold a waiting ADD past its deadline.
@@ -90,6 +96,9 @@ func (c *Client) exchange(req []byte, timeout time.Duration) (*Answer, error) {
 		return nil, &unreachable{c.Socket, "sending the call", err}
 	}
 	b, err := readAll(conn, len(replyMagic)+1+4+MaxCallBytes)
+	if err == nil && len(b) == 0 {
+		return nil, fmt.Errorf("%w at %s (it stopped or restarted during the call)", ErrClosedEarly, c.Socket)
+	}
 	if err == nil {
 		var a *Answer
 		if a, err = DecodeAnswer(b); err == nil {

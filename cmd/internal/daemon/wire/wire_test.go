@@ -163,3 +163,26 @@ func TestCallCarriesSkelsArguments(t *testing.T) {
 		t.Error("an empty variable was sent")
 	}
 }
+
+// A plexusd that takes the call and closes without a word has dropped it:
+// the client says so, neither "unreachable" nor a malformed reply.
+func TestClientSaysPlexusdClosedBeforeAnswering(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "p.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		io.Copy(io.Discard, conn)
+		conn.Close()
+	}()
+	_, err = (&Client{Socket: sock}).Do(&Call{})
+	if !errors.Is(err, ErrClosedEarly) || errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "closed the connection before answering at "+sock) {
+		t.Fatalf("got %v, want ErrClosedEarly naming the socket", err)
+	}
+}

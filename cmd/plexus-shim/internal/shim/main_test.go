@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
+	"net"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -105,5 +107,44 @@ func assertCNIError(t *testing.T, err error, code uint, prefix string) {
 	var e *types.Error
 	if !errors.As(err, &e) || e.Code != code || !strings.HasPrefix(e.Msg, prefix) {
 		t.Errorf("got %v, want code %d with %q", err, code, prefix)
+	}
+}
+
+// closingServer takes every call and closes without answering, as a
+// plexusd that dies mid-call does.
+func closingServer(t *testing.T) string {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "plexusd.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = io.Copy(io.Discard, conn)
+			conn.Close()
+		}
+	}()
+	return sock
+}
+
+// A call plexusd dropped: an ADD fails saying what the runtime does next;
+// a DEL is finished from the record by the full plugin (which this test
+// binary's directory lacks, so the attempt is what shows).
+func TestPlexusdClosingMidCall(t *testing.T) {
+	conf := `{"daemonSocket":"` + closingServer(t) + `"}`
+	_, err := run("ADD", conf)
+	assertCNIError(t, err, codes.DaemonUnreachable, "pod demo/web: plexusd closed the connection before answering at ")
+	if err == nil || !strings.Contains(err.Error(), "tears the sandbox down and creates a new one") {
+		t.Errorf("ADD does not say what the runtime does next: %v", err)
+	}
+	_, err = run("DEL", conf)
+	if err == nil || !strings.Contains(err.Error(), "for a DEL without plexusd") {
+		t.Errorf("DEL: %v, want the full plugin run for it", err)
 	}
 }

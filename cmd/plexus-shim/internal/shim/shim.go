@@ -19,10 +19,18 @@ import (
 // cannot be reached, an ADD waits daemonWait for it to become ready; a DEL
 // runs delFallback, which tears down from the attachment record without
 // plexusd, so a dead daemon never leaks interfaces or leases, and its reply
-// is nil; any other command fails.
+// is nil; any other command fails. A DEL that plexusd dropped midway is
+// finished by delFallback too; another call so dropped fails, saying what
+// the runtime does next.
 func forward(conf *daemonconf.Daemon, call *wire.Call, delFallback func() error) (*wire.Reply, error) {
 	client := &wire.Client{Socket: conf.DaemonSocket}
 	reply, err := client.Do(call)
+	if errors.Is(err, wire.ErrClosedEarly) {
+		if call.Command() == "DEL" {
+			return nil, delFallback()
+		}
+		return nil, types.NewError(codes.DaemonUnreachable, podOf(call)+": "+err.Error()+": the runtime fails this "+call.Command()+" and calls again (for an ADD, it tears the sandbox down and creates a new one)", "")
+	}
 	if !errors.Is(err, wire.ErrUnreachable) {
 		return reply, err
 	}
