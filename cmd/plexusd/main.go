@@ -56,6 +56,7 @@ func parseFlags(args []string) (plexusd.Options, error) {
 	fs.StringVar(&o.BinDir, "cni-bin-dir", install.DefaultBinDir, "the host's CNI bin directory, for --uninstall-binaries")
 	binaries := fs.String("uninstall-binaries", "", "comma-separated binaries that --uninstall also removes from --cni-bin-dir (the ones the init container installed)")
 	fs.BoolVar(&o.Profiling, "profiling", false, "serve Go's pprof under /debug/pprof/ on --metrics-addr")
+	fs.StringVar(&o.DelegateRoot, "delegate-root", "", "the host's root directory as plexusd sees it (/proc/1/root with hostPID): delegates run chrooted to it, with the host's tools and files; empty runs them in plexusd's own filesystem")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		return o, err

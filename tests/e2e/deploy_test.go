@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -162,11 +163,12 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// TestThickDaemonSetGivesDelegatesTheHost: plexusd runs every delegate in
-// its own container, so deploy/ mounts each host path delegates use
-// at the same path (a config naming a host path means the same file inside),
-// with HostToContainer where agents or the runtime mount or create things
-// after plexusd starts.
+// TestThickDaemonSetGivesDelegatesTheHost: plexusd runs every delegate
+// chrooted to the host's / (hostPID, --delegate-root=/proc/1/root), so a
+// delegate finds the host's tools and files as under the runtime; and
+// deploy/ mounts each host path plexusd itself uses at the same path (a
+// config naming a host path means the same file inside), with
+// HostToContainer where the runtime mounts things after plexusd starts.
 func TestThickDaemonSetGivesDelegatesTheHost(t *testing.T) {
 	raw, err := os.ReadFile(deployFile(t, "daemonset.yaml"))
 	harness.Must(t, err)
@@ -190,6 +192,9 @@ func TestThickDaemonSetGivesDelegatesTheHost(t *testing.T) {
 	if plexusd == nil {
 		t.Fatal("no plexusd container")
 	}
+	if !spec.HostPID || !slices.Contains(plexusd.Args, "--delegate-root=/proc/1/root") {
+		t.Errorf("hostPID %v, args %v: want the host's PID namespace and --delegate-root=/proc/1/root", spec.HostPID, plexusd.Args)
+	}
 	type mount struct {
 		host        string
 		propagation corev1.MountPropagationMode
@@ -201,7 +206,7 @@ func TestThickDaemonSetGivesDelegatesTheHost(t *testing.T) {
 			continue
 		}
 		if host != m.MountPath {
-			t.Errorf("host %s is mounted at %s: delegates' configs name host paths, mount it at the same path", host, m.MountPath)
+			t.Errorf("host %s is mounted at %s: configs name host paths, mount it at the same path", host, m.MountPath)
 		}
 		p := corev1.MountPropagationNone
 		if m.MountPropagation != nil {
@@ -210,23 +215,20 @@ func TestThickDaemonSetGivesDelegatesTheHost(t *testing.T) {
 		mounts[m.MountPath] = mount{host: host, propagation: p}
 	}
 	for _, tc := range []struct {
-		path        string // a path a delegate uses on the host
+		path        string // a path plexusd itself uses on the host
 		propagation corev1.MountPropagationMode
 	}{
-		{"/opt/cni/bin/bridge", corev1.MountPropagationNone},
+		{"/opt/cni/bin/plexus-shim", corev1.MountPropagationNone},
 		{"/etc/cni/net.d/10-flannel.conflist", corev1.MountPropagationNone},
-		{"/var/lib/cni/networks/cbr0/10.244.1.2", corev1.MountPropagationNone},
 		{"/var/lib/cni/plexus/records", corev1.MountPropagationNone},
-		{"/run/flannel/subnet.env", corev1.MountPropagationHostToContainer},
+		{"/run/containerd/containerd.sock", corev1.MountPropagationHostToContainer},
 		{"/run/k8s.cni.cncf.io/devinfo/dp/0000:03:00.1-device-info.json", corev1.MountPropagationHostToContainer},
-		{"/run/cilium/cilium.sock", corev1.MountPropagationHostToContainer},
 		{"/run/netns/cni-1234", corev1.MountPropagationHostToContainer},
 		{"/var/run/netns/cni-1234", corev1.MountPropagationHostToContainer},
 		{"/var/lib/kubelet/pod-resources/kubelet.sock", corev1.MountPropagationNone},
-		{"/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint", corev1.MountPropagationNone},
 		{"/run/plexus/plexusd.sock", corev1.MountPropagationNone},
 	} {
-		// The deepest mount holding the path is the one the delegate sees.
+		// The deepest mount holding the path is the one plexusd sees.
 		best := ""
 		for mp := range mounts {
 			if (tc.path == mp || strings.HasPrefix(tc.path, mp+"/")) && len(mp) > len(best) {

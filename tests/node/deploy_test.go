@@ -78,7 +78,7 @@ func deployNode(t *testing.T, name, kustomization string) (*Node, *Deployment, *
 // container, which sees only the mounted directory.
 func copyReferencePlugins(t *testing.T, dir string) {
 	t.Helper()
-	for _, p := range []string{"bridge", "host-local", "loopback", "bandwidth", "tuning", "static", "macvlan", "ptp", "vlan"} {
+	for _, p := range []string{"bridge", "host-local", "loopback", "bandwidth", "tuning", "static", "macvlan", "ptp", "vlan", "portmap"} {
 		src, err := os.Open(filepath.Join(harness.BinDir, p))
 		harness.Must(t, err)
 		dst, err := os.OpenFile(filepath.Join(dir, p), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
@@ -322,6 +322,11 @@ func TestDeployThick(t *testing.T) {
 		if v := harness.SumMetric(body, "plexus_policy_denials_total", `code="namespace-isolation"`); v == 0 {
 			t.Errorf("plexusd counted no namespace-isolation denial: %s", linesWith(body, "plexus_policy"))
 		}
+	})
+	// plexusd runs delegates chrooted to the host's / (--delegate-root):
+	// portmap finds the host's iptables, a shell delegate the host's ip.
+	t.Run("HostToolsAndHostPort", func(t *testing.T) {
+		assertHostToolsAndHostPort(t, node.With(t), d, world, conf)
 	})
 	// deploy/ sets criSocket: plexusd asks the runtime for its
 	// sandboxes (the stale record collection) and gets an answer.

@@ -59,6 +59,10 @@ type Options struct {
 	// so a caller of the socket names neither the programs plexusd runs nor
 	// the files it reads and writes.
 	Own *config.Config
+	// DelegateRoot, when set (plexusd in a pod), is the host's root
+	// directory: delegates run chrooted to it, so they see the host's
+	// filesystem as under the runtime (delegateExec).
+	DelegateRoot string
 
 	// parse replaces config.Parse in tests, which count the parses.
 	parse func([]byte) (*config.Config, error)
@@ -215,7 +219,7 @@ func (o Options) build(ctx context.Context, conf *config.Config, a *skel.CmdArgs
 func (o Options) Pipeline(conf *config.Config, paths []string, log *slog.Logger) *pipeline.Pipeline {
 	p := &pipeline.Pipeline{
 		Config:    conf,
-		CNI:       libcni.NewCNIConfigWithCacheDir(paths, conf.CacheDir, &delegateExec{}),
+		CNI:       libcni.NewCNIConfigWithCacheDir(paths, conf.CacheDir, &delegateExec{root: o.DelegateRoot}),
 		Records:   &record.Store{Dir: filepath.Join(conf.CacheDir, "records")},
 		Deleted:   &record.Tombstones{Dir: filepath.Join(conf.CacheDir, "deleted")},
 		Locks:     &lock.Locker{Dir: filepath.Join(conf.CacheDir, "locks")},

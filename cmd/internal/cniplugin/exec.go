@@ -23,9 +23,25 @@ import (
 // except that every delegate dies with plexus. A runtime whose deadline
 // passes SIGKILLs plexus alone (exec.CommandContext); a delegate stuck in
 // ADD would otherwise run on forever, holding its netns and its lease.
+//
+// With root set (plexusd in a pod), a delegate runs chrooted to the host's
+// root directory: it finds the host's binaries, tools (iptables, nft,
+// ovs-vsctl...), libraries and files, exactly as when the runtime runs it,
+// whatever plexus's image holds. Paths in CNI_PATH, CNI_NETNS and the
+// delegate's config are the host's, so they mean the same inside.
 type delegateExec struct {
-	invoke.RawExec        // FindInPath
+	invoke.RawExec        // FindInPath without root
 	version.PluginDecoder // Decode
+	root                  string
+}
+
+// FindInPath finds plugin in the host's paths, resolving every symlink
+// inside root as the delegate will see it.
+func (e *delegateExec) FindInPath(plugin string, paths []string) (string, error) {
+	if e.root == "" {
+		return e.RawExec.FindInPath(plugin, paths)
+	}
+	return findInRoot(e.root, plugin, paths)
 }
 
 // busyRetries covers a plugin binary being replaced while we exec it
@@ -33,8 +49,11 @@ type delegateExec struct {
 const busyRetries = 5
 
 func (e *delegateExec) ExecPlugin(ctx context.Context, path string, stdin []byte, environ []string) ([]byte, error) {
+	if e.root != "" {
+		environ = withHostPath(environ)
+	}
 	for i := 0; ; i++ {
-		out, err := runDelegate(ctx, path, stdin, environ)
+		out, err := runDelegate(ctx, e.root, path, stdin, environ)
 		if i < busyRetries && errors.Is(err, syscall.ETXTBSY) {
 			time.Sleep(time.Second)
 			continue
@@ -43,13 +62,18 @@ func (e *delegateExec) ExecPlugin(ctx context.Context, path string, stdin []byte
 	}
 }
 
-func runDelegate(ctx context.Context, path string, stdin []byte, environ []string) ([]byte, error) {
+func runDelegate(ctx context.Context, root, path string, stdin []byte, environ []string) ([]byte, error) {
 	var stdout, stderr bytes.Buffer
 	c := exec.CommandContext(ctx, path)
 	c.Env = environ
 	c.Stdin = bytes.NewReader(stdin)
 	c.Stdout, c.Stderr = &stdout, &stderr
 	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if root != "" {
+		// The child chroots before it execs path, so path is looked up in
+		// the host's tree; "/" keeps it from starting in plexusd's.
+		c.SysProcAttr.Chroot, c.Dir = root, "/"
+	}
 	// The parent-death signal follows the thread that forked, not the
 	// process: keep this goroutine on its thread until the child is gone.
 	runtime.LockOSThread()

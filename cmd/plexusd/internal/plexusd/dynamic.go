@@ -20,6 +20,7 @@ import (
 	"github.com/plexus-cni/plexus/cmd/internal/daemon"
 	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
 	"github.com/plexus-cni/plexus/core/codes"
+	"github.com/plexus-cni/plexus/core/config"
 	"github.com/plexus-cni/plexus/core/pipeline"
 	"github.com/plexus-cni/plexus/core/record"
 	"github.com/plexus-cni/plexus/core/selection"
@@ -415,11 +416,17 @@ func (d *Daemon) criClient() (*cri.Client, error) {
 // on plexusd's config and files, its delegate calls counted. Delegates
 // are looked for in binDir, then where the runtime usually keeps them.
 func (d *Daemon) daemonPipeline(log *slog.Logger) *pipeline.Pipeline {
-	paths := []string{defaultCNIPath}
-	if d.conf.BinDir != "" {
-		paths = []string{d.conf.BinDir, defaultCNIPath}
+	o := cniplugin.Options{DelegateRoot: d.o.DelegateRoot, WrapCNI: func(c libcni.CNI) libcni.CNI { return countingCNI{CNI: c, m: d.m} }}
+	return o.Pipeline(d.conf, delegatePaths(d.conf), log)
+}
+
+// delegatePaths are where plexusd's own work looks for delegates: binDir,
+// then where the runtime usually keeps them.
+func delegatePaths(conf *config.Config) []string {
+	if conf.BinDir != "" {
+		return []string{conf.BinDir, defaultCNIPath}
 	}
-	return cniplugin.Options{WrapCNI: func(c libcni.CNI) libcni.CNI { return countingCNI{CNI: c, m: d.m} }}.Pipeline(d.conf, paths, log)
+	return []string{defaultCNIPath}
 }
 
 // podKey is "namespace/name" from CNI_ARGS, "" without them.

@@ -76,7 +76,12 @@ type Options struct {
 	BinDir            string
 	// Profiling serves Go's pprof under /debug/pprof/ on MetricsAddr.
 	Profiling bool
-	Log       *slog.Logger
+	// DelegateRoot is the host's root directory as plexusd sees it
+	// (/proc/1/root in a pod with the host's PID namespace): delegates
+	// run chrooted to it, with the host's tools and files. "" runs them
+	// in plexusd's own filesystem, right when plexusd runs on the host.
+	DelegateRoot string
+	Log          *slog.Logger
 
 	// Version is plexus's release, reported in the node's PlexusNode.
 	Version string
@@ -128,6 +133,11 @@ func start(ctx context.Context, o Options) (*Daemon, error) {
 	conf, err := config.ParseBase(raw)
 	if err != nil {
 		return nil, fmt.Errorf("plexusd config %s: %w", o.ConfigFile, err)
+	}
+	if o.DelegateRoot != "" {
+		if err := cniplugin.CheckDelegateRoot(o.DelegateRoot, delegatePaths(conf)[:1]); err != nil {
+			return nil, fmt.Errorf("--delegate-root: %w", err)
+		}
 	}
 	d := &Daemon{o: o, conf: conf, m: newMetrics(), synced: func() bool { return true }}
 	if err := d.buildSource(ctx); err != nil {
@@ -237,10 +247,11 @@ func (d *Daemon) options() cniplugin.Options {
 		Stages: func(context.Context, *config.Config) (pipeline.Stages, func(), error) {
 			return d.stages, func() {}, nil
 		},
-		Log:     d.o.Log,
-		Own:     d.conf,
-		WrapCNI: d.wrapCNI,
-		Ignored: d.m.ignored,
+		Log:          d.o.Log,
+		Own:          d.conf,
+		DelegateRoot: d.o.DelegateRoot,
+		WrapCNI:      d.wrapCNI,
+		Ignored:      d.m.ignored,
 		OnPodResourcesCall: func(method string) {
 			d.m.podResources.WithLabelValues(method).Inc()
 		},
