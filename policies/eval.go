@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -67,10 +68,14 @@ func evalRequest(opts EvalOptions) (*pipeline.AuthorizeRequest, error) {
 	if err != nil {
 		return nil, err
 	}
-	n, err := ReadNADManifest(opts.NADFile)
+	nads, err := ReadNADManifests(opts.NADFile)
 	if err != nil {
 		return nil, err
 	}
+	if len(nads) != 1 {
+		return nil, fmt.Errorf("NAD manifest %s holds %d NADs: policy eval decides one attachment, give a file with one", opts.NADFile, len(nads))
+	}
+	n := nads[0]
 	el, all, err := evalSelection(pod, n, opts.Selection)
 	if err != nil {
 		return nil, err
@@ -174,30 +179,59 @@ func ReadPodManifest(path string) (*source.Pod, error) {
 	}, nil
 }
 
-// ReadNADManifest reads a NetworkAttachmentDefinition manifest through
-// JSON into the s3.2 type, so YAML and JSON manifests decode alike.
-func ReadNADManifest(path string) (*source.NAD, error) {
+// maxNADDocuments bounds the documents read from one manifest file.
+const maxNADDocuments = 1000
+
+// ReadNADManifests reads every NetworkAttachmentDefinition of a manifest
+// file (YAML documents separated by ---, or one JSON object) through JSON
+// into the s3.2 type, so YAML and JSON manifests decode alike. A document
+// of another kind, or with no name, is an error naming its position.
+func ReadNADManifests(path string) ([]*source.NAD, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading NAD manifest: %w", err)
 	}
-	var doc any
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return nil, fmt.Errorf("NAD manifest %s: %w", path, err)
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	var out []*source.NAD
+	for i := 1; ; i++ {
+		var doc any
+		if err := dec.Decode(&doc); err == io.EOF {
+			break
+		} else if err != nil {
+			return nil, fmt.Errorf("NAD manifest %s, document %d: %w", path, i, err)
+		}
+		if doc == nil {
+			continue // an empty document
+		}
+		if i > maxNADDocuments {
+			return nil, fmt.Errorf("NAD manifest %s: over %d documents", path, maxNADDocuments)
+		}
+		n, err := nadFromDocument(doc)
+		if err != nil {
+			return nil, fmt.Errorf("NAD manifest %s, document %d: %w", path, i, err)
+		}
+		out = append(out, n)
 	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("NAD manifest %s: no document", path)
+	}
+	return out, nil
+}
+
+func nadFromDocument(doc any) (*source.NAD, error) {
 	j, err := json.Marshal(doc)
 	if err != nil {
-		return nil, fmt.Errorf("NAD manifest %s: %w", path, err)
+		return nil, err
 	}
 	var n nad.NetworkAttachmentDefinition
 	if err := json.Unmarshal(j, &n); err != nil {
-		return nil, fmt.Errorf("NAD manifest %s: %w", path, err)
+		return nil, err
 	}
 	if n.Kind != "" && n.Kind != nad.Kind {
-		return nil, fmt.Errorf("NAD manifest %s: kind is %q, not %s", path, n.Kind, nad.Kind)
+		return nil, fmt.Errorf("kind is %q, not %s", n.Kind, nad.Kind)
 	}
 	if n.Name == "" {
-		return nil, fmt.Errorf("NAD manifest %s: metadata.name is empty", path)
+		return nil, fmt.Errorf("metadata.name is empty")
 	}
 	n.Namespace = defaultNamespace(n.Namespace)
 	return &n, nil

@@ -26,12 +26,14 @@ type nadReader struct {
 func newNADReader(files []string, cluster *Cluster) (*nadReader, error) {
 	r := &nadReader{manifests: map[string]*source.NAD{}, files: map[string]string{}, cluster: cluster, seen: map[string]*checkedNAD{}}
 	for _, f := range files {
-		n, err := policies.ReadNADManifest(f)
+		nads, err := policies.ReadNADManifests(f)
 		if err != nil {
 			return nil, err
 		}
-		ref := n.Namespace + "/" + n.Name
-		r.manifests[ref], r.files[ref] = n, f
+		for _, n := range nads {
+			ref := n.Namespace + "/" + n.Name
+			r.manifests[ref], r.files[ref] = n, f
+		}
 	}
 	return r, nil
 }
