@@ -101,6 +101,7 @@ func (b *builder) checkNodeState(n *Node, pods []corev1.Pod) {
 		b.problem("node %s: plexus's CNI config is not installed (%s): kubelet does not call plexus there (s6.1)", n.Name, st.ConfigPath)
 	}
 	b.checkMissingPlugins(n)
+	b.checkNodeEnforces(n.Name, st.Policy)
 	if p := st.Policy; p != nil && p.Error != "" {
 		b.warn("node %s: policy (%s): %s; %s", n.Name, policySource(p), p.Error, inForce(p.Revision))
 	}
@@ -113,6 +114,24 @@ func (b *builder) checkNodeState(n *Node, pods []corev1.Pod) {
 		} else {
 			b.warn("node %s: extension %s (%s) failed to load: %s; pods using its keys fail there", n.Name, x.Name, x.Path, x.Error)
 		}
+	}
+}
+
+// checkNodeEnforces: when explain decided with the baseline because the
+// AttachmentPolicy does not exist, a node that says it enforces something
+// else (a deleted object's revision, or nothing) decides otherwise: the
+// report must not claim what the node does not do.
+func (b *builder) checkNodeEnforces(node string, np *plexusapi.NodePolicy) {
+	p := b.r.Policy
+	if !p.ObjectMissing || np == nil {
+		return
+	}
+	switch np.Source {
+	case "object":
+		b.problem("node %s enforces revision %s of AttachmentPolicy %q, which no longer exists (onDelete Keep), not the baseline the decisions above used; "+
+			"to return the node to the baseline, push the object again or uninstall plexus there with PLEXUS_UNINSTALL=true and install it again", node, np.Revision, np.Object)
+	case "none":
+		b.problem("node %s allows every attachment (AttachmentPolicy %q was deleted with onDelete AllowAll), not the baseline the decisions above used", node, p.Object)
 	}
 }
 

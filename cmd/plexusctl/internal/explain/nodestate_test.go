@@ -114,3 +114,47 @@ func TestExplainNodeState(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestExplainNodeKeepsADeletedObjectsRevision: with no AttachmentPolicy,
+// explain decides with the baseline; a node whose PlexusNode says it still
+// enforces a deleted object's revision (or allows everything) makes that a
+// problem, so explain does not contradict the node; a node on the
+// baseline does not.
+func TestExplainNodeKeepsADeletedObjectsRevision(t *testing.T) {
+	plexusPod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: PlexusNamespace, Name: "plexusd-x", Labels: map[string]string{"app.kubernetes.io/name": "plexus"}},
+		Spec:       corev1.PodSpec{NodeName: "node-1"},
+		Status:     corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+	}
+	for _, tc := range []struct {
+		policy plexusapi.NodePolicy
+		want   string // "": no such problem
+	}{
+		{plexusapi.NodePolicy{Source: "object", Object: "cluster", Revision: "3-0123456789ab"}, `node node-1 enforces revision 3-0123456789ab of AttachmentPolicy "cluster", which no longer exists`},
+		{plexusapi.NodePolicy{Source: "none", Object: "cluster"}, "node node-1 allows every attachment"},
+		{plexusapi.NodePolicy{Source: "files", Object: "cluster", Revision: "defaults"}, ""},
+	} {
+		t.Run(tc.policy.Source, func(t *testing.T) {
+			st := plexusapi.PlexusNodeStatus{Mode: "thick", Version: "v1", ConfigInstalled: true, DefaultNetwork: "pod-net", Updated: metav1.Now(), Policy: &tc.policy}
+			fc := fakeCluster{
+				pods: []*corev1.Pod{testPod("team-a", "web", networks("blue")), plexusPod},
+				nads: []*unstructured.Unstructured{testNAD("team-a", "blue", bridgeConf, nil)},
+			}
+			fc.plexus = append(fc.plexus, plexusNodeObj(t, "node-1", st))
+			r, err := Explain(t.Context(), Options{Namespace: "team-a", Name: "web", Cluster: fc.cluster(t), Node: "node-1", PolicyObject: "cluster"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !r.Policy.ObjectMissing {
+				t.Fatalf("policy %+v: want the missing object noted", r.Policy)
+			}
+			problems := strings.Join(r.Problems, "\n")
+			if tc.want == "" && strings.Contains(problems, "node-1") {
+				t.Errorf("problems about the node, want none:\n%s", problems)
+			}
+			if tc.want != "" && (!strings.Contains(problems, tc.want) || r.OK) {
+				t.Errorf("problems lack %q (ok %v):\n%s", tc.want, r.OK, problems)
+			}
+		})
+	}
+}

@@ -34,7 +34,9 @@ func (b *builder) loadPolicyObject(ctx context.Context) bool {
 	u, err := b.opts.Cluster.Dynamic.Resource(plexusapi.AttachmentPolicies).Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		p.Note = fmt.Sprintf("AttachmentPolicy %q not found: nodes following it decide with the image's baseline", name)
+		p.ObjectMissing = true
+		p.Note = fmt.Sprintf("AttachmentPolicy %q not found: decided with the image's baseline, which a node enforces until an object exists; "+
+			"a node that enforced a revision of a deleted %q keeps it (onDelete Keep) until plexus is uninstalled there with PLEXUS_UNINSTALL=true: --node says which", name, name)
 		b.compileObject(ctx, nil)
 		return true
 	case err != nil:

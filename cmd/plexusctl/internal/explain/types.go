@@ -144,8 +144,10 @@ type PolicyInfo struct {
 	// rule library) when no paths were given.
 	Object   string `json:"object,omitempty"`
 	Revision string `json:"revision,omitempty"`
-	Note     string `json:"note,omitempty"`
-	Error    string `json:"error,omitempty"`
+	// ObjectMissing: no such object exists, and the baseline decided.
+	ObjectMissing bool   `json:"objectMissing,omitempty"`
+	Note          string `json:"note,omitempty"`
+	Error         string `json:"error,omitempty"`
 }
 
 // ExtensionsInfo is the extensions config explain read.

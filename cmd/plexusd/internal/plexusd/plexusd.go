@@ -302,6 +302,11 @@ func (d *Daemon) serve(ctx context.Context) error {
 	// The installer's last pass (with --uninstall, removing plexus's config)
 	// runs once ctx is done: plexusd exits only after it.
 	installed()
+	if d.o.Uninstall {
+		removed, kept, uerr := d.uninstallState()
+		d.o.Log.Info("uninstalled plexusd's state", "removed", removed, "kept", kept)
+		err = errors.Join(err, uerr)
+	}
 	return err
 }
 

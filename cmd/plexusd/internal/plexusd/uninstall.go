@@ -1,0 +1,60 @@
+package plexusd
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/plexus-cni/plexus/policies/revision"
+)
+
+// uninstallState removes, with --uninstall, what plexusd keeps on the node
+// besides the CNI config and binaries, so that a later install starts as
+// a fresh one: the AttachmentPolicy revisions (a reinstalled node enforces
+// the baseline until an object exists), the extension compilation cache,
+// and the socket's directory. Attachment records, libcni's results, locks
+// and tombstones go too when no record is left; while one is, a pod still
+// holds plexus's attachments and its DEL needs them, so they stay and the
+// log lists them. It returns what it removed and what it kept.
+func (d *Daemon) uninstallState() (removed, kept []string, err error) {
+	var errs []error
+	remove := func(p string) {
+		if rerr := os.RemoveAll(p); rerr != nil {
+			errs = append(errs, rerr)
+			return
+		}
+		removed = append(removed, p)
+	}
+	if d.policy != nil && d.policy.sync != nil {
+		dir := d.policy.cfg.Object.StateDir
+		if rerr := revision.Remove(dir); rerr != nil {
+			errs = append(errs, fmt.Errorf("policy state %s: %w", dir, rerr))
+		} else {
+			removed = append(removed, dir)
+			removeIfEmpty(dir)
+		}
+	}
+	if c := d.conf.CacheDir; c != "" {
+		remove(filepath.Join(c, "extensions"))
+		records := filepath.Join(c, "records")
+		if left, _ := os.ReadDir(records); len(left) > 0 {
+			kept = append(kept, fmt.Sprintf("%s (%d attachment record(s) of pods still attached)", c, len(left)))
+		} else {
+			for _, sub := range []string{"records", "results", "locks", "deleted"} {
+				remove(filepath.Join(c, sub))
+			}
+			removeIfEmpty(c)
+		}
+	}
+	if d.o.Socket != "" {
+		removeIfEmpty(filepath.Dir(d.o.Socket))
+	}
+	return removed, kept, errors.Join(errs...)
+}
+
+// removeIfEmpty removes dir if nothing is left in it; a directory still in
+// use (a mount point, another file) stays.
+func removeIfEmpty(dir string) {
+	_ = os.Remove(dir)
+}
