@@ -191,7 +191,7 @@ func explainPolicyObject(t *testing.T, ctl string, dyn dynamic.Interface, kubeco
 		want []string
 	}{
 		{"baseline until an object exists", nil, 1, []string{
-			`AttachmentPolicy "cluster" not found: nodes following it decide with the image's baseline`,
+			`AttachmentPolicy "cluster" not found: decided with the image's baseline, which a node enforces until an object exists`,
 			"[1] team-b/red: PROBLEM denied: [namespace-isolation]",
 		}},
 		{"the object's data", map[string]any{"data": map[string]any{"baseline.yaml": openData}}, 0, []string{

@@ -218,7 +218,7 @@ spec:
 		if _, err := sa.CoreV1().Events(ns).Create(ctx, &corev1.Event{
 			ObjectMeta:     metav1.ObjectMeta{GenerateName: "p-", Namespace: ns},
 			InvolvedObject: ref, Type: corev1.EventTypeWarning, Reason: "E2E", Message: "core event",
-			Source: corev1.EventSource{Component: "plexus"},
+			Source: corev1.EventSource{Component: "plexus", Host: "node-a"}, // its credential's node (plexus-event-writes)
 		}, metav1.CreateOptions{}); err != nil {
 			t.Errorf("create core/v1 event: %v", err)
 		}
