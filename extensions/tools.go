@@ -5,13 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
-	"time"
 
 	types100 "github.com/containernetworking/cni/pkg/types/100"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -248,126 +245,4 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
-}
-
-// ExtCommand is "plexusctl ext": inspect, run and warm. It returns the exit
-// code.
-func ExtCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, extUsage)
-		return 2
-	}
-	var err error
-	switch args[0] {
-	case "inspect":
-		err = cmdInspect(stdout, args[1:])
-	case "run":
-		err = cmdRun(ctx, stdout, args[1:])
-	case "warm":
-		err = cmdWarm(ctx, stdout, args[1:])
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, extUsage)
-		return 0
-	default:
-		err = usageError("unknown command %q", args[0])
-	}
-	var ue usageErr
-	switch {
-	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "plexusctl ext: %v\n%s", err, extUsage)
-		return 2
-	case err != nil:
-		fmt.Fprintf(stderr, "plexusctl ext: %v\n", err)
-		return 1
-	}
-	return 0
-}
-
-const extUsage = `usage:
-  plexusctl ext inspect MODULE.wasm
-  plexusctl ext run MODULE.wasm --hook prepare|enrich --input FILE [--config FILE] [--timeout 1s] [--memory 64Mi]
-  plexusctl ext warm CACHEDIR MODULE.wasm|DIR...
-  plexusctl ext pack --wasm MODULE.wasm [--tag REF] (-o IMAGE.tar | --push)
-`
-
-type usageErr struct{ msg string }
-
-func (e usageErr) Error() string { return e.msg }
-
-func usageError(format string, args ...any) error { return usageErr{fmt.Sprintf(format, args...)} }
-
-func cmdInspect(w io.Writer, args []string) error {
-	if len(args) != 1 {
-		return usageError("inspect takes one module")
-	}
-	return Inspect(w, args[0])
-}
-
-func cmdRun(ctx context.Context, w io.Writer, args []string) error {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	hook := fs.String("hook", "", "prepare or enrich")
-	input := fs.String("input", "", "hook input document (JSON); - for stdin")
-	config := fs.String("config", "", "module config (JSON file); default: the input's moduleConfig")
-	timeout := fs.Duration("timeout", 0, "per-call deadline")
-	memory := fs.String("memory", "", "memory limit, like 64Mi")
-	module, err := parseInterleaved(fs, args)
-	if err != nil {
-		return usageError("%v", err)
-	}
-	if *hook == "" || *input == "" {
-		return usageError("run needs --hook and --input")
-	}
-	if *timeout < 0 {
-		return usageError("--timeout %s is negative", *timeout)
-	}
-	in, err := readInput(*input)
-	if err != nil {
-		return err
-	}
-	mc := ModuleConfig{Timeout: Duration(*timeout), MemoryLimit: *memory}
-	if *config != "" {
-		if mc.Config, err = os.ReadFile(*config); err != nil {
-			return err
-		}
-	}
-	return RunHook(ctx, w, module, RunOptions{Hook: *hook, Input: in, Module: mc})
-}
-
-// parseInterleaved allows flags before and after the module argument.
-func parseInterleaved(fs *flag.FlagSet, args []string) (string, error) {
-	if err := fs.Parse(args); err != nil {
-		return "", err
-	}
-	if fs.NArg() == 0 {
-		return "", errors.New("a module is required")
-	}
-	module := fs.Arg(0)
-	if err := fs.Parse(fs.Args()[1:]); err != nil {
-		return "", err
-	}
-	if fs.NArg() != 0 {
-		return "", fmt.Errorf("unexpected arguments %s", strings.Join(fs.Args(), " "))
-	}
-	return module, nil
-}
-
-func readInput(path string) ([]byte, error) {
-	if path == "-" {
-		return io.ReadAll(io.LimitReader(os.Stdin, 16<<20))
-	}
-	return os.ReadFile(path)
-}
-
-func cmdWarm(ctx context.Context, w io.Writer, args []string) error {
-	if len(args) < 2 {
-		return usageError("warm takes a cache directory and modules")
-	}
-	start := time.Now()
-	files, err := Warm(ctx, args[0], args[1:]...)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "compiled %d module(s) into %s in %s\n", len(files), args[0], time.Since(start).Round(time.Millisecond))
-	return nil
 }

@@ -4,16 +4,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/plexus-cni/plexus/sdk/abi"
 )
 
+// The commands themselves (plexusctl ext inspect/run/warm) are tested in
+// cmd/plexusctl; these are the library calls behind them.
+
 func TestExtInspect(t *testing.T) {
-	var out, errOut bytes.Buffer
-	if code := ExtCommand(context.Background(), []string{"inspect", wasmPath(t, "vlan")}, &out, &errOut); code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut.String())
+	var out bytes.Buffer
+	if err := Inspect(&out, wasmPath(t, "vlan")); err != nil {
+		t.Fatal(err)
 	}
 	var d Declaration
 	if err := json.Unmarshal(out.Bytes(), &d); err != nil {
@@ -27,34 +30,29 @@ func TestExtInspect(t *testing.T) {
 func TestExtRunPrepare(t *testing.T) {
 	input := `{"pod":{"namespace":"ns","name":"p"},"network":{"namespace":"ns","name":"net","statusName":"ns/net"},
 	  "ifName":"net1","config":` + bridgeConf + `,"keys":{"com.example.vlan":42}}`
-	in := filepath.Join(t.TempDir(), "in.json")
-	if err := os.WriteFile(in, []byte(input), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	var out, errOut bytes.Buffer
-	code := ExtCommand(context.Background(), []string{"run", wasmPath(t, "vlan"), "--hook", "prepare", "--input", in}, &out, &errOut)
-	if code != 0 || !strings.Contains(out.String(), `\"vlan\":42`) && !strings.Contains(out.String(), `"vlan": 42`) {
-		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out.String(), errOut.String())
+	var out bytes.Buffer
+	err := RunHook(context.Background(), &out, wasmPath(t, "vlan"), RunOptions{Hook: abi.HookPrepare, Input: []byte(input)})
+	if err != nil || !strings.Contains(out.String(), `\"vlan\":42`) && !strings.Contains(out.String(), `"vlan": 42`) {
+		t.Fatalf("error %v\nstdout %s", err, out.String())
 	}
 	out.Reset()
 	bad := strings.Replace(input, "42", "0", 1)
-	_ = os.WriteFile(in, []byte(bad), 0o600)
-	code = ExtCommand(context.Background(), []string{"run", "--hook", "prepare", wasmPath(t, "vlan"), "--input", in}, &out, &errOut)
-	if code != 1 || !strings.Contains(out.String(), "between 1 and 4094, got 0") {
-		t.Fatalf("exit %d, stdout %s", code, out.String())
+	err = RunHook(context.Background(), &out, wasmPath(t, "vlan"), RunOptions{Hook: abi.HookPrepare, Input: []byte(bad)})
+	if err == nil || !strings.Contains(out.String(), "between 1 and 4094, got 0") {
+		t.Fatalf("error %v, stdout %s", err, out.String())
+	}
+	if err := RunHook(context.Background(), &out, wasmPath(t, "vlan"), RunOptions{Hook: "frobnicate", Input: []byte(input)}); err == nil || !strings.Contains(err.Error(), `unknown hook "frobnicate"`) {
+		t.Fatalf("unknown hook: %v", err)
 	}
 }
 
-func TestExtWarmAndUsage(t *testing.T) {
+func TestExtWarm(t *testing.T) {
 	dir := t.TempDir()
-	var out, errOut bytes.Buffer
-	if code := ExtCommand(context.Background(), []string{"warm", dir, wasmPath(t, "vlan")}, &out, &errOut); code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut.String())
+	files, err := Warm(context.Background(), dir, wasmPath(t, "vlan"))
+	if err != nil || len(files) != 1 {
+		t.Fatalf("Warm = %v, %v; want the one module", files, err)
 	}
-	if !strings.Contains(out.String(), "compiled 1 module(s)") {
-		t.Fatalf("stdout %s", out.String())
-	}
-	if code := ExtCommand(context.Background(), []string{"frobnicate"}, &out, &errOut); code != 2 {
-		t.Fatalf("unknown command exit %d", code)
+	if _, err := Warm(context.Background(), "", wasmPath(t, "vlan")); err == nil {
+		t.Fatal("Warm without a cache directory succeeded")
 	}
 }

@@ -1,66 +1,88 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/plexus-cni/plexus/cmd/plexusctl/internal/explain"
 	"github.com/plexus-cni/plexus/core/codes"
 )
 
-const explainUsage = `usage: plexusctl explain pod NAMESPACE/NAME [flags]
-       plexusctl explain pod -f POD.yaml [--nad NAD.yaml]... [flags]
-why a pod has, or does not have, its networks; exit 0 when it would get
-every network it asks for, 1 when something is wrong
-flags:
-  --kubeconfig PATH   default $KUBECONFIG, else ~/.kube/config (with -f: only if given or $KUBECONFIG is set)
-  -f POD.yaml         explain a manifest, before the pod exists
-  --nad FILE          a NetworkAttachmentDefinition manifest, looked at before the cluster (repeatable)
-  --policy PATH       Rego modules, data files, directories, as the plugin config's policy.paths (repeatable)
-  --policy-object NAME  without --policy, decide with this AttachmentPolicy and the rule library
-                      built into plexusctl, as nodes do (default cluster; "" for no policy)
-  --extensions FILE   plexus's extensions config ({"modules": [...]})
-  --node NAME         also report the node's side: its plexus pod, its PlexusNode (config,
-                      default network, missing plugins, policy, extensions) and its
-                      AttachmentPolicy status entries
-  -o text|json        output format (default text)`
+// newExplainCmd is "plexusctl explain": only "pod" for now.
+func newExplainCmd(a *app) *cobra.Command {
+	c := newGroupCmd("explain", "explain why a pod has, or does not have, its networks", newExplainPodCmd(a))
+	c.Example = examples(a.name, "explain pod team-a/web", "explain pod -f web.yaml --nad blue.yaml")
+	return c
+}
 
-// runExplain is "plexusctl explain": only "pod" for now.
-func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] != "pod" {
-		fmt.Fprintln(stderr, explainUsage)
-		return codes.ExitUsage
+// explainArgs are explain pod's flags.
+type explainArgs struct {
+	opts   explain.Options
+	output string
+}
+
+func newExplainPodCmd(a *app) *cobra.Command {
+	var e explainArgs
+	c := &cobra.Command{
+		Use:   "pod (NAMESPACE/NAME | -f POD.yaml)",
+		Short: "why a pod has, or does not have, its networks",
+		Long: `Explain why a pod has, or does not have, its networks: its selection, each
+network's NAD and config, the policy's decision, the last ADD's events and,
+with --node, the node's side. Exit 0 when the pod would get every network
+it asks for, 1 when something is wrong.
+
+NAME alone is in -n/--namespace's namespace, else in default. With -f, the
+cluster is read (for NADs, the policy object, the node) only when a
+connection flag such as --kubeconfig is given or $KUBECONFIG is set.`,
+		Example: examples(a.name,
+			"explain pod team-a/web",
+			"explain pod team-a/web --kubeconfig admin.kubeconfig --node node-1",
+			"explain pod -f web.yaml --nad blue.yaml",
+			"explain pod team-a/web --policy policies/library --policy admin.yaml -o json"),
+		Args: argsBetween(0, 1, ""),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.explainPod(cmd, &e, args)
+		},
 	}
-	a, err := parseExplain(args[1:], stderr)
+	fs := c.Flags()
+	fs.StringVarP(&e.opts.PodFile, "filename", "f", "", "explain a Pod manifest, before the pod exists")
+	fs.StringArrayVar(&e.opts.NADFiles, "nad", nil, "a NetworkAttachmentDefinition manifest, looked at before the cluster (repeatable)")
+	fs.StringArrayVar(&e.opts.Policies, "policy", nil, "Rego modules, data files, directories, as the plugin config's policy.paths (repeatable)")
+	fs.StringVar(&e.opts.PolicyObject, "policy-object", explain.DefaultPolicyObject,
+		`without --policy, decide with this AttachmentPolicy and the rule library built into plexusctl, as nodes do ("" for no policy)`)
+	fs.StringVar(&e.opts.ExtensionsFile, "extensions", "", `plexus's extensions config ({"modules": [...]})`)
+	fs.StringVar(&e.opts.Node, "node", "", "also report the node's side: its plexus pod, its PlexusNode (config, default network, missing plugins, policy, extensions) and its AttachmentPolicy status entries")
+	fs.StringVarP(&e.output, "output", "o", "text", "output format: text or json")
+	return c
+}
+
+func (a *app) explainPod(cmd *cobra.Command, e *explainArgs, args []string) error {
+	if e.output != "text" && e.output != "json" {
+		return usageErrorf("-o %q: want text or json", e.output)
+	}
+	if err := podArg(&e.opts, args, a.kube.namespace("")); err != nil {
+		return usageError(err)
+	}
+	var err error
+	if e.opts.Cluster, err = a.explainCluster(e.opts.PodFile != ""); err != nil {
+		return failed(printable{err})
+	}
+	rep, err := explain.Explain(cmd.Context(), e.opts)
 	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(stderr, "plexusctl explain pod: %v\n%s\n", err, explainUsage)
-		}
-		return codes.ExitUsage
+		return failed(printable{err})
 	}
-	if a.opts.Cluster, err = explainCluster(a.opts.PodFile != "", a.kubeconfig); err != nil {
-		fmt.Fprintf(stderr, "plexusctl explain pod: %s\n", explain.Printable(err.Error()))
-		return codes.ExitFail
-	}
-	rep, err := explain.Explain(ctx, a.opts)
-	if err != nil {
-		fmt.Fprintf(stderr, "plexusctl explain pod: %s\n", explain.Printable(err.Error()))
-		return codes.ExitFail
-	}
-	if err := writeExplain(stdout, rep, a.output); err != nil {
-		fmt.Fprintf(stderr, "plexusctl explain pod: %s\n", explain.Printable(err.Error()))
-		return codes.ExitFail
+	if err := writeExplain(cmd.OutOrStdout(), rep, e.output); err != nil {
+		return failed(printable{err})
 	}
 	if !rep.OK {
-		return codes.ExitFail
+		return exitStatus(codes.ExitFail) // the report says why
 	}
-	return codes.ExitOK
+	return nil
 }
 
 func writeExplain(w io.Writer, rep *explain.Report, output string) error {
@@ -72,44 +94,9 @@ func writeExplain(w io.Writer, rep *explain.Report, output string) error {
 	return enc.Encode(rep)
 }
 
-// explainArgs are the parsed flags; the cluster is connected after.
-type explainArgs struct {
-	opts       explain.Options
-	output     string
-	kubeconfig string
-}
-
-func parseExplain(args []string, stderr io.Writer) (explainArgs, error) {
-	var a explainArgs
-	opts := &a.opts
-	var nads, pols stringList
-	fs := flag.NewFlagSet("plexusctl explain pod", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprintln(stderr, explainUsage) }
-	kubeconfig := fs.String("kubeconfig", "", "")
-	fs.StringVar(&opts.PodFile, "f", "", "")
-	fs.Var(&nads, "nad", "")
-	fs.Var(&pols, "policy", "")
-	fs.StringVar(&opts.PolicyObject, "policy-object", explain.DefaultPolicyObject, "")
-	fs.StringVar(&opts.ExtensionsFile, "extensions", "", "")
-	fs.StringVar(&opts.Node, "node", "", "")
-	fs.StringVar(&a.output, "o", "text", "")
-	rest, err := parse(fs, args)
-	if err != nil {
-		return a, err
-	}
-	if a.output != "text" && a.output != "json" {
-		return a, fmt.Errorf("-o %q: want text or json", a.output)
-	}
-	if err := podArg(opts, rest); err != nil {
-		return a, err
-	}
-	opts.NADFiles, opts.Policies, a.kubeconfig = nads, pols, *kubeconfig
-	return a, nil
-}
-
-// podArg takes NAMESPACE/NAME (NAME alone is in "default"), or none with -f.
-func podArg(opts *explain.Options, rest []string) error {
+// podArg takes NAMESPACE/NAME, or NAME in namespace (default when
+// empty), or none with -f.
+func podArg(opts *explain.Options, rest []string, namespace string) error {
 	switch {
 	case opts.PodFile != "" && len(rest) == 0:
 		return nil
@@ -119,8 +106,13 @@ func podArg(opts *explain.Options, rest []string) error {
 		return fmt.Errorf("name one pod as NAMESPACE/NAME, or give -f POD.yaml")
 	}
 	ns, name, found := strings.Cut(rest[0], "/")
-	if !found {
+	switch {
+	case !found && namespace != "":
+		ns, name = namespace, rest[0]
+	case !found:
 		ns, name = "default", rest[0]
+	case namespace != "" && ns != namespace:
+		return fmt.Errorf("pod %q is not in --namespace %q", rest[0], namespace)
 	}
 	if ns == "" || name == "" {
 		return fmt.Errorf("pod %q: want NAMESPACE/NAME", rest[0])
@@ -130,14 +122,23 @@ func podArg(opts *explain.Options, rest []string) error {
 }
 
 // explainCluster connects unless a manifest is explained without any
-// kubeconfig named: then NADs come from --nad only.
-func explainCluster(manifest bool, kubeconfig string) (*explain.Cluster, error) {
-	if manifest && kubeconfig == "" && os.Getenv("KUBECONFIG") == "" {
+// cluster named (no connection flag, $KUBECONFIG unset): then NADs come
+// from --nad only.
+func (a *app) explainCluster(manifest bool) (*explain.Cluster, error) {
+	if manifest && a.kube.given() == "" && os.Getenv("KUBECONFIG") == "" {
 		return nil, nil
 	}
-	c, err := explain.NewCluster(kubeconfig)
+	c, err := a.kube.clients()
 	if err != nil {
-		return nil, fmt.Errorf("--kubeconfig: %w", err)
+		return nil, err
 	}
-	return c, nil
+	return &explain.Cluster{Core: c.Core, Dynamic: c.Dynamic}, nil
 }
+
+// printable keeps what the cluster said (names, messages) from writing
+// control characters to the terminal.
+type printable struct{ err error }
+
+func (p printable) Error() string { return explain.Printable(p.err.Error()) }
+
+func (p printable) Unwrap() error { return p.err }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -37,20 +36,19 @@ func TestExplainExitCodes(t *testing.T) {
 		{[]string{"explain", "pod", "-f", pod, "--nad", nad}, codes.ExitOK},
 		{[]string{"explain", "pod", "-f", pod}, codes.ExitFail},
 	} {
-		var stdout, stderr bytes.Buffer
-		if got := run(t.Context(), tt.args, &stdout, &stderr); got != tt.want {
-			t.Errorf("%v: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", tt.args, got, tt.want, stdout.String(), stderr.String())
+		if got, stdout, stderr := runCtl(t, tt.args...); got != tt.want {
+			t.Errorf("%v: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", tt.args, got, tt.want, stdout, stderr)
 		}
 	}
-	var stdout, stderr bytes.Buffer
-	if code := run(t.Context(), []string{"explain", "pod", "-f", pod, "-o", "json"}, &stdout, &stderr); code != codes.ExitFail {
-		t.Fatalf("exit %d: %s", code, stderr.String())
+	code, stdout, stderr := runCtl(t, "explain", "pod", "-f", pod, "-o", "json")
+	if code != codes.ExitFail {
+		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	var rep struct {
 		OK       bool     `json:"ok"`
 		Problems []string `json:"problems"`
 	}
-	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil || rep.OK || !strings.Contains(strings.Join(rep.Problems, "\n"), "not found") {
-		t.Errorf("json report %s (err %v)", stdout.String(), err)
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil || rep.OK || !strings.Contains(strings.Join(rep.Problems, "\n"), "not found") {
+		t.Errorf("json report %s (err %v)", stdout, err)
 	}
 }

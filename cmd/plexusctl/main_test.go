@@ -14,10 +14,18 @@ import (
 
 const library = "../../policies/library"
 
+// runCtl runs the command line as plexusctl; it returns the exit status,
+// stdout and stderr.
 func runCtl(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
+	return runAs(t, "plexusctl", args...)
+}
+
+// runAs runs the command line as the binary invokedAs (os.Args[0]).
+func runAs(t *testing.T, invokedAs string, args ...string) (int, string, string) {
+	t.Helper()
 	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), args, &stdout, &stderr)
+	code := execute(context.Background(), newRootCmd(invokedAs, &stdout, &stderr), args)
 	return code, stdout.String(), stderr.String()
 }
 
@@ -29,9 +37,9 @@ func TestDispatcher(t *testing.T) {
 		wantErr  string
 	}{
 		{name: "no arguments prints usage", args: nil, wantCode: codes.ExitUsage, wantErr: "policy"},
-		{name: "unknown group is refused", args: []string{"nope"}, wantCode: codes.ExitUsage, wantErr: `unknown command group "nope"`},
+		{name: "unknown group is refused", args: []string{"nope"}, wantCode: codes.ExitUsage, wantErr: `plexusctl: unknown command "nope"`},
 		{name: "policy without command prints its usage", args: []string{"policy"}, wantCode: codes.ExitUsage, wantErr: "plexusctl policy eval"},
-		{name: "unknown policy command is refused", args: []string{"policy", "run"}, wantCode: codes.ExitUsage, wantErr: `unknown command "run"`},
+		{name: "unknown policy command is refused", args: []string{"policy", "run"}, wantCode: codes.ExitUsage, wantErr: `plexusctl policy: unknown command "run"`},
 		{name: "test without paths is refused", args: []string{"policy", "test"}, wantCode: codes.ExitUsage, wantErr: "at least one"},
 	}
 	for _, tc := range tests {

@@ -1,213 +1,183 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/plexus-cni/plexus/core/codes"
 	"github.com/plexus-cni/plexus/policies"
 )
 
-type policyCommand struct {
-	usage string
-	run   func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+func newPolicyCmd(a *app) *cobra.Command {
+	c := newGroupCmd("policy", "test, check, format, evaluate and push s7.4 Rego policies",
+		newPolicyTestCmd(), newPolicyCheckCmd(), newPolicyFmtCmd(), newPolicyEvalCmd(),
+		newPolicyBaselineCmd(), newPolicyPushCmd(a), newPolicyStatusCmd(a))
+	c.Example = examples(a.name,
+		"policy test policies/library --coverage",
+		"policy eval --pod pod.yaml --nad nad.yaml --policy policies/library",
+		"policy baseline > policy/baseline.yaml",
+		"policy push policy",
+		"policy status")
+	return c
 }
 
-func policyCommands() map[string]policyCommand {
-	return map[string]policyCommand{
-		"test":  {"test [--coverage] [-v=false] PATHS...   run the Rego unit tests (test_* rules)", policyTest},
-		"check": {"check PATHS...                          compile strictly, *_test.rego included", policyCheck},
-		"fmt":   {"fmt [--check] PATHS...                  format .rego files in place, or list unformatted ones", policyFmt},
-		"eval": {"eval --pod POD.yaml --nad NAD.yaml [--selection JSON] [--namespace-labels k=v,...]\n" +
-			"       [--data FILE]... [--policy PATH]... [--query Q]   decide; exit 0 allowed, 2 denied", policyEval},
-		"push": {"push [--kubeconfig F] [--name cluster] [--on-delete Keep|AllowAll] [--library DIR] DIR\n" +
-			"       test DIR's modules and data with the library, then create or update the AttachmentPolicy", policyPush},
-		"status":   {"status [--kubeconfig F] [--name cluster]   the revision each node enforces", policyStatus},
-		"baseline": {"baseline                                print the image's baseline.yaml, to edit and push", policyBaseline},
-	}
-}
-
-func runPolicy(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	cmds := policyCommands()
+// needPaths is the argument check of the commands that read policy files.
+func needPaths(_ *cobra.Command, args []string) error {
 	if len(args) == 0 {
-		policyUsage(stderr, cmds)
-		return codes.ExitUsage
+		return usageErrorf("name at least one file or directory")
 	}
-	c, ok := cmds[args[0]]
-	if !ok {
-		fmt.Fprintf(stderr, "plexusctl policy: unknown command %q\n", args[0])
-		policyUsage(stderr, cmds)
-		return codes.ExitUsage
-	}
-	return c.run(ctx, args[1:], stdout, stderr)
+	return nil
 }
 
-func policyUsage(w io.Writer, cmds map[string]policyCommand) {
-	fmt.Fprintln(w, "usage:")
-	for _, n := range []string{"test", "check", "fmt", "eval", "baseline", "push", "status"} {
-		fmt.Fprintf(w, "  plexusctl policy %s\n", cmds[n].usage)
+func newPolicyTestCmd() *cobra.Command {
+	var opts policies.TestOptions
+	c := &cobra.Command{
+		Use:   "test PATHS...",
+		Short: "run the Rego unit tests (test_* rules)",
+		Long: `Run the test_* rules of the .rego files in PATHS (files or directories);
+exit 1 when one fails, or when there is none.`,
+		Args: needPaths,
+		RunE: func(cmd *cobra.Command, paths []string) error {
+			sum, err := policies.RunTests(cmd.Context(), paths, opts, cmd.OutOrStdout())
+			if err != nil {
+				return failed(err)
+			}
+			if !sum.OK() {
+				return exitStatus(codes.ExitFail) // the report says which
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&opts.Coverage, "coverage", false, "print coverage of the non-test modules")
+	// -v as before; --v too, as Go's flag package read it.
+	c.Flags().BoolVarP(&opts.Verbose, "v", "v", true, "list every test, with a trace for failures")
+	return c
+}
+
+func newPolicyCheckCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "check PATHS...",
+		Short: "compile strictly, *_test.rego included",
+		Args:  needPaths,
+		RunE: func(cmd *cobra.Command, paths []string) error {
+			if err := policies.Check(cmd.Context(), paths); err != nil {
+				return failed(err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "ok: %s\n", strings.Join(paths, " "))
+			return nil
+		},
 	}
 }
 
-// parse accepts flags before, between and after positional arguments.
-func parse(fs *flag.FlagSet, args []string) ([]string, error) {
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		if fs.NArg() == 0 {
-			return positional, nil
-		}
-		positional = append(positional, fs.Arg(0))
-		args = fs.Args()[1:]
+func newPolicyFmtCmd() *cobra.Command {
+	var check bool
+	c := &cobra.Command{
+		Use:   "fmt PATHS...",
+		Short: "format .rego files in place, or list unformatted ones",
+		Args:  needPaths,
+		RunE: func(cmd *cobra.Command, paths []string) error {
+			files, err := policies.Format(paths, check)
+			for _, f := range files {
+				fmt.Fprintln(cmd.OutOrStdout(), f)
+			}
+			if err != nil {
+				return failed(err)
+			}
+			if check && len(files) > 0 {
+				return exitStatus(codes.ExitFail)
+			}
+			return nil
+		},
 	}
+	c.Flags().BoolVar(&check, "check", false, "change nothing; list unformatted files and exit 1 if there are any")
+	return c
 }
 
-func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("plexusctl policy "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	return fs
-}
-
-func needPaths(paths []string, stderr io.Writer, name string) bool {
-	if len(paths) == 0 {
-		fmt.Fprintf(stderr, "plexusctl policy %s: name at least one file or directory\n", name)
-		return false
-	}
-	return true
-}
-
-func policyTest(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("test", stderr)
-	coverage := fs.Bool("coverage", false, "print coverage of the non-test modules")
-	verbose := fs.Bool("v", true, "list every test, with a trace for failures")
-	paths, err := parse(fs, args)
-	if err != nil || !needPaths(paths, stderr, "test") {
-		return codes.ExitUsage
-	}
-	sum, err := policies.RunTests(ctx, paths, policies.TestOptions{Verbose: *verbose, Coverage: *coverage}, stdout)
-	if err != nil {
-		fmt.Fprintf(stderr, "plexusctl policy test: %v\n", err)
-		return codes.ExitFail
-	}
-	if !sum.OK() {
-		return codes.ExitFail
-	}
-	return codes.ExitOK
-}
-
-func policyCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	paths, err := parse(newFlagSet("check", stderr), args)
-	if err != nil || !needPaths(paths, stderr, "check") {
-		return codes.ExitUsage
-	}
-	if err := policies.Check(ctx, paths); err != nil {
-		fmt.Fprintf(stderr, "plexusctl policy check: %v\n", err)
-		return codes.ExitFail
-	}
-	fmt.Fprintf(stdout, "ok: %s\n", strings.Join(paths, " "))
-	return codes.ExitOK
-}
-
-func policyFmt(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("fmt", stderr)
-	check := fs.Bool("check", false, "change nothing; list unformatted files and exit 1 if there are any")
-	paths, err := parse(fs, args)
-	if err != nil || !needPaths(paths, stderr, "fmt") {
-		return codes.ExitUsage
-	}
-	files, err := policies.Format(paths, *check)
-	for _, f := range files {
-		fmt.Fprintln(stdout, f)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "plexusctl policy fmt: %v\n", err)
-		return codes.ExitFail
-	}
-	if *check && len(files) > 0 {
-		return codes.ExitFail
-	}
-	return codes.ExitOK
-}
-
-func policyEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	opts, err := parseEval(args, stderr)
-	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(stderr, "plexusctl policy eval: %v\n", err)
-		}
-		return codes.ExitUsage
-	}
-	res, err := policies.Eval(ctx, opts)
-	if err != nil {
-		fmt.Fprintf(stderr, "plexusctl policy eval: %v\n", err)
-		return codes.ExitFail
-	}
-	out, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		fmt.Fprintf(stderr, "plexusctl policy eval: %v\n", err)
-		return codes.ExitFail
-	}
-	fmt.Fprintln(stdout, string(out))
-	if !res.Decision.Allowed {
-		return codes.ExitDenied
-	}
-	return codes.ExitOK
-}
-
-func parseEval(args []string, stderr io.Writer) (policies.EvalOptions, error) {
+func newPolicyEvalCmd() *cobra.Command {
 	var opts policies.EvalOptions
-	var data, pols stringList
 	var nsLabels labelsFlag
-	fs := newFlagSet("eval", stderr)
+	c := &cobra.Command{
+		Use:   "eval --pod POD.yaml --nad NAD.yaml --policy PATH...",
+		Short: "decide one attachment; exit 0 allowed, 2 denied",
+		Long: `Build the policy input of one attachment (the pod, the NAD, the selection
+element) and decide it; print both as JSON. Exit 0 when allowed, 2 when
+denied.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts.NamespaceLabels = nsLabels.labels
+			if err := checkEval(opts); err != nil {
+				return usageError(err)
+			}
+			return policyEval(cmd, opts)
+		},
+	}
+	fs := c.Flags()
 	fs.StringVar(&opts.PodFile, "pod", "", "Pod manifest (YAML or JSON)")
 	fs.StringVar(&opts.NADFile, "nad", "", "NetworkAttachmentDefinition manifest")
 	fs.StringVar(&opts.Selection, "selection", "", "the selection element as a JSON object (default: from the pod's annotation)")
 	fs.Var(&nsLabels, "namespace-labels", "the pod namespace's labels, k=v,... (default: unknown)")
-	fs.Var(&data, "data", "data file or directory (repeatable)")
-	fs.Var(&pols, "policy", "policy file or directory (repeatable)")
+	fs.StringArrayVar(&opts.Data, "data", nil, "data file or directory (repeatable)")
+	fs.StringArrayVar(&opts.Policies, "policy", nil, "policy file or directory (repeatable)")
 	fs.StringVar(&opts.Query, "query", "", "decision query (default "+policies.DefaultQuery+")")
-	rest, err := parse(fs, args)
-	if err != nil {
-		return opts, err
-	}
-	switch {
-	case len(rest) > 0:
-		return opts, fmt.Errorf("unexpected arguments %q", rest)
-	case opts.PodFile == "" || opts.NADFile == "":
-		return opts, fmt.Errorf("--pod and --nad are required")
-	case len(pols) == 0:
-		return opts, fmt.Errorf("name the policy with --policy")
-	}
-	opts.Policies, opts.Data, opts.NamespaceLabels = pols, data, nsLabels.labels
-	return opts, nil
+	return c
 }
 
-// stringList is a repeatable string flag.
-type stringList []string
+func checkEval(opts policies.EvalOptions) error {
+	switch {
+	case opts.PodFile == "" || opts.NADFile == "":
+		return errors.New("--pod and --nad are required")
+	case len(opts.Policies) == 0:
+		return errors.New("name the policy with --policy")
+	}
+	return nil
+}
 
-func (s *stringList) String() string     { return strings.Join(*s, ",") }
-func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+func policyEval(cmd *cobra.Command, opts policies.EvalOptions) error {
+	res, err := policies.Eval(cmd.Context(), opts)
+	if err != nil {
+		return failed(err)
+	}
+	out, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return failed(fmt.Errorf("encoding the decision: %w", err))
+	}
+	fmt.Fprintln(cmd.OutOrStdout(), string(out))
+	if !res.Decision.Allowed {
+		return exitStatus(codes.ExitDenied)
+	}
+	return nil
+}
+
+func newPolicyBaselineCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "baseline",
+		Short: "print the image's baseline.yaml, to edit and push",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if _, err := cmd.OutOrStdout().Write(policies.BaselineData()); err != nil {
+				return failed(err)
+			}
+			return nil
+		},
+	}
+}
 
 // labelsFlag is k=v,k2=v2; given, even empty, it makes the labels known.
 type labelsFlag struct{ labels map[string]string }
 
 func (l *labelsFlag) String() string {
-	if l == nil {
-		return ""
-	}
 	parts := make([]string, 0, len(l.labels))
 	for k, v := range l.labels {
 		parts = append(parts, k+"="+v)
 	}
 	return strings.Join(parts, ",")
 }
+
+func (l *labelsFlag) Type() string { return "k=v,..." }
 
 func (l *labelsFlag) Set(v string) error {
 	l.labels = map[string]string{}

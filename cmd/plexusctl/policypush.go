@@ -6,53 +6,60 @@ import (
 	"io"
 	"os"
 
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/dynamic"
+
 	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
-	"github.com/plexus-cni/plexus/core/codes"
 	"github.com/plexus-cni/plexus/policies"
 	"github.com/plexus-cni/plexus/policies/push"
 )
 
 const defaultPolicyObject = "cluster"
 
-func policyPush(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("push", stderr)
-	kubeconfig := fs.String("kubeconfig", "", "kubeconfig (default $KUBECONFIG, else ~/.kube/config)")
-	name := fs.String("name", defaultPolicyObject, "the AttachmentPolicy to create or update")
-	onDelete := fs.String("on-delete", plexusapi.OnDeleteKeep, "what nodes do if the object is deleted: Keep or AllowAll")
-	library := fs.String("library", "", "the rule library to test with (default: the one built into plexusctl, as the image ships it)")
-	dirs, err := parse(fs, args)
-	if err != nil {
-		return codes.ExitUsage
-	}
-	if len(dirs) != 1 {
-		fmt.Fprintln(stderr, "plexusctl policy push: name one directory")
-		return codes.ExitUsage
-	}
-	if *onDelete != plexusapi.OnDeleteKeep && *onDelete != plexusapi.OnDeleteAllowAll {
-		fmt.Fprintf(stderr, "plexusctl policy push: --on-delete %q: want Keep or AllowAll\n", *onDelete)
-		return codes.ExitUsage
-	}
-	if err := pushPolicy(ctx, dirs[0], *kubeconfig, *name, *onDelete, *library, stdout); err != nil {
-		fmt.Fprintf(stderr, "plexusctl policy push: %v\n", err)
-		return codes.ExitFail
-	}
-	return codes.ExitOK
+// pushArgs are policy push's flags.
+type pushArgs struct {
+	name, onDelete, library string
 }
 
-func pushPolicy(ctx context.Context, dir, kubeconfig, name, onDelete, library string, stdout io.Writer) error {
+func newPolicyPushCmd(a *app) *cobra.Command {
+	var p pushArgs
+	c := &cobra.Command{
+		Use:   "push DIR",
+		Short: "test DIR's modules and data with the library, then create or update the AttachmentPolicy",
+		Long: `Read DIR's .rego modules and data files, compile them with the rule library
+and run their tests as a node will; only then create or update the
+AttachmentPolicy nodes follow, and print its revision.`,
+		Args: argsBetween(1, 1, "name one directory"),
+		RunE: func(cmd *cobra.Command, dirs []string) error {
+			if p.onDelete != plexusapi.OnDeleteKeep && p.onDelete != plexusapi.OnDeleteAllowAll {
+				return usageErrorf("--on-delete %q: want Keep or AllowAll", p.onDelete)
+			}
+			return failed(a.pushPolicy(cmd.Context(), dirs[0], p, cmd.OutOrStdout()))
+		},
+	}
+	c.Flags().StringVar(&p.name, "name", defaultPolicyObject, "the AttachmentPolicy to create or update")
+	c.Flags().StringVar(&p.onDelete, "on-delete", plexusapi.OnDeleteKeep, "what nodes do if the object is deleted: Keep or AllowAll")
+	c.Flags().StringVar(&p.library, "library", "", "the rule library to test with (default: the one built into plexusctl, as the image ships it)")
+	return c
+}
+
+// pushPolicy verifies before it connects: a policy that fails its tests
+// needs no cluster to say so.
+func (a *app) pushPolicy(ctx context.Context, dir string, p pushArgs, stdout io.Writer) error {
 	spec, err := push.Read(dir)
 	if err != nil {
 		return err
 	}
-	spec.OnDelete = onDelete
+	spec.OnDelete = p.onDelete
+	library := p.library
 	if library == "" {
 		tmp, err := os.MkdirTemp("", "plexus-library-")
 		if err != nil {
-			return err
+			return fmt.Errorf("unpacking the built-in library: %w", err)
 		}
 		defer os.RemoveAll(tmp)
 		if library, _, err = policies.WriteBaseline(tmp); err != nil {
-			return err
+			return fmt.Errorf("unpacking the built-in library: %w", err)
 		}
 	}
 	passed, err := push.Verify(ctx, library, spec)
@@ -60,45 +67,41 @@ func pushPolicy(ctx context.Context, dir, kubeconfig, name, onDelete, library st
 		return fmt.Errorf("%s: nothing pushed: %w", dir, err)
 	}
 	fmt.Fprintf(stdout, "%s: %d modules, %d data files, %d tests passed\n", dir, len(spec.Modules), len(spec.Data), passed)
-	dyn, err := push.Client(kubeconfig)
+	dyn, err := a.dynamic()
 	if err != nil {
 		return err
 	}
-	rev, err := push.Push(ctx, dyn, name, spec)
+	rev, err := push.Push(ctx, dyn, p.name, spec)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "AttachmentPolicy %s: revision %s\n", name, rev)
+	fmt.Fprintf(stdout, "AttachmentPolicy %s: revision %s\n", p.name, rev)
 	return nil
 }
 
-func policyStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("status", stderr)
-	kubeconfig := fs.String("kubeconfig", "", "kubeconfig (default $KUBECONFIG, else ~/.kube/config)")
-	name := fs.String("name", defaultPolicyObject, "the AttachmentPolicy")
-	rest, err := parse(fs, args)
-	if err != nil || len(rest) > 0 {
-		fmt.Fprintln(stderr, "plexusctl policy status: takes no arguments")
-		return codes.ExitUsage
+func newPolicyStatusCmd(a *app) *cobra.Command {
+	var name string
+	c := &cobra.Command{
+		Use:   "status",
+		Short: "the revision each node enforces",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dyn, err := a.dynamic()
+			if err != nil {
+				return failed(err)
+			}
+			return failed(push.Status(cmd.Context(), dyn, name, cmd.OutOrStdout()))
+		},
 	}
-	dyn, err := push.Client(*kubeconfig)
-	if err == nil {
-		err = push.Status(ctx, dyn, *name, stdout)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "plexusctl policy status: %v\n", err)
-		return codes.ExitFail
-	}
-	return codes.ExitOK
+	c.Flags().StringVar(&name, "name", defaultPolicyObject, "the AttachmentPolicy")
+	return c
 }
 
-func policyBaseline(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 {
-		fmt.Fprintln(stderr, "plexusctl policy baseline: takes no arguments")
-		return codes.ExitUsage
+// dynamic is the dynamic client of the cluster the flags name.
+func (a *app) dynamic() (dynamic.Interface, error) {
+	c, err := a.kube.clients()
+	if err != nil {
+		return nil, err
 	}
-	if _, err := stdout.Write(policies.BaselineData()); err != nil {
-		return codes.ExitFail
-	}
-	return codes.ExitOK
+	return c.Dynamic, nil
 }

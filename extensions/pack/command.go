@@ -3,7 +3,6 @@ package pack
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -11,74 +10,82 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/plexus-cni/plexus/core/codes"
 )
 
-// PackUsage is "plexusctl ext pack"'s usage.
-const PackUsage = `usage: plexusctl ext pack --wasm MODULE.wasm [--tag REF] (-o IMAGE.tar | --push) [--copier FILE]
-checks the module as plexusd would, then packs it into an OCI image
-  --wasm FILE     the module (a wasip1 reactor with its plexus.manifest section)
-  --tag REF       the image's name (default localhost/plexus-extensions/NAME:VERSION; required with --push)
-  -o FILE         write an OCI archive (ctr -n k8s.io images import FILE, docker load -i FILE)
-  --push          push to the registry REF names, with docker login's credentials
-  --copier FILE   the static copier the image carries (default: plexus-ext-copy beside plexusctl)
-the image's timestamps are $SOURCE_DATE_EPOCH, else the Unix epoch
-`
-
-// packArgs are the parsed flags.
-type packArgs struct {
-	wasm, tag, out, copier string
-	push                   bool
+// CommandOptions are "plexusctl ext pack"'s flags.
+type CommandOptions struct {
+	Wasm, Tag, Out, Copier string
+	Push                   bool
 }
 
-// PackCommand is "plexusctl ext pack"; it returns the exit code.
-func PackCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	a, err := parsePack(args)
+// AddFlags registers "plexusctl ext pack"'s flags on fs.
+func AddFlags(fs *pflag.FlagSet) *CommandOptions {
+	a := &CommandOptions{}
+	fs.StringVar(&a.Wasm, "wasm", "", "the module (a wasip1 reactor with its plexus.manifest section)")
+	fs.StringVar(&a.Tag, "tag", "", "the image's name (default localhost/plexus-extensions/NAME:VERSION; required with --push)")
+	fs.StringVarP(&a.Out, "output", "o", "", "write an OCI archive (ctr -n k8s.io images import FILE, docker load -i FILE)")
+	fs.BoolVar(&a.Push, "push", false, "push to the registry --tag names, with docker login's credentials")
+	fs.StringVar(&a.Copier, "copier", "", "the static copier the image carries (default: plexus-ext-copy beside plexusctl)")
+	return a
+}
+
+// Check refuses options that cannot pack (a usage error) and finds the
+// copier beside plexusctl when none is named.
+func (a *CommandOptions) Check() error {
+	switch {
+	case a.Wasm == "":
+		return errors.New("--wasm is required")
+	case (a.Out == "") == !a.Push:
+		return errors.New("give -o FILE or --push, one of them")
+	case a.Push && a.Tag == "":
+		return errors.New("--push needs --tag, the registry's name for the image")
+	}
+	if a.Copier == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("finding the copier beside plexusctl: %w (give --copier)", err)
+		}
+		a.Copier = filepath.Join(filepath.Dir(exe), "plexus-ext-copy")
+	}
+	return nil
+}
+
+// Run packs as the checked options say and prints the image's
+// description; the images' timestamps are $SOURCE_DATE_EPOCH, else the
+// Unix epoch, so that packing is reproducible.
+func Run(ctx context.Context, a CommandOptions, stdout io.Writer) error {
+	created, err := sourceDate(os.Getenv("SOURCE_DATE_EPOCH"))
 	if err != nil {
-		fmt.Fprintf(stderr, "plexusctl ext pack: %v\n%s", err, PackUsage)
+		return err
+	}
+	return pack(ctx, a, created, stdout)
+}
+
+// PackCommand is "plexusctl ext pack" from its argument list, outside a
+// command tree; it returns the exit code.
+func PackCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet("plexusctl ext pack", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	a := AddFlags(fs)
+	err := fs.Parse(args)
+	if err == nil && fs.NArg() > 0 {
+		err = fmt.Errorf("unexpected arguments %v", fs.Args())
+	}
+	if err == nil {
+		err = a.Check()
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "plexusctl ext pack: %v\n", err)
 		return codes.ExitUsage
 	}
-	created, err := sourceDate(os.Getenv("SOURCE_DATE_EPOCH"))
-	if err == nil {
-		err = pack(ctx, a, created, stdout)
-	}
-	if err != nil {
+	if err := Run(ctx, *a, stdout); err != nil {
 		fmt.Fprintf(stderr, "plexusctl ext pack: %v\n", err)
 		return codes.ExitFail
 	}
 	return codes.ExitOK
-}
-
-func parsePack(args []string) (packArgs, error) {
-	var a packArgs
-	fs := flag.NewFlagSet("pack", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.StringVar(&a.wasm, "wasm", "", "")
-	fs.StringVar(&a.tag, "tag", "", "")
-	fs.StringVar(&a.out, "o", "", "")
-	fs.StringVar(&a.copier, "copier", "", "")
-	fs.BoolVar(&a.push, "push", false, "")
-	if err := fs.Parse(args); err != nil {
-		return a, err
-	}
-	switch {
-	case fs.NArg() > 0:
-		return a, fmt.Errorf("unexpected arguments %v", fs.Args())
-	case a.wasm == "":
-		return a, errors.New("--wasm is required")
-	case (a.out == "") == !a.push:
-		return a, errors.New("give -o FILE or --push, one of them")
-	case a.push && a.tag == "":
-		return a, errors.New("--push needs --tag, the registry's name for the image")
-	}
-	if a.copier == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return a, fmt.Errorf("finding the copier beside plexusctl: %w (give --copier)", err)
-		}
-		a.copier = filepath.Join(filepath.Dir(exe), "plexus-ext-copy")
-	}
-	return a, nil
 }
 
 // sourceDate is SOURCE_DATE_EPOCH's time, or the Unix epoch when unset.
@@ -93,22 +100,22 @@ func sourceDate(v string) (time.Time, error) {
 	return time.Unix(n, 0).UTC(), nil
 }
 
-func pack(ctx context.Context, a packArgs, created time.Time, stdout io.Writer) error {
-	img, info, err := Build(ctx, Options{Wasm: a.wasm, Copier: a.copier, Created: created})
+func pack(ctx context.Context, a CommandOptions, created time.Time, stdout io.Writer) error {
+	img, info, err := Build(ctx, Options{Wasm: a.Wasm, Copier: a.Copier, Created: created})
 	if err != nil {
 		return err
 	}
-	info.Ref = a.tag
+	info.Ref = a.Tag
 	if info.Ref == "" {
 		info.Ref = "localhost/plexus-extensions/" + info.Name + ":" + info.Version
 	}
 	if _, err := ParseRef(info.Ref); err != nil {
 		return err
 	}
-	if a.push {
+	if a.Push {
 		err = Push(ctx, img, info.Ref)
 	} else {
-		err = WriteArchive(img, info.Ref, a.out)
+		err = WriteArchive(img, info.Ref, a.Out)
 	}
 	if err != nil {
 		return err

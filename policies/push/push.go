@@ -18,7 +18,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/tools/clientcmd"
 
 	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
 	"github.com/plexus-cni/plexus/policies"
@@ -195,18 +194,4 @@ func fmtErr(err error) string {
 func firstLine(s string) string {
 	first, _, _ := strings.Cut(s, "\n")
 	return first
-}
-
-// Client connects with kubeconfig, or $KUBECONFIG, or ~/.kube/config.
-func Client(kubeconfig string) (dynamic.Interface, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		if kubeconfig == "" {
-			kubeconfig = "$KUBECONFIG or ~/.kube/config"
-		}
-		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
-	}
-	return dynamic.NewForConfig(cfg)
 }

@@ -3,13 +3,13 @@ package install
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"strconv"
 	"strings"
 
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -17,23 +17,26 @@ import (
 	"github.com/plexus-cni/plexus/core/codes"
 )
 
-// ParseArgs reads `plexusctl install` flags; PLEXUS_UNINSTALL=true in the
-// environment sets --uninstall, so the DaemonSet can switch it without
-// changing the command.
-func ParseArgs(args []string, getenv func(string) string, stderr io.Writer) (Options, error) {
-	fs := flag.NewFlagSet("plexusctl install", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	o := Options{}
-	var binaries, extra, server string
+// Flags are `plexusctl install`'s flags as parsed; Options turns them into
+// the installer's Options.
+type Flags struct {
+	o                                 Options
+	binaries, defaults, extra, server string
+}
+
+// AddFlags registers `plexusctl install`'s flags on fs; getenv gives
+// --node-name its default (NODE_NAME, from the downward API).
+func AddFlags(fs *pflag.FlagSet, getenv func(string) string) *Flags {
+	f := &Flags{}
+	o := &f.o
 	fs.StringVar(&o.SrcBinDir, "src-bin-dir", DefaultSrcBinDir, "directory holding the binaries to install")
 	fs.StringVar(&o.PolicySrcDir, "policy-src-dir", DefaultPolicySrc, "directory holding the policy files to install (the image's rule library and baseline)")
 	fs.StringVar(&o.PolicyDir, "policy-dir", "", `the host directory to copy --policy-src-dir's policy files to, before the config is written; the installer owns it (name its files in --config's "policy"); empty copies none`)
 	fs.StringVar(&o.PolicyObject, "policy-object", "", `the AttachmentPolicy this node follows: its revisions, verified, are kept in --policy-dir, and the plugin's config names the library and the active one (empty: --config's "policy" as given)`)
 	fs.StringVar(&o.ExtensionsSrcDir, "extensions-src-dir", DefaultExtensionsSrc, "directory holding extension modules as NAME/module.wasm (the extension images' volumes or init containers' emptyDirs)")
 	fs.StringVar(&o.ExtensionsDir, "extensions-dir", "", `the host directory to copy each module --config's "extensions" names (by its path in --extensions-src-dir) to, as NAME/module.wasm, checked, before the config is written; the installer owns it and the config names the copies; empty copies none`)
-	var defaults string
-	fs.StringVar(&defaults, "policy-defaults", "", "comma-separated policy files in force until a revision of --policy-object is activated (default: --policy-dir's baseline.yaml)")
-	fs.StringVar(&binaries, "binaries", "plexus", "comma-separated binaries to copy from --src-bin-dir")
+	fs.StringVar(&f.defaults, "policy-defaults", "", "comma-separated policy files in force until a revision of --policy-object is activated (default: --policy-dir's baseline.yaml)")
+	fs.StringVar(&f.binaries, "binaries", "plexus", "comma-separated binaries to copy from --src-bin-dir")
 	fs.StringVar(&o.BinDir, "cni-bin-dir", DefaultBinDir, "the host's CNI bin directory")
 	fs.StringVar(&o.DefaultConfDir, "default-conf-dir", DefaultConfDir, "where the cluster-wide default network writes its CNI config")
 	fs.StringVar(&o.ConfDir, "cni-conf-dir", "", "kubelet's CNI config directory (default: --default-conf-dir; s6.1.1 recommends a directory of its own)")
@@ -43,18 +46,20 @@ func ParseArgs(args []string, getenv func(string) string, stderr io.Writer) (Opt
 	fs.StringVar(&o.CAFile, "ca-file", DefaultCAFile, "the API server's CA bundle")
 	fs.StringVar(&o.NodeName, "node-name", getenv("NODE_NAME"), "this node's name (env NODE_NAME): the plugin's kubeconfig gets a token bound to this Node, which survives the installer pod's replacement; empty uses the pod's token")
 	fs.DurationVar(&o.TokenTTL, "token-ttl", DefaultTokenTTL, "requested lifetime of the node-bound token (10m to 24h; renewed at 80%)")
-	fs.StringVar(&server, "server", "", "API server URL (default: https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT)")
-	fs.StringVar(&extra, "config", "", `JSON object of plexus config keys to add, e.g. '{"logLevel":"debug"}'`)
+	fs.StringVar(&f.server, "server", "", "API server URL (default: https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT)")
+	fs.StringVar(&f.extra, "config", "", `JSON object of plexus config keys to add, e.g. '{"logLevel":"debug"}'`)
 	fs.DurationVar(&o.Poll, "poll", DefaultPoll, "how often to check the token and the default network")
 	fs.BoolVar(&o.BinariesOnly, "binaries-only", false, "copy the binaries and exit (thick mode: plexusd maintains the config)")
 	fs.StringVar(&o.CNIVersion, "cni-version", "", "cniVersion of plexus's config (default: the default network's, at most "+DefaultCNIVersion+", which containerd 1.6 accepts)")
 	fs.BoolVar(&o.Uninstall, "uninstall", false, "on SIGTERM, remove what was installed (env PLEXUS_UNINSTALL=true)")
-	if err := fs.Parse(args); err != nil {
-		return o, err
-	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
+	return f
+}
+
+// Options completes the parsed flags: PLEXUS_UNINSTALL=true in the
+// environment sets --uninstall, so the DaemonSet can switch it without
+// changing the command; --server defaults to the in-cluster service.
+func (f *Flags) Options(getenv func(string) string) (Options, error) {
+	o := f.o
 	if v := getenv("PLEXUS_UNINSTALL"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
@@ -65,14 +70,14 @@ func ParseArgs(args []string, getenv func(string) string, stderr io.Writer) (Opt
 	if o.ConfDir == "" {
 		o.ConfDir = o.DefaultConfDir
 	}
-	o.Binaries = BinaryList(binaries)
-	o.PolicyDefaults = BinaryList(defaults)
-	if extra != "" {
-		if err := json.Unmarshal([]byte(extra), &o.Extra); err != nil {
+	o.Binaries = BinaryList(f.binaries)
+	o.PolicyDefaults = BinaryList(f.defaults)
+	if f.extra != "" {
+		if err := json.Unmarshal([]byte(f.extra), &o.Extra); err != nil {
 			return o, fmt.Errorf("--config: want a JSON object: %w", err)
 		}
 	}
-	if o.Server = server; o.Server == "" && !o.BinariesOnly {
+	if o.Server = f.server; o.Server == "" && !o.BinariesOnly {
 		var err error
 		if o.Server, err = ServerFromEnv(getenv); err != nil {
 			return o, err
@@ -81,32 +86,41 @@ func ParseArgs(args []string, getenv func(string) string, stderr io.Writer) (Opt
 	return o, nil
 }
 
-// Command is `plexusctl install`: it runs until ctx ends (SIGTERM).
-// version is plexus's release, reported in the node's PlexusNode.
+// ParseArgs reads `plexusctl install` flags outside a command tree: the
+// flags of AddFlags, then Options; positional arguments are refused.
+func ParseArgs(args []string, getenv func(string) string, stderr io.Writer) (Options, error) {
+	fs := pflag.NewFlagSet("plexusctl install", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	f := AddFlags(fs, getenv)
+	if err := fs.Parse(args); err != nil {
+		return Options{}, err
+	}
+	if fs.NArg() > 0 {
+		return Options{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	return f.Options(getenv)
+}
+
+// Command is `plexusctl install` from its argument list, outside a
+// command tree: ParseArgs, then Run.
 func Command(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, version string) int {
 	o, err := ParseArgs(args, getenv, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "plexusctl install: %v\n", err)
 		return codes.ExitUsage
 	}
+	return Run(ctx, o, stderr, version)
+}
+
+// Run is `plexusctl install` once its options are read: it runs until ctx
+// ends (SIGTERM) and returns the exit status. version is plexus's
+// release, reported in the node's PlexusNode.
+func Run(ctx context.Context, o Options, stderr io.Writer, version string) int {
 	o.Log = slog.New(slog.NewTextHandler(stderr, nil))
-	var cfg *rest.Config
-	if o.NodeName != "" && !o.BinariesOnly {
-		// Authenticates with the projected token, which client-go rereads
-		// as kubelet rotates it.
-		cfg = &rest.Config{
-			Host: o.Server, BearerTokenFile: o.TokenFile,
-			TLSClientConfig: rest.TLSClientConfig{CAFile: o.CAFile},
-			UserAgent:       "plexusctl-install",
-		}
-		o.Client, err = kubernetes.NewForConfig(cfg)
-		if err == nil {
-			o.Dynamic, err = dynamic.NewForConfig(cfg)
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "plexusctl install: API client: %v\n", err)
-			return codes.ExitUsage
-		}
+	cfg, err := apiClients(&o)
+	if err != nil {
+		fmt.Fprintf(stderr, "plexusctl install: API client: %v\n", err)
+		return codes.ExitUsage
 	}
 	in, err := New(o)
 	if err != nil {
@@ -129,6 +143,30 @@ func Command(ctx context.Context, args []string, getenv func(string) string, std
 		return codes.ExitFail
 	}
 	return codes.ExitOK
+}
+
+// apiClients sets o's clients when the installer talks to the API (a
+// node-bound token to request, a PlexusNode to report); it returns their
+// config, nil when it does not.
+func apiClients(o *Options) (*rest.Config, error) {
+	if o.NodeName == "" || o.BinariesOnly {
+		return nil, nil
+	}
+	// Authenticates with the projected token, which client-go rereads as
+	// kubelet rotates it.
+	cfg := &rest.Config{
+		Host: o.Server, BearerTokenFile: o.TokenFile,
+		TLSClientConfig: rest.TLSClientConfig{CAFile: o.CAFile},
+		UserAgent:       "plexusctl-install",
+	}
+	var err error
+	if o.Client, err = kubernetes.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	if o.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	return cfg, nil
 }
 
 // BinaryList reads a --binaries flag: comma-separated names, blanks and

@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/plexus-cni/plexus/core/nad"
 	"github.com/plexus-cni/plexus/core/source"
@@ -21,32 +20,10 @@ import (
 
 // Cluster is the Kubernetes API explain reads: pods, events, namespaces
 // through Core, NADs through Dynamic (their CRD has no typed client).
+// plexusctl connects them from its kubeconfig flags.
 type Cluster struct {
 	Core    kubernetes.Interface
 	Dynamic dynamic.Interface
-}
-
-// NewCluster connects with a kubeconfig file; empty means kubectl's
-// default: $KUBECONFIG, else ~/.kube/config.
-func NewCluster(kubeconfig string) (*Cluster, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		if kubeconfig == "" {
-			kubeconfig = "$KUBECONFIG or ~/.kube/config"
-		}
-		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
-	}
-	core, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
-	}
-	return &Cluster{Core: core, Dynamic: dyn}, nil
 }
 
 // nadResource is the s3.1 CRD's resource.

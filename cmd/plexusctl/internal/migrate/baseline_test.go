@@ -9,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/plexus-cni/plexus/core/codes"
 	"github.com/plexus-cni/plexus/policies"
 )
 
@@ -79,9 +78,9 @@ func TestBaselineReport(t *testing.T) {
 }
 
 func TestBaselineNeedsKubeconfig(t *testing.T) {
-	var stdout, stderr bytes.Buffer
-	code := Command(context.Background(), []string{"--from", "testdata/thin-clusternetwork/input.json", "--baseline"}, &stdout, &stderr)
-	if code != codes.ExitUsage || !strings.Contains(stderr.String(), "give --kubeconfig") {
-		t.Errorf("exit %d, %q", code, stderr.String())
+	var stdout bytes.Buffer
+	err := Run(context.Background(), Args{From: "testdata/thin-clusternetwork/input.json", Baseline: true}, nil, &stdout)
+	if err == nil || !strings.Contains(err.Error(), "give --kubeconfig") {
+		t.Errorf("error %v, want one asking for --kubeconfig", err)
 	}
 }

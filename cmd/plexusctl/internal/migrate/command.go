@@ -2,7 +2,7 @@ package migrate
 
 import (
 	"context"
-	"flag"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,75 +11,48 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/plexus-cni/plexus/core/codes"
 	"github.com/plexus-cni/plexus/policies"
 )
 
-const usage = `usage: plexusctl migrate [--from FILE] [--kubeconfig FILE [--namespace NS] [--configmap NAME] [--baseline]] [--out DIR] [--policy-dir DIR]
-
-Reads a Multus config and writes the equivalent plexus config and policy data.
-  --from FILE          a Multus CNI config (conf or conflist) or a ConfigMap YAML holding one
-  --kubeconfig FILE    read the Multus DaemonSet's ConfigMap from the cluster (unless --from is
-                       given) and list the pods plexus would treat differently
-  --namespace, --configmap   where that ConfigMap is (default kube-system/multus-cni-config)
-  --baseline           also list, one line per pod and reason, what the baseline policy
-                       (policies/baseline.yaml, as built into plexusctl) would refuse
-  --out DIR            write plexus.conf and, with namespaceIsolation, ` + PolicyDataFile + `
-                       there (default: print them)
-  --policy-dir DIR     the node directory the config's policy paths point into (default ` + DefaultPolicyDir + `)
-`
-
-// Command is "plexusctl migrate".
-func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	from := fs.String("from", "", "")
-	kubeconfig := fs.String("kubeconfig", "", "")
-	namespace := fs.String("namespace", "kube-system", "")
-	configmap := fs.String("configmap", "multus-cni-config", "")
-	out := fs.String("out", "", "")
-	policyDir := fs.String("policy-dir", DefaultPolicyDir, "")
-	baseline := fs.Bool("baseline", false, "")
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 || (*from == "" && *kubeconfig == "") || (*baseline && *kubeconfig == "") {
-		if err != nil {
-			fmt.Fprintf(stderr, "plexusctl migrate: %v\n", err)
-		} else if *baseline && *kubeconfig == "" {
-			fmt.Fprintln(stderr, "plexusctl migrate: --baseline checks the cluster's pods: give --kubeconfig")
-		}
-		fmt.Fprint(stderr, usage)
-		return codes.ExitUsage
-	}
-	a := runArgs{from: *from, kubeconfig: *kubeconfig, namespace: *namespace, configmap: *configmap, out: *out, policyDir: *policyDir, baseline: *baseline}
-	if err := run(ctx, a, stdout); err != nil {
-		fmt.Fprintf(stderr, "plexusctl migrate: %v\n", err)
-		return codes.ExitFail
-	}
-	return codes.ExitOK
+// Args say what "plexusctl migrate" reads and writes; the command line
+// fills them.
+type Args struct {
+	// From is a Multus config file; empty reads the ConfigMap
+	// Namespace/ConfigMap through the client instead.
+	From                 string
+	Namespace, ConfigMap string
+	// Out is where plexus.conf and the policy data go; empty prints them.
+	Out       string
+	PolicyDir string
+	// Baseline also reports what the baseline policy would refuse of the
+	// cluster's pods.
+	Baseline bool
 }
 
-type runArgs struct {
-	from, kubeconfig, namespace, configmap, out, policyDir string
-	baseline                                               bool
+// Validate says what a lacks to run, with a cluster or without one; the
+// command line refuses it before connecting.
+func (a Args) Validate(cluster bool) error {
+	switch {
+	case a.From == "" && !cluster:
+		return errors.New("no Multus config: give --from FILE, or a cluster to read the ConfigMap from")
+	case a.Baseline && !cluster:
+		return errors.New("--baseline checks the cluster's pods: give --kubeconfig")
+	}
+	return nil
 }
 
-func run(ctx context.Context, a runArgs, stdout io.Writer) error {
-	var client kubernetes.Interface
-	if a.kubeconfig != "" {
-		cfg, err := clientcmd.BuildConfigFromFlags("", a.kubeconfig)
-		if err != nil {
-			return fmt.Errorf("--kubeconfig: %w", err)
-		}
-		if client, err = kubernetes.NewForConfig(cfg); err != nil {
-			return err
-		}
+// Run is "plexusctl migrate": client, when not nil, is the cluster whose
+// ConfigMap (unless a.From is given) and pods are read.
+func Run(ctx context.Context, a Args, client kubernetes.Interface, stdout io.Writer) error {
+	if err := a.Validate(client != nil); err != nil {
+		return err
 	}
 	res, err := load(ctx, a, client)
 	if err != nil {
 		return err
 	}
-	if err := write(res, a.out, stdout); err != nil {
+	if err := write(res, a.Out, stdout); err != nil {
 		return err
 	}
 	fmt.Fprint(stdout, res.Report())
@@ -91,7 +64,7 @@ func run(ctx context.Context, a runArgs, stdout io.Writer) error {
 		return err
 	}
 	fmt.Fprint(stdout, PodReport(res.AnalyzePods(pods), len(pods)))
-	if !a.baseline {
+	if !a.Baseline {
 		return nil
 	}
 	return baselineReport(ctx, res, pods, stdout)
@@ -112,24 +85,24 @@ func baselineReport(ctx context.Context, res *Result, pods []corev1.Pod, stdout 
 	return nil
 }
 
-func load(ctx context.Context, a runArgs, client kubernetes.Interface) (*Result, error) {
-	if a.from != "" {
-		data, err := os.ReadFile(a.from)
+func load(ctx context.Context, a Args, client kubernetes.Interface) (*Result, error) {
+	if a.From != "" {
+		data, err := os.ReadFile(a.From)
 		if err != nil {
 			return nil, err
 		}
 		m, where, err := Read(data)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", a.from, err)
+			return nil, fmt.Errorf("%s: %w", a.From, err)
 		}
-		res, err := Convert(m, Options{PolicyDir: a.policyDir})
+		res, err := Convert(m, Options{PolicyDir: a.PolicyDir})
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", a.from, err)
+			return nil, fmt.Errorf("%s: %w", a.From, err)
 		}
-		res.Source = a.from + where
+		res.Source = a.From + where
 		return res, nil
 	}
-	cm, err := client.CoreV1().ConfigMaps(a.namespace).Get(ctx, a.configmap, metav1.GetOptions{})
+	cm, err := client.CoreV1().ConfigMaps(a.Namespace).Get(ctx, a.ConfigMap, metav1.GetOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("reading the Multus ConfigMap: %w", err)
 	}
@@ -137,7 +110,7 @@ func load(ctx context.Context, a runArgs, client kubernetes.Interface) (*Result,
 	if err != nil {
 		return nil, err
 	}
-	res, err := Convert(m, Options{PolicyDir: a.policyDir})
+	res, err := Convert(m, Options{PolicyDir: a.PolicyDir})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}

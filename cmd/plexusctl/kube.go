@@ -1,0 +1,105 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/pflag"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+)
+
+// kubeFlags are kubectl's connection flags (--kubeconfig, --context,
+// -n/--namespace, --server, ...), on the root so that every command
+// names a cluster as kubectl does; clients is the one place plexusctl's
+// API clients are built from them. (plexusctl install, run in a pod,
+// connects with flags of its own.)
+type kubeFlags struct {
+	config *genericclioptions.ConfigFlags
+	// flags is where they are registered: the root's persistent flags.
+	flags *pflag.FlagSet
+	// names are the flags' names; connection those that ask for a
+	// cluster when given.
+	names, connection []string
+}
+
+// connecting says whether a kubectl flag asks for a cluster. Those that
+// only tune a connection or scope a request do not: giving one with
+// explain -f or migrate --from does not make the command connect.
+func connecting(flag string) bool {
+	switch flag {
+	case "namespace", "cache-dir", "request-timeout", "disable-compression":
+		return false
+	}
+	return true
+}
+
+func newKubeFlags(fs *pflag.FlagSet) *kubeFlags {
+	k := &kubeFlags{config: genericclioptions.NewConfigFlags(true), flags: fs}
+	own := pflag.NewFlagSet("kubectl", pflag.ContinueOnError)
+	k.config.AddFlags(own)
+	own.VisitAll(func(f *pflag.Flag) {
+		k.names = append(k.names, f.Name)
+		if connecting(f.Name) {
+			k.connection = append(k.connection, f.Name)
+		}
+	})
+	fs.AddFlagSet(own)
+	return k
+}
+
+// kubeClients are the API clients of one connection.
+type kubeClients struct {
+	Core    kubernetes.Interface
+	Dynamic dynamic.Interface
+}
+
+// clients connects as the flags say: the kubeconfig they name, else
+// $KUBECONFIG, else ~/.kube/config, with their overrides.
+func (k *kubeFlags) clients() (*kubeClients, error) {
+	cfg, err := k.config.ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", k.kubeconfigName(), err)
+	}
+	core, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", k.kubeconfigName(), err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", k.kubeconfigName(), err)
+	}
+	return &kubeClients{Core: core, Dynamic: dyn}, nil
+}
+
+func (k *kubeFlags) kubeconfigName() string {
+	if p := *k.config.KubeConfig; p != "" {
+		return p
+	}
+	return "$KUBECONFIG or ~/.kube/config"
+}
+
+// given names the first connection flag on the command line, "" when
+// none is: then a command that can work without the cluster does.
+func (k *kubeFlags) given() string { return k.firstChanged(k.connection) }
+
+// anyGiven names the first of kubectl's flags on the command line.
+func (k *kubeFlags) anyGiven() string { return k.firstChanged(k.names) }
+
+func (k *kubeFlags) firstChanged(names []string) string {
+	for _, name := range names {
+		if k.flags.Changed(name) {
+			return name
+		}
+	}
+	return ""
+}
+
+// namespace is -n/--namespace when given, else def: a command's own
+// default, not the kubeconfig context's namespace.
+func (k *kubeFlags) namespace(def string) string {
+	if k.flags.Changed("namespace") {
+		return *k.config.Namespace
+	}
+	return def
+}
