@@ -229,9 +229,13 @@ func inForce(revision string) string {
 	return "revision " + shortRevision(revision) + " stays in force"
 }
 
+// shortRevision prints a revision as nodes, push and metrics do: whole
+// (GENERATION-DIGEST12, DIGEST12, defaults, none); only an over-long
+// value a node wrote is cut.
 func shortRevision(r string) string {
-	if len(r) > 12 {
-		return r[:12]
+	const max = 64
+	if len(r) > max {
+		return r[:max] + "..."
 	}
 	return r
 }

@@ -34,7 +34,7 @@ func TestExplainNodeState(t *testing.T) {
 	}
 	healthy := plexusapi.PlexusNodeStatus{Mode: "thick", Version: "v1", ConfigInstalled: true, ConfigPath: "/etc/cni/net.d/00-plexus.conflist",
 		DefaultNetwork: "pod-net", DefaultNetworkFile: "/etc/cni/net.d/10-default.conflist", Updated: metav1.NewTime(started.Add(time.Minute)),
-		Policy: &plexusapi.NodePolicy{Source: "object", Object: "team", Revision: "0123456789abcdef"}}
+		Policy: &plexusapi.NodePolicy{Source: "object", Object: "team", Revision: "3-0123456789ab"}}
 	with := func(f func(*plexusapi.PlexusNodeStatus)) plexusapi.PlexusNodeStatus {
 		st := healthy
 		f(&st)
@@ -60,7 +60,7 @@ func TestExplainNodeState(t *testing.T) {
 		text     []string
 	}{
 		{name: "healthy", state: &healthy, entry: &plexusapi.NodePolicyStatus{Node: "node-1", ActiveGeneration: 3, ObservedGeneration: 3, ActiveRevision: "abc"},
-			text: []string{"PlexusNode node-1: thick mode, version v1", "config installed: /etc/cni/net.d/00-plexus.conflist", "default network: pod-net", "plugins: none missing", "policy: object team, revision 0123456789ab"}},
+			text: []string{"PlexusNode node-1: thick mode, version v1", "config installed: /etc/cni/net.d/00-plexus.conflist", "default network: pod-net", "plugins: none missing", "policy: object team, revision 3-0123456789ab"}},
 		{name: "missing", warnings: []string{"no PlexusNode node-1: plexus has not reported from this node"}, text: []string{"PlexusNode node-1: warning missing"}},
 		{name: "stale", state: ptr(with(func(s *plexusapi.PlexusNodeStatus) { s.Updated = metav1.NewTime(started.Add(-time.Hour)) })),
 			warnings: []string{"the running plexus does not report (an older version)"}},
