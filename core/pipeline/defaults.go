@@ -76,7 +76,7 @@ func (p *Pipeline) podDefault(ctx context.Context, req *Request, pod *source.Pod
 	}
 	n, err := p.Source.NAD(ctx, ref.Namespace, ref.Name)
 	if err != nil {
-		p.event(ctx, pod, source.EventWarning, "NetworkNotFound", fmt.Sprintf("default network %s (%s): %v", ref.Ref(), selection.DefaultNetworkAnnotation, err))
+		p.event(ctx, pod, source.EventWarning, "NetworkNotFound", defaultNotFound(ref.Ref(), err))
 		return nil, newError(codes.NetworkNotFound, pod.Ref(), ref.Ref(), err)
 	}
 	r, err := nad.Resolve(n, p.Config.ConfDir)
@@ -149,4 +149,14 @@ func (p *Pipeline) usedInterfaces(pl *plan) map[string]string {
 		}
 	}
 	return used
+}
+
+// defaultNotFound is the NetworkNotFound event's message for the pod's
+// default network: a not-found error names the NAD already, any other
+// (the API failed) is told which one it was about.
+func defaultNotFound(ref string, err error) string {
+	if errors.Is(err, source.ErrNotFound) {
+		return fmt.Sprintf("default network (%s): %v", selection.DefaultNetworkAnnotation, err)
+	}
+	return fmt.Sprintf("default network %s (%s): %v", ref, selection.DefaultNetworkAnnotation, err)
 }

@@ -358,3 +358,16 @@ func TestPodDefaultNetworkNeedsCompat(t *testing.T) {
 		t.Errorf("calls %v, want %v", f.cni.calls, want)
 	}
 }
+
+// The NetworkNotFound event names the missing NAD once.
+func TestPodDefaultNotFoundEventNamesTheNADOnce(t *testing.T) {
+	f := withPodDefault(t, "", "kube-system/absent")
+	if _, err := f.p.Add(context.Background(), f.req); err == nil {
+		t.Fatal("ADD with a missing default network succeeded")
+	}
+	ev := strings.Join(f.src.events, "\n")
+	if !strings.Contains(ev, "NetworkNotFound: default network ("+selection.DefaultNetworkAnnotation+"): NetworkAttachmentDefinition kube-system/absent: ") ||
+		strings.Count(ev, "kube-system/absent") != 1 {
+		t.Errorf("events %q: want NetworkNotFound naming kube-system/absent once", f.src.events)
+	}
+}
