@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -74,6 +75,24 @@ func (c *Cluster) nad(ctx context.Context, namespace, name string) (*source.NAD,
 		return nil, fmt.Errorf("decoding NetworkAttachmentDefinition %s/%s: %w", namespace, name, err)
 	}
 	return &n, nil
+}
+
+// maxListedNADs bounds the NAD names one namespace listing reads.
+const maxListedNADs = 500
+
+// nadNames lists the names of the NADs in namespace (one page, at most
+// maxListedNADs), sorted.
+func (c *Cluster) nadNames(ctx context.Context, namespace string) ([]string, error) {
+	list, err := c.Dynamic.Resource(nadResource()).Namespace(namespace).List(ctx, metav1.ListOptions{Limit: maxListedNADs})
+	if err != nil {
+		return nil, fmt.Errorf("listing NetworkAttachmentDefinitions in %s: %w", namespace, err)
+	}
+	names := make([]string, 0, len(list.Items))
+	for _, u := range list.Items {
+		names = append(names, u.GetName())
+	}
+	sort.Strings(names)
+	return names, nil
 }
 
 // namespaceLabels are the policy input's namespace.labels; nil when the

@@ -435,3 +435,35 @@ func TestWriteText(t *testing.T) {
 		}
 	}
 }
+
+// TestMissingNADSuggestsTheNearest: a missing NAD's problem lists the
+// namespace's NADs and, for a likely typo, the nearest name, and says the
+// annotation can be fixed in place.
+func TestMissingNADSuggestsTheNearest(t *testing.T) {
+	fc := fakeCluster{
+		pods: []*corev1.Pod{testPod("team-a", "web", networks("blu,zzzzzz"))},
+		nads: []*unstructured.Unstructured{testNAD("team-a", "blue", bridgeConf, nil), testNAD("team-a", "red", bridgeConf, nil), testNAD("team-b", "bleu", bridgeConf, nil)},
+	}
+	r, err := Explain(t.Context(), Options{Namespace: "team-a", Name: "web", Cluster: fc.cluster(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	problems := strings.Join(r.Problems, "\n")
+	for _, want := range []string{
+		`team-a/blu): not found (s3.4): NetworkAttachmentDefinition team-a/blu: not found; namespace team-a has blue, red; did you mean "blue"? Fixing the pod's annotation in place is enough`,
+		`team-a/zzzzzz): not found (s3.4): NetworkAttachmentDefinition team-a/zzzzzz: not found; namespace team-a has blue, red:`,
+	} {
+		if !strings.Contains(problems, want) {
+			t.Errorf("problems lack %q:\n%s", want, problems)
+		}
+	}
+}
+
+func TestNearestNameIsALikelyTypoOnly(t *testing.T) {
+	names := []string{"blue", "green", "macvlan-a"}
+	for want, near := range map[string]string{"blu": "blue", "gren": "green", "macvlan-b": "macvlan-a", "red": "", "x": ""} {
+		if got := nearest(want, names); got != near {
+			t.Errorf("nearest(%q) = %q, want %q", want, got, near)
+		}
+	}
+}

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+
+	"github.com/agnivade/levenshtein"
 
 	"github.com/plexus-cni/plexus/core/nad"
 	"github.com/plexus-cni/plexus/core/netconf"
@@ -78,6 +81,9 @@ func (b *builder) checkNAD(ctx context.Context, namespace, name, where string) *
 	n, from, err := b.nads.get(ctx, namespace, name)
 	if err != nil {
 		c.report.Error = notFoundText(err)
+		if errors.Is(err, source.ErrNotFound) {
+			c.report.Error += b.nads.nearby(ctx, namespace, name)
+		}
 		b.repeatProblems(c, where)
 		return c
 	}
@@ -86,6 +92,53 @@ func (b *builder) checkNAD(ctx context.Context, namespace, name, where string) *
 	b.checkDevices(c)
 	b.repeatProblems(c, where)
 	return c
+}
+
+// maxShownNADs bounds the names a missing NAD's hint lists.
+const maxShownNADs = 20
+
+// nearby says, for a missing NAD, which NADs its namespace has (from the
+// --nad manifests and the cluster), the nearest name, and that fixing the
+// annotation in place is enough: the runtime retries the pod's sandbox,
+// and plexus reads the annotation again each time.
+func (r *nadReader) nearby(ctx context.Context, namespace, name string) string {
+	var names []string
+	for ref := range r.manifests {
+		if ns, n, _ := strings.Cut(ref, "/"); ns == namespace {
+			names = append(names, n)
+		}
+	}
+	if r.cluster != nil && r.cluster.Dynamic != nil {
+		if listed, err := r.cluster.nadNames(ctx, namespace); err == nil {
+			names = append(names, listed...)
+		}
+	}
+	slices.Sort(names)
+	names = slices.Compact(names)
+	if len(names) == 0 {
+		return fmt.Sprintf("; namespace %s has no NetworkAttachmentDefinition", namespace)
+	}
+	hint := fmt.Sprintf("; namespace %s has %s", namespace, strings.Join(names[:min(len(names), maxShownNADs)], ", "))
+	if len(names) > maxShownNADs {
+		hint += fmt.Sprintf(" and %d more", len(names)-maxShownNADs)
+	}
+	if near := nearest(name, names); near != "" {
+		hint += fmt.Sprintf("; did you mean %q? Fixing the pod's annotation in place is enough: the runtime retries the sandbox and plexus reads the annotation again", near)
+	}
+	return hint
+}
+
+// nearest is the name closest to want by edit distance, if it is close
+// enough to be a likely typo (at most a third of its length, and 1 at
+// least), "" otherwise.
+func nearest(want string, names []string) string {
+	best, bestD := "", max(1, len(want)/3)+1
+	for _, n := range names {
+		if d := levenshtein.ComputeDistance(want, n); d < bestD {
+			best, bestD = n, d
+		}
+	}
+	return best
 }
 
 // notFoundText says "not found" plainly for a missing NAD; err names it.
