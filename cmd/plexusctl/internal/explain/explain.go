@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -103,6 +104,10 @@ func (b *builder) loadPod(ctx context.Context) error {
 			return err
 		}
 		b.obj, b.pod, b.r.Pod.From = obj, p, "cluster"
+		b.r.Pod.Phase = string(obj.Status.Phase)
+		if st := obj.Status.StartTime; st != nil && obj.Status.Phase == corev1.PodRunning {
+			b.r.Pod.Started = st.UTC().Format(time.RFC3339)
+		}
 	}
 	b.r.Pod.Namespace, b.r.Pod.Name = b.pod.Namespace, b.pod.Name
 	b.r.Pod.UID, b.r.Pod.NodeName = b.pod.UID, b.pod.NodeName

@@ -467,3 +467,48 @@ func TestNearestNameIsALikelyTypoOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestRunningPodShowsTheLastAddFirst: for a running pod the last ADD's
+// section comes first, and warnings from before the pod started are
+// marked old.
+func TestRunningPodShowsTheLastAddFirst(t *testing.T) {
+	started := time.Date(2026, 11, 25, 17, 0, 0, 0, time.UTC)
+	pod := testPod("team-a", "web", networks("blue"))
+	pod.Status.Phase, pod.Status.StartTime = corev1.PodRunning, &metav1.Time{Time: started}
+	ev := func(name string, at time.Time) *corev1.Event {
+		return &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Namespace: "team-a", Name: name},
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "team-a", Name: "web", UID: types.UID(podUID)},
+			Type:           corev1.EventTypeWarning, Reason: name, Message: "failed", LastTimestamp: metav1.NewTime(at),
+			Source: corev1.EventSource{Component: "kubelet", Host: "node-1"},
+		}
+	}
+	fc := fakeCluster{
+		pods:   []*corev1.Pod{pod},
+		nads:   []*unstructured.Unstructured{testNAD("team-a", "blue", bridgeConf, nil)},
+		events: []*corev1.Event{ev("Before", started.Add(-time.Hour)), ev("After", started.Add(time.Minute))},
+	}
+	r, err := Explain(t.Context(), Options{Namespace: "team-a", Name: "web", Cluster: fc.cluster(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := map[string]bool{}
+	for _, e := range r.LastAdd.Events {
+		old[e.Reason] = e.Old
+	}
+	if !old["Before"] || old["After"] {
+		t.Errorf("old events %v, want Before only", old)
+	}
+	var out bytes.Buffer
+	if err := WriteText(&out, r); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	if i, j := strings.Index(text, "Last ADD"), strings.Index(text, "Selection:"); i < 0 || j < 0 || i > j {
+		t.Errorf("Last ADD at %d, Selection at %d: want the last ADD first for a running pod:\n%s", i, j, text)
+	}
+	if !strings.Contains(text, "Warning Before (kubelet, 2026-11-25T16:00:00Z) old: before the pod started: failed") ||
+		!strings.Contains(text, "Running since 2026-11-25T17:00:00Z") {
+		t.Errorf("text does not mark the old warning or the pod's start:\n%s", text)
+	}
+}

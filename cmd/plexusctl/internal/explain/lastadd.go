@@ -41,6 +41,10 @@ func (b *builder) lastAdd(ctx context.Context) {
 		return
 	}
 	l.Events = relevantEvents(evs, b.pod.NodeName)
+	if b.r.Pod.Started != "" {
+		started, _ := time.Parse(time.RFC3339, b.r.Pod.Started)
+		markOld(l.Events, started)
+	}
 	for _, e := range l.Events {
 		if e.OtherNode != "" {
 			b.warn("event %s on the pod was reported by plexus on node %s, not the pod's node %s: not this pod's plexus", e.Reason, e.OtherNode, b.pod.NodeName)
@@ -145,6 +149,18 @@ func eventHost(e corev1.Event) string {
 		return e.Source.Host
 	}
 	return e.ReportingInstance
+}
+
+// markOld marks the warnings last seen before the running pod started:
+// the failures they report were retried, and the run that followed got
+// past them.
+func markOld(evs []Event, started time.Time) {
+	for i := range evs {
+		t, err := time.Parse(time.RFC3339, evs[i].LastTime)
+		if err == nil && evs[i].Type == corev1.EventTypeWarning && t.Before(started) {
+			evs[i].Old = true
+		}
+	}
 }
 
 // isPlexus: the event's component is one of plexus's programs.

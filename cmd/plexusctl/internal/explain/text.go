@@ -68,12 +68,19 @@ func needsEscape(r rune) bool {
 func WriteText(w io.Writer, r *Report) error {
 	p := &printer{w: w}
 	textPod(p, r)
+	running := r.Pod.Phase == "Running"
+	if running {
+		// What the last ADD did is the news for a running pod.
+		textLastAdd(p, r)
+	}
 	textSelection(p, r)
 	textDefaultNetwork(p, r)
 	textNetworks(p, r)
 	textPolicy(p, r)
 	textExtensions(p, r)
-	textLastAdd(p, r)
+	if !running {
+		textLastAdd(p, r)
+	}
 	textNode(p, r)
 	textResult(p, r)
 	return p.err
@@ -90,6 +97,11 @@ func textPod(p *printer, r *Report) {
 	}
 	if r.Pod.NodeName != "" {
 		extra = append(extra, "node "+r.Pod.NodeName)
+	}
+	if r.Pod.Started != "" {
+		extra = append(extra, r.Pod.Phase+" since "+r.Pod.Started)
+	} else if r.Pod.Phase != "" {
+		extra = append(extra, r.Pod.Phase)
 	}
 	detail := ""
 	if len(extra) > 0 {
@@ -390,6 +402,9 @@ func textEvents(p *printer, l *LastAdd, cluster bool) {
 		from := ""
 		if e.OtherNode != "" {
 			from = fmt.Sprintf(" %s from node %s, not the pod's", MarkWarning, e.OtherNode)
+		}
+		if e.Old {
+			from += " old: before the pod started"
 		}
 		p.line(2, "%s %s (%s, %s)%s: %s", e.Type, e.Reason, e.Source, e.LastTime, from, e.Message)
 	}

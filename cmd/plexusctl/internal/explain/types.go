@@ -39,6 +39,10 @@ type Pod struct {
 	NodeName  string `json:"nodeName,omitempty"`
 	// From is "cluster" or the manifest's path.
 	From string `json:"from"`
+	// Phase is the pod's phase, from the cluster; Started when it started
+	// (RFC 3339), the line between this run's events and older ones.
+	Phase   string `json:"phase,omitempty"`
+	Started string `json:"started,omitempty"`
 }
 
 // Annotation is the k8s.v1.cni.cncf.io/networks annotation as parsed (s4.1).
@@ -208,6 +212,9 @@ type Event struct {
 	// OtherNode is the node a plexus event names as its source, when
 	// that is not the pod's node.
 	OtherNode string `json:"otherNode,omitempty"`
+	// Old: last seen before the running pod started; what it reports was
+	// fixed by the run that followed.
+	Old bool `json:"old,omitempty"`
 }
 
 // Node is what the API tells of the node's side.
