@@ -189,8 +189,11 @@ func gone(err error) bool {
 	return apierrors.IsNotFound(err) || apierrors.IsGone(err) || apierrors.IsInvalid(err)
 }
 
-// forget cancels everything container still has queued or running, and
-// returns once none of it is running.
+// forget cancels the network-status container still has queued or
+// running, and returns once none of it is running: after a DEL it would
+// describe interfaces that are gone. Its events stay queued: what they
+// say (a failed ADD, a denial) stays true, and one canceled while the API
+// server records it would be logged as failed though it was not.
 func (p *publisher) forget(container string) {
 	if container == "" {
 		return
@@ -200,7 +203,7 @@ func (p *publisher) forget(container string) {
 	for _, w := range p.pods {
 		kept := w.queue[:0]
 		for _, j := range w.queue {
-			if j.container == container {
+			if j.container == container && j.doc != nil {
 				j.cancel()
 				close(j.done)
 				continue
@@ -208,7 +211,7 @@ func (p *publisher) forget(container string) {
 			kept = append(kept, j)
 		}
 		w.queue = kept
-		if j := w.running; j != nil && j.container == container {
+		if j := w.running; j != nil && j.container == container && j.doc != nil {
 			j.cancel()
 			running = append(running, j)
 		}

@@ -207,3 +207,23 @@ func TestCloseSendsWhatIsQueued(t *testing.T) {
 		t.Fatalf("sent %v before close returned, want %v", sent, want)
 	}
 }
+
+// A DEL drops its container's network-status, not its events: an event
+// about a failed ADD is still true, and is sent.
+func TestDelKeepsItsContainersEvents(t *testing.T) {
+	src := &recordingSource{fail: func(int) error { return errors.New("API down") }}
+	p, as := newTestPublisher(t, src)
+	ctx := withContainer(context.Background(), "c1")
+	_ = as.PublishStatus(ctx, podA, []byte("a"))
+	as.Event(ctx, podA, source.EventWarning, "NetworkNotFound", "gone")
+	eventually(t, "the status retrying", func() bool { _, n := src.snapshot(); return n >= 2 })
+	h := p.handler(func(context.Context, *daemon.Call) *daemon.Reply { return &daemon.Reply{} })
+	h(context.Background(), &daemon.Call{Env: map[string]string{"CNI_COMMAND": "DEL", "CNI_CONTAINERID": "c1"}})
+	eventually(t, "the event sent", func() bool {
+		sent, _ := src.snapshot()
+		return slices.Contains(sent, "event NetworkNotFound")
+	})
+	if sent, _ := src.snapshot(); slices.ContainsFunc(sent, func(s string) bool { return s == "status a" }) {
+		t.Errorf("sent %v: the DEL's container's status went out", sent)
+	}
+}
