@@ -2,6 +2,7 @@ package cniplugin
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -112,5 +113,33 @@ func TestDelegatesUnderARootGetTheHostsPath(t *testing.T) {
 	}
 	if got := withHostPath([]string{"CNI_COMMAND=DEL"}); len(got) != 2 || got[1] != hostPATH {
 		t.Errorf("without PATH: %q, want the host's added", got)
+	}
+}
+
+// BenchmarkDelegateRoot: one delegate exec (the loopback plugin's
+// VERSION) as plexus runs delegates, in its own filesystem and chrooted
+// to the host's root through /proc/PID/root, as plexusd in a pod does.
+func BenchmarkDelegateRoot(b *testing.B) {
+	bin := os.Getenv("PLEXUS_BIN")
+	if bin == "" || os.Geteuid() != 0 {
+		b.Skip("needs root and PLEXUS_BIN (make build's bin/)")
+	}
+	abs, err := filepath.Abs(filepath.Join(bin, "loopback"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	env := []string{"CNI_COMMAND=VERSION", "PATH=/usr/bin:/bin"}
+	for _, tc := range []struct{ name, root string }{
+		{"own", ""},
+		{"chroot", fmt.Sprintf("/proc/%d/root", os.Getpid())},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			e := &delegateExec{root: tc.root}
+			for b.Loop() {
+				if _, err := e.ExecPlugin(context.Background(), abs, []byte(`{"cniVersion":"1.0.0"}`), env); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
