@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/tetratelabs/wazero"
 
+	"github.com/plexus-cni/plexus/core/names"
 	"github.com/plexus-cni/plexus/core/pipeline"
 	"github.com/plexus-cni/plexus/sdk/abi"
 )
@@ -340,7 +340,7 @@ func (m *module) relayWarnings(hook string, ws []string, warn func(string)) {
 	shown := ws[:min(len(ws), maxWarnings)]
 	parts := make([]string, len(shown))
 	for i, w := range shown {
-		parts[i] = truncate(w, maxWarningBytes)
+		parts[i] = names.Truncate(w, maxWarningBytes)
 	}
 	msg := fmt.Sprintf("extension %q (%s): %s", m.name(), hook, strings.Join(parts, "; "))
 	if extra := len(ws) - len(shown); extra > 0 {
@@ -348,18 +348,6 @@ func (m *module) relayWarnings(hook string, ws []string, warn func(string)) {
 		msg += fmt.Sprintf(" (%d more warnings not shown)", extra)
 	}
 	warn(msg)
-}
-
-// truncate cuts s to at most n bytes on a rune boundary, marking the cut.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }
 
 // DroppedWarnings counts the warnings modules returned past the cap of

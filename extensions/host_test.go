@@ -393,14 +393,6 @@ func TestWarningsCappedPerCall(t *testing.T) {
 	}
 }
 
-func TestTruncateKeepsRunes(t *testing.T) {
-	for in, want := range map[string]string{"abc": "abc", "abcdef": "abcd…", "abéé": "abé…", "abcé": "abc…", "ééé": "éé…"} {
-		if got := truncate(in, 4); got != want {
-			t.Errorf("truncate(%q, 4) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // The module sees only its own keys (and its config), nothing else of the
 // selection element.
 func TestModuleSeesOnlyOwnedKeys(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/containernetworking/cni/pkg/utils"
 	corev1 "k8s.io/api/core/v1"
@@ -120,13 +121,29 @@ func PluginType(s string) error {
 	return nil
 }
 
-// truncate keeps hostile input from flooding error messages and logs.
-func truncate(s string) string {
-	const max = 80
+// maxQuoted bounds a name quoted in an error: hostile input must not
+// flood error messages and logs.
+const maxQuoted = 83
+
+// truncate bounds a name quoted in an error.
+func truncate(s string) string { return Truncate(s, maxQuoted) }
+
+// Truncate cuts s to at most max bytes, marking the cut with "..." and
+// keeping whole runes: the bound of every text plexus puts in an error,
+// an event, a status field or a log line that input can make long.
+func Truncate(s string, max int) string {
+	const mark = "..."
 	if len(s) <= max {
 		return s
 	}
-	return s[:max] + "..."
+	if max <= len(mark) {
+		return mark[:max]
+	}
+	cut := max - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
 }
 
 // NADRef splits a NetworkAttachmentDefinition reference, "name" or

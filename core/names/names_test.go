@@ -3,6 +3,7 @@ package names
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestLabelS3_3(t *testing.T) {
@@ -138,5 +139,25 @@ func TestTruncateLongInput(t *testing.T) {
 	err := Label("NAD name", strings.Repeat("X", 10000))
 	if err == nil || len(err.Error()) > 300 {
 		t.Fatalf("long input not truncated in error: %d bytes", len(err.Error()))
+	}
+}
+
+func TestTruncateKeepsRunesAndTheBound(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"abc", 4, "abc"},
+		{"abcdef", 5, "ab..."},
+		{"abéé", 6, "abéé"},
+		{"abééé", 7, "abé..."},
+		{"ééé", 5, "é..."},
+		{"abcdef", 2, ".."},
+	} {
+		got := Truncate(tc.in, tc.max)
+		if got != tc.want || len(got) > tc.max || !utf8.ValidString(got) {
+			t.Errorf("Truncate(%q, %d) = %q, want %q", tc.in, tc.max, got, tc.want)
+		}
 	}
 }

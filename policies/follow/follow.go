@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
+	"github.com/plexus-cni/plexus/core/names"
 	"github.com/plexus-cni/plexus/policies/revision"
 )
 
@@ -220,7 +221,7 @@ func (w *Watch) event(ctx context.Context, p *plexusapi.AttachmentPolicy, typ, r
 			APIVersion: plexusapi.Group + "/" + plexusapi.Version, Kind: plexusapi.KindAttachmentPolicy,
 			Name: p.Name, UID: p.UID, ResourceVersion: p.ResourceVersion,
 		},
-		Reason: reason, Message: truncate(msg), Type: typ,
+		Reason: reason, Message: names.Truncate(msg, maxEventMessage), Type: typ,
 		Source:         corev1.EventSource{Component: w.o.Component, Host: w.o.Node},
 		FirstTimestamp: now, LastTimestamp: now, Count: 1,
 		ReportingController: "plexus.io/" + w.o.Component, ReportingInstance: w.o.Component + "-" + w.o.Node,
@@ -232,14 +233,8 @@ func (w *Watch) event(ctx context.Context, p *plexusapi.AttachmentPolicy, typ, r
 	}
 }
 
-// truncate bounds an Event's message (the API allows 1 KiB).
-func truncate(s string) string {
-	const max = 1000
-	if len(s) <= max {
-		return s
-	}
-	return s[:max] + "..."
-}
+// maxEventMessage bounds an Event's message (the API allows 1 KiB).
+const maxEventMessage = 1000
 
 // NodePolicy is a node's policy as PlexusNode reports it.
 func NodePolicy(object string, st revision.State) plexusapi.NodePolicy {

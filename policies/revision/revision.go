@@ -33,6 +33,7 @@ import (
 	"time"
 
 	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
+	"github.com/plexus-cni/plexus/core/names"
 	"github.com/plexus-cni/plexus/policies"
 )
 
@@ -204,7 +205,7 @@ func (s *Syncer) Start(ctx context.Context) (Result, error) {
 		return res, err
 	}
 	if prior != nil {
-		s.st.Error = truncate(prior.Error())
+		s.st.Error = names.Truncate(prior.Error(), maxErrorBytes)
 		res.State = s.st
 	}
 	return res, nil
@@ -250,7 +251,7 @@ func (s *Syncer) Apply(ctx context.Context, p *plexusapi.AttachmentPolicy) (Resu
 	if err != nil {
 		// A refused revision changes nothing in force, onDelete included:
 		// the object's deletion is handled as the revision in force says.
-		s.st.ObservedGeneration, s.st.Error, s.st.Refused = p.Generation, truncate(err.Error()), key
+		s.st.ObservedGeneration, s.st.Error, s.st.Refused = p.Generation, names.Truncate(err.Error(), maxErrorBytes), key
 		_ = s.writeState()
 		res = s.result(false)
 		res.Attempted = true
@@ -522,13 +523,6 @@ func (s *Syncer) readState() (State, error) {
 		return State{}, fmt.Errorf("%s: onDelete %q", p, st.OnDelete)
 	}
 	return st, nil
-}
-
-func truncate(s string) string {
-	if len(s) <= maxErrorBytes {
-		return s
-	}
-	return s[:maxErrorBytes] + "..."
 }
 
 // Remove deletes what a Syncer keeps in stateDir (an uninstall), and

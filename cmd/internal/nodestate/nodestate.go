@@ -17,12 +17,12 @@ import (
 	"log/slog"
 	"reflect"
 	"time"
-	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 
 	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
+	"github.com/plexus-cni/plexus/core/names"
 )
 
 // Field managers of the two agents that write a PlexusNode.
@@ -160,7 +160,7 @@ func (r *Reporter) Status() plexusapi.PlexusNodeStatus {
 	if r.o.Policy != nil {
 		if p := r.o.Policy(); p != nil {
 			pol := *p
-			pol.Error = truncate(pol.Error)
+			pol.Error = names.Truncate(pol.Error, maxErrorBytes)
 			st.Policy = &pol
 		}
 	}
@@ -168,7 +168,7 @@ func (r *Reporter) Status() plexusapi.PlexusNodeStatus {
 		exts := r.o.Extensions()
 		st.Extensions = make([]plexusapi.NodeExtension, 0, min(len(exts), MaxExtensions))
 		for _, e := range exts[:min(len(exts), MaxExtensions)] {
-			e.Error = truncate(e.Error)
+			e.Error = names.Truncate(e.Error, maxErrorBytes)
 			st.Extensions = append(st.Extensions, e)
 		}
 	}
@@ -181,19 +181,6 @@ const (
 	MaxExtensions = 64
 	maxErrorBytes = 4096
 )
-
-// truncate cuts an error to maxErrorBytes, on a rune boundary.
-func truncate(s string) string {
-	if len(s) <= maxErrorBytes {
-		return s
-	}
-	const more = " [truncated]"
-	cut := maxErrorBytes - len(more)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + more
-}
 
 // Run publishes the status until ctx ends: after the first Notify (the
 // agent's first pass, so nothing half-known is written), then after each

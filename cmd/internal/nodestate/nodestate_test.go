@@ -305,7 +305,7 @@ func TestStatusKeepsWithinTheCRDBounds(t *testing.T) {
 		t.Errorf("extensions: %d, want %d", len(st.Extensions), MaxExtensions)
 	}
 	for _, e := range st.Extensions {
-		if len(e.Error) > maxErrorBytes || !strings.HasSuffix(e.Error, "[truncated]") {
+		if len(e.Error) > maxErrorBytes || !strings.HasSuffix(e.Error, "...") || !utf8.ValidString(e.Error) {
 			t.Fatalf("extension error: %d bytes, ends %q", len(e.Error), e.Error[len(e.Error)-12:])
 		}
 	}
