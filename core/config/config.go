@@ -16,6 +16,7 @@ import (
 
 	"github.com/plexus-cni/plexus/core/config/daemonconf"
 	"github.com/plexus-cni/plexus/core/devinfo"
+	"github.com/plexus-cni/plexus/core/names"
 	"github.com/plexus-cni/plexus/core/selection"
 )
 
@@ -56,6 +57,10 @@ type Config struct {
 	// Kubeconfig selects the Kubernetes source ("" with Manifests unset
 	// means in-cluster configuration).
 	Kubeconfig string `json:"kubeconfig,omitempty"`
+	// NodeName is the node plexus runs on, named as the source of its
+	// events (admission binds them to the credential's node); without it,
+	// the pod's spec.nodeName, unknown when the pod is not read.
+	NodeName string `json:"nodeName,omitempty"`
 	// Manifests selects the standalone source: a directory of Pod and
 	// NetworkAttachmentDefinition YAML documents.
 	Manifests string `json:"manifests,omitempty"`
@@ -145,7 +150,7 @@ func (c *Config) Daemon() *daemonconf.Daemon {
 // plexusKeys are the keys Config defines; cniKeys are those the CNI spec
 // lets a runtime or libcni put in any plugin's config.
 var (
-	plexusKeys = []string{"clusterNetwork", "systemNamespace", "confDir", "cacheDir", "binDir", "kubeconfig", "manifests", "apiTimeout", "apiBudget", "delegateTimeout", "logLevel", "logFile", "strictSelection", "compat", "policy", "extensions", "daemonSocket", "daemonWait", "dynamicAttachments", "criSocket", "gcInterval", "gcGrace", "defaultNetworks", "systemNamespaces", "readinessindicatorfile", "readinessTimeout", "delegates", "auxiliaryCNIChainName", "logOptions", "podResourcesSocket", "deviceInfoDir"}
+	plexusKeys = []string{"clusterNetwork", "systemNamespace", "confDir", "cacheDir", "binDir", "kubeconfig", "nodeName", "manifests", "apiTimeout", "apiBudget", "delegateTimeout", "logLevel", "logFile", "strictSelection", "compat", "policy", "extensions", "daemonSocket", "daemonWait", "dynamicAttachments", "criSocket", "gcInterval", "gcGrace", "defaultNetworks", "systemNamespaces", "readinessindicatorfile", "readinessTimeout", "delegates", "auxiliaryCNIChainName", "logOptions", "podResourcesSocket", "deviceInfoDir"}
 	cniKeys    = []string{"cniVersion", "cniVersions", "name", "type", "capabilities", "runtimeConfig", "args", "prevResult", "ipMasq", "ipam", "dns", "disableCheck", "disableGC", "loadOnlyInlinedPlugins", "cni.dev/valid-attachments", "cni.dev/attachments"}
 )
 
@@ -232,6 +237,11 @@ func (c *Config) validate() error {
 	}
 	if c.Kubeconfig != "" && c.Manifests != "" {
 		return fmt.Errorf(`"kubeconfig" and "manifests" are exclusive: choose one source`)
+	}
+	if c.NodeName != "" {
+		if err := names.Subdomain(`"nodeName"`, c.NodeName); err != nil {
+			return err
+		}
 	}
 	for key, dir := range map[string]string{"podResourcesSocket": c.PodResourcesSocket, "deviceInfoDir": c.DeviceInfoDir} {
 		if !filepath.IsAbs(dir) {

@@ -83,6 +83,7 @@ func (s *suite) world(t *testing.T) (*harness.World, string) {
 	w := harness.New(t)
 	w.Set("manifests", nil)
 	w.Set("kubeconfig", s.kubeconfig)
+	w.Set("nodeName", "node-a") // the node its token is bound to
 	return w, ns
 }
 

@@ -275,7 +275,7 @@ func buildSource(conf *config.Config, cmd Command, log *slog.Logger) (source.Sou
 		return nil, err
 	}
 	// An ADD's first request comes after its delegates: connect meanwhile.
-	return kube.New(rc, kube.Options{CallTimeout: time.Duration(conf.APITimeout), Budget: time.Duration(conf.APIBudget), Log: log, Prewarm: cmd == CmdAdd})
+	return kube.New(rc, kube.Options{CallTimeout: time.Duration(conf.APITimeout), Budget: time.Duration(conf.APIBudget), Log: log, Prewarm: cmd == CmdAdd, NodeName: conf.NodeName})
 }
 
 // pluginPaths puts binDir before CNI_PATH.

@@ -291,6 +291,10 @@ func (in *Installer) plexusConfig(def string, raw []byte) ([]byte, error) {
 	plugin["clusterNetwork"] = def
 	if !in.o.ConfigOnly {
 		plugin["kubeconfig"] = in.o.Kubeconfig
+		if in.o.NodeName != "" {
+			// Its token is bound to this node: events name it.
+			plugin["nodeName"] = in.o.NodeName
+		}
 	}
 	if in.o.Manifests != "" {
 		plugin["manifests"] = in.o.Manifests

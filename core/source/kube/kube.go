@@ -36,7 +36,10 @@ type Options struct {
 	Budget time.Duration
 	// Component names plexus in events.
 	Component string
-	Log       *slog.Logger
+	// NodeName is the node plexus runs on, the source host of its events;
+	// "" takes the pod's node.
+	NodeName string
+	Log      *slog.Logger
 	// Prewarm connects to the API server (TCP and TLS) as the source is
 	// built, before any request: for a thin ADD, whose delegates run
 	// meanwhile and whose first request then does not wait for the
@@ -238,6 +241,10 @@ func (s *Source) event(pod *source.Pod, typ source.EventType, reason, message st
 		message = message[:maxEventMessage-3] + "..."
 	}
 	now := metav1.Now()
+	host := s.opts.NodeName
+	if host == "" {
+		host = pod.NodeName
+	}
 	return &corev1.Event{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Event"},
 		ObjectMeta: metav1.ObjectMeta{GenerateName: pod.Name + ".", Namespace: pod.Namespace},
@@ -245,9 +252,9 @@ func (s *Source) event(pod *source.Pod, typ source.EventType, reason, message st
 			APIVersion: "v1", Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: types.UID(pod.UID),
 		},
 		Type: string(typ), Reason: reason, Message: message,
-		Source:         corev1.EventSource{Component: s.opts.Component, Host: pod.NodeName},
+		Source:         corev1.EventSource{Component: s.opts.Component, Host: host},
 		FirstTimestamp: now, LastTimestamp: now, Count: 1,
-		ReportingController: s.opts.Component, ReportingInstance: pod.NodeName,
+		ReportingController: s.opts.Component, ReportingInstance: host,
 	}
 }
 

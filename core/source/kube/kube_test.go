@@ -232,3 +232,25 @@ func TestUnauthorizedIsFinalAndSaysSo(t *testing.T) {
 		t.Errorf("requests = %d, want 1 (no retry)", f.count())
 	}
 }
+
+// The event's source host is the node plexus runs on when it knows it,
+// the pod's node otherwise.
+func TestEventNamesPlexussNode(t *testing.T) {
+	for _, tc := range []struct {
+		opt, podNode, want string
+	}{
+		{"node-a", "", "node-a"},   // a pod not read: no spec.nodeName
+		{"node-a", "n1", "node-a"}, // plexus names its own node
+		{"", "n1", "n1"},
+	} {
+		s, f := newFake(t, Options{Component: "plexus", NodeName: tc.opt}, `{}`, http.StatusOK)
+		s.Event(t.Context(), &source.Pod{Namespace: "ns", Name: "p", NodeName: tc.podNode}, source.EventNormal, "AddedInterfaces", "m")
+		var ev corev1.Event
+		if err := json.Unmarshal([]byte(f.requests[0].body), &ev); err != nil {
+			t.Fatal(err)
+		}
+		if ev.Source.Host != tc.want || ev.ReportingInstance != tc.want {
+			t.Errorf("NodeName %q, pod's %q: host %q, instance %q; want %q", tc.opt, tc.podNode, ev.Source.Host, ev.ReportingInstance, tc.want)
+		}
+	}
+}

@@ -178,7 +178,7 @@ func (d *Daemon) buildSource(ctx context.Context) error {
 		return errors.New("plexusd needs the node name (--node-name or NODE_NAME) to cache this node's pods")
 	}
 	d.rest = rc
-	c, err := cached.New(ctx, rc, d.o.NodeName, kube.Options{CallTimeout: time.Duration(d.conf.APITimeout), Budget: time.Duration(d.conf.APIBudget), Component: "plexusd", Log: d.o.Log})
+	c, err := cached.New(ctx, rc, d.o.NodeName, kube.Options{CallTimeout: time.Duration(d.conf.APITimeout), Budget: time.Duration(d.conf.APIBudget), Component: "plexusd", NodeName: d.o.NodeName, Log: d.o.Log})
 	if err != nil {
 		return err
 	}
