@@ -421,6 +421,28 @@ func (d *Deployment) Delete(t testing.TB) {
 	})
 }
 
+// removeDaemonSet deletes the DaemonSet, if the test left it, and waits
+// (bounded) until its pods are gone; for cleanups, whose t.Context() has
+// ended.
+func (d *Deployment) removeDaemonSet(t testing.TB) {
+	ctx, cancel := context.WithTimeout(context.Background(), deployTimeout)
+	defer cancel()
+	bg := metav1.DeletePropagationBackground
+	err := d.n.Client.AppsV1().DaemonSets("kube-system").Delete(ctx, d.DaemonSet, metav1.DeleteOptions{PropagationPolicy: &bg})
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Errorf("delete DaemonSet %s: %v", d.DaemonSet, err)
+		return
+	}
+	for len(d.pods(ctx)) > 0 {
+		select {
+		case <-ctx.Done():
+			t.Errorf("DaemonSet %s's pods still there after %s", d.DaemonSet, deployTimeout)
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
 // DeleteDaemonSet deletes the DaemonSet alone, as `kubectl -n kube-system
 // delete daemonset <name>` does, and waits until its pods are gone: what
 // it installed on the node stays unless its container was told to

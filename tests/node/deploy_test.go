@@ -70,6 +70,9 @@ func deployNode(t *testing.T, name, kustomization string) (*Node, *Deployment, *
 	// Before the world's cleanups and the uninstall: plexus is still
 	// installed, so the pods' DELs run through it.
 	t.Cleanup(n.Reset)
+	// Before the reset (cleanups run last first): a DaemonSet left in
+	// place would recreate its pod while the reset removes sandboxes.
+	t.Cleanup(func() { d.removeDaemonSet(t) })
 	return n, d, w
 }
 
