@@ -54,11 +54,13 @@ RACE_PKGS := ./core/lock/ ./core/source/kube/cached/ ./core/source/manifests/ ./
 ## the example extensions (needs root)
 # One package at a time (-p 1): the integration suites check the host's
 # interfaces for leaks, which another suite running beside them would add.
+# The node suite runs for over ten minutes, go test's default bound for a
+# package: -timeout 30m.
 # go test's JSON goes to $(BIN)/test.json; tools/testreport prints it as
 # go test would, then each skipped test with its reason. The recipe exits
 # with go test's status.
 test: build k8s-bins node-bins node-deps runtimes pause-image image
-	{ PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 $(GO) test -p 1 -count=1 -json ./...; echo $$? >$(BIN)/test.rc; } \
+	{ PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 $(GO) test -p 1 -count=1 -timeout 30m -json ./...; echo $$? >$(BIN)/test.rc; } \
 		| tee $(BIN)/test.json | $(GO) run ./tools/testreport; exit $$(cat $(BIN)/test.rc)
 	$(TEST_RUNTIMES)
 	CGO_ENABLED=1 $(GO) test -race -count=1 $(RACE_PKGS)
