@@ -69,7 +69,9 @@ func assertHostToolsAndHostPort(t *testing.T, n *Node, d *Deployment, w *harness
 		t.Errorf("node %s:%d answered %q, want the pod's listener", gw, hostPort, got)
 	}
 	stop()
-	if natBefore == portmapChains(t) {
+	// CRI-O maps host ports itself and passes no portMappings to CNI; the
+	// other runtimes leave it to the default network's portmap.
+	if n.Runtime != CRIO && natBefore == portmapChains(t) {
 		t.Errorf("portmap added no DNAT chain for the pod's hostPort")
 	}
 	n.DeletePod(nsName, "hostport")
