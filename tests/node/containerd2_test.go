@@ -169,41 +169,12 @@ func testRepeatedDEL(t *testing.T, node *Node) {
 	}
 }
 
-// sandboxStatusNetns is the network namespace path that the runtime's
-// verbose PodSandboxStatus reports in info.runtimeSpec: the field plexusd's
-// CRI client reads to change a running pod's attachments (TestDynamic
-// runs that path on each runtime).
-func sandboxStatusNetns(t *testing.T, n *Node, id string) string {
-	t.Helper()
-	out, err := n.Crictl(t.Context(), "inspectp", "-o", "json", id)
-	harness.Must(t, err)
-	var st struct {
-		Info struct {
-			RuntimeSpec struct {
-				Linux struct {
-					Namespaces []struct{ Type, Path string }
-				}
-			} `json:"runtimeSpec"`
-		} `json:"info"`
-	}
-	if err := json.Unmarshal([]byte(out), &st); err != nil {
-		t.Fatalf("crictl inspectp %s: %v\n%s", id, err, out)
-	}
-	for _, ns := range st.Info.RuntimeSpec.Linux.Namespaces {
-		if ns.Type == "network" {
-			return ns.Path
-		}
-	}
-	t.Fatalf("sandbox %s: the runtime reports no network namespace:\n%s", id, out)
-	return ""
-}
-
 func testSandboxStatusNetns(t *testing.T, node *Node) {
 	n := node.With(t)
 	w := n.PlexusWorld()
 	n.InstallPlexus(w)
 	p := runSelectingPod(t, n, w, "cd2-netns")
-	got := sandboxStatusNetns(t, n, p.sb.ID)
+	got := n.inspectSandbox(p.sb.ID).Netns // as the runtime reports it now
 	want := filepath.Join(n.Dir, "state", "io.containerd.grpc.v1.cri", "netns") + "/"
 	if got != p.sb.Netns || !strings.HasPrefix(got, want) {
 		t.Errorf("netns %q, want the sandbox's %q under %s", got, p.sb.Netns, want)

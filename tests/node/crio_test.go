@@ -128,7 +128,7 @@ func testCRIOSandboxNetns(t *testing.T, node *Node) {
 	if p.sb.PID != 0 {
 		t.Errorf("sandbox %s has a pause process %d: CRI-O's drop_infra_ctr is off?", p.sb.ID, p.sb.PID)
 	}
-	got := sandboxStatusNetns(t, n, p.sb.ID)
+	got := n.inspectSandbox(p.sb.ID).Netns // as the runtime reports it now
 	if got != p.sb.Netns || !strings.HasPrefix(got, n.NetnsDir()+"/") {
 		t.Errorf("netns %q, want the sandbox's %q under %s", got, p.sb.Netns, n.NetnsDir())
 	}

@@ -59,11 +59,7 @@ func assertHostToolsAndHostPort(t *testing.T, n *Node, d *Deployment, w *harness
 	if len(st) != 2 || st[1].Name != nsName+"/tool" {
 		t.Errorf("network-status %+v, want the default network and %s/tool (the shell delegate)", st, nsName)
 	}
-	sbs := n.Sandboxes(pod, "ready")
-	if len(sbs) != 1 {
-		t.Fatalf("pod has %d ready sandboxes", len(sbs))
-	}
-	stop := serveIn(t, sbs[0].Netns, hostPort)
+	stop := serveIn(t, n.ReadySandbox(pod).Netns, hostPort)
 	gw := gatewayOf(t, pod.Status.PodIP)
 	if got := dialHostPort(t, net.JoinHostPort(gw, fmt.Sprint(hostPort))); got != "plexus-hostport" {
 		t.Errorf("node %s:%d answered %q, want the pod's listener", gw, hostPort, got)
