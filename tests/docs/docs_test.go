@@ -1,5 +1,7 @@
-// Package docs checks that the Go identifiers plexus's Markdown files name
-// in backticks still exist in the repository's Go code.
+// Package docs checks plexus's Markdown files against the repository: the
+// Go identifiers they name in backticks exist in its Go code, their
+// relative links lead to files and headings that exist, and every
+// `make TARGET` they name is a target of the Makefile.
 package docs
 
 import (
@@ -20,7 +22,8 @@ import (
 const root = "../.."
 
 // docFiles are the Markdown files checked, relative to root, as
-// filepath.Glob patterns; each must match a file.
+// filepath.Glob patterns; each must match a file. "*.md" holds README.md,
+// CONTRIBUTING.md and RATIONALE.md.
 var docFiles = []string{
 	"*.md",
 	"docs/*.md",
