@@ -29,7 +29,8 @@ PAUSE_IMAGE ?= localhost/plexus/pause:3.10
 IMAGE_TOOLS_DIR := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))../tools/image)
 IMAGE_GO        := cd $(IMAGE_TOOLS_DIR) && GOWORK=off CGO_ENABLED=0 go
 IMAGE_SRCS      := $(shell find $(IMAGE_TOOLS_DIR) -name '*.go' -not -name '*_test.go') \
-                   $(IMAGE_TOOLS_DIR)/go.mod $(IMAGE_TOOLS_DIR)/go.sum
+                   $(IMAGE_TOOLS_DIR)/go.mod $(IMAGE_TOOLS_DIR)/go.sum \
+                   $(wildcard $(IMAGE_TOOLS_DIR)/../../extensions/pack/ociarchive/*.go)
 
 IMAGE_MK        := $(abspath $(lastword $(MAKEFILE_LIST)))
 # The rule library and baseline policy the plexus image holds

@@ -17,7 +17,7 @@ const module = "github.com/plexus-cni/plexus/"
 // tested and replaced on their own.
 var leaves = []string{
 	"core/names", "core/status", "core/config/daemonconf", "core/codes", "core/api/v1alpha1",
-	"extensions/wasmbin", "extensions/copier",
+	"extensions/wasmbin", "extensions/copier", "extensions/pack/ociarchive",
 	"cmd/internal/cniargs", "cmd/internal/cri", "cmd/internal/podresources", "cmd/internal/podroute",
 	"cmd/internal/logfile", "cmd/internal/daemon/wire",
 }

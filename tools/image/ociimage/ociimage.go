@@ -13,7 +13,6 @@ package ociimage
 import (
 	"archive/tar"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -31,9 +30,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/plexus-cni/plexus/extensions/pack/ociarchive"
 )
 
 // File is one host file copied into the image.
@@ -112,152 +112,26 @@ func Build(spec Spec) (v1.Image, error) {
 
 // Write writes img as a Docker image archive (manifest.json with RepoTags)
 // to path, tagged ref. ctr import names the image ref but records a
-// manifest of its own composing, so its digest is not img's. It writes a
-// temporary file beside path and renames it, so path is never a partial
-// archive.
+// manifest of its own composing, so its digest is not img's. path is
+// replaced only once the archive is whole.
 func Write(img v1.Image, ref, path string) error {
 	tag, err := ParseRef(ref)
 	if err != nil {
 		return err
 	}
-	return writeAtomically(path, func(tmp string) error { return tarball.WriteToFile(tmp, tag, img) })
+	return ociarchive.ReplaceFile(path, func(w io.Writer) error { return tarball.Write(tag, img, w) })
 }
 
-// writeAtomically has write fill a temporary file beside path, then renames
-// it into place, so a failed build never leaves a truncated archive.
-func writeAtomically(path string, write func(tmp string) error) error {
-	tmp := path + ".tmp"
-	err := write(tmp)
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
-}
-
-// WriteOCI writes img as an OCI image layout in a tar archive (oci-layout,
-// index.json, blobs/sha256/...), its index entry naming ref both as the OCI
-// ref.name and as containerd's io.containerd.image.name, which `ctr images
-// import` names the image from. Unlike Write's Docker archive, from which
-// containerd composes a manifest of its own, the manifest digest containerd
-// records is the image's own, the one a registry push gives.
+// WriteOCI writes img as an OCI image layout in a tar archive naming it
+// ref (package ociarchive). Unlike Write's Docker archive, from which
+// containerd composes a manifest of its own, the manifest digest
+// containerd records is the image's own, the one a registry push gives.
 func WriteOCI(img v1.Image, ref, path string) error {
 	tag, err := ParseRef(ref)
 	if err != nil {
 		return err
 	}
-	return writeAtomically(path, func(tmp string) error { return writeOCITar(img, tag.Name(), tmp) })
-}
-
-func writeOCITar(img v1.Image, ref, path string) error {
-	desc, err := partial.Descriptor(img)
-	if err != nil {
-		return err
-	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		return err
-	}
-	desc.Platform = cf.Platform()
-	desc.Annotations = map[string]string{
-		"org.opencontainers.image.ref.name": ref,
-		"io.containerd.image.name":          ref,
-	}
-	index, err := json.Marshal(v1.IndexManifest{
-		SchemaVersion: 2,
-		MediaType:     types.OCIImageIndex,
-		Manifests:     []v1.Descriptor{*desc},
-	})
-	if err != nil {
-		return err
-	}
-	rawManifest, err := img.RawManifest()
-	if err != nil {
-		return err
-	}
-	rawConfig, err := img.RawConfigFile()
-	if err != nil {
-		return err
-	}
-	m, err := img.Manifest()
-	if err != nil {
-		return err
-	}
-
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	tw := tar.NewWriter(f)
-	// The layout's fixed files, then blobs in manifest order; each entry
-	// with the same owner and time, so the archive is reproducible too.
-	for _, e := range []struct {
-		name string
-		data []byte
-	}{
-		{"oci-layout", []byte(`{"imageLayoutVersion":"1.0.0"}`)},
-		{"index.json", index},
-		{"blobs/", nil},
-		{"blobs/sha256/", nil},
-		{blobPath(desc.Digest), rawManifest},
-		{blobPath(m.Config.Digest), rawConfig},
-	} {
-		if err := writeTarEntry(tw, e.name, int64(len(e.data)), bytes.NewReader(e.data)); err != nil {
-			return err
-		}
-	}
-	layers, err := img.Layers()
-	if err != nil {
-		return err
-	}
-	for _, l := range layers {
-		if err := writeLayer(tw, l); err != nil {
-			return err
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return err
-	}
-	return f.Close()
-}
-
-func writeLayer(tw *tar.Writer, l v1.Layer) error {
-	d, err := l.Digest()
-	if err != nil {
-		return err
-	}
-	size, err := l.Size()
-	if err != nil {
-		return err
-	}
-	rc, err := l.Compressed()
-	if err != nil {
-		return err
-	}
-	defer rc.Close()
-	return writeTarEntry(tw, blobPath(d), size, rc)
-}
-
-func blobPath(d v1.Hash) string { return "blobs/" + d.Algorithm + "/" + d.Hex }
-
-// writeTarEntry writes a directory (name ending in "/") or a file of size
-// bytes from r.
-func writeTarEntry(tw *tar.Writer, name string, size int64, r io.Reader) error {
-	hdr := &tar.Header{Name: name, Mode: 0o644, Typeflag: tar.TypeReg, Size: size, ModTime: time.Unix(0, 0), Format: tar.FormatPAX}
-	if strings.HasSuffix(name, "/") {
-		hdr.Mode, hdr.Typeflag, hdr.Size = 0o755, tar.TypeDir, 0
-	}
-	if err := tw.WriteHeader(hdr); err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	if _, err := io.Copy(tw, r); err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	return nil
+	return ociarchive.WriteFile(path, img, tag.Name())
 }
 
 // ReadOCI extracts an archive WriteOCI wrote into dir (empty or new) and
