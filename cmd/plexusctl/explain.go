@@ -132,7 +132,7 @@ func (a *app) explainCluster(manifest bool) (*explain.Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &explain.Cluster{Core: c.Core, Dynamic: c.Dynamic}, nil
+	return &explain.Cluster{Core: c.Core, Dynamic: c.Dynamic, Plexus: c.Plexus}, nil
 }
 
 // printable keeps what the cluster said (names, messages) from writing

@@ -7,6 +7,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/plexus-cni/plexus/core/api/client/clientset/versioned"
 )
 
 // kubeFlags are kubectl's connection flags (--kubeconfig, --context,
@@ -52,6 +54,7 @@ func newKubeFlags(fs *pflag.FlagSet) *kubeFlags {
 type kubeClients struct {
 	Core    kubernetes.Interface
 	Dynamic dynamic.Interface
+	Plexus  versioned.Interface
 }
 
 // clients connects as the flags say: the kubeconfig they name, else
@@ -69,7 +72,11 @@ func (k *kubeFlags) clients() (*kubeClients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig %s: %w", k.kubeconfigName(), err)
 	}
-	return &kubeClients{Core: core, Dynamic: dyn}, nil
+	px, err := versioned.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", k.kubeconfigName(), err)
+	}
+	return &kubeClients{Core: core, Dynamic: dyn, Plexus: px}, nil
 }
 
 func (k *kubeFlags) kubeconfigName() string {

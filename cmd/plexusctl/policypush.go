@@ -7,8 +7,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/dynamic"
 
+	"github.com/plexus-cni/plexus/core/api/client/clientset/versioned"
 	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
 	"github.com/plexus-cni/plexus/policies"
 	"github.com/plexus-cni/plexus/policies/push"
@@ -67,7 +67,7 @@ func (a *app) pushPolicy(ctx context.Context, dir string, p pushArgs, stdout io.
 		return fmt.Errorf("%s: nothing pushed: %w", dir, err)
 	}
 	fmt.Fprintf(stdout, "%s: %d modules, %d data files, %d tests passed\n", dir, len(spec.Modules), len(spec.Data), passed)
-	dyn, err := a.dynamic()
+	dyn, err := a.plexus()
 	if err != nil {
 		return err
 	}
@@ -86,7 +86,7 @@ func newPolicyStatusCmd(a *app) *cobra.Command {
 		Short: "the revision each node enforces",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			dyn, err := a.dynamic()
+			dyn, err := a.plexus()
 			if err != nil {
 				return failed(err)
 			}
@@ -97,11 +97,11 @@ func newPolicyStatusCmd(a *app) *cobra.Command {
 	return c
 }
 
-// dynamic is the dynamic client of the cluster the flags name.
-func (a *app) dynamic() (dynamic.Interface, error) {
+// plexus is the client of plexus's kinds in the cluster the flags name.
+func (a *app) plexus() (versioned.Interface, error) {
 	c, err := a.kube.clients()
 	if err != nil {
 		return nil, err
 	}
-	return c.Dynamic, nil
+	return c.Plexus, nil
 }

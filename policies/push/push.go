@@ -1,7 +1,7 @@
 // Package push is "plexusctl policy push" and "status": it reads a
 // directory of Rego modules and data files, verifies them as a node will
 // (revision.Verify), and creates or updates the AttachmentPolicy nodes
-// follow; and it reads back what each node enforces.
+// follow; and it sums up what the nodes' PlexusNodes say they enforce.
 package push
 
 import (
@@ -10,15 +10,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/dynamic"
 
+	"github.com/plexus-cni/plexus/core/api/client/clientset/versioned"
 	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
 	"github.com/plexus-cni/plexus/policies"
 	"github.com/plexus-cni/plexus/policies/revision"
@@ -109,72 +107,71 @@ func (e strippedError) Error() string { return e.msg }
 // Push creates the object named name with spec, or updates its spec
 // (optimistically: the update names the version read). It returns the
 // revision nodes will report for it.
-func Push(ctx context.Context, dyn dynamic.Interface, name string, spec plexusapi.AttachmentPolicySpec) (string, error) {
-	ri := dyn.Resource(plexusapi.AttachmentPolicies)
-	cur, err := ri.Get(ctx, name, metav1.GetOptions{})
-	var p plexusapi.AttachmentPolicy
+func Push(ctx context.Context, cs versioned.Interface, name string, spec plexusapi.AttachmentPolicySpec) (string, error) {
+	api := cs.PlexusV1alpha1().AttachmentPolicies()
+	p, err := api.Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		p = plexusapi.AttachmentPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}
-		u, err := plexusapi.ToUnstructured(&p)
-		if err != nil {
-			return "", err
-		}
-		delete(u.Object, "status")
-		if cur, err = ri.Create(ctx, u, metav1.CreateOptions{FieldManager: "plexusctl"}); err != nil {
+		p = &plexusapi.AttachmentPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}
+		if p, err = api.Create(ctx, p, metav1.CreateOptions{FieldManager: "plexusctl"}); err != nil {
 			return "", fmt.Errorf("creating AttachmentPolicy %s: %w", name, err)
 		}
 	case err != nil:
 		return "", fmt.Errorf("reading AttachmentPolicy %s: %w", name, err)
 	default:
-		if err := plexusapi.FromUnstructured(cur, &p); err != nil {
-			return "", err
-		}
 		p.Spec = spec
-		u, err := plexusapi.ToUnstructured(&p)
-		if err != nil {
-			return "", err
-		}
-		delete(u.Object, "status")
-		if cur, err = ri.Update(ctx, u, metav1.UpdateOptions{FieldManager: "plexusctl"}); err != nil {
+		if p, err = api.Update(ctx, p, metav1.UpdateOptions{FieldManager: "plexusctl"}); err != nil {
 			return "", fmt.Errorf("updating AttachmentPolicy %s: %w", name, err)
 		}
 	}
-	files, err := revision.SpecFiles(&p)
+	files, err := revision.SpecFiles(p)
 	if err != nil {
 		return "", err
 	}
-	return revision.Revision(cur.GetGeneration(), files), nil
+	return revision.Revision(p.Generation, files), nil
 }
 
-// Status writes the object's nodes and what each enforces.
-func Status(ctx context.Context, dyn dynamic.Interface, name string, w io.Writer) error {
-	u, err := dyn.Resource(plexusapi.AttachmentPolicies).Get(ctx, name, metav1.GetOptions{})
+// Status writes the object's revision and how many nodes enforce it,
+// from the nodes' PlexusNodes, read in pages.
+func Status(ctx context.Context, cs versioned.Interface, name string, w io.Writer) error {
+	p, err := cs.PlexusV1alpha1().AttachmentPolicies().Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("reading AttachmentPolicy %s: %w", name, err)
 	}
-	var p plexusapi.AttachmentPolicy
-	if err := plexusapi.FromUnstructured(u, &p); err != nil {
-		return err
-	}
-	files, err := revision.SpecFiles(&p)
+	files, err := revision.SpecFiles(p)
 	want := "(invalid: " + fmtErr(err) + ")"
 	if err == nil {
 		want = revision.Revision(p.Generation, files)
 	}
 	fmt.Fprintf(w, "AttachmentPolicy %s: generation %d, revision %s, onDelete %s\n", name, p.Generation, want, orKeep(p.Spec.OnDelete))
-	nodes := append([]plexusapi.NodePolicyStatus(nil), p.Status.Nodes...)
-	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Node < nodes[j].Node })
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tACTIVE\tSINCE\tOBSERVED\tTESTS\tERROR")
-	for _, n := range nodes {
-		since := ""
-		if !n.ActiveSince.IsZero() {
-			since = n.ActiveSince.UTC().Format(time.RFC3339)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", n.Node, n.ActiveRevision, since, n.ObservedGeneration, n.TestsPassed, firstLine(n.Error))
+	sum := NewSummary(p)
+	err = ListNodes(ctx, cs, func(n *plexusapi.PlexusNode) { sum.Add(n) })
+	if err != nil {
+		return err
 	}
-	return tw.Flush()
+	return sum.Write(w)
+}
+
+// nodePage is how many PlexusNodes one list request returns: a fleet's
+// objects arrive in pages, never in one response.
+const nodePage = 500
+
+// ListNodes calls each with every PlexusNode, one page at a time.
+func ListNodes(ctx context.Context, cs versioned.Interface, each func(*plexusapi.PlexusNode)) error {
+	opts := metav1.ListOptions{Limit: nodePage}
+	for {
+		l, err := cs.PlexusV1alpha1().PlexusNodes().List(ctx, opts)
+		if err != nil {
+			return fmt.Errorf("listing PlexusNodes: %w", err)
+		}
+		for i := range l.Items {
+			each(&l.Items[i])
+		}
+		if l.Continue == "" {
+			return nil
+		}
+		opts.Continue = l.Continue
+	}
 }
 
 func orKeep(s string) string {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/plexus-cni/plexus/core/api/client/clientset/versioned"
 	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
 	"github.com/plexus-cni/plexus/policies"
 )
@@ -269,17 +270,16 @@ func explainNodes(t *testing.T, e *Env, ctl string, dyn dynamic.Interface, admin
 	good := func(node string) plexusapi.PlexusNodeStatus {
 		return plexusapi.PlexusNodeStatus{Mode: "thick", Version: "v0.1.0", ConfigInstalled: true, ConfigPath: "/etc/cni/net.d/00-plexus.conflist",
 			DefaultNetwork: "pod-net", DefaultNetworkFile: "/etc/cni/net.d/10-default.conflist", Updated: metav1.NewTime(started.Add(time.Minute)),
-			Policy: &plexusapi.NodePolicy{Source: "object", Object: "team", Revision: "5f3a9c0d1e2b", Since: metav1.NewTime(started)}}
+			Policy: &plexusapi.NodePolicy{Source: "object", Object: "team", Revision: "5f3a9c0d1e2b", Since: metav1.NewTime(started),
+				Generation: 1, ObservedGeneration: 1, TestsPassed: 2}}
 	}
-	active := plexusapi.NodePolicyStatus{ActiveGeneration: 1, ObservedGeneration: 1, ActiveRevision: "5f3a9c0d1e2b", ActiveSince: metav1.NewTime(started), TestsPassed: 2}
 	cases := []struct {
 		node, nets string
 		state      func(*plexusapi.PlexusNodeStatus) // nil: no PlexusNode
-		entry      func(*plexusapi.NodePolicyStatus)
 		code       int
 		want       []string
 	}{
-		{"node-good", "blue", func(*plexusapi.PlexusNodeStatus) {}, func(*plexusapi.NodePolicyStatus) {}, 0, []string{
+		{"node-good", "blue", func(*plexusapi.PlexusNodeStatus) {}, 0, []string{
 			"PlexusNode node-good: thick mode, version v0.1.0",
 			"config installed: /etc/cni/net.d/00-plexus.conflist",
 			"default network: pod-net (/etc/cni/net.d/10-default.conflist)",
@@ -288,34 +288,34 @@ func explainNodes(t *testing.T, e *Env, ctl string, dyn dynamic.Interface, admin
 			"AttachmentPolicy team (generation 1): generation 1 active since",
 			"Result: ok",
 		}},
-		{"node-gone", "blue", nil, nil, 0, []string{
+		{"node-gone", "blue", nil, 0, []string{
 			"PlexusNode node-gone: warning missing: plexus has not reported from this node",
 			"warning node node-gone: no PlexusNode node-gone: plexus has not reported from this node: it does not run there, it is an older plexus that does not report, or its writes fail",
 		}},
 		{"node-noconf", "blue", func(s *plexusapi.PlexusNodeStatus) {
 			s.ConfigInstalled, s.DefaultNetwork, s.DefaultNetworkFile = false, "", ""
-		}, nil, 1, []string{
+		}, 1, []string{
 			"config: PROBLEM not installed (/etc/cni/net.d/00-plexus.conflist)",
 			"default network: PROBLEM not found in the conf dir",
 			"PROBLEM node node-noconf: plexus's CNI config is not installed (/etc/cni/net.d/00-plexus.conflist): the default network's config was not found in the conf dir, so kubelet does not call plexus there",
 		}},
-		{"node-plugin", "mv", func(s *plexusapi.PlexusNodeStatus) { s.MissingPlugins = []string{"macvlan"} }, nil, 1, []string{
+		{"node-plugin", "mv", func(s *plexusapi.PlexusNodeStatus) { s.MissingPlugins = []string{"macvlan"} }, 1, []string{
 			"plugin macvlan: PROBLEM missing, needed by [0] team-a/mv",
 			"PROBLEM node node-plugin lacks CNI plugin macvlan in its bin dir, which [0] team-a/mv need(s): the ADD fails there",
 		}},
-		{"node-policy", "blue", func(*plexusapi.PlexusNodeStatus) {}, func(s *plexusapi.NodePolicyStatus) {
-			s.ObservedGeneration, s.Error = 2, "team.rego:4: rego_parse_error: unexpected eof"
+		{"node-policy", "blue", func(s *plexusapi.PlexusNodeStatus) {
+			s.Policy.ObservedGeneration, s.Policy.Error = 2, "team.rego:4: rego_parse_error: unexpected eof"
 		}, 0, []string{
 			"AttachmentPolicy team (generation 1): warning generation 2 refused: team.rego:4: rego_parse_error: unexpected eof; revision 5f3a9c0d1e2b stays in force",
-			"warning node node-policy refused AttachmentPolicy team generation 2",
+			"warning node node-policy: policy (object team): team.rego:4: rego_parse_error: unexpected eof; revision 5f3a9c0d1e2b stays in force",
 		}},
 		{"node-ext", "blue", func(s *plexusapi.PlexusNodeStatus) {
 			s.Extensions = []plexusapi.NodeExtension{{Name: "com.example.vlan", Path: "/opt/plexus/extensions/vlan/vlan.wasm", Error: "module exceeds memory limit"}}
-		}, nil, 0, []string{
+		}, 0, []string{
 			"extension com.example.vlan (/opt/plexus/extensions/vlan/vlan.wasm): warning failed to load: module exceeds memory limit",
 			"warning node node-ext: extension com.example.vlan (/opt/plexus/extensions/vlan/vlan.wasm) failed to load: module exceeds memory limit; pods using its keys fail there",
 		}},
-		{"node-stale", "blue", func(s *plexusapi.PlexusNodeStatus) { s.Updated = metav1.NewTime(started.Add(-time.Hour)) }, nil, 0, []string{
+		{"node-stale", "blue", func(s *plexusapi.PlexusNodeStatus) { s.Updated = metav1.NewTime(started.Add(-time.Hour)) }, 0, []string{
 			"warning stale: plexus pod kube-system/plexusd-node-stale (container plexusd) started at",
 			"the running plexus does not report (an older version), or its writes fail",
 		}},
@@ -332,15 +332,7 @@ func explainNodes(t *testing.T, e *Env, ctl string, dyn dynamic.Interface, admin
 		if c.state != nil {
 			st := good(c.node)
 			c.state(&st)
-			putPlexusNode(t, dyn, c.node, st)
-		}
-		entry := active
-		entry.Node = c.node
-		if c.entry != nil {
-			c.entry(&entry)
-		}
-		if c.state != nil && c.entry != nil {
-			putPolicyEntry(t, dyn, entry)
+			putPlexusNode(t, e, c.node, st)
 		}
 	}
 	for _, c := range cases {
@@ -407,33 +399,19 @@ func runningPlexusPod(t *testing.T, admin kubernetes.Interface, node string, sta
 }
 
 // putPlexusNode writes a PlexusNode as the node's plexus would.
-func putPlexusNode(t *testing.T, dyn dynamic.Interface, node string, st plexusapi.PlexusNodeStatus) {
+func putPlexusNode(t *testing.T, e *Env, node string, st plexusapi.PlexusNodeStatus) {
 	t.Helper()
-	u, err := plexusapi.ToUnstructured(&plexusapi.PlexusNode{ObjectMeta: metav1.ObjectMeta{Name: node}, Status: st})
+	cs, err := versioned.NewForConfig(e.AdminConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	created, err := dyn.Resource(plexusapi.PlexusNodes).Create(t.Context(), u, metav1.CreateOptions{})
+	api := cs.PlexusV1alpha1().PlexusNodes()
+	created, err := api.Create(t.Context(), &plexusapi.PlexusNode{ObjectMeta: metav1.ObjectMeta{Name: node}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	u.SetResourceVersion(created.GetResourceVersion())
-	if _, err := dyn.Resource(plexusapi.PlexusNodes).UpdateStatus(t.Context(), u, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// putPolicyEntry writes a node's entry in AttachmentPolicy team's status.
-func putPolicyEntry(t *testing.T, dyn dynamic.Interface, entry plexusapi.NodePolicyStatus) {
-	t.Helper()
-	u, err := plexusapi.ToUnstructured(&plexusapi.AttachmentPolicy{ObjectMeta: metav1.ObjectMeta{Name: "team"},
-		Status: plexusapi.AttachmentPolicyStatus{Nodes: []plexusapi.NodePolicyStatus{entry}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	delete(u.Object, "spec")
-	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
-	if _, err := dyn.Resource(plexusapi.AttachmentPolicies).ApplyStatus(t.Context(), "team", u, metav1.ApplyOptions{FieldManager: "test-" + entry.Node, Force: true}); err != nil {
+	created.Status = st
+	if _, err := api.UpdateStatus(t.Context(), created, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/plexus-cni/plexus/core/api/client/clientset/versioned"
 	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
 	"github.com/plexus-cni/plexus/policies"
 )
@@ -57,8 +58,8 @@ test_default_network_denied_to_other_namespaces if {
 // TestPolicyObjectOnANode runs plexusd, with the deploy/ RBAC and a token
 // bound to its node, against a real API server, and an admin pushing
 // revisions of the AttachmentPolicy with plexusctl: each good revision
-// becomes active on the node and shows in its status entry; a broken one
-// never replaces it, and says why in the entry and an Event; deletion
+// becomes active on the node and shows in its PlexusNode; a broken one
+// never replaces it, and says why there and in an Event; deletion
 // follows onDelete; the CRD refuses a bad file name.
 func TestPolicyObjectOnANode(t *testing.T) {
 	e := ForTest(t, Options{})
@@ -72,6 +73,10 @@ func TestPolicyObjectOnANode(t *testing.T) {
 		t.Fatal(err)
 	}
 	dyn, err := dynamic.NewForConfig(e.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	px, err := versioned.NewForConfig(e.AdminConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,20 +109,20 @@ func TestPolicyObjectOnANode(t *testing.T) {
 		}
 		pushed := time.Now()
 		good = pushedRevision(t, out)
-		entry := waitEntry(t, dyn, func(n plexusapi.NodePolicyStatus) bool { return n.ActiveRevision == good })
-		t.Logf("plexusctl policy push (local tests, create): %s; object created to node-a's status showing revision %s active: %s",
+		entry := waitEntry(t, px, func(n plexusapi.NodePolicy) bool { return n.Revision == good })
+		t.Logf("plexusctl policy push (local tests, create): %s; object created to node-a's PlexusNode showing revision %s active: %s",
 			pushed.Sub(start).Round(time.Millisecond), good, time.Since(pushed).Round(time.Millisecond))
-		if entry.Error != "" || entry.TestsPassed != 1 || entry.ActiveGeneration != 1 || entry.ObservedGeneration != 1 {
+		if entry.Error != "" || entry.TestsPassed != 1 || entry.Generation != 1 || entry.ObservedGeneration != 1 {
 			t.Errorf("entry %+v: want generation 1 active, its 1 test passed, no error", entry)
 		}
 		if got := activeTarget(stateDir); got != good {
 			t.Errorf("active link points at %q, want %s", got, good)
 		}
-		if !eventWith(t, admin, plexusapi.KindAttachmentPolicy, "PolicyActivated", good) {
+		if !eventWith(t, admin, plexusapi.KindPlexusNode, "PolicyActivated", good) {
 			t.Error("no PolicyActivated event naming the revision")
 		}
 		out, code = runCtl(t, ctl, "policy", "status", "--kubeconfig", adminKubeconfig)
-		if code != 0 || !strings.Contains(out, "node-a") || !strings.Contains(out, good) {
+		if code != 0 || !strings.Contains(out, "1 nodes follow it: 1 enforce generation 1") || !strings.Contains(out, good+"  1") {
 			t.Errorf("policy status: exit %d\n%s", code, out)
 		}
 	})
@@ -125,9 +130,12 @@ func TestPolicyObjectOnANode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("API requests for one activation (node side: status apply; admin side: push's get and create): %v", policyRequests(before, after))
-	if got := after["APPLY attachmentpolicies status"] - before["APPLY attachmentpolicies status"]; got != 1 {
-		t.Errorf("%v status applies for one activation, want 1", got)
+	t.Logf("API requests for one activation (node side: PlexusNode status apply; admin side: push's get and create, status's list): %v", policyRequests(before, after))
+	for k, v := range after {
+		nodeWrite := strings.HasPrefix(k, "APPLY ") || strings.HasPrefix(k, "PATCH ") || strings.HasSuffix(k, " status")
+		if strings.Contains(k, "attachmentpolicies") && nodeWrite && v != before[k] {
+			t.Errorf("%s: %v requests: a node wrote to the AttachmentPolicy every node watches", k, v-before[k])
+		}
 	}
 
 	t.Run("a broken revision never replaces the active one", func(t *testing.T) {
@@ -142,14 +150,14 @@ func TestPolicyObjectOnANode(t *testing.T) {
 			t.Fatal(err)
 		}
 		gen := u.GetGeneration()
-		entry := waitEntry(t, dyn, func(n plexusapi.NodePolicyStatus) bool { return n.ObservedGeneration == gen })
-		if entry.ActiveRevision != good || !strings.Contains(entry.Error, "broken.rego") {
+		entry := waitEntry(t, px, func(n plexusapi.NodePolicy) bool { return n.ObservedGeneration == gen })
+		if entry.Revision != good || !strings.Contains(entry.Error, "broken.rego") {
 			t.Errorf("entry %+v: want revision %s still active and an error naming broken.rego", entry, good)
 		}
 		if got := activeTarget(stateDir); got != good {
 			t.Errorf("active link points at %q, want %s", got, good)
 		}
-		if !eventWith(t, admin, plexusapi.KindAttachmentPolicy, "PolicyRejected", "broken.rego") {
+		if !eventWith(t, admin, plexusapi.KindPlexusNode, "PolicyRejected", "broken.rego") {
 			t.Error("no PolicyRejected event naming the file")
 		}
 	})
@@ -190,7 +198,7 @@ func TestPolicyObjectOnANode(t *testing.T) {
 			t.Fatalf("policy push: exit %d\n%s", code, out)
 		}
 		rev := pushedRevision(t, out)
-		waitEntry(t, dyn, func(n plexusapi.NodePolicyStatus) bool { return n.ActiveRevision == rev })
+		waitEntry(t, px, func(n plexusapi.NodePolicy) bool { return n.Revision == rev })
 		if err := dyn.Resource(plexusapi.AttachmentPolicies).Delete(ctx, "cluster", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -201,7 +209,7 @@ func TestPolicyObjectOnANode(t *testing.T) {
 			t.Fatalf("policy push: exit %d\n%s", code, out)
 		}
 		rev = pushedRevision(t, out)
-		waitEntry(t, dyn, func(n plexusapi.NodePolicyStatus) bool { return n.ActiveRevision == rev })
+		waitEntry(t, px, func(n plexusapi.NodePolicy) bool { return n.Revision == rev })
 		absent := func() int {
 			b, _ := os.ReadFile(filepath.Join(dir, "plexusd.log"))
 			return strings.Count(string(b), `msg="policy object absent"`)
@@ -271,26 +279,18 @@ func pushedRevision(t *testing.T, out string) string {
 	return m[1]
 }
 
-// waitEntry waits until node-a's status entry satisfies ok and returns it.
-func waitEntry(t *testing.T, dyn dynamic.Interface, ok func(plexusapi.NodePolicyStatus) bool) plexusapi.NodePolicyStatus {
+// waitEntry waits until node-a's PlexusNode reports a policy that
+// satisfies ok and returns it.
+func waitEntry(t *testing.T, px versioned.Interface, ok func(plexusapi.NodePolicy) bool) plexusapi.NodePolicy {
 	t.Helper()
-	var last plexusapi.NodePolicyStatus
-	waitFor(t, "node-a's status entry", func() bool {
-		u, err := dyn.Resource(plexusapi.AttachmentPolicies).Get(t.Context(), "cluster", metav1.GetOptions{})
-		if err != nil {
+	var last plexusapi.NodePolicy
+	waitFor(t, "node-a's PlexusNode policy", func() bool {
+		n, err := px.PlexusV1alpha1().PlexusNodes().Get(t.Context(), "node-a", metav1.GetOptions{})
+		if err != nil || n.Status.Policy == nil {
 			return false
 		}
-		var p plexusapi.AttachmentPolicy
-		if err := plexusapi.FromUnstructured(u, &p); err != nil {
-			t.Fatal(err)
-		}
-		for _, n := range p.Status.Nodes {
-			if n.Node == "node-a" {
-				last = n
-				return ok(n)
-			}
-		}
-		return false
+		last = *n.Status.Policy
+		return ok(last)
 	})
 	return last
 }

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/dynamic"
 
+	"github.com/plexus-cni/plexus/core/api/client/clientset/versioned"
 	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
 	"github.com/plexus-cni/plexus/policies"
 )
@@ -30,10 +30,6 @@ func TestPolicyObjectThinInstaller(t *testing.T) {
 		t.Fatal(err)
 	}
 	saCfg, err := e.NodeServiceAccountConfig(ctx, "kube-system", "plexus", "node-t")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dyn, err := dynamic.NewForConfig(e.AdminConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,33 +99,23 @@ func TestPolicyObjectThinInstaller(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "cluster"},
 		Spec:       plexusapi.AttachmentPolicySpec{Data: map[string]string{"baseline.yaml": strictIsolation(t)}},
 	}
-	u, err := plexusapi.ToUnstructured(p)
+	px, err := versioned.NewForConfig(e.AdminConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	delete(u.Object, "status")
-	if _, err := dyn.Resource(plexusapi.AttachmentPolicies).Create(ctx, u, metav1.CreateOptions{}); err != nil {
+	if _, err := px.PlexusV1alpha1().AttachmentPolicies().Create(ctx, p, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	var entry plexusapi.NodePolicyStatus
-	waitFor(t, "node-t's status entry", func() bool {
-		got, err := dyn.Resource(plexusapi.AttachmentPolicies).Get(ctx, "cluster", metav1.GetOptions{})
-		if err != nil {
+	var entry plexusapi.NodePolicy
+	waitFor(t, "node-t's PlexusNode to report generation 1", func() bool {
+		n, err := px.PlexusV1alpha1().PlexusNodes().Get(ctx, "node-t", metav1.GetOptions{})
+		if err != nil || n.Status.Policy == nil {
 			return false
 		}
-		var p plexusapi.AttachmentPolicy
-		if err := plexusapi.FromUnstructured(got, &p); err != nil {
-			t.Fatal(err)
-		}
-		for _, n := range p.Status.Nodes {
-			if n.Node == "node-t" && n.ActiveGeneration == 1 {
-				entry = n
-				return true
-			}
-		}
-		return false
+		entry = *n.Status.Policy
+		return entry.Generation == 1
 	})
-	if got := activeTarget(policyDir); got != entry.ActiveRevision || entry.Error != "" {
+	if got := activeTarget(policyDir); got != entry.Revision || entry.Error != "" {
 		t.Fatalf("active link %q, entry %+v: want the entry's revision active", got, entry)
 	}
 	if allowed() {

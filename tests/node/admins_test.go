@@ -13,9 +13,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
 	"github.com/plexus-cni/plexus/tests/harness"
 	"github.com/plexus-cni/plexus/tests/kubeenv"
 )
@@ -92,15 +89,11 @@ func adminsWalkthrough(t *testing.T, node *Node, d *Deployment, world *harness.W
 		}
 		strict = revisionIn(t, out)
 		waitActive(t, n, d, strict)
-		t.Logf("plexusctl policy push to %s's status showing revision %s active: %s", n.Name, strict, time.Since(start).Round(time.Millisecond))
+		t.Logf("plexusctl policy push to %s's PlexusNode showing revision %s active: %s", n.Name, strict, time.Since(start).Round(time.Millisecond))
 		// The node's PlexusNode names the revision too.
 		d.waitFor(t, "PlexusNode "+n.Name+" naming revision "+strict, func(ctx context.Context) (bool, string) {
-			u, err := n.Dyn.Resource(plexusapi.PlexusNodes).Get(ctx, n.Name, metav1.GetOptions{})
+			pn, err := getPlexusNode(ctx, n.Dyn, n.Name)
 			if err != nil {
-				return false, err.Error()
-			}
-			var pn plexusapi.PlexusNode
-			if err := plexusapi.FromUnstructured(u, &pn); err != nil {
 				return false, err.Error()
 			}
 			if pn.Status.Policy == nil {
@@ -174,25 +167,20 @@ func revisionIn(t *testing.T, out string) string {
 	return m[1]
 }
 
-// waitActive waits until the node's status entry of the AttachmentPolicy
-// "cluster" shows rev active.
+// waitActive waits until the node's PlexusNode shows rev of the
+// AttachmentPolicy "cluster" active.
 func waitActive(t *testing.T, n *Node, d *Deployment, rev string) {
 	t.Helper()
 	d.waitFor(t, "node "+n.Name+" reporting revision "+rev+" active", func(ctx context.Context) (bool, string) {
-		u, err := n.Dyn.Resource(plexusapi.AttachmentPolicies).Get(ctx, "cluster", metav1.GetOptions{})
+		pn, err := getPlexusNode(ctx, n.Dyn, n.Name)
 		if err != nil {
 			return false, err.Error()
 		}
-		var p plexusapi.AttachmentPolicy
-		if err := plexusapi.FromUnstructured(u, &p); err != nil {
-			return false, err.Error()
+		p := pn.Status.Policy
+		if p == nil {
+			return false, "no policy reported"
 		}
-		for _, e := range p.Status.Nodes {
-			if e.Node == n.Name {
-				return e.ActiveRevision == rev, "entry: " + e.ActiveRevision + " " + e.Error
-			}
-		}
-		return false, "no entry for the node"
+		return p.Object == "cluster" && p.Revision == rev, "policy: " + p.Revision + " " + p.Error
 	})
 }
 

@@ -9,10 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
 	"github.com/plexus-cni/plexus/tests/harness"
 )
 
@@ -210,11 +208,7 @@ func assertThinExtensionsReported(n *Node, d *Deployment) {
 	t := n.t
 	t.Helper()
 	d.waitFor(t, "PlexusNode "+n.Name+" with the extensions", func(ctx context.Context) (bool, string) {
-		u, err := n.Dyn.Resource(plexusapi.PlexusNodes).Get(ctx, n.Name, metav1.GetOptions{})
-		var pn plexusapi.PlexusNode
-		if err == nil {
-			err = plexusapi.FromUnstructured(u, &pn)
-		}
+		pn, err := getPlexusNode(ctx, n.Dyn, n.Name)
 		if err != nil {
 			return false, err.Error()
 		}

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
 	"github.com/plexus-cni/plexus/tests/harness"
@@ -23,13 +22,9 @@ func assertNodeReported(n *Node, d *Deployment, mode string) {
 	t.Helper()
 	var st plexusapi.PlexusNodeStatus
 	d.waitFor(t, "PlexusNode "+n.Name+" with plexus's config installed", func(ctx context.Context) (bool, string) {
-		u, err := n.Dyn.Resource(plexusapi.PlexusNodes).Get(ctx, n.Name, metav1.GetOptions{})
+		pn, err := getPlexusNode(ctx, n.Dyn, n.Name)
 		if apierrors.IsNotFound(err) {
 			return false, "no PlexusNode yet"
-		}
-		var pn plexusapi.PlexusNode
-		if err == nil {
-			err = plexusapi.FromUnstructured(u, &pn)
 		}
 		if err != nil {
 			return false, err.Error()

@@ -10,10 +10,10 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/plexus-cni/plexus/core/api/client/clientset/versioned"
 	"github.com/plexus-cni/plexus/core/codes"
 )
 
@@ -163,7 +163,7 @@ func apiClients(o *Options) (*rest.Config, error) {
 	if o.Client, err = kubernetes.NewForConfig(cfg); err != nil {
 		return nil, err
 	}
-	if o.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
+	if o.Plexus, err = versioned.NewForConfig(cfg); err != nil {
 		return nil, err
 	}
 	return cfg, nil

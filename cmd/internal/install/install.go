@@ -18,9 +18,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/plexus-cni/plexus/core/api/client/clientset/versioned"
 	"github.com/plexus-cni/plexus/policies/revision"
 )
 
@@ -68,8 +68,9 @@ type Options struct {
 	PolicyDir    string
 	// PolicyObject names the AttachmentPolicy the node follows: its
 	// verified revisions are kept in PolicyDir, the plugin's config names
-	// the library and the active one (policies/revision), and the node's status
-	// entry is written through Dynamic. PolicyDefaults stand in for a
+	// the library and the active one (policies/revision), and the
+	// revision in force goes into the node's PlexusNode through Plexus.
+	// PolicyDefaults stand in for a
 	// revision until one is activated (PolicyDir's baseline.yaml unless set).
 	PolicyObject   string
 	PolicyDefaults []string
@@ -80,7 +81,7 @@ type Options struct {
 	// names that copy (InstallExtensions).
 	ExtensionsSrcDir string
 	ExtensionsDir    string
-	Dynamic          dynamic.Interface
+	Plexus           versioned.Interface
 	// Poll is how often the token and the default network are checked.
 	Poll time.Duration
 	// OnChange is called after a pass that found the config, the default

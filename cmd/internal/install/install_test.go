@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/tools/clientcmd"
+
+	plexusfake "github.com/plexus-cni/plexus/core/api/client/clientset/versioned/fake"
 
 	"github.com/plexus-cni/plexus/core/codes"
 	"github.com/plexus-cni/plexus/core/config"
@@ -564,7 +564,7 @@ func TestPolicyObjectNamesLibraryAndActiveRevision(t *testing.T) {
 				SrcBinDir: "/opt/plexus/bin", BinDir: "/opt/cni/bin", ConfDir: "/etc/cni/net.d", DefaultConfDir: "/etc/cni/net.d",
 				ConfName: DefaultConfName, Kubeconfig: DefaultKubeconfig, TokenFile: DefaultTokenFile, CAFile: DefaultCAFile,
 				Server: "https://10.0.0.1:443", PolicySrcDir: DefaultPolicySrc, PolicyDir: "/etc/cni/net.d/plexus.d/policy",
-				PolicyObject: "cluster", NodeName: "node-1", Dynamic: dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()),
+				PolicyObject: "cluster", NodeName: "node-1", Plexus: plexusfake.NewClientset(),
 				Extra: tc.extra,
 			}
 			in, err := New(o)

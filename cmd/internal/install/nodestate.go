@@ -2,15 +2,18 @@ package install
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
 	"sync"
 
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
 	"github.com/plexus-cni/plexus/cmd/internal/nodestate"
+	"github.com/plexus-cni/plexus/core/api/client/clientset/versioned"
+	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
+	"github.com/plexus-cni/plexus/core/config"
 )
 
 // observation is what the installer's last pass found, for the node's
@@ -70,14 +73,14 @@ func (in *Installer) binDirs() []string {
 // Reporter is the thin installer's PlexusNode reporter, authenticated as
 // the installer's API client is.
 func (in *Installer) Reporter(cfg *rest.Config, version string) (*nodestate.Reporter, error) {
-	dyn, err := dynamic.NewForConfig(cfg)
+	cs, err := versioned.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
 	r, err := nodestate.New(nodestate.Options{
-		Client: dyn, Node: in.o.NodeName, FieldManager: nodestate.ManagerInstaller,
+		Client: cs, Node: in.o.NodeName, FieldManager: nodestate.ManagerInstaller,
 		Mode: nodestate.ModeThin, Version: version, Install: in.Observed, Log: in.o.Log,
-		Policy: in.NodePolicy, Extensions: in.NodeExtensions,
+		Policy: in.NodePolicy, Extensions: in.NodeExtensions, Settings: in.NodeSettings,
 	})
 	if err != nil {
 		return nil, err
@@ -97,4 +100,15 @@ func runReporter(ctx context.Context, r *nodestate.Reporter) (wait func()) {
 		r.Run(ctx)
 	}()
 	return func() { <-done }
+}
+
+// NodeSettings are the settings of the config the installer writes: the
+// keys it was given and the default network it found.
+func (in *Installer) NodeSettings() *plexusapi.NodeSettings {
+	var c config.Config
+	if raw, err := json.Marshal(in.o.Extra); err == nil {
+		// Keys of the wrong type were refused when the config was written.
+		_ = json.Unmarshal(raw, &c)
+	}
+	return nodestate.Settings(&c, in.Observed().DefaultNetworkFile)
 }

@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"k8s.io/client-go/tools/record"
+
+	"github.com/plexus-cni/plexus/cmd/internal/nodestate"
 	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
 	"github.com/plexus-cni/plexus/policies"
 	"github.com/plexus-cni/plexus/policies/follow"
@@ -28,7 +31,7 @@ func (o *Options) checkPolicyObject() error {
 	if o.PolicyDir == "" {
 		return fmt.Errorf("policy object %q: needs a policy dir to keep its revisions in", o.PolicyObject)
 	}
-	if o.Dynamic == nil || o.NodeName == "" {
+	if o.Plexus == nil || o.NodeName == "" {
 		return fmt.Errorf("policy object %q: needs the API and the node name", o.PolicyObject)
 	}
 	pc, err := o.policyConfig()
@@ -102,8 +105,7 @@ func (in *Installer) startPolicyObject(ctx context.Context) error {
 	in.o.Log.Info("policy in force", "object", in.o.PolicyObject, "source", res.State.Source, "revision", res.State.Revision)
 	in.policy.Store(s)
 	w, err := follow.New(follow.Options{
-		Syncer: s, Dynamic: in.o.Dynamic, Events: in.o.Client, Node: in.o.NodeName,
-		FieldManager: "plexus-installer/" + in.o.NodeName, Component: "plexus-installer", Log: in.o.Log,
+		Syncer: s, Client: in.o.Plexus, Recorder: in.recorder(ctx), Node: in.o.NodeName, Log: in.o.Log,
 		OnResult: func(revision.Result, error) {
 			if in.o.OnChange != nil {
 				in.o.OnChange()
@@ -140,4 +142,15 @@ func (in *Installer) NodePolicy() *plexusapi.NodePolicy {
 		return &plexusapi.NodePolicy{Source: "files"}
 	}
 	return nil
+}
+
+// recorder records the policy's Events on the node's PlexusNode until ctx
+// ends; nil without a client for Events.
+func (in *Installer) recorder(ctx context.Context) record.EventRecorder {
+	if in.o.Client == nil {
+		return nil
+	}
+	r, stop := follow.NewRecorder(in.o.Client, nodestate.ManagerInstaller, in.o.NodeName)
+	context.AfterFunc(ctx, stop)
+	return r
 }

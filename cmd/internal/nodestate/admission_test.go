@@ -19,15 +19,15 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/plexus-cni/plexus/cmd/internal/nodestate"
+	"github.com/plexus-cni/plexus/core/api/client/clientset/versioned"
 	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
 	"github.com/plexus-cni/plexus/tests/kubeenv"
 )
 
 // TestPlexusObjectWrites: deploy/base's RBAC and admission let a node's
 // plexus credential write its own PlexusNode (through nodestate's
-// Reporter, as plexusd does) and its own entry of an AttachmentPolicy's
-// status, and nothing of another node's; a credential bound to no node
-// writes neither.
+// Reporter, as plexusd does) and nothing of another node's, and no
+// AttachmentPolicy at all; a credential bound to no node writes neither.
 func TestPlexusObjectWrites(t *testing.T) {
 	e := kubeenv.ForTest(t, kubeenv.Options{})
 	ctx := t.Context()
@@ -38,7 +38,12 @@ func TestPlexusObjectWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	adminTyped, err := versioned.NewForConfig(e.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
 	creds := map[string]dynamic.Interface{}
+	typed := map[string]versioned.Interface{}
 	for name, cfg := range map[string]func() (*rest.Config, error){
 		"node-a": func() (*rest.Config, error) {
 			return e.NodeServiceAccountConfig(ctx, "kube-system", "plexus", "node-a")
@@ -55,6 +60,9 @@ func TestPlexusObjectWrites(t *testing.T) {
 		if creds[name], err = dynamic.NewForConfig(cfg); err != nil {
 			t.Fatal(err)
 		}
+		if typed[name], err = versioned.NewForConfig(cfg); err != nil {
+			t.Fatal(err)
+		}
 	}
 	waitEnforced(t, admin, creds["node-b"])
 
@@ -62,7 +70,7 @@ func TestPlexusObjectWrites(t *testing.T) {
 		install := nodestate.Install{ConfigInstalled: true, ConfigPath: "/etc/cni/net.d/00-plexus.conflist",
 			DefaultNetwork: "pod-net", DefaultNetworkFile: "/etc/cni/net.d/10-default.conflist", Plugins: []string{"no-such-plugin"}}
 		report := func(cred, node string) error {
-			r, err := nodestate.New(nodestate.Options{Client: creds[cred], Node: node, FieldManager: nodestate.ManagerPlexusd,
+			r, err := nodestate.New(nodestate.Options{Client: typed[cred], Node: node, FieldManager: nodestate.ManagerPlexusd,
 				Mode: nodestate.ModeThick, Version: "test", Install: func() nodestate.Install { return install }})
 			if err != nil {
 				t.Fatal(err)
@@ -78,12 +86,8 @@ func TestPlexusObjectWrites(t *testing.T) {
 		if err := report("node-a", "node-a"); err != nil {
 			t.Fatalf("node-a's credential updating PlexusNode node-a: %v", err)
 		}
-		u, err := admin.Resource(plexusapi.PlexusNodes).Get(ctx, "node-a", metav1.GetOptions{})
+		got, err := adminTyped.PlexusV1alpha1().PlexusNodes().Get(ctx, "node-a", metav1.GetOptions{})
 		if err != nil {
-			t.Fatal(err)
-		}
-		var got plexusapi.PlexusNode
-		if err := plexusapi.FromUnstructured(u, &got); err != nil {
 			t.Fatal(err)
 		}
 		st := got.Status
@@ -109,56 +113,27 @@ func TestPlexusObjectWrites(t *testing.T) {
 	t.Run("Events", func(t *testing.T) { testEventWrites(t, creds) })
 	t.Run("RulesAsStored", func(t *testing.T) { testRulesAsStored(t, admin) })
 
-	t.Run("AttachmentPolicy status", func(t *testing.T) {
-		pol := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": plexusapi.Group + "/" + plexusapi.Version, "kind": plexusapi.KindAttachmentPolicy,
-			"metadata": map[string]any{"name": "team"},
-			"spec":     map[string]any{"modules": map[string]any{"team.rego": "package plexus.team\n"}},
-		}}
-		policies := admin.Resource(plexusapi.AttachmentPolicies)
-		if _, err := policies.Create(ctx, pol, metav1.CreateOptions{}); err != nil {
+	t.Run("AttachmentPolicy", func(t *testing.T) {
+		pol := &plexusapi.AttachmentPolicy{ObjectMeta: metav1.ObjectMeta{Name: "team"},
+			Spec: plexusapi.AttachmentPolicySpec{Modules: map[string]string{"team.rego": "package plexus.team\n"}}}
+		if _, err := adminTyped.PlexusV1alpha1().AttachmentPolicies().Create(ctx, pol, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		// node-b's entry, written by node-b's own credential.
-		if err := applyEntry(ctx, creds["node-b"], "node-b", "rev-b"); err != nil {
-			t.Fatalf("node-b writing its own entry: %v", err)
-		}
-		if err := applyEntry(ctx, creds["node-a"], "node-a", "rev-a"); err != nil {
-			t.Fatalf("node-a writing its own entry: %v", err)
-		}
-		forbidden := []struct {
-			what string
-			err  error
-		}{
-			{"node-a applying node-b's entry", applyEntry(ctx, creds["node-a"], "node-b", "forged")},
-			{"a credential bound to no node applying node-a's entry", applyEntry(ctx, creds["unbound"], "node-a", "forged")},
-		}
-		// A merge patch replaces the whole list: node-b's entry would go.
-		_, err := creds["node-a"].Resource(plexusapi.AttachmentPolicies).Patch(ctx, "team", types.MergePatchType,
-			[]byte(`{"status":{"nodes":[{"node":"node-a","activeRevision":"forged"}]}}`), metav1.PatchOptions{}, "status")
-		forbidden = append(forbidden, struct {
-			what string
-			err  error
-		}{"node-a replacing every entry", err})
-		for _, f := range forbidden {
-			if !apierrors.IsForbidden(f.err) || !strings.Contains(f.err.Error(), "plexus-policy-status") {
-				t.Errorf("%s: err = %v, want Forbidden by plexus-policy-status", f.what, f.err)
-			}
-		}
-		u, err := policies.Get(ctx, "team", metav1.GetOptions{})
+		// Nodes only read the object: what they enforce goes to their
+		// PlexusNode, so no node's write reaches the others watching it.
+		api := typed["node-a"].PlexusV1alpha1().AttachmentPolicies()
+		got, err := api.Get(ctx, "team", metav1.GetOptions{})
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("node-a reading the AttachmentPolicy: %v", err)
 		}
-		var got plexusapi.AttachmentPolicy
-		if err := plexusapi.FromUnstructured(u, &got); err != nil {
-			t.Fatal(err)
+		got.Spec.OnDelete = plexusapi.OnDeleteAllowAll
+		if _, err := api.Update(ctx, got, metav1.UpdateOptions{}); !apierrors.IsForbidden(err) {
+			t.Errorf("node-a updating the AttachmentPolicy: err = %v, want Forbidden", err)
 		}
-		revs := map[string]string{}
-		for _, n := range got.Status.Nodes {
-			revs[n.Node] = n.ActiveRevision
-		}
-		if want := map[string]string{"node-a": "rev-a", "node-b": "rev-b"}; !reflect.DeepEqual(revs, want) {
-			t.Errorf("status entries %v, want %v", revs, want)
+		_, err = creds["node-a"].Resource(plexusapi.AttachmentPolicies).Patch(ctx, "team", types.MergePatchType,
+			[]byte(`{"status":{"nodes":[{"node":"node-a"}]}}`), metav1.PatchOptions{}, "status")
+		if !apierrors.IsForbidden(err) && !apierrors.IsNotFound(err) {
+			t.Errorf("node-a patching the AttachmentPolicy's status: err = %v, want Forbidden or NotFound", err)
 		}
 	})
 }
@@ -253,17 +228,6 @@ func testEventWrites(t *testing.T, creds map[string]dynamic.Interface) {
 			t.Errorf("%s: a credential bound to no node writing an event: %v, want Forbidden", gvr.Group+"/events", err)
 		}
 	}
-}
-
-// applyEntry applies one status.nodes entry as a node's agent does.
-func applyEntry(ctx context.Context, c dynamic.Interface, node, revision string) error {
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": plexusapi.Group + "/" + plexusapi.Version, "kind": plexusapi.KindAttachmentPolicy,
-		"metadata": map[string]any{"name": "team"},
-		"status":   map[string]any{"nodes": []any{map[string]any{"node": node, "activeRevision": revision}}},
-	}}
-	_, err := c.Resource(plexusapi.AttachmentPolicies).ApplyStatus(ctx, "team", u, metav1.ApplyOptions{FieldManager: "plexusd-" + node, Force: true})
-	return err
 }
 
 // waitEnforced waits until the API server enforces plexus-node-writes

@@ -8,8 +8,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	applyv1alpha1 "github.com/plexus-cni/plexus/core/api/client/applyconfiguration/api/v1alpha1"
 	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
 )
 
@@ -18,24 +18,24 @@ import (
 // does not create an object, so the first write applies the bare object
 // (its name only) and then the status.
 func (r *Reporter) apply(ctx context.Context, st plexusapi.PlexusNodeStatus) error {
-	obj, err := statusObject(r.o.Node, st)
+	ac, err := statusApply(r.o.Node, st)
 	if err != nil {
 		return err
 	}
-	err = r.applyStatus(ctx, obj)
+	err = r.applyStatus(ctx, ac)
 	if !apierrors.IsNotFound(err) {
 		return err
 	}
 	if err := r.create(ctx); err != nil {
 		return err
 	}
-	return r.applyStatus(ctx, obj)
+	return r.applyStatus(ctx, ac)
 }
 
-func (r *Reporter) applyStatus(ctx context.Context, obj *unstructured.Unstructured) error {
+func (r *Reporter) applyStatus(ctx context.Context, ac *applyv1alpha1.PlexusNodeApplyConfiguration) error {
 	ctx, cancel := context.WithTimeout(ctx, r.o.CallTimeout)
 	defer cancel()
-	_, err := r.o.Client.Resource(plexusapi.PlexusNodes).ApplyStatus(ctx, r.o.Node, obj, r.applyOptions())
+	_, err := r.o.Client.PlexusV1alpha1().PlexusNodes().ApplyStatus(ctx, ac, r.applyOptions())
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("applying the status of PlexusNode %s: %w", r.o.Node, err)
 	}
@@ -45,11 +45,7 @@ func (r *Reporter) applyStatus(ctx context.Context, obj *unstructured.Unstructur
 func (r *Reporter) create(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, r.o.CallTimeout)
 	defer cancel()
-	u := &unstructured.Unstructured{}
-	u.SetAPIVersion(plexusapi.Group + "/" + plexusapi.Version)
-	u.SetKind(plexusapi.KindPlexusNode)
-	u.SetName(r.o.Node)
-	_, err := r.o.Client.Resource(plexusapi.PlexusNodes).Apply(ctx, r.o.Node, u, r.applyOptions())
+	_, err := r.o.Client.PlexusV1alpha1().PlexusNodes().Apply(ctx, applyv1alpha1.PlexusNode(r.o.Node), r.applyOptions())
 	if apierrors.IsNotFound(err) {
 		return fmt.Errorf("creating PlexusNode %s: %w (%w)", r.o.Node, ErrNoKind, err)
 	}
@@ -69,39 +65,18 @@ func (r *Reporter) applyOptions() metav1.ApplyOptions {
 	return metav1.ApplyOptions{FieldManager: r.o.FieldManager, Force: true}
 }
 
-// statusObject is the apply configuration: the object's identity and the
-// status, without null values (a zero time), which apply would read as
-// "remove this field".
-func statusObject(node string, st plexusapi.PlexusNodeStatus) (*unstructured.Unstructured, error) {
+// statusApply is the apply configuration of st. The generated apply
+// configuration has the status's JSON form with every field optional, so
+// the status converts through JSON; a zero time becomes an absent field,
+// not a null that apply would read as "remove".
+func statusApply(node string, st plexusapi.PlexusNodeStatus) (*applyv1alpha1.PlexusNodeApplyConfiguration, error) {
 	raw, err := json.Marshal(st)
 	if err != nil {
 		return nil, fmt.Errorf("PlexusNode %s status: %w", node, err)
 	}
-	var m map[string]any
-	if err := json.Unmarshal(raw, &m); err != nil {
+	var sac applyv1alpha1.PlexusNodeStatusApplyConfiguration
+	if err := json.Unmarshal(raw, &sac); err != nil {
 		return nil, fmt.Errorf("PlexusNode %s status: %w", node, err)
 	}
-	u := &unstructured.Unstructured{Object: map[string]any{"status": dropNulls(m)}}
-	u.SetAPIVersion(plexusapi.Group + "/" + plexusapi.Version)
-	u.SetKind(plexusapi.KindPlexusNode)
-	u.SetName(node)
-	return u, nil
-}
-
-func dropNulls(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		for k, e := range t {
-			if e == nil {
-				delete(t, k)
-				continue
-			}
-			t[k] = dropNulls(e)
-		}
-	case []any:
-		for i, e := range t {
-			t[i] = dropNulls(e)
-		}
-	}
-	return v
+	return applyv1alpha1.PlexusNode(node).WithStatus(&sac), nil
 }

@@ -19,8 +19,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/dynamic"
 
+	"github.com/plexus-cni/plexus/core/api/client/clientset/versioned"
 	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
 	"github.com/plexus-cni/plexus/core/names"
 )
@@ -66,7 +66,7 @@ type Install struct {
 type Options struct {
 	// Client writes plexusapi.PlexusNodes; Node names the node and its
 	// PlexusNode.
-	Client dynamic.Interface
+	Client versioned.Interface
 	Node   string
 	// FieldManager is ManagerPlexusd or ManagerInstaller.
 	FieldManager string
@@ -79,6 +79,9 @@ type Options struct {
 	// modules; nil reports none.
 	Policy     func() *plexusapi.NodePolicy
 	Extensions func() []plexusapi.NodeExtension
+	// Settings reports the config values that decide a plan; nil
+	// reports none.
+	Settings func() *plexusapi.NodeSettings
 	// MinInterval is the least time between two writes; Resync how often
 	// the local state is assembled again without a Notify; MaxBackoff
 	// caps the wait before retrying a failed write; CallTimeout bounds
@@ -96,9 +99,12 @@ type Options struct {
 type Reporter struct {
 	o    Options
 	kick chan struct{}
-	// last is the status last published, Updated cleared; nil before the
-	// first write, so a (re)started agent always writes once.
+	// last is the status last published, Updated and the conditions'
+	// transition times cleared; nil before the first write, so a
+	// (re)started agent always writes once.
 	last *plexusapi.PlexusNodeStatus
+	// readySince is when Ready last changed status, as published.
+	readySince metav1.Time
 	// Writes counts successful writes (tests, logs).
 	writes int
 }
@@ -172,14 +178,18 @@ func (r *Reporter) Status() plexusapi.PlexusNodeStatus {
 			st.Extensions = append(st.Extensions, e)
 		}
 	}
+	if r.o.Settings != nil {
+		st.Settings = r.o.Settings()
+	}
+	st.Conditions = []metav1.Condition{ready(&st)}
 	return st
 }
 
 // Bounds the CRD sets on what a report holds: a longer error or list
 // would make the API server refuse every write.
 const (
-	MaxExtensions = 64
-	maxErrorBytes = 4096
+	MaxExtensions = plexusapi.MaxExtensions
+	maxErrorBytes = plexusapi.MaxErrorBytes
 )
 
 // Run publishes the status until ctx ends: after the first Notify (the
@@ -244,11 +254,18 @@ func (r *Reporter) PublishIfChanged(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	published := st
-	published.Updated = metav1.NewTime(r.o.Now().Truncate(time.Second))
+	now := metav1.NewTime(r.o.Now().Truncate(time.Second))
+	published.Updated = now
+	since := r.readySince
+	if r.last == nil || r.last.Conditions[0].Status != st.Conditions[0].Status {
+		since = now
+	}
+	published.Conditions = []metav1.Condition{st.Conditions[0]}
+	published.Conditions[0].LastTransitionTime = since
 	if err := r.apply(ctx, published); err != nil {
 		return false, err
 	}
-	r.last = &st
+	r.last, r.readySince = &st, since
 	r.writes++
 	r.o.Log.Info("reported the node's state", "plexusnode", r.o.Node, "configInstalled", st.ConfigInstalled,
 		"defaultNetwork", st.DefaultNetwork, "missingPlugins", st.MissingPlugins)

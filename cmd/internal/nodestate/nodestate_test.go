@@ -17,8 +17,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/plexus-cni/plexus/core/api/client/clientset/versioned/fake"
 
 	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
 )
@@ -38,8 +39,8 @@ type applied struct {
 	body        map[string]any
 }
 
-func (f *fakeAPI) client() *fake.FakeDynamicClient {
-	c := fake.NewSimpleDynamicClient(runtime.NewScheme())
+func (f *fakeAPI) client() *fake.Clientset {
+	c := fake.NewSimpleClientset()
 	c.PrependReactor("patch", "plexusnodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		p := a.(k8stesting.PatchActionImpl)
 		f.mu.Lock()
@@ -202,7 +203,7 @@ func waitApplies(t *testing.T, api *fakeAPI, n int) {
 }
 
 func TestNewRejects(t *testing.T) {
-	c := fake.NewSimpleDynamicClient(runtime.NewScheme())
+	c := fake.NewSimpleClientset()
 	inst := func() Install { return Install{} }
 	for name, o := range map[string]Options{
 		"no client":  {Node: "n", FieldManager: "m", Mode: ModeThin, Install: inst},
@@ -270,7 +271,7 @@ func hasKey(m map[string]any, k string) bool { _, ok := m[k]; return ok }
 // TestReporterWithoutKind: without the CRD the create is NotFound too;
 // that is ErrNoKind, which Run does not retry until the next change.
 func TestReporterWithoutKind(t *testing.T) {
-	c := fake.NewSimpleDynamicClient(runtime.NewScheme())
+	c := fake.NewSimpleClientset()
 	calls := 0
 	c.PrependReactor("patch", "plexusnodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		calls++

@@ -1,42 +1,28 @@
-// Package v1alpha1 holds plexus's own Kubernetes kinds (group plexus.io,
-// version v1alpha1), both cluster-scoped:
-//
-//   - AttachmentPolicy: the admin's s7.4 policy as an object: Rego modules
-//     and data documents that plexusd (thick) or the installer (thin)
-//     verifies and activates on every node, each node reporting the
-//     revision it enforces in the object's status.
-//   - PlexusNode: one per node, named after it, written by that node's
-//     plexusd or installer: what the node has installed and enforces, for
-//     `plexusctl explain --node` and kubectl.
-//
-// The types convert to and from unstructured objects, so callers use
-// client-go's dynamic client and informers; nothing here is generated.
 package v1alpha1
 
 import (
-	"fmt"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// Group and Version of plexus's kinds.
 // PodConditionNetworkAttachments is the pod condition plexusd sets once it
 // has changed a running pod's attachments, or failed to: True with what it
 // did, False with why not. plexusctl explain reads it.
 const PodConditionNetworkAttachments = "plexus.io/NetworkAttachments"
 
+// Group and Version of plexus's kinds.
 const (
 	Group   = "plexus.io"
 	Version = "v1alpha1"
 )
 
+// SchemeGroupVersion is the group and version of plexus's kinds.
+var SchemeGroupVersion = schema.GroupVersion{Group: Group, Version: Version}
+
 // Resources, as the dynamic client names them.
 var (
-	AttachmentPolicies = schema.GroupVersionResource{Group: Group, Version: Version, Resource: "attachmentpolicies"}
-	PlexusNodes        = schema.GroupVersionResource{Group: Group, Version: Version, Resource: "plexusnodes"}
+	AttachmentPolicies = SchemeGroupVersion.WithResource("attachmentpolicies")
+	PlexusNodes        = SchemeGroupVersion.WithResource("plexusnodes")
 )
 
 // Kinds.
@@ -54,170 +40,228 @@ const (
 	OnDeleteAllowAll = "AllowAll"
 )
 
-// AttachmentPolicy is the s7.4 policy as a Kubernetes object. A node loads
-// its modules and data next to the rule library in plexus's image, as if
-// they were files named by the map keys in one directory.
+// AttachmentPolicy is plexus's s7.4 policy: Rego modules and data
+// documents loaded on every node next to the rule library in plexus's
+// image, as if they were files named by the map keys in one directory.
+// Each node reports the revision it enforces in its own PlexusNode.
+//
+// +genclient
+// +genclient:nonNamespaced
+// +genclient:noStatus
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=apol
+// +kubebuilder:printcolumn:name=Generation,type=integer,JSONPath=`.metadata.generation`
+// +kubebuilder:printcolumn:name=OnDelete,type=string,JSONPath=`.spec.onDelete`
+// +kubebuilder:printcolumn:name=Age,type=date,JSONPath=`.metadata.creationTimestamp`
 type AttachmentPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   AttachmentPolicySpec   `json:"spec"`
-	Status AttachmentPolicyStatus `json:"status,omitempty"`
+	Spec AttachmentPolicySpec `json:"spec"`
 }
 
 // AttachmentPolicySpec is what the admin writes.
 type AttachmentPolicySpec struct {
-	// Modules are Rego source files, by file name ("team.rego"). Files
-	// ending in _test.rego are the bundle's tests: a node runs them before
-	// activating the revision and refuses it if one fails.
+	// Modules are Rego modules by file name; names ending in _test.rego
+	// are the policy's tests, which a node runs before it activates the
+	// revision, refusing it if one fails.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[a-z0-9][a-z0-9_.-]{0,99}[.]rego$'))",message="module names are file names: lower-case letters, digits, '_', '.', '-', ending in .rego"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 262144)",message="a module holds at most 256 KiB"
+	// +mapType=atomic
 	Modules map[string]string `json:"modules,omitempty"`
-	// Data are data documents, by file name ("baseline.yaml", "x.json"),
-	// merged into data as the loader merges files.
+	// Data are data documents (YAML or JSON) by file name, merged into
+	// data as plexus merges data files.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[a-z0-9][a-z0-9_.-]{0,99}[.](yaml|yml|json)$'))",message="data names are file names: lower-case letters, digits, '_', '.', '-', ending in .yaml, .yml or .json"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 262144)",message="a data document holds at most 256 KiB"
+	// +mapType=atomic
 	Data map[string]string `json:"data,omitempty"`
-	// OnDelete is OnDeleteKeep (empty) or OnDeleteAllowAll.
+	// OnDelete is what nodes do when this object is deleted: Keep (the
+	// default) keeps the last policy in force; AllowAll allows every
+	// attachment.
+	// +optional
+	// +kubebuilder:validation:Enum=Keep;AllowAll
 	OnDelete string `json:"onDelete,omitempty"`
 }
 
-// AttachmentPolicyStatus holds one entry per node; each node writes only
-// its own (server-side apply, list keyed by node).
-type AttachmentPolicyStatus struct {
-	Nodes []NodePolicyStatus `json:"nodes,omitempty"`
+// AttachmentPolicyList is a list of AttachmentPolicy.
+// +kubebuilder:object:root=true
+type AttachmentPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []AttachmentPolicy `json:"items"`
 }
 
-// NodePolicyStatus is what one node enforces.
-type NodePolicyStatus struct {
-	Node string `json:"node"`
-	// ActiveGeneration and ActiveRevision name the revision in force:
-	// the object's generation and a digest of its modules and data.
-	ActiveGeneration int64       `json:"activeGeneration,omitempty"`
-	ActiveRevision   string      `json:"activeRevision,omitempty"`
-	ActiveSince      metav1.Time `json:"activeSince,omitempty"`
-	// ObservedGeneration is the last generation the node tried; Error
-	// says why it refused it (empty when it is the one in force).
-	ObservedGeneration int64  `json:"observedGeneration,omitempty"`
-	Error              string `json:"error,omitempty"`
-	// TestsPassed counts the bundle's Rego tests the active revision passed.
-	TestsPassed int `json:"testsPassed,omitempty"`
-}
-
-// PlexusNode reports one node's plexus; its name is the node's.
+// PlexusNode is what one node's plexus has installed and enforces; its
+// name is the node's.
+//
+// +genclient
+// +genclient:nonNamespaced
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster
+// +kubebuilder:printcolumn:name=Mode,type=string,JSONPath=`.status.mode`
+// +kubebuilder:printcolumn:name=Policy,type=string,JSONPath=`.status.policy.object`
+// +kubebuilder:printcolumn:name=Generation,type=integer,JSONPath=`.status.policy.generation`
+// +kubebuilder:printcolumn:name=Revision,type=string,JSONPath=`.status.policy.revision`
+// +kubebuilder:printcolumn:name=Ready,type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name=Updated,type=date,JSONPath=`.status.updated`
 type PlexusNode struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
+	// +optional
 	Status PlexusNodeStatus `json:"status,omitempty"`
 }
 
-// PlexusNodeStatus is what the node's plexusd or installer last saw.
+// PlexusNodeList is a list of PlexusNode.
+// +kubebuilder:object:root=true
+type PlexusNodeList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []PlexusNode `json:"items"`
+}
+
+// Bounds the CRD sets on what a report holds: a longer error or list
+// would make the API server refuse every write, so the agents truncate
+// to them.
+const (
+	MaxExtensions = 64
+	MaxErrorBytes = 4096
+)
+
+// PlexusNodeStatus is what the node's agent last saw.
 type PlexusNodeStatus struct {
 	// Mode is "thick" (plexusd) or "thin" (the installer).
-	Mode    string `json:"mode,omitempty"`
+	// +optional
+	// +kubebuilder:validation:Enum=thick;thin
+	Mode string `json:"mode,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
 	Version string `json:"version,omitempty"`
 	// ConfigInstalled: plexus's CNI config is written (s6.1), at ConfigPath.
-	ConfigInstalled bool   `json:"configInstalled"`
-	ConfigPath      string `json:"configPath,omitempty"`
+	ConfigInstalled bool `json:"configInstalled"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	ConfigPath string `json:"configPath,omitempty"`
 	// DefaultNetwork is the cluster-wide default network's name and
 	// config file, empty until found (s6.1.1).
-	DefaultNetwork     string `json:"defaultNetwork,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	DefaultNetwork string `json:"defaultNetwork,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
 	DefaultNetworkFile string `json:"defaultNetworkFile,omitempty"`
 	// MissingPlugins are CNI plugin types the node's configs name but
 	// its bin dir lacks.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=253
 	MissingPlugins []string `json:"missingPlugins,omitempty"`
-	// Policy is the node's policy in force.
+	// Settings are the node's config values that decide an ADD's plan.
+	// +optional
+	Settings *NodeSettings `json:"settings,omitempty"`
+	// Policy is the node's policy in force and its last attempt.
+	// +optional
 	Policy *NodePolicy `json:"policy,omitempty"`
 	// Extensions are the modules the node's config names.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
 	Extensions []NodeExtension `json:"extensions,omitempty"`
+	// Conditions: Ready is True when the config is installed, the default
+	// network found, no plugin missing, the policy's last attempt
+	// succeeded and every extension loaded; its message says what is not.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 	// Updated is when the node last changed any of the above.
+	// +optional
 	Updated metav1.Time `json:"updated,omitempty"`
 }
 
-// NodePolicy names the policy a node enforces.
+// ConditionReady is the PlexusNode condition kubectl wait can wait for.
+const ConditionReady = "Ready"
+
+// NodeSettings are the values of a node's plexus config that decide how
+// an ADD is planned, so that explain plans as the node does.
+type NodeSettings struct {
+	// ClusterNetwork names the cluster-wide default network (s6).
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	ClusterNetwork string `json:"clusterNetwork,omitempty"`
+	// SystemNamespace holds the NADs the config names without a namespace.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	SystemNamespace string `json:"systemNamespace,omitempty"`
+	// Compat is "multus" or "off", as resolved from the config.
+	// +optional
+	// +kubebuilder:validation:MaxLength=16
+	Compat string `json:"compat,omitempty"`
+	// StrictSelection fails an ADD on an invalid selection annotation.
+	// +optional
+	StrictSelection bool `json:"strictSelection,omitempty"`
+	// DefaultNetworks are attached to every pod outside SystemNamespaces.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=317
+	DefaultNetworks []string `json:"defaultNetworks,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=63
+	SystemNamespaces []string `json:"systemNamespaces,omitempty"`
+}
+
+// NodePolicy is the policy a node enforces, and its last attempt.
 type NodePolicy struct {
 	// Source is "object" (an AttachmentPolicy), "files" (paths in the
 	// config only) or "none" (every attachment allowed).
-	Source   string      `json:"source"`
-	Object   string      `json:"object,omitempty"`
-	Revision string      `json:"revision,omitempty"`
-	Since    metav1.Time `json:"since,omitempty"`
-	Error    string      `json:"error,omitempty"`
+	// +kubebuilder:validation:Enum=object;files;none
+	Source string `json:"source"`
+	// Object names the AttachmentPolicy the node follows.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Object string `json:"object,omitempty"`
+	// Generation and Revision name the revision in force: the object's
+	// generation and a digest of its modules and data.
+	// +optional
+	Generation int64 `json:"generation,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Revision string `json:"revision,omitempty"`
+	// +optional
+	Since metav1.Time `json:"since,omitempty"`
+	// ObservedGeneration is the last generation the node tried; Error
+	// says why it refused it (empty when it is the one in force).
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	Error string `json:"error,omitempty"`
+	// TestsPassed counts the Rego tests the revision in force passed.
+	// +optional
+	TestsPassed int32 `json:"testsPassed,omitempty"`
 }
 
 // NodeExtension is one module the node's config names.
 type NodeExtension struct {
-	Name    string `json:"name,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
 	Version string `json:"version,omitempty"`
-	Path    string `json:"path"`
-	SHA256  string `json:"sha256,omitempty"`
-	Loaded  bool   `json:"loaded"`
-	Error   string `json:"error,omitempty"`
-}
-
-// FromUnstructured converts an object the dynamic client returned into
-// out (a *AttachmentPolicy or *PlexusNode), checking its kind.
-func FromUnstructured(u *unstructured.Unstructured, out runtime.Object) error {
-	want := kindOf(out)
-	if gvk := u.GroupVersionKind(); gvk.Group != Group || gvk.Kind != want {
-		return fmt.Errorf("object %q is a %s, not a %s.%s", u.GetName(), gvk.GroupKind(), want, Group)
-	}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
-		return fmt.Errorf("%s %q: %w", want, u.GetName(), err)
-	}
-	return nil
-}
-
-// ToUnstructured converts a *AttachmentPolicy or *PlexusNode for the
-// dynamic client, with its apiVersion and kind set.
-func ToUnstructured(in runtime.Object) (*unstructured.Unstructured, error) {
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(in)
-	if err != nil {
-		return nil, err
-	}
-	u := &unstructured.Unstructured{Object: m}
-	u.SetAPIVersion(Group + "/" + Version)
-	u.SetKind(kindOf(in))
-	return u, nil
-}
-
-func kindOf(o runtime.Object) string {
-	switch o.(type) {
-	case *AttachmentPolicy:
-		return KindAttachmentPolicy
-	case *PlexusNode:
-		return KindPlexusNode
-	}
-	return fmt.Sprintf("%T", o)
-}
-
-// DeepCopyObject implements runtime.Object.
-func (p *AttachmentPolicy) DeepCopyObject() runtime.Object {
-	out := *p
-	p.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
-	out.Spec.Modules = copyMap(p.Spec.Modules)
-	out.Spec.Data = copyMap(p.Spec.Data)
-	out.Status.Nodes = append([]NodePolicyStatus(nil), p.Status.Nodes...)
-	return &out
-}
-
-// DeepCopyObject implements runtime.Object.
-func (n *PlexusNode) DeepCopyObject() runtime.Object {
-	out := *n
-	n.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
-	out.Status.MissingPlugins = append([]string(nil), n.Status.MissingPlugins...)
-	out.Status.Extensions = append([]NodeExtension(nil), n.Status.Extensions...)
-	if n.Status.Policy != nil {
-		pol := *n.Status.Policy
-		out.Status.Policy = &pol
-	}
-	return &out
-}
-
-func copyMap(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
+	// +kubebuilder:validation:MaxLength=4096
+	Path string `json:"path"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	SHA256 string `json:"sha256,omitempty"`
+	Loaded bool   `json:"loaded"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	Error string `json:"error,omitempty"`
 }

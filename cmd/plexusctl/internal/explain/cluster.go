@@ -15,16 +15,19 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/plexus-cni/plexus/core/api/client/clientset/versioned"
 	"github.com/plexus-cni/plexus/core/nad"
 	"github.com/plexus-cni/plexus/core/source"
 )
 
 // Cluster is the Kubernetes API explain reads: pods, events, namespaces
-// through Core, NADs through Dynamic (their CRD has no typed client).
-// plexusctl connects them from its kubeconfig flags.
+// through Core, NADs through Dynamic (their CRD has no typed client),
+// plexus's own kinds through Plexus. plexusctl connects them from its
+// kubeconfig flags.
 type Cluster struct {
 	Core    kubernetes.Interface
 	Dynamic dynamic.Interface
+	Plexus  versioned.Interface
 }
 
 // nadResource is the s3.1 CRD's resource.

@@ -19,7 +19,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
 
-	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
+	plexusfake "github.com/plexus-cni/plexus/core/api/client/clientset/versioned/fake"
 	"github.com/plexus-cni/plexus/core/nad"
 	"github.com/plexus-cni/plexus/sdk/abi"
 	"github.com/plexus-cni/plexus/sdk/wasmfmt"
@@ -37,7 +37,7 @@ type fakeCluster struct {
 	events     []*corev1.Event
 	namespaces []*corev1.Namespace
 	// plexus are PlexusNodes and AttachmentPolicies.
-	plexus []*unstructured.Unstructured
+	plexus []runtime.Object
 }
 
 func (f fakeCluster) cluster(t *testing.T) *Cluster {
@@ -54,17 +54,8 @@ func (f fakeCluster) cluster(t *testing.T) *Cluster {
 	}
 	gvr := schema.GroupVersionResource{Group: nad.Group, Version: nad.Version, Resource: nad.Resource}
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		gvr: nad.Kind + "List", plexusapi.PlexusNodes: "PlexusNodeList", plexusapi.AttachmentPolicies: "AttachmentPolicyList",
+		gvr: nad.Kind + "List",
 	})
-	for _, o := range f.plexus {
-		res := plexusapi.PlexusNodes
-		if o.GetKind() == plexusapi.KindAttachmentPolicy {
-			res = plexusapi.AttachmentPolicies
-		}
-		if _, err := dyn.Resource(res).Create(t.Context(), o, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	// Created through the client: the constructor would file them under
 	// a resource guessed from the kind, not the CRD's plural.
 	for _, n := range f.nads {
@@ -72,7 +63,7 @@ func (f fakeCluster) cluster(t *testing.T) *Cluster {
 			t.Fatal(err)
 		}
 	}
-	return &Cluster{Core: fake.NewClientset(objs...), Dynamic: dyn}
+	return &Cluster{Core: fake.NewClientset(objs...), Dynamic: dyn, Plexus: plexusfake.NewClientset(f.plexus...)}
 }
 
 func testPod(ns, name string, ann map[string]string) *corev1.Pod {

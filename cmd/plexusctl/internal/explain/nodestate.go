@@ -14,50 +14,31 @@ import (
 	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
 )
 
-// maxPolicyObjects bounds the AttachmentPolicies read for one node.
-const maxPolicyObjects = 100
-
 // plexusNode reads the node's PlexusNode; nil, nil when there is none.
 func (c *Cluster) plexusNode(ctx context.Context, node string) (*plexusapi.PlexusNode, error) {
-	u, err := c.Dynamic.Resource(plexusapi.PlexusNodes).Get(ctx, node, metav1.GetOptions{})
+	n, err := c.Plexus.PlexusV1alpha1().PlexusNodes().Get(ctx, node, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading PlexusNode %s: %w", node, err)
 	}
-	var n plexusapi.PlexusNode
-	if err := plexusapi.FromUnstructured(u, &n); err != nil {
-		return nil, err
-	}
-	return &n, nil
+	return n, nil
 }
 
-// policyEntries are the node's entries in the AttachmentPolicies' status.
-func (c *Cluster) policyEntries(ctx context.Context, node string) ([]NodePolicyEntry, error) {
-	list, err := c.Dynamic.Resource(plexusapi.AttachmentPolicies).List(ctx, metav1.ListOptions{Limit: maxPolicyObjects})
-	if apierrors.IsNotFound(err) {
-		return nil, nil // no AttachmentPolicy kind in this cluster
+// followedPolicy reads the AttachmentPolicy a node says it follows.
+func (c *Cluster) followedPolicy(ctx context.Context, name string) *FollowedPolicy {
+	f := &FollowedPolicy{Object: name}
+	p, err := c.Plexus.PlexusV1alpha1().AttachmentPolicies().Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		f.Missing = true
+	case err != nil:
+		f.Error = fmt.Sprintf("reading AttachmentPolicy %s: %v", name, err)
+	default:
+		f.Generation = p.Generation
 	}
-	if err != nil {
-		return nil, fmt.Errorf("listing AttachmentPolicies: %w", err)
-	}
-	var out []NodePolicyEntry
-	for i := range list.Items {
-		var p plexusapi.AttachmentPolicy
-		if err := plexusapi.FromUnstructured(&list.Items[i], &p); err != nil {
-			return nil, err
-		}
-		e := NodePolicyEntry{Object: p.Name, Generation: p.Generation}
-		for _, s := range p.Status.Nodes {
-			if s.Node == node {
-				e.Status = &s
-				break
-			}
-		}
-		out = append(out, e)
-	}
-	return out, nil
+	return f
 }
 
 // nodeState reads what the node's plexus reported of itself and checks it
@@ -75,16 +56,10 @@ func (b *builder) nodeState(ctx context.Context, n *Node, pods []corev1.Pod) {
 	default:
 		n.State = &NodeState{Found: true, Status: &pn.Status}
 		b.checkNodeState(n, pods)
-	}
-	entries, err := b.opts.Cluster.policyEntries(ctx, n.Name)
-	if err != nil {
-		n.PoliciesError = err.Error()
-		b.warn("node %s: %v", n.Name, err)
-		return
-	}
-	n.Policies = entries
-	for _, e := range entries {
-		b.checkPolicyEntry(n.Name, e)
+		if pol := pn.Status.Policy; pol != nil && pol.Source == "object" && pol.Object != "" {
+			n.Policy = b.opts.Cluster.followedPolicy(ctx, pol.Object)
+			b.checkFollowed(n.Name, pol, n.Policy)
+		}
 	}
 }
 
@@ -203,15 +178,15 @@ func (b *builder) keysOf(module string) []string {
 	return out
 }
 
-func (b *builder) checkPolicyEntry(node string, e NodePolicyEntry) {
-	s := e.Status
+// checkFollowed compares what the node enforces with the object it
+// follows; a refusal is reported with the node's state.
+func (b *builder) checkFollowed(node string, pol *plexusapi.NodePolicy, f *FollowedPolicy) {
 	switch {
-	case s == nil:
-		// A node follows only the AttachmentPolicy its config names.
-	case s.Error != "":
-		b.warn("node %s refused AttachmentPolicy %s generation %d: %s; %s", node, e.Object, s.ObservedGeneration, s.Error, inForce(s.ActiveRevision))
-	case s.ObservedGeneration < e.Generation:
-		b.warn("node %s has not yet acted on AttachmentPolicy %s generation %d (last seen %d)", node, e.Object, e.Generation, s.ObservedGeneration)
+	case f.Error != "":
+		b.warn("node %s: %s", node, f.Error)
+	case f.Missing || pol.Error != "":
+	case pol.ObservedGeneration < f.Generation:
+		b.warn("node %s has not yet acted on AttachmentPolicy %s generation %d (last tried %d)", node, f.Object, f.Generation, pol.ObservedGeneration)
 	}
 }
 

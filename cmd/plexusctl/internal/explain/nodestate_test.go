@@ -13,17 +13,12 @@ import (
 	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
 )
 
-func plexusNodeObj(t *testing.T, name string, st plexusapi.PlexusNodeStatus) *unstructured.Unstructured {
-	t.Helper()
-	u, err := plexusapi.ToUnstructured(&plexusapi.PlexusNode{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return u
+func plexusNodeObj(name string, st plexusapi.PlexusNodeStatus) *plexusapi.PlexusNode {
+	return &plexusapi.PlexusNode{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: st}
 }
 
-// TestExplainNodeState: what the node's PlexusNode and AttachmentPolicy
-// entries say, checked against the pod's networks.
+// TestExplainNodeState: what the node's PlexusNode says, checked against
+// the pod's networks and the AttachmentPolicy it follows.
 func TestExplainNodeState(t *testing.T) {
 	started := time.Date(2026, 11, 25, 18, 0, 0, 0, time.UTC)
 	plexusPod := &corev1.Pod{
@@ -34,33 +29,26 @@ func TestExplainNodeState(t *testing.T) {
 	}
 	healthy := plexusapi.PlexusNodeStatus{Mode: "thick", Version: "v1", ConfigInstalled: true, ConfigPath: "/etc/cni/net.d/00-plexus.conflist",
 		DefaultNetwork: "pod-net", DefaultNetworkFile: "/etc/cni/net.d/10-default.conflist", Updated: metav1.NewTime(started.Add(time.Minute)),
-		Policy: &plexusapi.NodePolicy{Source: "object", Object: "team", Revision: "3-0123456789ab"}}
+		Policy: &plexusapi.NodePolicy{Source: "object", Object: "team", Generation: 3, ObservedGeneration: 3, Revision: "3-0123456789ab", TestsPassed: 2}}
 	with := func(f func(*plexusapi.PlexusNodeStatus)) plexusapi.PlexusNodeStatus {
 		st := healthy
 		f(&st)
 		return st
 	}
-	policy := func(entry *plexusapi.NodePolicyStatus) *unstructured.Unstructured {
-		p := &plexusapi.AttachmentPolicy{ObjectMeta: metav1.ObjectMeta{Name: "team", Generation: 3}}
-		if entry != nil {
-			p.Status.Nodes = []plexusapi.NodePolicyStatus{*entry}
-		}
-		u, err := plexusapi.ToUnstructured(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return u
-	}
+	policy := &plexusapi.AttachmentPolicy{ObjectMeta: metav1.ObjectMeta{Name: "team", Generation: 3}}
 	for _, tc := range []struct {
-		name     string
-		state    *plexusapi.PlexusNodeStatus
-		entry    *plexusapi.NodePolicyStatus
-		problems []string
-		warnings []string
-		text     []string
+		name             string
+		state            *plexusapi.PlexusNodeStatus
+		objectGeneration int64 // 0: the object is at generation 3
+		problems         []string
+		warnings         []string
+		text             []string
 	}{
-		{name: "healthy", state: &healthy, entry: &plexusapi.NodePolicyStatus{Node: "node-1", ActiveGeneration: 3, ObservedGeneration: 3, ActiveRevision: "abc"},
-			text: []string{"PlexusNode node-1: thick mode, version v1", "config installed: /etc/cni/net.d/00-plexus.conflist", "default network: pod-net", "plugins: none missing", "policy: object team, revision 3-0123456789ab"}},
+		{name: "healthy", state: &healthy,
+			text: []string{"PlexusNode node-1: thick mode, version v1", "config installed: /etc/cni/net.d/00-plexus.conflist", "default network: pod-net", "plugins: none missing", "policy: object team, revision 3-0123456789ab",
+				"AttachmentPolicy team (generation 3): generation 3 active since", "2 test(s) passed"}},
+		{name: "behind the object", state: &healthy, objectGeneration: 4,
+			warnings: []string{"node node-1 has not yet acted on AttachmentPolicy team generation 4 (last tried 3)"}},
 		{name: "missing", warnings: []string{"no PlexusNode node-1: plexus has not reported from this node"}, text: []string{"PlexusNode node-1: warning missing"}},
 		{name: "stale", state: ptr(with(func(s *plexusapi.PlexusNodeStatus) { s.Updated = metav1.NewTime(started.Add(-time.Hour)) })),
 			warnings: []string{"the running plexus does not report (an older version)"}},
@@ -71,8 +59,11 @@ func TestExplainNodeState(t *testing.T) {
 		{name: "plugin the NAD needs", state: ptr(with(func(s *plexusapi.PlexusNodeStatus) { s.MissingPlugins = []string{"host-local", "vlan"} })),
 			problems: []string{"node node-1 lacks CNI plugin host-local in its bin dir, which [0] team-a/blue need(s)"},
 			warnings: []string{"node node-1 lacks CNI plugin vlan"}, text: []string{"plugin host-local: PROBLEM missing, needed by [0] team-a/blue"}},
-		{name: "policy refused", state: &healthy, entry: &plexusapi.NodePolicyStatus{Node: "node-1", ObservedGeneration: 3, ActiveRevision: "abc", Error: "team.rego:3: rego_parse_error"},
-			warnings: []string{"node node-1 refused AttachmentPolicy team generation 3: team.rego:3: rego_parse_error; revision abc stays in force"}},
+		{name: "policy refused", state: ptr(with(func(s *plexusapi.PlexusNodeStatus) {
+			s.Policy = &plexusapi.NodePolicy{Source: "object", Object: "team", Generation: 2, ObservedGeneration: 3, Revision: "abc", Error: "team.rego:3: rego_parse_error"}
+		})),
+			warnings: []string{"node node-1: policy (object team): team.rego:3: rego_parse_error; revision abc stays in force"},
+			text:     []string{"AttachmentPolicy team (generation 3): warning generation 3 refused: team.rego:3: rego_parse_error; revision abc stays in force"}},
 		{name: "extension failed", state: ptr(with(func(s *plexusapi.PlexusNodeStatus) {
 			s.Extensions = []plexusapi.NodeExtension{{Name: "vlan", Path: "/opt/plexus/ext/vlan.wasm", Error: "abi version 9: want 1"}}
 		})), warnings: []string{"node node-1: extension vlan (/opt/plexus/ext/vlan.wasm) failed to load: abi version 9: want 1"}},
@@ -83,9 +74,13 @@ func TestExplainNodeState(t *testing.T) {
 				nads: []*unstructured.Unstructured{testNAD("team-a", "blue", bridgeConf, nil)},
 			}
 			if tc.state != nil {
-				fc.plexus = append(fc.plexus, plexusNodeObj(t, "node-1", *tc.state))
+				fc.plexus = append(fc.plexus, plexusNodeObj("node-1", *tc.state))
 			}
-			fc.plexus = append(fc.plexus, policy(tc.entry))
+			obj := policy.DeepCopy()
+			if tc.objectGeneration != 0 {
+				obj.Generation = tc.objectGeneration
+			}
+			fc.plexus = append(fc.plexus, obj)
 			r, err := Explain(t.Context(), Options{Namespace: "team-a", Name: "web", Cluster: fc.cluster(t), Node: "node-1"})
 			if err != nil {
 				t.Fatal(err)
@@ -140,7 +135,7 @@ func TestExplainNodeKeepsADeletedObjectsRevision(t *testing.T) {
 				pods: []*corev1.Pod{testPod("team-a", "web", networks("blue")), plexusPod},
 				nads: []*unstructured.Unstructured{testNAD("team-a", "blue", bridgeConf, nil)},
 			}
-			fc.plexus = append(fc.plexus, plexusNodeObj(t, "node-1", st))
+			fc.plexus = append(fc.plexus, plexusNodeObj("node-1", st))
 			r, err := Explain(t.Context(), Options{Namespace: "team-a", Name: "web", Cluster: fc.cluster(t), Node: "node-1", PolicyObject: "cluster"})
 			if err != nil {
 				t.Fatal(err)

@@ -95,21 +95,23 @@ func extensionLine(x plexusapi.NodeExtension) string {
 	return s
 }
 
-// textNodePolicies writes the node's entry in each AttachmentPolicy.
+// textNodePolicies writes what the node enforces of the object it
+// follows.
 func textNodePolicies(p *printer, n *Node) {
-	if n.PoliciesError != "" {
-		p.line(1, "AttachmentPolicies: %s %s", MarkWarning, n.PoliciesError)
+	f := n.Policy
+	if f == nil || n.State == nil || n.State.Status == nil || n.State.Status.Policy == nil {
+		return
 	}
-	for _, e := range n.Policies {
-		s := e.Status
-		switch {
-		case s == nil:
-			p.line(1, "AttachmentPolicy %s (generation %d): no entry for this node (it does not follow this policy, or has not acted on it yet)", e.Object, e.Generation)
-		case s.Error != "":
-			p.line(1, "AttachmentPolicy %s (generation %d): %s generation %d refused: %s; %s", e.Object, e.Generation, MarkWarning, s.ObservedGeneration, s.Error, inForce(s.ActiveRevision))
-		default:
-			p.line(1, "AttachmentPolicy %s (generation %d): generation %d active since %s, revision %s, %d test(s) passed",
-				e.Object, e.Generation, s.ActiveGeneration, when(s.ActiveSince), shortRevision(s.ActiveRevision), s.TestsPassed)
-		}
+	pol := n.State.Status.Policy
+	switch {
+	case f.Error != "":
+		p.line(1, "AttachmentPolicy %s: %s %s", f.Object, MarkWarning, f.Error)
+	case f.Missing:
+		p.line(1, "AttachmentPolicy %s: deleted; %s", f.Object, inForce(pol.Revision))
+	case pol.Error != "":
+		p.line(1, "AttachmentPolicy %s (generation %d): %s generation %d refused: %s; %s", f.Object, f.Generation, MarkWarning, pol.ObservedGeneration, pol.Error, inForce(pol.Revision))
+	default:
+		p.line(1, "AttachmentPolicy %s (generation %d): generation %d active since %s, revision %s, %d test(s) passed",
+			f.Object, f.Generation, pol.Generation, when(pol.Since), shortRevision(pol.Revision), pol.TestsPassed)
 	}
 }

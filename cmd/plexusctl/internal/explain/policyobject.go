@@ -26,12 +26,12 @@ const DefaultPolicyObject = "cluster"
 // names the revision evaluated here so the two can be compared.
 func (b *builder) loadPolicyObject(ctx context.Context) bool {
 	name := b.opts.PolicyObject
-	if name == "" || b.opts.Cluster == nil || b.opts.Cluster.Dynamic == nil {
+	if name == "" || b.opts.Cluster == nil || b.opts.Cluster.Plexus == nil {
 		return false
 	}
 	p := &b.r.Policy
 	p.Given, p.Object = true, name
-	u, err := b.opts.Cluster.Dynamic.Resource(plexusapi.AttachmentPolicies).Get(ctx, name, metav1.GetOptions{})
+	obj, err := b.opts.Cluster.Plexus.PlexusV1alpha1().AttachmentPolicies().Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		p.ObjectMissing = true
@@ -44,13 +44,7 @@ func (b *builder) loadPolicyObject(ctx context.Context) bool {
 		b.problem("policy: %s", p.Error)
 		return true
 	}
-	var obj plexusapi.AttachmentPolicy
-	if err := plexusapi.FromUnstructured(u, &obj); err != nil {
-		p.Error = err.Error()
-		b.problem("policy: %v", err)
-		return true
-	}
-	b.compileObject(ctx, &obj)
+	b.compileObject(ctx, obj)
 	return true
 }
 

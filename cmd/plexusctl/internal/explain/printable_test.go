@@ -39,7 +39,7 @@ func TestWriteTextEscapesClusterText(t *testing.T) {
 		Spec:       corev1.PodSpec{NodeName: "node-1"},
 	}
 	fc := fakeCluster{pods: []*corev1.Pod{testPod("team-a", "web", networks(hostile)), node}}
-	fc.plexus = append(fc.plexus, plexusNodeObj(t, "node-1", plexusapi.PlexusNodeStatus{
+	fc.plexus = append(fc.plexus, plexusNodeObj("node-1", plexusapi.PlexusNodeStatus{
 		Mode: "thick\x1b[31m", Version: "v1\x1b]8;;http://evil\x07", DefaultNetwork: "pod-net\x1b[1A",
 	}))
 	r, err := Explain(t.Context(), Options{Namespace: "team-a", Name: "web", Cluster: fc.cluster(t), Node: "node-1"})

@@ -225,10 +225,9 @@ type Node struct {
 	Error string    `json:"error,omitempty"`
 	// State is the node's PlexusNode, as its plexus last wrote it.
 	State *NodeState `json:"state,omitempty"`
-	// Policies are the AttachmentPolicies and the node's status entry in
-	// each.
-	Policies      []NodePolicyEntry `json:"policies,omitempty"`
-	PoliciesError string            `json:"policiesError,omitempty"`
+	// Policy is the AttachmentPolicy the node's PlexusNode says it
+	// follows, as the API holds it now.
+	Policy *FollowedPolicy `json:"policy,omitempty"`
 	// Unavailable lists node-side checks explain cannot make yet.
 	Unavailable []string `json:"unavailable"`
 }
@@ -253,12 +252,13 @@ type NeededPlugin struct {
 	Networks []string `json:"networks"`
 }
 
-// NodePolicyEntry is one AttachmentPolicy and the node's entry in its
-// status (nil when the node has written none).
-type NodePolicyEntry struct {
-	Object     string                      `json:"object"`
-	Generation int64                       `json:"generation"`
-	Status     *plexusapi.NodePolicyStatus `json:"status,omitempty"`
+// FollowedPolicy is the object a node follows: its generation now, to
+// compare with what the node enforces, or why it could not be read.
+type FollowedPolicy struct {
+	Object     string `json:"object"`
+	Generation int64  `json:"generation,omitempty"`
+	Missing    bool   `json:"missing,omitempty"`
+	Error      string `json:"error,omitempty"`
 }
 
 // NodePod is one plexus pod on the node.

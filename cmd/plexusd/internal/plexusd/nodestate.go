@@ -7,18 +7,18 @@ import (
 
 	"github.com/containernetworking/cni/libcni"
 	"github.com/containernetworking/cni/pkg/types"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/plexus-cni/plexus/cmd/internal/install"
 	"github.com/plexus-cni/plexus/cmd/internal/nodestate"
+	"github.com/plexus-cni/plexus/core/api/client/clientset/versioned"
 	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
 	"github.com/plexus-cni/plexus/core/source/kube"
 	"github.com/plexus-cni/plexus/extensions"
 )
 
 // reportNode publishes this node's PlexusNode from what the config
-// installer finds and the delegates plexusd was asked to run, until ctx
-// ends. Only with the Kubernetes source: the manifests source has no API
+// installer finds (in; nil without one) and the delegates plexusd was
+// asked to run, until ctx ends. Only with the Kubernetes source: the manifests source has no API
 // to write to.
 func (d *Daemon) reportNode(ctx context.Context, in *install.Installer) error {
 	if d.cache == nil {
@@ -29,21 +29,30 @@ func (d *Daemon) reportNode(ctx context.Context, in *install.Installer) error {
 		return err
 	}
 	rc.UserAgent = "plexusd"
-	dyn, err := dynamic.NewForConfig(rc)
+	cs, err := versioned.NewForConfig(rc)
 	if err != nil {
 		return err
 	}
 	seen := &delegateTypes{}
+	observed := func() nodestate.Install {
+		if in == nil {
+			return nodestate.Install{}
+		}
+		return in.Observed()
+	}
 	r, err := nodestate.New(nodestate.Options{
-		Client: dyn, Node: d.o.NodeName, FieldManager: nodestate.ManagerPlexusd,
+		Client: cs, Node: d.o.NodeName, FieldManager: nodestate.ManagerPlexusd,
 		Mode: nodestate.ModeThick, Version: d.o.Version, Log: d.o.Log,
 		Install: func() nodestate.Install {
-			st := in.Observed()
+			st := observed()
 			st.Plugins = append(st.Plugins, seen.list()...)
 			return st
 		},
 		Extensions: d.nodeExtensions,
 		Policy:     d.NodePolicy,
+		Settings: func() *plexusapi.NodeSettings {
+			return nodestate.Settings(d.conf, observed().DefaultNetworkFile)
+		},
 	})
 	if err != nil {
 		return err
@@ -52,7 +61,11 @@ func (d *Daemon) reportNode(ctx context.Context, in *install.Installer) error {
 	d.nodeState, d.delegates = r, seen
 	notify := r.Notify
 	d.policyChanged.Store(&notify)
-	in.NotifyOnChange(r.Notify)
+	if in != nil {
+		in.NotifyOnChange(r.Notify)
+	} else {
+		r.Notify() // no installer pass to wait for
+	}
 	go r.Run(ctx)
 	return nil
 }

@@ -290,10 +290,15 @@ func (d *Daemon) serve(ctx context.Context) error {
 	}
 	installed := func() {}
 	if d.o.InstallConfig {
-		if installed, err = d.startInstaller(ctx); err != nil {
-			ln.Close()
-			return err
-		}
+		installed, err = d.startInstaller(ctx)
+	} else {
+		// The policy in force and the extensions are reported without
+		// the installer; the config shows as not installed by plexus.
+		err = d.reportNode(ctx, nil)
+	}
+	if err != nil {
+		ln.Close()
+		return err
 	}
 	srv := &daemon.Server{Handler: d.m.handler(d.block(dynamic(d.publishing(d.options().Handle)))), MaxParallel: d.o.MaxParallel, Ready: d.ready, Log: d.o.Log}
 	d.o.Log.Info("plexusd serving", "socket", d.o.Socket, "node", d.o.NodeName)

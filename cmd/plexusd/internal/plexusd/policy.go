@@ -13,9 +13,9 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/plexus-cni/plexus/core/api/client/clientset/versioned"
 	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
 	"github.com/plexus-cni/plexus/core/pipeline"
 	"github.com/plexus-cni/plexus/policies"
@@ -117,7 +117,7 @@ func (d *Daemon) watchPolicyObject(ctx context.Context, rp *reloadingPolicy) err
 		d.o.Log.Warn("policy object configured but no Kubernetes API: the node's last revision (or the default policy) stays in force", "object", rp.sync.Name())
 		return nil
 	}
-	dyn, err := dynamic.NewForConfig(d.rest)
+	pc, err := versioned.NewForConfig(d.rest)
 	if err != nil {
 		return fmt.Errorf("policy object: %w", err)
 	}
@@ -125,9 +125,10 @@ func (d *Daemon) watchPolicyObject(ctx context.Context, rp *reloadingPolicy) err
 	if err != nil {
 		return fmt.Errorf("policy object: %w", err)
 	}
+	rec, stop := follow.NewRecorder(cs, "plexusd", d.o.NodeName)
+	context.AfterFunc(ctx, stop)
 	w, err := follow.New(follow.Options{
-		Syncer: rp.sync, Dynamic: dyn, Events: cs, Node: d.o.NodeName,
-		FieldManager: "plexusd/" + d.o.NodeName, Component: "plexusd",
+		Syncer: rp.sync, Client: pc, Recorder: rec, Node: d.o.NodeName,
 		OnResult: func(res revision.Result, err error) {
 			rp.observe(res, err)
 			if notify := d.policyChanged.Load(); notify != nil {

@@ -1,0 +1,79 @@
+package nodestate
+
+import (
+	"fmt"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
+	"github.com/plexus-cni/plexus/core/config"
+)
+
+// Reasons of the Ready condition.
+const (
+	ReasonReady              = "Ready"
+	ReasonConfigNotInstalled = "ConfigNotInstalled"
+	ReasonNoDefaultNetwork   = "DefaultNetworkNotFound"
+	ReasonPluginsMissing     = "PluginsMissing"
+	ReasonPolicyRefused      = "PolicyRefused"
+	ReasonExtensionFailed    = "ExtensionNotLoaded"
+)
+
+// ready is the Ready condition of st, its transition time unset: False
+// with the first thing that keeps the node from doing what its config and
+// the admin's policy ask, in the order an operator fixes them.
+func ready(st *plexusapi.PlexusNodeStatus) metav1.Condition {
+	c := metav1.Condition{Type: plexusapi.ConditionReady, Status: metav1.ConditionFalse}
+	switch {
+	case !st.ConfigInstalled:
+		c.Reason, c.Message = ReasonConfigNotInstalled, "plexus's CNI config is not installed"
+	case st.DefaultNetwork == "":
+		c.Reason, c.Message = ReasonNoDefaultNetwork, "no cluster-wide default network found"
+	case len(st.MissingPlugins) > 0:
+		c.Reason, c.Message = ReasonPluginsMissing, "CNI plugins missing from the bin dirs: "+strings.Join(st.MissingPlugins, ", ")
+	case st.Policy != nil && st.Policy.Error != "":
+		c.Reason, c.Message = ReasonPolicyRefused, fmt.Sprintf("generation %d of %s refused: %s", st.Policy.ObservedGeneration, st.Policy.Object, st.Policy.Error)
+	default:
+		for _, e := range st.Extensions {
+			if !e.Loaded {
+				c.Reason, c.Message = ReasonExtensionFailed, fmt.Sprintf("extension %s not loaded: %s", e.Path, e.Error)
+				return c
+			}
+		}
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, ReasonReady, "plexus is installed and enforces its policy"
+	}
+	return c
+}
+
+// Settings are the values of c that decide a plan, as PlexusNode
+// reports them; found is the default network's file the installer found,
+// reported when c names none.
+func Settings(c *config.Config, found string) *plexusapi.NodeSettings {
+	clusterNetwork := c.ClusterNetwork
+	if clusterNetwork == "" {
+		clusterNetwork = found
+	}
+	compat := config.CompatOff
+	if c.MultusCompat() {
+		compat = config.CompatMultus
+	}
+	ns := c.SystemNamespace
+	if ns == "" {
+		ns = config.DefaultSystemNamespace
+	}
+	return &plexusapi.NodeSettings{
+		ClusterNetwork: clusterNetwork, SystemNamespace: ns, Compat: compat,
+		StrictSelection:  c.StrictSelection,
+		DefaultNetworks:  bounded(c.DefaultNetworks),
+		SystemNamespaces: bounded(c.SystemNamespaces),
+	}
+}
+
+// bounded keeps a list within the CRD's bound, so an over-long config
+// list cannot make every write fail.
+func bounded(l []string) []string {
+	return append([]string(nil), l[:min(len(l), maxSettingsItems)]...)
+}
+
+const maxSettingsItems = 64
