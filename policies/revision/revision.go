@@ -82,7 +82,28 @@ type Options struct {
 	Keep int
 	// TestTimeout bounds a revision's Rego tests; 30s when zero.
 	TestTimeout time.Duration
-	Log         *slog.Logger
+	// Engines builds the engines; nil builds each here. A simulation of
+	// many nodes in one process shares them by content.
+	Engines Engines
+	Log     *slog.Logger
+}
+
+// Engines compiles policies: New as policies.New, Verify as this
+// package's Verify.
+type Engines interface {
+	New(ctx context.Context, cfg policies.Config) (*policies.Engine, error)
+	Verify(ctx context.Context, cfg policies.Config, dir string, tests bool, testTimeout time.Duration) (*policies.Engine, int, error)
+}
+
+// ownEngines builds every engine itself, as a node does.
+type ownEngines struct{}
+
+func (ownEngines) New(ctx context.Context, cfg policies.Config) (*policies.Engine, error) {
+	return policies.New(ctx, cfg)
+}
+
+func (ownEngines) Verify(ctx context.Context, cfg policies.Config, dir string, tests bool, testTimeout time.Duration) (*policies.Engine, int, error) {
+	return Verify(ctx, cfg, dir, tests, testTimeout)
 }
 
 // State is what a node enforces, persisted in .state.json.
@@ -151,6 +172,9 @@ func New(o Options) (*Syncer, error) {
 	}
 	if o.TestTimeout <= 0 {
 		o.TestTimeout = 30 * time.Second
+	}
+	if o.Engines == nil {
+		o.Engines = ownEngines{}
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
@@ -298,7 +322,7 @@ func refusalKey(p *plexusapi.AttachmentPolicy) string {
 
 // verify runs Verify on a revision's directory.
 func (s *Syncer) verify(ctx context.Context, dir string, tests bool) (*policies.Engine, int, error) {
-	return Verify(ctx, s.o.Config, dir, tests, s.o.TestTimeout)
+	return s.o.Engines.Verify(ctx, s.o.Config, dir, tests, s.o.TestTimeout)
 }
 
 // Verify checks a revision's directory as a node does before activating
@@ -413,7 +437,7 @@ func (s *Syncer) paths(dir string) []string {
 func (s *Syncer) compile(ctx context.Context, dir string) (*policies.Engine, error) {
 	cfg := s.o.Config
 	cfg.Object, cfg.Paths = nil, s.paths(dir)
-	return policies.New(ctx, cfg)
+	return s.o.Engines.New(ctx, cfg)
 }
 
 // materialize writes files into a fresh directory and renames it to

@@ -289,6 +289,23 @@ func established(crd *unstructured.Unstructured) bool {
 // has the response, so a test diffing counts should scrape until the
 // expected growth shows (and then check it is not more).
 func (e *Env) RequestCounts(ctx context.Context) (map[string]float64, error) {
+	families, err := e.Metrics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	fam, ok := families["apiserver_request_total"]
+	if !ok {
+		return nil, errors.New("kube-apiserver /metrics has no apiserver_request_total")
+	}
+	counts := map[string]float64{}
+	for _, m := range fam.GetMetric() {
+		counts[requestKey(m)] += m.GetCounter().GetValue()
+	}
+	return counts, nil
+}
+
+// Metrics scrapes the API server's /metrics, by family name.
+func (e *Env) Metrics(ctx context.Context) (map[string]*dto.MetricFamily, error) {
 	cs, err := kubernetes.NewForConfig(e.AdminConfig())
 	if err != nil {
 		return nil, fmt.Errorf("admin clientset: %w", err)
@@ -304,15 +321,7 @@ func (e *Env) RequestCounts(ctx context.Context) (map[string]float64, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse kube-apiserver /metrics: %w", err)
 	}
-	fam, ok := families["apiserver_request_total"]
-	if !ok {
-		return nil, errors.New("kube-apiserver /metrics has no apiserver_request_total")
-	}
-	counts := map[string]float64{}
-	for _, m := range fam.GetMetric() {
-		counts[requestKey(m)] += m.GetCounter().GetValue()
-	}
-	return counts, nil
+	return families, nil
 }
 
 func requestKey(m *dto.Metric) string {

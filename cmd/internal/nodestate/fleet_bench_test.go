@@ -1,0 +1,295 @@
+package nodestate_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/plexus-cni/plexus/cmd/internal/nodestate"
+	"github.com/plexus-cni/plexus/core/api/client/clientset/versioned"
+	"github.com/plexus-cni/plexus/core/api/client/informers/externalversions"
+	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
+	"github.com/plexus-cni/plexus/policies"
+	"github.com/plexus-cni/plexus/policies/follow"
+	"github.com/plexus-cni/plexus/policies/revision"
+	"github.com/plexus-cni/plexus/tests/kubeenv"
+)
+
+// BenchmarkFleetPolicyPush runs K simulated nodes in this process against
+// a real kube-apiserver, each with the node agent's own parts (the policy
+// watch, verification and activation, the PlexusNode reporter, the event
+// recorder) and its own node-bound identity (the plexus ServiceAccount
+// impersonated with the node-name extra, which deploy/base's admission
+// checks), then pushes one new generation of the AttachmentPolicy and
+// measures what that push costs the API server and how fast the fleet
+// follows. Verification is shared by content among the simulated nodes
+// (two cores cannot verify K revisions as K machines would): its time is
+// reported once, as verify-ms. K comes from PLEXUS_FLEET_NODES
+// (comma-separated; default 100,1000,5000).
+func BenchmarkFleetPolicyPush(b *testing.B) {
+	if os.Getenv(kubeenv.E2EEnv) != "1" {
+		b.Skipf("set %s=1: starts etcd and kube-apiserver", kubeenv.E2EEnv)
+	}
+	for _, k := range fleetSizes(b) {
+		b.Run("nodes="+strconv.Itoa(k), func(b *testing.B) {
+			for range b.N {
+				runFleetPush(b, k)
+			}
+		})
+	}
+}
+
+func fleetSizes(b *testing.B) []int {
+	spec := os.Getenv("PLEXUS_FLEET_NODES")
+	if spec == "" {
+		return []int{100, 1000, 5000}
+	}
+	var out []int
+	for _, f := range strings.Split(spec, ",") {
+		k, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || k <= 0 {
+			b.Fatalf("PLEXUS_FLEET_NODES %q: %q is not a node count", spec, f)
+		}
+		out = append(out, k)
+	}
+	return out
+}
+
+// fleet is one run's API server, simulated nodes and observations.
+type fleet struct {
+	b       *testing.B
+	env     *kubeenv.Env
+	admin   versioned.Interface
+	dir     string
+	engines *sharedEngines
+	// received records when each node's watch handed it a generation.
+	mu       sync.Mutex
+	received map[string]map[int64]time.Time
+}
+
+func runFleetPush(b *testing.B, k int) {
+	b.StopTimer()
+	ctx, cancel := context.WithCancel(b.Context())
+	defer cancel()
+	f := startFleetAPI(b)
+	f.createPolicy(ctx, 1)
+	for i := range k {
+		f.startNode(ctx, fmt.Sprintf("node-%05d", i))
+	}
+	reported := f.watchReports(ctx)
+	reported.waitAll(b, k, 1, 10*time.Minute)
+	// The reporters write at most every nodestate.DefaultMinInterval:
+	// start the push from a fleet whose last writes are older.
+	time.Sleep(2 * nodestate.DefaultMinInterval)
+	before := f.scrape(ctx)
+
+	b.StartTimer()
+	pushed := time.Now()
+	f.createPolicy(ctx, 2)
+	reported.waitAll(b, k, 2, 10*time.Minute)
+	b.StopTimer()
+	// Requests counted as they complete: let the last ones land.
+	time.Sleep(2 * time.Second)
+	after := f.scrape(ctx)
+	f.report(b, k, pushed, reported, before, after)
+}
+
+func startFleetAPI(b *testing.B) *fleet {
+	env := kubeenv.ForTest(b, kubeenv.Options{})
+	ctx := b.Context()
+	if err := env.Apply(ctx, false, kubeenv.DeployFile(b, "base/plexus-crds.yaml"), kubeenv.DeployFile(b, "base/rbac.yaml"), kubeenv.DeployFile(b, "base/admission.yaml")); err != nil {
+		b.Fatal(err)
+	}
+	admin, err := versioned.NewForConfig(env.AdminConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &fleet{b: b, env: env, admin: admin, dir: b.TempDir(), engines: &sharedEngines{m: map[string]*sharedEngine{}},
+		received: map[string]map[int64]time.Time{}}
+}
+
+// createPolicy writes generation gen of AttachmentPolicy "cluster": the
+// baseline, with the namespaces whose networks every pod may use changed
+// from one generation to the next.
+func (f *fleet) createPolicy(ctx context.Context, gen int64) {
+	b := f.b
+	raw, err := os.ReadFile(filepath.Join("..", "..", "..", "policies", "baseline.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	data := strings.Replace(string(raw), "global_namespaces: [default]", fmt.Sprintf("global_namespaces: [default, shared-%d]", gen), 1)
+	api := f.admin.PlexusV1alpha1().AttachmentPolicies()
+	spec := plexusapi.AttachmentPolicySpec{Data: map[string]string{"baseline.yaml": data}}
+	if gen == 1 {
+		_, err = api.Create(ctx, &plexusapi.AttachmentPolicy{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}, Spec: spec}, metav1.CreateOptions{})
+	} else {
+		var p *plexusapi.AttachmentPolicy
+		if p, err = api.Get(ctx, "cluster", metav1.GetOptions{}); err == nil {
+			p.Spec = spec
+			_, err = api.Update(ctx, p, metav1.UpdateOptions{})
+		}
+	}
+	if err != nil {
+		b.Fatalf("writing generation %d: %v", gen, err)
+	}
+}
+
+// nodeConfig is the plexus ServiceAccount bound to node, as a projected
+// token of a pod on that node is: the admission policies read the node
+// from the node-name extra.
+func (f *fleet) nodeConfig(node string) *rest.Config {
+	cfg := rest.CopyConfig(f.env.AdminConfig())
+	cfg.QPS, cfg.Burst = 5, 10 // client-go's defaults, as the agents run
+	cfg.Impersonate = rest.ImpersonationConfig{
+		UserName: "system:serviceaccount:kube-system:plexus",
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"},
+		Extra:    map[string][]string{"authentication.kubernetes.io/node-name": {node}},
+	}
+	return cfg
+}
+
+// startNode runs one node's agent parts as the installer wires them.
+func (f *fleet) startNode(ctx context.Context, node string) {
+	b := f.b
+	cfg := f.nodeConfig(node)
+	px, err := versioned.NewForConfig(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	core, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	library, _ := filepath.Abs(filepath.Join("..", "..", "..", "policies", "library"))
+	baseline, _ := filepath.Abs(filepath.Join("..", "..", "..", "policies", "baseline.yaml"))
+	sync, err := revision.New(revision.Options{
+		Config:  policies.Config{Paths: []string{library}, Object: &policies.ObjectConfig{Name: "cluster", StateDir: filepath.Join(f.dir, node), DefaultPaths: []string{baseline}}},
+		Engines: f.engines,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := sync.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	rep, err := nodestate.New(nodestate.Options{
+		Client: px, Node: node, FieldManager: nodestate.ManagerInstaller, Mode: nodestate.ModeThin, Version: "fleet",
+		Install: func() nodestate.Install {
+			return nodestate.Install{ConfigInstalled: true, ConfigPath: "/etc/cni/net.d/00-plexus.conflist", DefaultNetwork: "pod-net"}
+		},
+		Policy: func() *plexusapi.NodePolicy {
+			np := follow.NodePolicy(sync.Name(), sync.State())
+			return &np
+		},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rec, stop := follow.NewRecorder(core, nodestate.ManagerInstaller, node)
+	context.AfterFunc(ctx, stop)
+	w, err := follow.New(follow.Options{
+		Syncer: sync, Client: px, Recorder: rec, Node: node,
+		OnResult: func(res revision.Result, _ error) {
+			f.receivedAt(node, res.State.ObservedGeneration)
+			rep.Notify()
+		},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	go rep.Run(ctx)
+	go w.Run(ctx)
+}
+
+func (f *fleet) receivedAt(node string, gen int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m := f.received[node]
+	if m == nil {
+		m = map[int64]time.Time{}
+		f.received[node] = m
+	}
+	if _, ok := m[gen]; !ok {
+		m[gen] = time.Now()
+	}
+}
+
+// reports follows the PlexusNodes, as one admin tool would: when each
+// node first reported each generation in force.
+type reports struct {
+	mu   sync.Mutex
+	seen map[int64]map[string]time.Time
+	// size is the largest PlexusNode seen, in bytes of JSON.
+	size int
+}
+
+func (f *fleet) watchReports(ctx context.Context) *reports {
+	r := &reports{seen: map[int64]map[string]time.Time{}}
+	inf := externalversions.NewSharedInformerFactory(f.admin, 0).Plexus().V1alpha1().PlexusNodes().Informer()
+	note := func(obj any) {
+		n, ok := obj.(*plexusapi.PlexusNode)
+		if !ok || n.Status.Policy == nil || n.Status.Policy.Source != "object" {
+			return
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		gen := n.Status.Policy.Generation
+		if r.seen[gen] == nil {
+			r.seen[gen] = map[string]time.Time{}
+		}
+		if _, ok := r.seen[gen][n.Name]; !ok {
+			r.seen[gen][n.Name] = time.Now()
+		}
+		if raw, err := jsonSize(n); err == nil && raw > r.size {
+			r.size = raw
+		}
+	}
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: note, UpdateFunc: func(_, o any) { note(o) }}); err != nil {
+		f.b.Fatal(err)
+	}
+	go inf.Run(ctx.Done())
+	return r
+}
+
+func (r *reports) count(gen int64) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.seen[gen])
+}
+
+func (r *reports) waitAll(b *testing.B, k int, gen int64, bound time.Duration) {
+	deadline := time.Now().Add(bound)
+	for r.count(gen) < k {
+		if time.Now().After(deadline) {
+			b.Fatalf("after %s, %d of %d nodes report generation %d", bound, r.count(gen), k, gen)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// quantiles are the times by which 50%, 99% and 100% of ts had happened,
+// from start.
+func quantiles(start time.Time, ts []time.Time) (p50, p99, p100 time.Duration) {
+	ds := make([]time.Duration, 0, len(ts))
+	for _, t := range ts {
+		ds = append(ds, t.Sub(start))
+	}
+	slices.Sort(ds)
+	at := func(q float64) time.Duration {
+		i := int(q*float64(len(ds))+0.999999) - 1
+		return ds[max(0, min(i, len(ds)-1))]
+	}
+	return at(0.5), at(0.99), ds[len(ds)-1]
+}
