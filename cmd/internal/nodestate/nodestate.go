@@ -19,6 +19,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/plexus-cni/plexus/core/api/client/clientset/versioned"
 	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
@@ -192,58 +193,68 @@ const (
 	maxErrorBytes = plexusapi.MaxErrorBytes
 )
 
+// statusKey is the one item of the reporter's queue: the node's status.
+const statusKey = "status"
+
 // Run publishes the status until ctx ends: after the first Notify (the
 // agent's first pass, so nothing half-known is written), then after each
-// Notify and each Resync when it changed.
+// Notify and each Resync when it changed. A workqueue holds the pending
+// pass: notifications collapse into it, a write waits MinInterval after
+// the last one, and a failed write is retried with a backoff doubling up
+// to MaxBackoff.
 func (r *Reporter) Run(ctx context.Context) {
-	resync := time.NewTicker(r.o.Resync)
-	defer resync.Stop()
-	select {
-	case <-ctx.Done():
-		return
-	case <-r.kick:
-	case <-resync.C:
-	}
+	q := workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[string](firstBackoff, r.o.MaxBackoff),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "plexusnode-" + r.o.Node})
+	go r.feed(ctx, q)
 	var lastWrite time.Time
-	backoff := time.Duration(0)
 	for {
-		// Bound writes: never two within MinInterval, and after a
-		// failure not before the backoff.
-		wait := max(r.o.MinInterval-r.o.Now().Sub(lastWrite), backoff)
-		if wait > 0 && !sleep(ctx, wait) {
+		key, quit := q.Get()
+		if quit {
 			return
 		}
-		wrote, err := r.PublishIfChanged(ctx)
-		switch {
-		case errors.Is(err, ErrNoKind):
-			// Retrying cannot help: wait for the next change or resync.
-			r.o.Log.Info("not reporting the node's state until the next change", "node", r.o.Node, "err", err)
-		case err != nil:
-			backoff = min(max(2*backoff, firstBackoff), r.o.MaxBackoff)
-			r.o.Log.Warn("reporting the node's state failed; retrying", "node", r.o.Node, "retry", backoff, "err", err)
-			continue
-		case wrote:
-			lastWrite = r.o.Now()
-		}
-		backoff = 0
+		r.pass(ctx, q, key, &lastWrite)
+		q.Done(key)
+	}
+}
+
+// feed queues a pass on each Notify and Resync, from the first on, and
+// shuts the queue down when ctx ends.
+func (r *Reporter) feed(ctx context.Context, q workqueue.TypedRateLimitingInterface[string]) {
+	defer q.ShutDown()
+	resync := time.NewTicker(r.o.Resync)
+	defer resync.Stop()
+	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-r.kick:
 		case <-resync.C:
 		}
+		q.Add(statusKey)
 	}
 }
 
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
+// pass writes the status if it changed, no sooner than MinInterval after
+// the last write.
+func (r *Reporter) pass(ctx context.Context, q workqueue.TypedRateLimitingInterface[string], key string, lastWrite *time.Time) {
+	if wait := r.o.MinInterval - r.o.Now().Sub(*lastWrite); wait > 0 {
+		q.AddAfter(key, wait)
+		return
 	}
+	wrote, err := r.PublishIfChanged(ctx)
+	switch {
+	case errors.Is(err, ErrNoKind):
+		// Retrying cannot help: wait for the next change or resync.
+		r.o.Log.Info("not reporting the node's state until the next change", "node", r.o.Node, "err", err)
+	case err != nil:
+		r.o.Log.Warn("reporting the node's state failed; retrying", "node", r.o.Node, "retry", q.NumRequeues(key)+1, "err", err)
+		q.AddRateLimited(key)
+		return
+	case wrote:
+		*lastWrite = r.o.Now()
+	}
+	q.Forget(key)
 }
 
 // PublishIfChanged writes the status when it differs from the last one
