@@ -1,8 +1,9 @@
-package nodestate_test
+package agent_test
 
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,21 +17,22 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/transport"
 
+	"github.com/plexus-cni/plexus/cmd/internal/agent"
 	"github.com/plexus-cni/plexus/cmd/internal/nodestate"
 	"github.com/plexus-cni/plexus/core/api/client/clientset/versioned"
 	"github.com/plexus-cni/plexus/core/api/client/informers/externalversions"
 	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
 	"github.com/plexus-cni/plexus/policies"
-	"github.com/plexus-cni/plexus/policies/follow"
 	"github.com/plexus-cni/plexus/policies/revision"
 	"github.com/plexus-cni/plexus/tests/kubeenv"
 )
 
 // BenchmarkFleetPolicyPush runs K simulated nodes in this process against
-// a real kube-apiserver, each with the node agent's own parts (the policy
-// watch, verification and activation, the PlexusNode reporter, the event
-// recorder) and its own node-bound identity (the plexus ServiceAccount
+// a real kube-apiserver, each running the node agent (the policy watch,
+// verification and activation, the PlexusNode reporter, the event
+// recorder) as the thin installer wires it, with its own node-bound identity (the plexus ServiceAccount
 // impersonated with the node-name extra, which deploy/base's admission
 // checks), then pushes one new generation of the AttachmentPolicy and
 // measures what that push costs the API server and how fast the fleet
@@ -74,9 +76,12 @@ type fleet struct {
 	admin   versioned.Interface
 	dir     string
 	engines *sharedEngines
-	// received records when each node's watch handed it a generation.
-	mu       sync.Mutex
-	received map[string]map[int64]time.Time
+	// rt is the connection pool the simulated nodes share.
+	rt http.RoundTripper
+	// received and activated record when each node's watch handed it a
+	// generation and when it had put it in force.
+	mu                  sync.Mutex
+	received, activated map[string]map[int64]time.Time
 }
 
 func runFleetPush(b *testing.B, k int) {
@@ -116,8 +121,23 @@ func startFleetAPI(b *testing.B) *fleet {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &fleet{b: b, env: env, admin: admin, dir: b.TempDir(), engines: &sharedEngines{m: map[string]*sharedEngine{}},
-		received: map[string]map[int64]time.Time{}}
+	rt, err := rest.TransportFor(env.AdminConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := &fleet{b: b, env: env, admin: admin, dir: b.TempDir(), engines: &sharedEngines{m: map[string]*sharedEngine{}},
+		rt: rt, received: map[string]map[int64]time.Time{}, activated: map[string]map[int64]time.Time{}}
+	// A node starts verifying a generation as soon as its watch delivered
+	// it: that is when it received it. Its state directory names it.
+	f.engines.started = func(dir string) {
+		rel, err := filepath.Rel(f.dir, dir)
+		if err != nil {
+			return
+		}
+		node, _, _ := strings.Cut(rel, string(filepath.Separator))
+		f.receivedAt(node, generationOf(filepath.Base(dir)))
+	}
+	return f
 }
 
 // createPolicy writes generation gen of AttachmentPolicy "cluster": the
@@ -146,32 +166,36 @@ func (f *fleet) createPolicy(ctx context.Context, gen int64) {
 	}
 }
 
-// nodeConfig is the plexus ServiceAccount bound to node, as a projected
+// nodeClients are the plexus ServiceAccount bound to node, as a projected
 // token of a pod on that node is: the admission policies read the node
-// from the node-name extra.
-func (f *fleet) nodeConfig(node string) *rest.Config {
+// from the node-name extra. Every simulated node impersonates it over the
+// one connection pool of this process: a real node has its own
+// connection, and K of them would spend this machine's cores on TLS.
+func (f *fleet) nodeClients(node string) (versioned.Interface, kubernetes.Interface) {
+	b := f.b
 	cfg := rest.CopyConfig(f.env.AdminConfig())
 	cfg.QPS, cfg.Burst = 5, 10 // client-go's defaults, as the agents run
-	cfg.Impersonate = rest.ImpersonationConfig{
+	imp := transport.ImpersonationConfig{
 		UserName: "system:serviceaccount:kube-system:plexus",
 		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"},
 		Extra:    map[string][]string{"authentication.kubernetes.io/node-name": {node}},
 	}
-	return cfg
+	hc := &http.Client{Transport: transport.NewImpersonatingRoundTripper(imp, f.rt)}
+	px, err := versioned.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	core, err := kubernetes.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return px, core
 }
 
-// startNode runs one node's agent parts as the installer wires them.
+// startNode runs one node's agent as the installer does.
 func (f *fleet) startNode(ctx context.Context, node string) {
 	b := f.b
-	cfg := f.nodeConfig(node)
-	px, err := versioned.NewForConfig(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	core, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
+	px, core := f.nodeClients(node)
 	library, _ := filepath.Abs(filepath.Join("..", "..", "..", "policies", "library"))
 	baseline, _ := filepath.Abs(filepath.Join("..", "..", "..", "policies", "baseline.yaml"))
 	sync, err := revision.New(revision.Options{
@@ -184,46 +208,43 @@ func (f *fleet) startNode(ctx context.Context, node string) {
 	if _, err := sync.Start(ctx); err != nil {
 		b.Fatal(err)
 	}
-	rep, err := nodestate.New(nodestate.Options{
-		Client: px, Node: node, FieldManager: nodestate.ManagerInstaller, Mode: nodestate.ModeThin, Version: "fleet",
+	a, err := agent.New(agent.Options{
+		Plexus: px, Core: core, Node: node, Component: nodestate.ManagerInstaller, Mode: nodestate.ModeThin, Version: "fleet",
 		Install: func() nodestate.Install {
 			return nodestate.Install{ConfigInstalled: true, ConfigPath: "/etc/cni/net.d/00-plexus.conflist", DefaultNetwork: "pod-net"}
 		},
-		Policy: func() *plexusapi.NodePolicy {
-			np := follow.NodePolicy(sync.Name(), sync.State())
-			return &np
-		},
 	})
 	if err != nil {
 		b.Fatal(err)
 	}
-	rec, stop := follow.NewRecorder(core, nodestate.ManagerInstaller, node)
-	context.AfterFunc(ctx, stop)
-	w, err := follow.New(follow.Options{
-		Syncer: sync, Client: px, Recorder: rec, Node: node,
-		OnResult: func(res revision.Result, _ error) {
-			f.receivedAt(node, res.State.ObservedGeneration)
-			rep.Notify()
-		},
-	})
+	err = a.Follow(ctx, sync, func(res revision.Result, _ error) { f.activatedAt(node, res.State.Generation) })
 	if err != nil {
 		b.Fatal(err)
 	}
-	go rep.Run(ctx)
-	go w.Run(ctx)
+	go a.Run(ctx)
 }
 
-func (f *fleet) receivedAt(node string, gen int64) {
+func (f *fleet) receivedAt(node string, gen int64) { f.note(f.received, node, gen) }
+
+func (f *fleet) activatedAt(node string, gen int64) { f.note(f.activated, node, gen) }
+
+func (f *fleet) note(m map[string]map[int64]time.Time, node string, gen int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	m := f.received[node]
-	if m == nil {
-		m = map[int64]time.Time{}
-		f.received[node] = m
+	if m[node] == nil {
+		m[node] = map[int64]time.Time{}
 	}
-	if _, ok := m[gen]; !ok {
-		m[gen] = time.Now()
+	if _, ok := m[node][gen]; !ok {
+		m[node][gen] = time.Now()
 	}
+}
+
+// generationOf reads the generation from a revision's name,
+// GENERATION-DIGEST; 0 for another name.
+func generationOf(rev string) int64 {
+	g, _, _ := strings.Cut(rev, "-")
+	n, _ := strconv.ParseInt(g, 10, 64)
+	return n
 }
 
 // reports follows the PlexusNodes, as one admin tool would: when each

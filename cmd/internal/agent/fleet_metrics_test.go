@@ -1,4 +1,4 @@
-package nodestate_test
+package agent_test
 
 import (
 	"context"
@@ -29,6 +29,9 @@ type sharedEngines struct {
 	m  map[string]*sharedEngine
 	// verifyTime is the last verification's duration.
 	verifyTime time.Duration
+	// started, when set, is told of each verification a node starts, by
+	// the revision's directory.
+	started func(dir string)
 }
 
 type sharedEngine struct {
@@ -56,6 +59,9 @@ func (s *sharedEngines) New(ctx context.Context, cfg policies.Config) (*policies
 }
 
 func (s *sharedEngines) Verify(ctx context.Context, cfg policies.Config, dir string, tests bool, timeout time.Duration) (*policies.Engine, int, error) {
+	if s.started != nil {
+		s.started(dir)
+	}
 	key := "verify\x00" + contentDigest(append(append([]string(nil), cfg.Paths...), dir))
 	if tests {
 		key += "\x00tests"
@@ -165,11 +171,16 @@ func jsonSize(v any) (int, error) {
 
 // report puts the push's figures beside the benchmark's time.
 func (f *fleet) report(b *testing.B, k int, pushed time.Time, r *reports, before, after apiFigures) {
-	var got, rep []time.Time
+	var got, act, rep []time.Time
 	f.mu.Lock()
 	for _, m := range f.received {
 		if t, ok := m[2]; ok {
 			got = append(got, t)
+		}
+	}
+	for _, m := range f.activated {
+		if t, ok := m[2]; ok {
+			act = append(act, t)
 		}
 	}
 	f.mu.Unlock()
@@ -184,6 +195,7 @@ func (f *fleet) report(b *testing.B, k int, pushed time.Time, r *reports, before
 		return
 	}
 	g50, g99, g100 := quantiles(pushed, got)
+	a50, a99, a100 := quantiles(pushed, act)
 	r50, r99, r100 := quantiles(pushed, rep)
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	b.ReportMetric(after.requests-before.requests, "requests/push")
@@ -193,6 +205,9 @@ func (f *fleet) report(b *testing.B, k int, pushed time.Time, r *reports, before
 	b.ReportMetric(ms(g50), "received-p50-ms")
 	b.ReportMetric(ms(g99), "received-p99-ms")
 	b.ReportMetric(ms(g100), "received-p100-ms")
+	b.ReportMetric(ms(a50), "activated-p50-ms")
+	b.ReportMetric(ms(a99), "activated-p99-ms")
+	b.ReportMetric(ms(a100), "activated-p100-ms")
 	b.ReportMetric(ms(r50), "reported-p50-ms")
 	b.ReportMetric(ms(r99), "reported-p99-ms")
 	b.ReportMetric(ms(r100), "reported-p100-ms")
@@ -201,8 +216,8 @@ func (f *fleet) report(b *testing.B, k int, pushed time.Time, r *reports, before
 	b.ReportMetric(float64(size), "plexusnode-bytes")
 	b.ReportMetric(after.rss/(1<<20), "apiserver-rss-MiB")
 	b.Logf("%d nodes: one push: %.0f requests, %.0f AttachmentPolicy watch events (%.0f bytes; object %d bytes), %.0f PlexusNode watch events; "+
-		"received by 50/99/100%% of nodes in %s/%s/%s, reported in their PlexusNodes in %s/%s/%s; one verification %s (shared by content); apiserver RSS %.0f MiB",
+		"received by 50/99/100%% of nodes in %s/%s/%s, activated in %s/%s/%s, reported in their PlexusNodes in %s/%s/%s; one verification %s (shared by content); apiserver RSS %.0f MiB",
 		k, after.requests-before.requests, after.policyEvents-before.policyEvents, after.policyBytes-before.policyBytes, after.policySize,
 		after.nodeEvents-before.nodeEvents, g50.Round(time.Millisecond), g99.Round(time.Millisecond), g100.Round(time.Millisecond),
-		r50.Round(time.Millisecond), r99.Round(time.Millisecond), r100.Round(time.Millisecond), f.engines.lastVerify().Round(time.Millisecond), after.rss/(1<<20))
+		a50.Round(time.Millisecond), a99.Round(time.Millisecond), a100.Round(time.Millisecond), r50.Round(time.Millisecond), r99.Round(time.Millisecond), r100.Round(time.Millisecond), f.engines.lastVerify().Round(time.Millisecond), after.rss/(1<<20))
 }

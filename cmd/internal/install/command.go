@@ -129,13 +129,13 @@ func Run(ctx context.Context, o Options, stderr io.Writer, version string) int {
 	}
 	if cfg != nil {
 		// The node's PlexusNode: what this installer put in place.
-		r, err := in.Reporter(cfg, version)
+		a, err := in.Agent(version)
 		if err != nil {
-			fmt.Fprintf(stderr, "plexusctl install: node state: %v\n", err)
+			fmt.Fprintf(stderr, "plexusctl install: node agent: %v\n", err)
 			return codes.ExitUsage
 		}
 		rctx, stop := context.WithCancel(ctx)
-		defer runReporter(rctx, r)()
+		defer runAgent(rctx, a)()
 		defer stop()
 	}
 	if err := in.Run(ctx); err != nil {

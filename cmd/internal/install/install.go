@@ -20,6 +20,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/plexus-cni/plexus/cmd/internal/agent"
 	"github.com/plexus-cni/plexus/core/api/client/clientset/versioned"
 	"github.com/plexus-cni/plexus/policies/revision"
 )
@@ -69,9 +70,9 @@ type Options struct {
 	// PolicyObject names the AttachmentPolicy the node follows: its
 	// verified revisions are kept in PolicyDir, the plugin's config names
 	// the library and the active one (policies/revision), and the
-	// revision in force goes into the node's PlexusNode through Plexus.
-	// PolicyDefaults stand in for a
-	// revision until one is activated (PolicyDir's baseline.yaml unless set).
+	// revision in force goes into the node's PlexusNode (Agent).
+	// PolicyDefaults stand in for a revision until one is activated
+	// (PolicyDir's baseline.yaml unless set).
 	PolicyObject   string
 	PolicyDefaults []string
 	// ExtensionsSrcDir holds extension modules as the extension images'
@@ -225,6 +226,9 @@ type Installer struct {
 	seen observation
 	// policy follows PolicyObject once Run has started it.
 	policy atomic.Pointer[revision.Syncer]
+	// agent reports the node and follows PolicyObject (Agent); nil
+	// without the API.
+	agent *agent.Agent
 	// ext are the extension modules to install; extState what was.
 	ext      []extModule
 	extState extState

@@ -8,10 +8,8 @@ import (
 	"reflect"
 	"sync"
 
-	"k8s.io/client-go/rest"
-
+	"github.com/plexus-cni/plexus/cmd/internal/agent"
 	"github.com/plexus-cni/plexus/cmd/internal/nodestate"
-	"github.com/plexus-cni/plexus/core/api/client/clientset/versioned"
 	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
 	"github.com/plexus-cni/plexus/core/config"
 )
@@ -70,34 +68,33 @@ func (in *Installer) binDirs() []string {
 	return append(dirs, in.o.BinDir)
 }
 
-// Reporter is the thin installer's PlexusNode reporter, authenticated as
-// the installer's API client is.
-func (in *Installer) Reporter(cfg *rest.Config, version string) (*nodestate.Reporter, error) {
-	cs, err := versioned.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	r, err := nodestate.New(nodestate.Options{
-		Client: cs, Node: in.o.NodeName, FieldManager: nodestate.ManagerInstaller,
+// Agent is the thin node's agent (cmd/internal/agent), authenticated as
+// the installer's API clients are: it reports what the installer puts in
+// place and follows PolicyObject once Run has put its revision in force.
+// Call it before Run.
+func (in *Installer) Agent(version string) (*agent.Agent, error) {
+	a, err := agent.New(agent.Options{
+		Plexus: in.o.Plexus, Core: in.o.Client, Node: in.o.NodeName, Component: nodestate.ManagerInstaller,
 		Mode: nodestate.ModeThin, Version: version, Install: in.Observed, Log: in.o.Log,
 		Policy: in.NodePolicy, Extensions: in.NodeExtensions, Settings: in.NodeSettings,
 	})
 	if err != nil {
 		return nil, err
 	}
-	in.NotifyOnChange(r.Notify)
-	return r, nil
+	in.agent = a
+	in.NotifyOnChange(a.Notify)
+	return a, nil
 }
 
 // NotifyOnChange sets OnChange; call it before Run.
 func (in *Installer) NotifyOnChange(f func()) { in.o.OnChange = f }
 
-// runReporter runs r beside the installer until ctx ends.
-func runReporter(ctx context.Context, r *nodestate.Reporter) (wait func()) {
+// runAgent runs a beside the installer until ctx ends.
+func runAgent(ctx context.Context, a *agent.Agent) (wait func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		r.Run(ctx)
+		a.Run(ctx)
 	}()
 	return func() { <-done }
 }

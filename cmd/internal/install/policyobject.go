@@ -7,9 +7,6 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"k8s.io/client-go/tools/record"
-
-	"github.com/plexus-cni/plexus/cmd/internal/nodestate"
 	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
 	"github.com/plexus-cni/plexus/policies"
 	"github.com/plexus-cni/plexus/policies/follow"
@@ -104,19 +101,11 @@ func (in *Installer) startPolicyObject(ctx context.Context) error {
 	}
 	in.o.Log.Info("policy in force", "object", in.o.PolicyObject, "source", res.State.Source, "revision", res.State.Revision)
 	in.policy.Store(s)
-	w, err := follow.New(follow.Options{
-		Syncer: s, Client: in.o.Plexus, Recorder: in.recorder(ctx), Node: in.o.NodeName, Log: in.o.Log,
-		OnResult: func(revision.Result, error) {
-			if in.o.OnChange != nil {
-				in.o.OnChange()
-			}
-		},
-	})
-	if err != nil {
-		return err
+	if in.agent == nil {
+		in.o.Log.Warn("no node agent: the policy in force stays until the installer restarts", "object", in.o.PolicyObject)
+		return nil
 	}
-	go w.Run(ctx)
-	return nil
+	return in.agent.Follow(ctx, s, nil)
 }
 
 // uninstallPolicyObject removes the revisions kept for the object.
@@ -142,15 +131,4 @@ func (in *Installer) NodePolicy() *plexusapi.NodePolicy {
 		return &plexusapi.NodePolicy{Source: "files"}
 	}
 	return nil
-}
-
-// recorder records the policy's Events on the node's PlexusNode until ctx
-// ends; nil without a client for Events.
-func (in *Installer) recorder(ctx context.Context) record.EventRecorder {
-	if in.o.Client == nil {
-		return nil
-	}
-	r, stop := follow.NewRecorder(in.o.Client, nodestate.ManagerInstaller, in.o.NodeName)
-	context.AfterFunc(ctx, stop)
-	return r
 }

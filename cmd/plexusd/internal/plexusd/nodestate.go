@@ -8,66 +8,78 @@ import (
 	"github.com/containernetworking/cni/libcni"
 	"github.com/containernetworking/cni/pkg/types"
 
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/plexus-cni/plexus/cmd/internal/agent"
 	"github.com/plexus-cni/plexus/cmd/internal/install"
 	"github.com/plexus-cni/plexus/cmd/internal/nodestate"
 	"github.com/plexus-cni/plexus/core/api/client/clientset/versioned"
 	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
-	"github.com/plexus-cni/plexus/core/source/kube"
 	"github.com/plexus-cni/plexus/extensions"
 )
 
-// reportNode publishes this node's PlexusNode from what the config
-// installer finds (in; nil without one) and the delegates plexusd was
-// asked to run, until ctx ends. Only with the Kubernetes source: the manifests source has no API
-// to write to.
-func (d *Daemon) reportNode(ctx context.Context, in *install.Installer) error {
-	if d.cache == nil {
-		return nil
-	}
-	rc, err := kube.Config(d.conf.Kubeconfig)
+// newAgent builds the node agent (cmd/internal/agent) on the Kubernetes
+// source's API: it follows the AttachmentPolicy once the policy stage
+// asks it to, and publishes this node's PlexusNode from what the config
+// installer finds and the delegates plexusd was asked to run.
+func (d *Daemon) newAgent(rc *rest.Config) error {
+	rc = rest.CopyConfig(rc)
+	rc.UserAgent = "plexusd"
+	px, err := versioned.NewForConfig(rc)
 	if err != nil {
 		return err
 	}
-	rc.UserAgent = "plexusd"
-	cs, err := versioned.NewForConfig(rc)
+	core, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return err
 	}
 	seen := &delegateTypes{}
-	observed := func() nodestate.Install {
-		if in == nil {
-			return nodestate.Install{}
-		}
-		return in.Observed()
-	}
-	r, err := nodestate.New(nodestate.Options{
-		Client: cs, Node: d.o.NodeName, FieldManager: nodestate.ManagerPlexusd,
+	a, err := agent.New(agent.Options{
+		Plexus: px, Core: core, Node: d.o.NodeName, Component: nodestate.ManagerPlexusd,
 		Mode: nodestate.ModeThick, Version: d.o.Version, Log: d.o.Log,
 		Install: func() nodestate.Install {
-			st := observed()
+			st := d.observed()
 			st.Plugins = append(st.Plugins, seen.list()...)
 			return st
 		},
 		Extensions: d.nodeExtensions,
 		Policy:     d.NodePolicy,
 		Settings: func() *plexusapi.NodeSettings {
-			return nodestate.Settings(d.conf, observed().DefaultNetworkFile)
+			return nodestate.Settings(d.conf, d.observed().DefaultNetworkFile)
 		},
 	})
 	if err != nil {
 		return err
 	}
-	seen.notify = r.Notify
-	d.nodeState, d.delegates = r, seen
-	notify := r.Notify
-	d.policyChanged.Store(&notify)
-	if in != nil {
-		in.NotifyOnChange(r.Notify)
-	} else {
-		r.Notify() // no installer pass to wait for
-	}
-	go r.Run(ctx)
+	seen.notify = a.Notify
+	d.agent, d.delegates = a, seen
 	return nil
+}
+
+// observed is what the config installer found on its last pass; nothing
+// without one.
+func (d *Daemon) observed() nodestate.Install {
+	if in := d.installed.Load(); in != nil {
+		return in.Observed()
+	}
+	return nodestate.Install{}
+}
+
+// reportNode runs the node agent until ctx ends, reporting what in (nil
+// without an installer) installs. Only with the Kubernetes source: the
+// manifests source has no API to write to.
+func (d *Daemon) reportNode(ctx context.Context, in *install.Installer) {
+	if d.agent == nil {
+		return
+	}
+	if in != nil {
+		d.installed.Store(in)
+		in.NotifyOnChange(d.agent.Notify)
+	} else {
+		d.agent.Notify() // no installer pass to wait for
+	}
+	go d.agent.Run(ctx)
 }
 
 // nodeExtensions reports the extension host's modules; the host is built

@@ -20,11 +20,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/client-go/rest"
 
+	"github.com/plexus-cni/plexus/cmd/internal/agent"
 	"github.com/plexus-cni/plexus/cmd/internal/cniplugin"
 	"github.com/plexus-cni/plexus/cmd/internal/cri"
 	"github.com/plexus-cni/plexus/cmd/internal/daemon"
 	"github.com/plexus-cni/plexus/cmd/internal/install"
-	"github.com/plexus-cni/plexus/cmd/internal/nodestate"
 	"github.com/plexus-cni/plexus/cmd/internal/stages"
 	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
 	"github.com/plexus-cni/plexus/core/codes"
@@ -102,16 +102,15 @@ type Daemon struct {
 	cri      *cri.Client  // the runtime's CRI, once dynamic attachments or GC need it
 	rest     *rest.Config // the API's, when Kubernetes is the source
 	policy   *reloadingPolicy
-	// policyChanged, once the PlexusNode reporter runs, is its Notify:
-	// the policy watch calls it after each attempt.
-	policyChanged atomic.Pointer[func()]
 	// ext lists the extension modules and their states; nil without any.
 	ext     moduleLister
 	closers []func()
 
-	// nodeState publishes the node's PlexusNode (with InstallConfig and
-	// the Kubernetes source); Notify it after changing what it reports.
-	nodeState *nodestate.Reporter
+	// agent follows the AttachmentPolicy and publishes the node's
+	// PlexusNode, with the Kubernetes source; installed is the config
+	// installer whose passes it reports, once one runs.
+	agent     *agent.Agent
+	installed atomic.Pointer[install.Installer]
 	delegates *delegateTypes
 }
 
@@ -178,6 +177,9 @@ func (d *Daemon) buildSource(ctx context.Context) error {
 		return errors.New("plexusd needs the node name (--node-name or NODE_NAME) to cache this node's pods")
 	}
 	d.rest = rc
+	if err := d.newAgent(rc); err != nil {
+		return fmt.Errorf("node agent: %w", err)
+	}
 	c, err := cached.New(ctx, rc, d.o.NodeName, kube.Options{CallTimeout: time.Duration(d.conf.APITimeout), Budget: time.Duration(d.conf.APIBudget), Component: "plexusd", NodeName: d.o.NodeName, Log: d.o.Log})
 	if err != nil {
 		return err
@@ -223,7 +225,9 @@ func (d *Daemon) authorizer(ctx context.Context, pc policies.Config) (pipeline.A
 	d.policy = rp
 	if rp.sync == nil {
 		go rp.watch(ctx, d.o.PolicyPoll)
-	} else if err := d.watchPolicyObject(ctx, rp); err != nil {
+	} else if d.agent == nil {
+		d.o.Log.Warn("policy object configured but no Kubernetes API: the node's last revision (or the default policy) stays in force", "object", rp.sync.Name())
+	} else if err := d.agent.Follow(ctx, rp.sync, rp.observe); err != nil {
 		return nil, err
 	}
 	return countingAuthorizer{Authorizer: rp, m: d.m}, nil
@@ -294,7 +298,7 @@ func (d *Daemon) serve(ctx context.Context) error {
 	} else {
 		// The policy in force and the extensions are reported without
 		// the installer; the config shows as not installed by plexus.
-		err = d.reportNode(ctx, nil)
+		d.reportNode(ctx, nil)
 	}
 	if err != nil {
 		ln.Close()
@@ -368,9 +372,7 @@ func (d *Daemon) startInstaller(ctx context.Context) (wait func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("CNI config installer: %w", err)
 	}
-	if err := d.reportNode(ctx, in); err != nil {
-		return nil, fmt.Errorf("node state: %w", err)
-	}
+	d.reportNode(ctx, in)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -13,9 +13,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
-	"github.com/plexus-cni/plexus/core/api/client/clientset/versioned"
 	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
 	"github.com/plexus-cni/plexus/core/pipeline"
 	"github.com/plexus-cni/plexus/policies"
@@ -108,40 +106,6 @@ func (r *reloadingPolicy) observe(res revision.Result, err error) {
 	r.m.policyReloads.WithLabelValues("ok").Inc()
 	r.m.policyRevision.Reset()
 	r.m.policyRevision.WithLabelValues(r.sync.Name(), res.State.Source, res.State.Revision).Set(1)
-}
-
-// watchPolicyObject follows the AttachmentPolicy through the API, when
-// plexusd has one; without it the state directory's revision stays.
-func (d *Daemon) watchPolicyObject(ctx context.Context, rp *reloadingPolicy) error {
-	if d.rest == nil {
-		d.o.Log.Warn("policy object configured but no Kubernetes API: the node's last revision (or the default policy) stays in force", "object", rp.sync.Name())
-		return nil
-	}
-	pc, err := versioned.NewForConfig(d.rest)
-	if err != nil {
-		return fmt.Errorf("policy object: %w", err)
-	}
-	cs, err := kubernetes.NewForConfig(d.rest)
-	if err != nil {
-		return fmt.Errorf("policy object: %w", err)
-	}
-	rec, stop := follow.NewRecorder(cs, "plexusd", d.o.NodeName)
-	context.AfterFunc(ctx, stop)
-	w, err := follow.New(follow.Options{
-		Syncer: rp.sync, Client: pc, Recorder: rec, Node: d.o.NodeName,
-		OnResult: func(res revision.Result, err error) {
-			rp.observe(res, err)
-			if notify := d.policyChanged.Load(); notify != nil {
-				(*notify)()
-			}
-		},
-		Log: d.o.Log,
-	})
-	if err != nil {
-		return err
-	}
-	go w.Run(ctx)
-	return nil
 }
 
 // NodePolicy is the node's policy in force, as PlexusNode reports it.

@@ -1,0 +1,125 @@
+// Package agent is the node agent both modes run: plexusd beside its
+// socket (thick), the installer beside the config it keeps (thin). It
+// follows the AttachmentPolicy the node's config names, recording each
+// attempt as an Event on the node's PlexusNode, and reports the node in
+// that PlexusNode. What differs between the modes (where revisions live,
+// what the node installed, its extension modules) comes in as providers.
+package agent
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync/atomic"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/plexus-cni/plexus/cmd/internal/nodestate"
+	"github.com/plexus-cni/plexus/core/api/client/clientset/versioned"
+	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
+	"github.com/plexus-cni/plexus/policies/follow"
+	"github.com/plexus-cni/plexus/policies/revision"
+)
+
+// Options configure an Agent.
+type Options struct {
+	// Plexus writes the PlexusNode and reads the AttachmentPolicy; Core
+	// records Events (nil records none).
+	Plexus versioned.Interface
+	Core   kubernetes.Interface
+	// Node names the node; Component is the agent's field manager and
+	// the Events' source (nodestate.ManagerPlexusd or ManagerInstaller).
+	Node      string
+	Component string
+	// Mode and Version are reported as they are.
+	Mode    string
+	Version string
+	// Install, Extensions and Settings report what the node installed,
+	// its modules and the settings that decide a plan (nodestate.Options).
+	Install    func() nodestate.Install
+	Extensions func() []plexusapi.NodeExtension
+	Settings   func() *plexusapi.NodeSettings
+	// Policy reports the policy in force when no object is followed
+	// (files only); nil reports none.
+	Policy func() *plexusapi.NodePolicy
+	Log    *slog.Logger
+}
+
+// Agent follows a node's policy object and reports the node.
+type Agent struct {
+	o        Options
+	reporter *nodestate.Reporter
+	recorder record.EventRecorder
+	stop     func()
+	// syncer is the followed object's, set once by Follow, which may run
+	// after Run started.
+	syncer atomic.Pointer[revision.Syncer]
+}
+
+// New builds the agent's reporter and event recorder; nothing is written
+// before Run.
+func New(o Options) (*Agent, error) {
+	if o.Plexus == nil {
+		return nil, errors.New("node agent: no API client")
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	a := &Agent{o: o, stop: func() {}}
+	r, err := nodestate.New(nodestate.Options{
+		Client: o.Plexus, Node: o.Node, FieldManager: o.Component, Mode: o.Mode, Version: o.Version,
+		Install: o.Install, Extensions: o.Extensions, Settings: o.Settings, Policy: a.policy, Log: o.Log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.reporter = r
+	if o.Core != nil {
+		a.recorder, a.stop = follow.NewRecorder(o.Core, o.Component, o.Node)
+	}
+	return a, nil
+}
+
+// policy is the followed object's revision in force, else the provider's.
+func (a *Agent) policy() *plexusapi.NodePolicy {
+	if s := a.syncer.Load(); s != nil {
+		np := follow.NodePolicy(s.Name(), s.State())
+		return &np
+	}
+	if a.o.Policy != nil {
+		return a.o.Policy()
+	}
+	return nil
+}
+
+// Notify asks for the PlexusNode to be assembled again (nodestate).
+func (a *Agent) Notify() { a.reporter.Notify() }
+
+// Follow watches the object s follows until ctx ends; onResult sees each
+// attempt before the PlexusNode reports it. A node follows one object.
+func (a *Agent) Follow(ctx context.Context, s *revision.Syncer, onResult func(revision.Result, error)) error {
+	if !a.syncer.CompareAndSwap(nil, s) {
+		return errors.New("node agent: already follows a policy object")
+	}
+	w, err := follow.New(follow.Options{
+		Syncer: s, Client: a.o.Plexus, Recorder: a.recorder, Node: a.o.Node, Log: a.o.Log,
+		OnResult: func(res revision.Result, err error) {
+			if onResult != nil {
+				onResult(res, err)
+			}
+			a.reporter.Notify()
+		},
+	})
+	if err != nil {
+		return err
+	}
+	go w.Run(ctx)
+	return nil
+}
+
+// Run reports the node until ctx ends, then stops the event recorder.
+func (a *Agent) Run(ctx context.Context) {
+	defer a.stop()
+	a.reporter.Run(ctx)
+}
