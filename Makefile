@@ -22,7 +22,7 @@ REF_PLUGINS := \
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 EXT_BIN := $(BIN)/extensions
 
-.PHONY: all build plugins demo test test-unit fuzz bench lint clean
+.PHONY: all build plugins demo test test-unit test-core test-policies test-extensions test-cmd test-node fuzz bench lint clean
 all: build
 
 ## build: plexus binaries, the reference plugins, cnitool and the example
@@ -84,6 +84,37 @@ fuzz:
 ## test-unit: tests that need neither root nor a control plane
 test-unit:
 	$(GO) test -count=1 ./core/... ./cmd/... ./policies/... ./extensions/...
+
+# Per-area targets: each runs one part's tests and builds only what they
+# need. RUN narrows them to the tests matching a go test -run pattern:
+# make test-node RUN=TestRuntimes.
+RUN ?=
+
+## test-core: core's tests (./core/...)
+test-core:
+	$(GO) test -count=1 -run '$(RUN)' ./core/...
+
+## test-policies: the policy packages' tests (./policies/...)
+test-policies:
+	$(GO) test -count=1 -run '$(RUN)' ./policies/...
+
+## test-extensions: the extension host's tests (./extensions/...; the
+## example modules, a module of their own, are built by the tests)
+test-extensions:
+	$(GO) test -count=1 -run '$(RUN)' ./extensions/...
+
+## test-cmd: the binaries' tests (./cmd/...), some on a control plane
+# PLEXUS_E2E=1 makes a missing kube-apiserver or etcd a failure, as in
+# make test, rather than a skip.
+test-cmd: k8s-bins
+	PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 $(GO) test -count=1 -run '$(RUN)' ./cmd/...
+
+## test-node: the real-node suite (tests/node): kubelet on containerd 1.6,
+## and TestRuntimes on containerd 2.x and CRI-O too (needs root, 10+ min)
+# As in make test: one package, a 30-minute bound. make test-runtimes
+# runs the runtime-facing tests again on each runtime.
+test-node: build k8s-bins node-bins node-deps runtimes pause-image image
+	PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 $(GO) test -p 1 -count=1 -timeout 30m -run '$(RUN)' ./tests/node/
 
 ## bench: benchmarks (numbers go to docs/performance.md)
 bench: build k8s-bins node-bins node-deps pause-image multus

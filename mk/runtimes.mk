@@ -111,7 +111,7 @@ runtimes-clean:
 # calls and their order, restarts, sandbox status, device and Multus pods,
 # deploy/thick's mounts of the runtime's socket and netns directory)
 # run again on containerd 2.x and on CRI-O; the whole suite, with
-# TestContainerd2 and TestCRIO (each runtime's differences), runs on
+# TestRuntimes (each runtime's differences), runs on
 # containerd 1.6 in `make test`'s first pass. containerd 2.x also runs
 # extension images as image volumes, thick and thin, which containerd 1.6
 # cannot mount.

@@ -4,76 +4,18 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
-	"testing"
 )
 
-// Runtime is the container runtime a node runs under kubelet.
-type Runtime string
+// containerd2 is containerd 2.x (Containerd2): configured, started and
+// inspected as containerd 1.6 is but for its config's format, its
+// binaries and what it does for CNI 1.1.0. It takes runc and, to import
+// images, ctr from Debian (containerd.hostBins).
+type containerd2 struct{ containerd }
 
-const (
-	// Containerd is Debian's containerd 1.6 with its runc shim.
-	Containerd Runtime = "containerd"
-	// Containerd2 is containerd 2.x and its runc shim, built from the Go
-	// module pinned in tools/containerd2 (`make runtimes`), on Debian's
-	// runc.
-	Containerd2 Runtime = "containerd2"
-	// CRIO is CRI-O, built from the Go module pinned in tools/crio with
-	// its pinns and copyimg (`make runtimes`), on Debian's conmon and runc
-	// (crio.go).
-	CRIO Runtime = "crio"
-)
+func (containerd2) Name() Runtime { return Containerd2 }
 
-// RuntimeEnv selects the runtime of nodes whose Options.Runtime is empty:
-// "containerd" (the default), "containerd2" or "crio".
-const RuntimeEnv = "PLEXUS_RUNTIME"
-
-// runtimeOf is opts' runtime, else RuntimeEnv's, else Containerd.
-func runtimeOf(opts Options) (Runtime, error) {
-	r := opts.Runtime
-	if r == "" {
-		r = Runtime(os.Getenv(RuntimeEnv))
-	}
-	switch r {
-	case "":
-		return Containerd, nil
-	case Containerd, Containerd2, CRIO:
-		return r, nil
-	}
-	return "", fmt.Errorf("%s=%q: want %q, %q or %q", RuntimeEnv, r, Containerd, Containerd2, CRIO)
-}
-
-// runtimeBins are the binaries of runtime r that `make runtimes` builds
-// into BinDir (Debian's containerd comes from PATH).
-func runtimeBins(r Runtime) []string {
-	switch r {
-	case Containerd2:
-		return []string{"containerd2", "containerd2-shim-runc-v2"}
-	case CRIO:
-		return []string{"crio", "pinns", "crio-copyimg"}
-	}
-	return nil
-}
-
-// hostBinsOf are the binaries runtime r needs from Debian (`make
-// node-deps`): containerd 2.x uses Debian's runc and, to import images,
-// ctr; CRI-O uses conmon and runc.
-func hostBinsOf(r Runtime) []string {
-	if r == CRIO {
-		return []string{"conmon", "runc"}
-	}
-	return hostBins
-}
-
-// containerdPath is the daemon the node runs.
-func (n *Node) containerdPath(t testing.TB) string {
-	switch n.Runtime {
-	case Containerd2:
-		return filepath.Join(n.binDir, "containerd2")
-	case CRIO:
-		return filepath.Join(n.binDir, "crio")
-	}
-	return mustLookPath(t, "containerd")
+func (containerd2) bins() []string {
+	return []string{"containerd2", "containerd2-shim-runc-v2"}
 }
 
 // containerd2Config is containerd 2.x's whole configuration, in the
@@ -127,7 +69,7 @@ disabled_plugins = [
         Root = %[9]q
 `
 
-func (n *Node) writeContainerd2Config() error {
+func (containerd2) writeConfig(n *Node) error {
 	snap, err := snapshotter(n.Dir)
 	if err != nil {
 		return err
@@ -140,14 +82,21 @@ func (n *Node) writeContainerd2Config() error {
 	return os.WriteFile(filepath.Join(n.Dir, "containerd.toml"), []byte(conf), 0o644)
 }
 
-// logRuntimeVersion logs the CRI's name and version of the runtime, so a
-// test's output says which runtime it ran on.
-func (n *Node) logRuntimeVersion() {
-	n.t.Helper()
-	out, err := n.Crictl(n.t.Context(), "version")
-	if err != nil {
-		n.t.Logf("node %s: %v", n.Name, err)
-		return
+func (containerd2) command(n *Node, debug bool) (string, []string, []string, error) {
+	return filepath.Join(n.binDir, "containerd2"), containerdArgs(n, debug), nil, nil
+}
+
+// traits: containerd 2.x takes 1.1.0 configs and sends STATUS for them
+// (CNIStatus), but no GC.
+func (containerd2) traits() traits {
+	return traits{
+		delAtRemoval:   true,
+		infraContainer: true,
+		imageVolumes:   true,
+		skips: map[string]string{
+			"DELWithCachedConfig": containerdDELReason,
+			"CheckAfterAdd":       containerdCheckReason,
+			"CheckAfterAddThick":  containerdCheckReason,
+		},
 	}
-	n.t.Logf("node %s on %s:\n%s", n.Name, n.Runtime, strings.TrimSpace(out))
 }

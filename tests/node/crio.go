@@ -14,6 +14,15 @@ import (
 	"github.com/plexus-cni/plexus/tests/harness"
 )
 
+// crio is CRI-O (CRIO), with Debian's conmon and runc.
+type crio struct{}
+
+func (crio) Name() Runtime { return CRIO }
+
+func (crio) bins() []string { return []string{"crio", "pinns", "crio-copyimg"} }
+
+func (crio) hostBins() []string { return []string{"conmon", "runc"} }
+
 // crioConfig is CRI-O's whole configuration: its storage (root, runroot),
 // its run-time state, the namespaces pinns pins, runc's state, the CNI
 // directories and the pause image are all under the node's directory or
@@ -95,7 +104,7 @@ func (n *Node) crioDir(elem ...string) string {
 	return filepath.Join(append([]string{n.Dir, "crio"}, elem...)...)
 }
 
-func (n *Node) writeCRIOConfig() error {
+func (crio) writeConfig(n *Node) error {
 	driver, err := n.crioStorageDriver()
 	if err != nil {
 		return err
@@ -138,14 +147,14 @@ func (n *Node) writeCRIOConfig() error {
 	return os.WriteFile(n.crioDir("crio.conf"), []byte(conf), 0o644)
 }
 
-// crioArgs are CRI-O's command line: its config, and an empty drop-in
-// directory in place of the host's /etc/crio/crio.conf.d.
-func (n *Node) crioArgs(debug bool) []string {
+// command is CRI-O with its config and, in place of the host's
+// /etc/crio/crio.conf.d, an empty drop-in directory.
+func (crio) command(n *Node, debug bool) (string, []string, []string, error) {
 	args := []string{"--config", n.crioDir("crio.conf"), "--config-dir", n.crioDir("conf.d")}
 	if debug {
 		args = append(args, "--log-level", "debug")
 	}
-	return args
+	return filepath.Join(n.binDir, "crio"), args, n.crioEnv(), nil
 }
 
 // crioEnv points containers/image and containers/storage at the node's
@@ -158,11 +167,18 @@ func (n *Node) crioEnv() []string {
 	}
 }
 
-// crioImportImage copies an image archive (an OCI layout in a tar, as
-// tools/image writes, with one image) into CRI-O's containers/storage under name, with
-// CRI-O's own copyimg (`make runtimes`): what `podman load` would do on a
-// node. The store takes its locks, so CRI-O may be running.
-func (n *Node) crioImportImage(archive, name string) error {
+// importImage copies an image archive (an OCI layout in a tar, as
+// tools/image writes, with one image) into CRI-O's containers/storage
+// under name, else the archive's own, with CRI-O's own copyimg (`make
+// runtimes`): what `podman load` would do on a node. The store takes its
+// locks, so CRI-O may be running.
+func (crio) importImage(n *Node, archive, name string) error {
+	if name == "" {
+		var err error
+		if name, err = imageName(archive); err != nil {
+			return err
+		}
+	}
 	driver, err := n.crioStorageDriver()
 	if err != nil {
 		return err
@@ -204,7 +220,7 @@ func imageName(archive string) (string, error) {
 // reload of the conf dir, from its log: every reload logs "Found CNI
 // network NAME (type=TYPE) at FILE" for each config and then "Updated
 // default CNI network name to NAME". CRI-O's CRI Status carries no CNI
-// config (containerd's does: loadedNetwork).
+// config (containerd's does: containerd.loadedNetwork).
 type crioNetwork struct {
 	name  string
 	files map[string]string // network name -> config file
@@ -268,9 +284,9 @@ func logMsg(line string) string {
 	return v
 }
 
-// crioLoadedNetwork is loadedNetwork for CRI-O: the default network of
-// its latest reload and the bytes of the file it came from.
-func (n *Node) crioLoadedNetwork() (string, []byte, error) {
+// loadedNetwork is the default network of CRI-O's latest reload and the
+// bytes of the file it came from.
+func (crio) loadedNetwork(_ context.Context, n *Node) (string, []byte, error) {
 	nw, _, err := n.crioReloads(0)
 	if err != nil || nw == nil || nw.name == "" {
 		return "", nil, err
@@ -282,11 +298,13 @@ func (n *Node) crioLoadedNetwork() (string, []byte, error) {
 	return nw.name, data, nil
 }
 
-// crioUses reads CRI-O's reloads after the log's current end (taken
-// before the write), since its CRI status names no network.
-func (n *Node) crioUses(file, network string) cniUse {
+// uses reads CRI-O's reloads after the log's current end (taken before
+// the write), since its CRI status names no network.
+func (crio) uses(n *Node, file string, _ []byte, network string) (cniUse, error) {
 	_, offset, err := n.crioReloads(0)
-	harness.Must(n.t, err)
+	if err != nil {
+		return nil, fmt.Errorf("CRI-O's log: %w", err)
+	}
 	return func(context.Context) (bool, string) {
 		nw, _, err := n.crioReloads(offset)
 		if err != nil || nw == nil {
@@ -294,13 +312,25 @@ func (n *Node) crioUses(file, network string) cniUse {
 		}
 		ok := nw.name == network && nw.files[network] == filepath.Join(n.ConfDir, file)
 		return ok, fmt.Sprintf("it uses %q from %v", nw.name, nw.files)
-	}
+	}, nil
 }
 
-// crioMonitorPIDs are the conmon processes of this node's containers:
-// CRI-O starts one per container, outside its process group, with the
+// netnsDir is namespaces_dir's netns, where pinns pins them.
+func (crio) netnsDir(n *Node) string { return n.crioDir("run", "netns") }
+
+// cniSetupLines: CRI-O logs "Adding pod NS_NAME to CNI network" before the
+// ADD and "Checking pod NS_NAME for CNI network" before the CHECK it runs
+// right after (it brings loopback up itself, without a plugin).
+func (crio) cniSetupLines(_, namespace, name string) (string, string, func(string) bool) {
+	pod := namespace + "_" + name
+	return `msg="Adding pod ` + pod + ` to CNI network `, `msg="Checking pod ` + pod + ` for CNI network `,
+		func(string) bool { return true }
+}
+
+// monitorPIDs are the conmon processes of this node's containers: CRI-O
+// starts one per container, outside its process group, with the
 // container's directories under the node's on its command line.
-func (n *Node) crioMonitorPIDs() []int {
+func (crio) monitorPIDs(n *Node) []int {
 	var out []int
 	for _, p := range procCmdlines() {
 		argv0, _, _ := strings.Cut(p.cmdline, "\x00")
@@ -309,4 +339,19 @@ func (n *Node) crioMonitorPIDs() []int {
 		}
 	}
 	return out
+}
+
+// traits: CRI-O checks every ADD, sends one DEL per sandbox with the ADD's
+// config, collects garbage at start and runs no infra container
+// (drop_infra_ctr).
+func (crio) traits() traits {
+	return traits{
+		delFromCache:  true,
+		gcAtStart:     true,
+		mapsHostPorts: true,
+		skips: map[string]string{
+			"CNIStatus": "CRI-O sends STATUS only until its CNI plugin first becomes ready after a start " +
+				"(cnimgr's pollUntilReady): a plexusd outage later leaves the node Ready",
+		},
+	}
 }

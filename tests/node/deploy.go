@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -134,15 +133,6 @@ func (d *Deployment) ShareRuntimeSocket(t *testing.T) {
 		t.Fatalf("bind %s on %s: %v", d.n.Socket, target, err)
 	}
 	t.Cleanup(func() { _ = syscall.Unmount(target, syscall.MNT_DETACH) })
-}
-
-// NetnsDir is where containerd mounts sandbox network namespaces: its CRI
-// plugin's state directory's netns (netns_mounts_under_state_dir).
-func (n *Node) NetnsDir() string {
-	if n.Runtime == CRIO {
-		return n.crioDir("run", "netns")
-	}
-	return filepath.Join(n.Dir, "state", "io.containerd.grpc.v1.cri", "netns")
 }
 
 // relocate rewrites the rendered objects for this node:
@@ -638,28 +628,6 @@ func (n *Node) ContainerLogs(namespace, prefix string) string {
 		fmt.Fprintf(&b, "--- %s ---\n%s\n", rel, kubeenv.Tail(f, 30))
 	}
 	return b.String()
-}
-
-// ImportImage imports an image archive into the node's containerd, in the
-// CRI's namespace (k8s.io), unpacked for its snapshotter: what `ctr -n
-// k8s.io images import` does on a node, so pods run it without a pull.
-func (n *Node) ImportImage(t testing.TB, archive string) {
-	t.Helper()
-	if n.Runtime == CRIO {
-		name, err := imageName(archive)
-		harness.Must(t, err)
-		harness.Must(t, n.crioImportImage(archive, name))
-		return
-	}
-	snap, err := snapshotter(n.Dir)
-	harness.Must(t, err)
-	ctr, err := lookPath("ctr")
-	harness.Must(t, err)
-	out, err := exec.Command(ctr, "--address", n.Socket, "--namespace", "k8s.io",
-		"images", "import", "--snapshotter", snap, archive).CombinedOutput()
-	if err != nil {
-		t.Fatalf("ctr images import %s: %v: %s", archive, err, out)
-	}
 }
 
 // WaitLog waits until a log file kubelet wrote for container of the pod

@@ -35,7 +35,7 @@ func newVendor(t *testing.T) (v *vendor, delivery string) {
 	rt, err := runtimeOf(Options{})
 	harness.Must(t, err)
 	delivery = "init-container"
-	if rt == Containerd2 {
+	if rt.traits().imageVolumes {
 		delivery = "image-volume"
 	}
 	binDir, err := kubeenv.DefaultBinDir()

@@ -51,10 +51,10 @@ func TestThickGCCollectsLostSandbox(t *testing.T) {
 	// The DELs of the pod's deletion and of its sandbox's removal go to
 	// the default network alone: plexus never hears of them.
 	n.InstallDefault(w)
-	if n.Runtime == CRIO {
+	if n.rt.traits().delFromCache {
 		// CRI-O sends DEL with the config the ADD used, from its libcni
-		// cache (TestCRIO/DELWithCachedConfig): without the cache entry
-		// it falls back to the current one.
+		// cache (TestRuntimes/crio/DELWithCachedConfig): without the
+		// cache entry it falls back to the current one.
 		RemoveCNICacheEntries(t, lostSB.ID)
 	}
 	harness.Must(t, n.Client.CoreV1().Pods(ns).Delete(t.Context(), "pod-lost", metav1.DeleteOptions{}))

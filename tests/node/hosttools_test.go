@@ -67,7 +67,7 @@ func assertHostToolsAndHostPort(t *testing.T, n *Node, d *Deployment, w *harness
 	stop()
 	// CRI-O maps host ports itself and passes no portMappings to CNI; the
 	// other runtimes leave it to the default network's portmap.
-	if n.Runtime != CRIO && natBefore == portmapChains(t) {
+	if !n.rt.traits().mapsHostPorts && natBefore == portmapChains(t) {
 		t.Errorf("portmap added no DNAT chain for the pod's hostPort")
 	}
 	n.DeletePod(nsName, "hostport")

@@ -57,7 +57,7 @@ type Options struct {
 	// each sandbox's CNI setup (SandboxCNITime).
 	ContainerdDebug bool
 	// Runtime is the container runtime. Empty: RuntimeEnv's, else
-	// Containerd (containerd2.go).
+	// Containerd (runtime.go).
 	Runtime Runtime
 }
 
@@ -65,8 +65,8 @@ type Options struct {
 type Node struct {
 	t    testing.TB
 	Name string
-	// Runtime is the container runtime kubelet runs on.
-	Runtime Runtime
+	// rt is the container runtime kubelet runs on.
+	rt runtime
 	// Dir is the node's scratch directory (short: unix socket paths are
 	// limited to 108 bytes), removed at the end.
 	Dir string
@@ -132,7 +132,7 @@ func Start(t testing.TB, env *kubeenv.Env, opts Options) *Node {
 	}
 	rt, err := runtimeOf(opts)
 	harness.Must(t, err)
-	for _, b := range runtimeBins(rt) {
+	for _, b := range rt.bins() {
 		if _, err := os.Stat(filepath.Join(opts.BinDir, b)); err != nil {
 			skipOrFail(t, fmt.Sprintf("%s not found in %s: run `make runtimes`", b, opts.BinDir))
 		}
@@ -142,7 +142,7 @@ func Start(t testing.TB, env *kubeenv.Env, opts Options) *Node {
 			skipOrFail(t, fmt.Sprintf("%s not found in %s: run `make node-bins pause-image`", b, opts.BinDir))
 		}
 	}
-	for _, b := range hostBinsOf(rt) {
+	for _, b := range rt.hostBins() {
 		if _, err := lookPath(b); err != nil {
 			skipOrFail(t, fmt.Sprintf("%s not found: run `make node-deps`", b))
 		}
@@ -155,10 +155,10 @@ func Start(t testing.TB, env *kubeenv.Env, opts Options) *Node {
 	dir, err := os.MkdirTemp("", "pxnode-")
 	harness.Must(t, err)
 	n := &Node{
-		t: t, Name: opts.Name, Runtime: rt, Dir: dir, Env: env,
+		t: t, Name: opts.Name, rt: rt, Dir: dir, Env: env,
 		ConfDir:      filepath.Join(dir, "net.d"),
 		StaticPodDir: filepath.Join(dir, "manifests"),
-		Socket:       filepath.Join(dir, string(rt)+".sock"),
+		Socket:       filepath.Join(dir, string(rt.Name())+".sock"),
 		Kubeconfig:   filepath.Join(dir, "admin.kubeconfig"),
 		binDir:       opts.BinDir,
 		crdOnce:      new(sync.Once),
@@ -179,20 +179,14 @@ func Start(t testing.TB, env *kubeenv.Env, opts Options) *Node {
 		t.Fatal(err)
 	}
 	harness.Must(t, env.Kubeconfig(n.Kubeconfig, env.AdminConfig()))
-	harness.Must(t, n.writeContainerdConfig())
+	harness.Must(t, rt.writeConfig(n))
 	harness.Must(t, n.writeCrictlConfig())
 	harness.Must(t, n.writeKubeletConfig())
 
-	args := []string{"--config", filepath.Join(dir, "containerd.toml")}
-	if opts.ContainerdDebug {
-		args = append(args, "--log-level", "debug")
-	}
-	procEnv := []string{"PATH=" + pathEnv()}
-	if rt == CRIO {
-		args, procEnv = n.crioArgs(opts.ContainerdDebug), append(procEnv, n.crioEnv()...)
-	}
-	n.containerd = kubeenv.NewProcess(string(rt), n.containerdPath(t), filepath.Join(dir, "containerd.log"), args...)
-	n.containerd.Env = procEnv
+	path, args, procEnv, err := rt.command(n, opts.ContainerdDebug)
+	harness.Must(t, err)
+	n.containerd = kubeenv.NewProcess(string(rt.Name()), path, filepath.Join(dir, "containerd.log"), args...)
+	n.containerd.Env = append([]string{"PATH=" + pathEnv()}, procEnv...)
 	n.StartContainerd()
 	n.logRuntimeVersion()
 	harness.Must(t, n.importPauseImage())
@@ -242,20 +236,15 @@ func lookPath(name string) (string, error) {
 	return "", fmt.Errorf("%s not found in PATH", name)
 }
 
-func mustLookPath(t testing.TB, name string) string {
-	t.Helper()
-	p, err := lookPath(name)
-	harness.Must(t, err)
-	return p
-}
-
-// pathEnv is PATH with the directories of the host binaries, so containerd
-// finds runc and its shim wherever they are.
+// pathEnv is PATH with the directories of every runtime's host binaries,
+// so the runtime finds runc, its shim or conmon wherever they are.
 func pathEnv() string {
 	path := os.Getenv("PATH")
-	for _, b := range append(hostBinsOf(CRIO), hostBins...) {
-		if p, err := lookPath(b); err == nil && !strings.Contains(":"+path+":", ":"+filepath.Dir(p)+":") {
-			path += ":" + filepath.Dir(p)
+	for _, rt := range runtimes {
+		for _, b := range rt.hostBins() {
+			if p, err := lookPath(b); err == nil && !strings.Contains(":"+path+":", ":"+filepath.Dir(p)+":") {
+				path += ":" + filepath.Dir(p)
+			}
 		}
 	}
 	return path
@@ -448,30 +437,16 @@ func (n *Node) removeAllSandboxes() error {
 	return errors.Join(errs...)
 }
 
-// killShims kills, by PID, the runc shims this node's containerd started
-// (they name its socket on their command line) that outlived it.
+// killShims kills, by PID, the shims (or conmons) this node's runtime
+// started that outlived it.
 func (n *Node) killShims() []error {
 	var errs []error
-	for _, pid := range n.shimPIDs() {
+	for _, pid := range n.rt.monitorPIDs(n) {
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 			errs = append(errs, fmt.Errorf("kill shim %d: %w", pid, err))
 		}
 	}
 	return errs
-}
-
-func (n *Node) shimPIDs() []int {
-	if n.Runtime == CRIO {
-		return n.crioMonitorPIDs()
-	}
-	want := "\x00-address\x00" + n.Socket + "\x00"
-	var out []int
-	for _, p := range procCmdlines() {
-		if strings.Contains("\x00"+p.cmdline, want) {
-			out = append(out, p.pid)
-		}
-	}
-	return out
 }
 
 // procCmdline is a process's PID and its command line, NUL-separated.

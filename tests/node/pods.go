@@ -16,7 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
@@ -199,7 +199,7 @@ func (n *Node) untilPod(ctx context.Context, namespace, name string, cond watcht
 	}
 	_, err := watchtools.UntilWithSync(ctx, lw, &corev1.Pod{}, func(store cache.Store) (bool, error) {
 		if items := store.List(); len(items) > 0 {
-			return check(watch.Event{Type: watch.Added, Object: items[0].(runtime.Object)})
+			return check(watch.Event{Type: watch.Added, Object: items[0].(k8sruntime.Object)})
 		}
 		return check(watch.Event{Type: watch.Deleted, Object: &corev1.Pod{}})
 	}, check)
