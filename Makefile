@@ -31,11 +31,16 @@ all: build
 # a runtime starts a CNI plugin for every call, and a dynamically linked Go
 # binary spends about 0.9 ms of each start in the dynamic loader.
 # -trimpath keeps the build machine's paths out of the binaries, so the same
-# source builds the same bytes in any checkout (the image). -s -w would make plexus
-# 11 MB smaller but not start faster: the dropped sections are never mapped.
+# source builds the same bytes in any checkout (the image). -s -w would make
+# the binaries smaller but not start faster: the dropped sections are never
+# mapped, and a stack trace needs neither. grpcnotrace keeps
+# golang.org/x/net/trace (and its html/template) out of gRPC: linked, its
+# reflective method lookups make the linker keep every exported method of
+# every type (RATIONALE.md, binary sizes).
+GO_TAGS := grpcnotrace
 build: plugins ext-examples
 	@mkdir -p $(BIN)
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X main.Version=$(VERSION)" -o $(BIN)/ ./cmd/...
+	CGO_ENABLED=0 $(GO) build -trimpath -tags "$(GO_TAGS)" -ldflags "-X main.Version=$(VERSION)" -o $(BIN)/ ./cmd/...
 
 plugins:
 	@mkdir -p $(BIN)
