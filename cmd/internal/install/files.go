@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/plexus-cni/plexus/cmd/internal/cniplugin"
+	"github.com/plexus-cni/plexus/cmd/internal/daemon/wire"
 	"github.com/plexus-cni/plexus/core/config"
 	"github.com/plexus-cni/plexus/core/pipeline"
 )
@@ -331,7 +331,7 @@ func defaultVersion(def string) string {
 
 // CheckCNIVersion accepts a cniVersion plexus supports.
 func CheckCNIVersion(v string) error {
-	supported := cniplugin.Versions.SupportedVersions()
+	supported := wire.CNIVersions // cniplugin.Versions' list, without linking the plugin (and its gRPC client) into plexusctl
 	if !slices.Contains(supported, v) {
 		return fmt.Errorf("cniVersion %q: plexus supports %s", v, strings.Join(supported, ", "))
 	}
