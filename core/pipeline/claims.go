@@ -75,12 +75,9 @@ func (p *Pipeline) readClaim(ctx context.Context, pl *plan, podClaim string) (*s
 		}
 		pl.pod.ResourceClaims = pod.ResourceClaims
 	}
-	name, ok := pl.pod.ResourceClaims[podClaim]
-	switch {
-	case !ok:
-		return nil, fmt.Errorf("the NAD names resource claim %q, which the pod does not have (spec.resourceClaims: %s)", podClaim, claimList(pl.pod.ResourceClaims))
-	case name == "":
-		return nil, fmt.Errorf("resource claim %q of the pod has no ResourceClaim yet (status.resourceClaimStatuses)", podClaim)
+	name, err := claimOf(pl.pod, podClaim)
+	if err != nil {
+		return nil, err
 	}
 	claim, err := reader.ResourceClaim(ctx, pl.pod.Namespace, name)
 	if err != nil {
@@ -90,6 +87,18 @@ func (p *Pipeline) readClaim(ctx context.Context, pl *plan, podClaim string) (*s
 		return nil, fmt.Errorf("ResourceClaim %s/%s is not reserved for this pod (UID %s)", claim.Namespace, claim.Name, pl.pod.UID)
 	}
 	return claim, nil
+}
+
+// claimOf is the ResourceClaim behind the pod's claim podClaim.
+func claimOf(pod *source.Pod, podClaim string) (string, error) {
+	name, ok := pod.ResourceClaims[podClaim]
+	switch {
+	case !ok:
+		return "", fmt.Errorf("the NAD names resource claim %q, which the pod does not have (spec.resourceClaims: %s)", podClaim, claimList(pod.ResourceClaims))
+	case name == "":
+		return "", fmt.Errorf("resource claim %q of the pod has no ResourceClaim yet (status.resourceClaimStatuses)", podClaim)
+	}
+	return name, nil
 }
 
 func claimList(m map[string]string) string {

@@ -41,11 +41,14 @@ type Router interface {
 // final, and tells the pod what was ignored.
 func (p *Pipeline) applyCompat(ctx context.Context, pl *plan) error {
 	for _, a := range pl.attachments {
-		if a.Selection == nil {
+		if a.Selection == nil || pl.skip(a) {
 			continue
 		}
 		if err := p.compatCapabilities(a); err != nil {
-			return newError(codes.NetworkNotFound, pl.pod.Ref(), a.Name, err)
+			if err := pl.fail(a, newError(codes.NetworkNotFound, pl.pod.Ref(), a.Name, err)); err != nil {
+				return err
+			}
+			continue
 		}
 		p.reportIgnored(ctx, pl.pod, a)
 	}

@@ -7,8 +7,9 @@ import (
 	"os"
 	"time"
 
+	"github.com/containernetworking/cni/pkg/types"
+
 	"github.com/plexus-cni/plexus/core/codes"
-	"github.com/plexus-cni/plexus/core/nad"
 	"github.com/plexus-cni/plexus/core/names"
 	"github.com/plexus-cni/plexus/core/selection"
 	"github.com/plexus-cni/plexus/core/source"
@@ -50,51 +51,76 @@ func (p *Pipeline) awaitReadiness(ctx context.Context) error {
 
 // planDefault is the pod's default network: the one its
 // DefaultNetworkAnnotation names (Multus compatibility), else the
-// cluster-wide one (s6).
-func (p *Pipeline) planDefault(ctx context.Context, req *Request, pod *source.Pod) (*Attachment, error) {
-	if pod != nil && p.Config.MultusCompat() {
-		if v, ok := pod.Annotations[selection.DefaultNetworkAnnotation]; ok {
-			return p.podDefault(ctx, req, pod, v)
+// cluster-wide one (s6). On failure it is a stand-in naming what it could.
+func (p *Pipeline) planDefault(ctx context.Context, req *Request, pl *plan) (*Attachment, *types.Error) {
+	if pl.pod != nil && p.Config.MultusCompat() {
+		if v, ok := pl.pod.Annotations[selection.DefaultNetworkAnnotation]; ok {
+			return p.podDefault(ctx, req, pl, v)
 		}
+	}
+	if pl.opts.OffNode && p.clusterNetworkOnNode() {
+		a := standInDefault(req, OriginClusterNetwork, p.Config.ClusterNetwork)
+		pl.note(a).unread = "the cluster-wide default network is read from the node's files (s6)"
+		return a, nil
 	}
 	cluster, err := p.loadClusterNetwork(ctx)
 	if err != nil {
-		return nil, newError(codes.ClusterNetwork, req.podRef(), "", err)
+		return standInDefault(req, OriginClusterNetwork, p.Config.ClusterNetwork), newError(codes.ClusterNetwork, req.podRef(), "", err)
 	}
 	return defaultAttachment(req, cluster), nil
+}
+
+// clusterNetworkOnNode: the cluster-wide default network is a file or a
+// directory on the node (or, unnamed, the one plexusd found there).
+func (p *Pipeline) clusterNetworkOnNode() bool {
+	ref := p.Config.ClusterNetwork
+	return isPath(ref) || (ref == "" && len(p.Config.Delegates) == 0)
+}
+
+// standInDefault holds the default network's place in a plan when it
+// could not be planned: the interface is the runtime's all the same.
+func standInDefault(req *Request, o Origin, name string) *Attachment {
+	return &Attachment{Index: -1, Default: true, Origin: o, Name: name, IfName: req.IfName}
 }
 
 // podDefault resolves the pod's own default network. An invalid or
 // unresolvable annotation fails the ADD whatever strictSelection says: the
 // default network gives the pod its cluster address, and a pod started on
 // another than the one it asked for runs on the wrong network.
-func (p *Pipeline) podDefault(ctx context.Context, req *Request, pod *source.Pod, value string) (*Attachment, error) {
+func (p *Pipeline) podDefault(ctx context.Context, req *Request, pl *plan, value string) (*Attachment, *types.Error) {
+	pod := pl.pod
+	a := standInDefault(req, OriginPodDefault, "")
 	ref, err := selection.ParseDefaultNetwork(value, p.Config.SystemNamespace)
 	if err != nil {
 		p.event(ctx, pod, source.EventWarning, "InvalidDefaultNetwork", err.Error())
-		return nil, newError(codes.InvalidSelection, pod.Ref(), "", err)
+		return a, newError(codes.InvalidSelection, pod.Ref(), "", err)
 	}
-	n, err := p.Source.NAD(ctx, ref.Namespace, ref.Name)
-	if err != nil {
+	a.Name = ref.Ref()
+	if a.NAD, err = p.Source.NAD(ctx, ref.Namespace, ref.Name); err != nil {
 		p.event(ctx, pod, source.EventWarning, "NetworkNotFound", defaultNotFound(ref.Ref(), err))
-		return nil, newError(codes.NetworkNotFound, pod.Ref(), ref.Ref(), err)
+		return a, newError(codes.NetworkNotFound, pod.Ref(), ref.Ref(), err)
 	}
-	r, err := nad.Resolve(n, p.Config.ConfDir)
+	r, err := p.resolve(pl, a.NAD)
 	if err != nil {
 		p.event(ctx, pod, source.EventWarning, "NetworkNotFound", err.Error())
-		return nil, newError(codes.NetworkNotFound, pod.Ref(), ref.Ref(), err)
+		return a, newError(codes.NetworkNotFound, pod.Ref(), ref.Ref(), err)
+	}
+	if r.Config == nil {
+		pl.note(a).unread = unreadNADConfig
+		return a, nil
 	}
 	raw, err := p.withAuxiliaryChain(r.Config, p.Config.ConfDir)
 	if err != nil {
-		return nil, newError(codes.NetworkNotFound, pod.Ref(), ref.Ref(), err)
+		return a, newError(codes.NetworkNotFound, pod.Ref(), ref.Ref(), err)
 	}
-	c, err := clusterFromConfig(raw, "default network "+ref.Ref(), n)
+	c, err := clusterFromConfig(raw, "default network "+ref.Ref(), a.NAD)
 	if err != nil {
-		return nil, newError(codes.NetworkNotFound, pod.Ref(), ref.Ref(), err)
+		return a, newError(codes.NetworkNotFound, pod.Ref(), ref.Ref(), err)
 	}
-	a := defaultAttachment(req, c)
-	a.Origin = OriginPodDefault
-	return a, nil
+	d := defaultAttachment(req, c)
+	d.Origin = OriginPodDefault
+	pl.note(d).configSource = r.Source
+	return d, nil
 }
 
 // planDefaultNetworks adds the defaultNetworks every pod outside
@@ -105,35 +131,36 @@ func (p *Pipeline) planDefaultNetworks(ctx context.Context, req *Request, pl *pl
 		return nil
 	}
 	for i, ref := range p.Config.DefaultNetworks {
-		ns, name, err := names.NADRef("defaultNetworks", ref)
-		if err != nil { // config.Parse checked it; a Config built in code may not be
-			return newError(codes.NetworkNotFound, pl.pod.Ref(), ref, err)
+		a := &Attachment{Index: -1, Origin: OriginDefaultNetworks, Name: ref, IfName: fmt.Sprintf("net%d", i+1), CNIArgs: delegateArgs(req.Args)}
+		pl.attachments = append(pl.attachments, a)
+		if err := p.planDefaultNetwork(ctx, pl, a, ref); err != nil {
+			return err
 		}
-		if ns == "" {
-			ns = p.Config.SystemNamespace
-		}
-		full := ns + "/" + name
-		n, err := p.Source.NAD(ctx, ns, name)
-		if err != nil {
-			p.event(ctx, pl.pod, source.EventWarning, "NetworkNotFound", fmt.Sprintf("defaultNetworks %s: %v", full, err))
-			return newError(codes.NetworkNotFound, pl.pod.Ref(), full, err)
-		}
-		r, err := nad.Resolve(n, p.Config.ConfDir)
-		if err != nil {
-			p.event(ctx, pl.pod, source.EventWarning, "NetworkNotFound", err.Error())
-			return newError(codes.NetworkNotFound, pl.pod.Ref(), full, err)
-		}
-		pl.attachments = append(pl.attachments, &Attachment{
-			Index:   -1,
-			Origin:  OriginDefaultNetworks,
-			NAD:     n,
-			Name:    full,
-			IfName:  fmt.Sprintf("net%d", i+1),
-			Config:  r.Config,
-			CNIArgs: delegateArgs(req.Args),
-		})
 	}
 	return nil
+}
+
+// planDefaultNetwork reads and resolves one of defaultNetworks for a.
+func (p *Pipeline) planDefaultNetwork(ctx context.Context, pl *plan, a *Attachment, ref string) error {
+	ns, name, err := names.NADRef("defaultNetworks", ref)
+	if err != nil { // config.Parse checked it; a Config built in code may not be
+		return pl.fail(a, newError(codes.NetworkNotFound, pl.pod.Ref(), ref, err))
+	}
+	if ns == "" {
+		ns = p.Config.SystemNamespace
+	}
+	a.Name = ns + "/" + name
+	if a.NAD, err = p.Source.NAD(ctx, ns, name); err != nil {
+		p.event(ctx, pl.pod, source.EventWarning, "NetworkNotFound", fmt.Sprintf("defaultNetworks %s: %v", a.Name, err))
+		return pl.fail(a, newError(codes.NetworkNotFound, pl.pod.Ref(), a.Name, err))
+	}
+	r, err := p.resolve(pl, a.NAD)
+	if err != nil {
+		p.event(ctx, pl.pod, source.EventWarning, "NetworkNotFound", err.Error())
+		return pl.fail(a, newError(codes.NetworkNotFound, pl.pod.Ref(), a.Name, err))
+	}
+	a.Config = r.Config
+	return pl.resolved(a, &resolvedNAD{nad: a.NAD, resolved: r}, nil)
 }
 
 // usedInterfaces are the names the attachments planned so far hold, which

@@ -99,7 +99,7 @@ func (g *deviceGroup) add(key string, a *Attachment) {
 // requested deviceID is handed on as it is.
 func groupDeviceNADs(pl *plan) (resources, claims deviceGroup, err error) {
 	for _, a := range pl.attachments[1:] {
-		if a.NAD == nil {
+		if a.NAD == nil || pl.failed(a) {
 			continue
 		}
 		res, ref, isClaim, err := DeviceAnnotations(a.NAD.Annotations)
@@ -116,6 +116,42 @@ func groupDeviceNADs(pl *plan) (resources, claims deviceGroup, err error) {
 		}
 	}
 	return resources, claims, nil
+}
+
+// checkDevices is assignDevices off the node, where kubelet's allocation
+// cannot be asked: each NAD's device annotations are checked, and a claim
+// against the pod's spec.resourceClaims when the pod says.
+func (p *Pipeline) checkDevices(pl *plan) error {
+	for _, a := range pl.attachments[1:] {
+		if a.NAD == nil || pl.failed(a) {
+			continue
+		}
+		if err := checkDeviceNAD(pl.pod, a); err != nil {
+			if err := pl.fail(a, newError(codes.Devices, pl.pod.Ref(), a.Name, err)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func checkDeviceNAD(pod *source.Pod, a *Attachment) error {
+	res, ref, isClaim, err := DeviceAnnotations(a.NAD.Annotations)
+	switch {
+	case err != nil:
+		return err
+	case isClaim:
+		podClaim, _, err := ParseClaimRef(ref)
+		if err == nil && pod.ResourceClaims != nil {
+			_, err = claimOf(pod, podClaim)
+		}
+		return err
+	case res != "":
+		a.ResourceName = res
+	case requestedDevice(a) != "":
+		setDevice(a, requestedDevice(a))
+	}
+	return nil
 }
 
 // assign hands out the devices of one resource or claim (what) to its

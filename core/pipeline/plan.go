@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/containernetworking/cni/libcni"
+	"github.com/containernetworking/cni/pkg/types"
 
 	"github.com/plexus-cni/plexus/core/codes"
 	"github.com/plexus-cni/plexus/core/nad"
@@ -29,6 +30,17 @@ type plan struct {
 	// lists are the attachments' final configs as libcni runs them,
 	// parsed once here for attachAll.
 	lists []*libcni.NetworkConfigList
+
+	// opts are Plan's; an ADD's are zero.
+	opts PlanOptions
+	// parsed and parseErr are the selection annotation as parsed.
+	parsed   *selection.Result
+	parseErr error
+	// err is the first failure, the one the ADD fails with; notes hold
+	// what Plan shows of each attachment beyond it.
+	err   error
+	errs  []*types.Error
+	notes map[*Attachment]*note
 }
 
 // podRefOf names the pod for messages, with or without a pod object.
@@ -42,34 +54,43 @@ func (pl *plan) podRef(req *Request) string {
 // planAdd runs every stage that precedes delegation, so a failure here
 // leaves nothing to undo.
 func (p *Pipeline) planAdd(ctx context.Context, req *Request) (*plan, error) {
-	pl := &plan{}
 	if err := p.awaitReadiness(ctx); err != nil {
 		return nil, newError(codes.ClusterNetwork, req.podRef(), "", err)
 	}
-	var err error
-	if pl.pod, err = p.lookupPod(ctx, req); err != nil {
-		return nil, err
-	}
-	def, err := p.planDefault(ctx, req, pl.pod)
-	if err != nil {
-		return nil, err
-	}
-	pl.attachments = append(pl.attachments, def)
-	if pl.pod != nil {
-		if err := p.planDefaultNetworks(ctx, req, pl); err != nil {
-			return nil, err
-		}
-		if err := p.planSelections(ctx, req, pl); err != nil {
-			return nil, err
-		}
-		if err := p.runStages(ctx, pl); err != nil {
-			return nil, err
-		}
-	}
-	if err := p.buildRecord(req, pl); err != nil {
+	pl := &plan{}
+	if err := p.makePlan(ctx, req, pl); err != nil {
 		return nil, err
 	}
 	return pl, nil
+}
+
+// makePlan is the plan step of an ADD, which Plan runs too: the pod, its
+// default network, defaultNetworks, its selections, the stages, then each
+// attachment's final config.
+func (p *Pipeline) makePlan(ctx context.Context, req *Request, pl *plan) error {
+	var err error
+	if pl.pod, err = p.lookupPod(ctx, req); err != nil {
+		return pl.stop(err)
+	}
+	def, te := p.planDefault(ctx, req, pl)
+	pl.attachments = append(pl.attachments, def)
+	if te != nil {
+		if err := pl.fail(def, te); err != nil {
+			return err
+		}
+	}
+	if pl.pod != nil {
+		if err := p.planDefaultNetworks(ctx, req, pl); err != nil {
+			return err
+		}
+		if err := p.planSelections(ctx, req, pl); err != nil {
+			return err
+		}
+		if err := p.runStages(ctx, pl); err != nil {
+			return err
+		}
+	}
+	return p.buildRecord(req, pl)
 }
 
 // lookupPod reads the pod named by CNI_ARGS; without pod arguments or a
@@ -225,26 +246,57 @@ func defaultCapabilityArgs(rc map[string]any, c *clusterNetwork) map[string]any 
 
 // planSelections turns the pod's annotation into secondary attachments.
 func (p *Pipeline) planSelections(ctx context.Context, req *Request, pl *plan) error {
-	els, err := p.parseSelection(ctx, pl.pod)
-	if err != nil || len(els) == 0 {
-		return err
+	els, err := p.parseSelection(ctx, pl)
+	if err != nil {
+		return pl.stop(err)
+	}
+	if len(els) == 0 {
+		return nil
 	}
 	pl.selections = els
 	ifNames, err := AssignInterfaces(p.usedInterfaces(pl), els)
 	if err != nil {
-		return newError(codes.InterfaceConflict, pl.pod.Ref(), "", err)
+		if err := pl.fail(nil, newError(codes.InterfaceConflict, pl.pod.Ref(), "", err)); err != nil {
+			return err
+		}
+		ifNames = requestedInterfaces(els)
 	}
-	nads, err := p.resolveNADs(ctx, pl.pod, els)
-	if err != nil {
-		return err
-	}
+	// Each distinct NAD is read once (s4.2: a repeated network is one NAD).
+	nads := map[string]*resolvedNAD{}
+	errs := map[string]*types.Error{}
 	for i, el := range els {
-		r := nads[el.Ref()]
-		pl.attachments = append(pl.attachments, selectionAttachment(req, el, ifNames[i], r))
+		ref := el.Ref()
+		if _, done := nads[ref]; !done {
+			nads[ref], errs[ref] = p.readNAD(ctx, pl, el.Namespace, el.Name)
+		}
+		a := selectionAttachment(req, el, ifNames[i], nads[ref])
+		pl.attachments = append(pl.attachments, a)
+		if err := pl.resolved(a, nads[ref], errs[ref]); err != nil {
+			return err
+		}
+	}
+	return p.planDevices(ctx, req, pl)
+}
+
+// requestedInterfaces are the names the elements ask for, for a plan that
+// goes on past an interface conflict (PlanOptions.All).
+func requestedInterfaces(els []*selection.Element) []string {
+	out := make([]string, len(els))
+	for i, el := range els {
+		out[i] = el.Interface
+	}
+	return out
+}
+
+// planDevices gives the attachments their devices (devices.go); off the
+// node only what the NADs and the pod say is checked.
+func (p *Pipeline) planDevices(ctx context.Context, req *Request, pl *plan) error {
+	if pl.opts.OffNode {
+		return p.checkDevices(pl)
 	}
 	if err := p.assignDevices(ctx, pl, req.ContainerID); err != nil {
 		p.event(ctx, pl.pod, source.EventWarning, "NetworkDevicesUnavailable", err.Error())
-		return err
+		return pl.fail(nil, asCNIError(codes.Devices, pl.pod.Ref(), "", err))
 	}
 	return nil
 }
@@ -252,8 +304,10 @@ func (p *Pipeline) planSelections(ctx context.Context, req *Request, pl *plan) e
 // parseSelection applies s4.1. An invalid annotation "shall be invalid and
 // ignored": the pod gets the default network only and a warning, unless
 // strictSelection makes it an error.
-func (p *Pipeline) parseSelection(ctx context.Context, pod *source.Pod) ([]*selection.Element, error) {
+func (p *Pipeline) parseSelection(ctx context.Context, pl *plan) ([]*selection.Element, error) {
+	pod := pl.pod
 	res, err := selection.ParseWith(pod.Annotations[selection.Annotation], pod.Namespace, p.ParseOptions())
+	pl.parsed, pl.parseErr = res, err
 	if err != nil {
 		if p.Config.StrictSelection {
 			return nil, newError(codes.InvalidSelection, pod.Ref(), "", err)
@@ -305,25 +359,63 @@ func AssignInterfaces(used map[string]string, els []*selection.Element) ([]strin
 
 // resolveNADs reads each distinct NAD once and resolves it (s3.4.1).
 func (p *Pipeline) resolveNADs(ctx context.Context, pod *source.Pod, els []*selection.Element) (map[string]*resolvedNAD, error) {
+	pl := &plan{pod: pod}
 	out := map[string]*resolvedNAD{}
 	for _, el := range els {
 		ref := el.Ref()
 		if _, done := out[ref]; done {
 			continue
 		}
-		n, err := p.Source.NAD(ctx, el.Namespace, el.Name)
+		r, err := p.readNAD(ctx, pl, el.Namespace, el.Name)
 		if err != nil {
-			p.event(ctx, pod, source.EventWarning, "NetworkNotFound", fmt.Sprintf("NetworkAttachmentDefinition %s: %v", ref, err))
-			return nil, newError(codes.NetworkNotFound, pod.Ref(), ref, err)
+			return nil, err
 		}
-		r, err := nad.Resolve(n, p.Config.ConfDir)
-		if err != nil {
-			p.event(ctx, pod, source.EventWarning, "NetworkNotFound", err.Error())
-			return nil, newError(codes.NetworkNotFound, pod.Ref(), ref, err)
-		}
-		out[ref] = &resolvedNAD{nad: n, resolved: r}
+		out[ref] = r
 	}
 	return out, nil
+}
+
+// readNAD reads one NAD and resolves it (s3.4.1). The NAD is kept when it
+// was read, for a plan that goes on past a failure.
+func (p *Pipeline) readNAD(ctx context.Context, pl *plan, namespace, name string) (*resolvedNAD, *types.Error) {
+	ref := namespace + "/" + name
+	n, err := p.Source.NAD(ctx, namespace, name)
+	if err != nil {
+		p.event(ctx, pl.pod, source.EventWarning, "NetworkNotFound", fmt.Sprintf("NetworkAttachmentDefinition %s: %v", ref, err))
+		return &resolvedNAD{}, newError(codes.NetworkNotFound, pl.pod.Ref(), ref, err)
+	}
+	r, err := p.resolve(pl, n)
+	if err != nil {
+		p.event(ctx, pl.pod, source.EventWarning, "NetworkNotFound", err.Error())
+		return &resolvedNAD{nad: n}, newError(codes.NetworkNotFound, pl.pod.Ref(), ref, err)
+	}
+	return &resolvedNAD{nad: n, resolved: r}, nil
+}
+
+// unreadNADConfig is a plan's note on a NAD it left unresolved off the node.
+const unreadNADConfig = "the NAD has no spec.config: the node's confDir decides (s3.4.1 rules 2-3)"
+
+// resolve applies s3.4.1 to n. Off the node a NAD without spec.config is
+// left unresolved, with no Config: rules 2-3 read the node's confDir.
+func (p *Pipeline) resolve(pl *plan, n *source.NAD) (*nad.Resolved, error) {
+	if pl.opts.OffNode && strings.TrimSpace(n.Spec.Config) == "" {
+		return &nad.Resolved{}, nil
+	}
+	return nad.Resolve(n, p.Config.ConfDir)
+}
+
+// resolved notes how a's NAD resolved: its failure, or where its config
+// came from (none: left to the node).
+func (pl *plan) resolved(a *Attachment, r *resolvedNAD, te *types.Error) error {
+	switch {
+	case te != nil:
+		return pl.fail(a, te)
+	case r.resolved.Config == nil:
+		pl.note(a).unread = unreadNADConfig
+	default:
+		pl.note(a).configSource = r.resolved.Source
+	}
+	return nil
 }
 
 type resolvedNAD struct {
@@ -356,8 +448,10 @@ func selectionAttachment(req *Request, el *selection.Element, ifName string, r *
 		NAD:       r.nad,
 		Name:      el.Ref(),
 		IfName:    ifName,
-		Config:    r.resolved.Config,
 		CNIArgs:   delegateArgs(req.Args),
+	}
+	if r.resolved != nil {
+		a.Config = r.resolved.Config
 	}
 	for k, reason := range el.Ignored {
 		a.ignore(k, reason, true) // the parse warned
@@ -380,8 +474,6 @@ func selectionAttachment(req *Request, el *selection.Element, ifName string, r *
 	return a
 }
 
-// authorize makes the s7.4 decision for every secondary attachment before
-// any delegate runs; the first denial fails the ADD.
 // runStages runs the stages that may refuse or change attachments before
 // any delegate: the s7.4 decision, the extensions (s4.1.2.1), then what
 // Multus's keys need once the configs are final.
@@ -395,8 +487,11 @@ func (p *Pipeline) runStages(ctx context.Context, pl *plan) error {
 	return p.applyCompat(ctx, pl)
 }
 
+// authorize makes the s7.4 decision for every attachment the pod chose
+// before any delegate runs; the first denial fails the ADD.
 func (p *Pipeline) authorize(ctx context.Context, pl *plan) error {
-	if p.Stages.Authorizer == nil || !slices.ContainsFunc(pl.attachments, func(a *Attachment) bool { return a.Origin.ChosenByPod() }) {
+	asked := func(a *Attachment) bool { return a.Origin.ChosenByPod() && !pl.failed(a) }
+	if p.Stages.Authorizer == nil || !slices.ContainsFunc(pl.attachments, asked) {
 		return nil
 	}
 	var nsLabels map[string]string
@@ -404,7 +499,7 @@ func (p *Pipeline) authorize(ctx context.Context, pl *plan) error {
 		nsLabels = p.namespaceLabels(ctx, pl.pod)
 	}
 	for _, a := range pl.attachments {
-		if !a.Origin.ChosenByPod() {
+		if !asked(a) {
 			continue
 		}
 		d, err := p.Stages.Authorizer.Authorize(ctx, &AuthorizeRequest{Pod: pl.pod, NamespaceLabels: nsLabels, Attachment: a, Selections: pl.selections})
@@ -412,15 +507,18 @@ func (p *Pipeline) authorize(ctx context.Context, pl *plan) error {
 			d.Allowed = false
 			d.Reasons = append(d.Reasons, Reason{Code: "policy.error", Message: err.Error()})
 		}
+		if !d.Allowed && len(d.Reasons) == 0 {
+			d.Reasons = []Reason{{Code: "policy.denied", Message: "the policy gave no reason"}}
+		}
+		pl.note(a).decision = &d
 		if d.Allowed {
 			continue
 		}
-		if len(d.Reasons) == 0 {
-			d.Reasons = []Reason{{Code: "policy.denied", Message: "the policy gave no reason"}}
-		}
 		msg := denialMessage(d)
 		p.event(ctx, pl.pod, source.EventWarning, "NetworkAttachmentDenied", fmt.Sprintf("network %s: %s", a.Name, msg))
-		return newError(codes.PolicyDenied, pl.pod.Ref(), a.Name, errors.New(msg))
+		if err := pl.fail(a, newError(codes.PolicyDenied, pl.pod.Ref(), a.Name, errors.New(msg))); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -450,7 +548,7 @@ func (p *Pipeline) namespaceLabels(ctx context.Context, pod *source.Pod) map[str
 // they are ignored with a warning (s4.1.2.1 leaves them to implementations).
 func (p *Pipeline) prepare(ctx context.Context, pl *plan) error {
 	for _, a := range pl.attachments {
-		if a.Selection == nil {
+		if a.Selection == nil || pl.skip(a) {
 			continue
 		}
 		if p.Stages.Preparer == nil {
@@ -458,13 +556,16 @@ func (p *Pipeline) prepare(ctx context.Context, pl *plan) error {
 			continue
 		}
 		warn := func(msg string) {
+			pl.note(a).warnings = append(pl.note(a).warnings, msg)
 			p.Log.Warn(msg, "pod", pl.pod.Ref(), "network", a.Name)
 			p.event(ctx, pl.pod, source.EventWarning, "NetworkExtensionWarning", fmt.Sprintf("network %s: %s", a.Name, msg))
 		}
 		ignore := func(key, reason string) { a.ignore(key, reason, true) }
 		if err := p.Stages.Preparer.Prepare(ctx, &PrepareRequest{Pod: pl.pod, Attachment: a, Warn: warn, Ignore: ignore}); err != nil {
 			p.event(ctx, pl.pod, source.EventWarning, "NetworkExtensionRejected", fmt.Sprintf("network %s: %v", a.Name, err))
-			return asCNIError(codes.Extension, pl.pod.Ref(), a.Name, err)
+			if err := pl.fail(a, asCNIError(codes.Extension, pl.pod.Ref(), a.Name, err)); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -493,9 +594,15 @@ func (p *Pipeline) buildRecord(req *Request, pl *plan) error {
 		rec.Pod = &record.Pod{Namespace: pl.pod.Namespace, Name: pl.pod.Name, UID: pl.pod.UID}
 	}
 	for _, a := range pl.attachments {
+		if pl.skip(a) { // a Plan's only (PlanOptions), which attaches nothing
+			continue
+		}
 		list, err := finalConfig(a)
 		if err != nil {
-			return newError(codes.NetworkNotFound, pl.podRef(req), a.Name, err)
+			if err := pl.fail(a, newError(codes.NetworkNotFound, pl.podRef(req), a.Name, err)); err != nil {
+				return err
+			}
+			continue
 		}
 		pl.lists = append(pl.lists, list)
 		rec.Attachments = append(rec.Attachments, record.Attachment{

@@ -1,0 +1,172 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+
+	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/plexus-cni/plexus/core/selection"
+	"github.com/plexus-cni/plexus/core/source"
+)
+
+// PlanOptions say where Plan departs from the ADD's own plan step.
+type PlanOptions struct {
+	// All plans past a failure, so that every problem is found; the first
+	// failure stays the one the ADD fails with (Plan's error). Later steps
+	// leave out an attachment that failed in an earlier one.
+	All bool
+	// OffNode plans away from the node (plexusctl explain), where its
+	// files and kubelet cannot be read: a clusterNetwork naming a file or
+	// directory is not read, a NAD without spec.config is left
+	// unresolved (s3.4.1 rules 2-3 read the node's confDir) and the steps
+	// needing its config leave it out, and devices are not assigned, only
+	// the NADs' device annotations checked.
+	OffNode bool
+}
+
+// Plan is what an ADD decides before any delegate runs, read-only: the
+// pod's default network, the config's defaultNetworks and the pod's
+// selections, each with its interface, NAD, config and policy decision.
+type Plan struct {
+	// Pod is nil when the ADD has no pod to read (the default network only).
+	Pod *source.Pod
+	// Selection is the networks annotation as parsed (s4.1); SelectionErr
+	// says why it is invalid: ignored (the default network only), or the
+	// ADD's error with strictSelection.
+	Selection    *selection.Result
+	SelectionErr error
+	// Default is the pod's default network: the cluster-wide one (s6) or
+	// the one its v1.multus-cni.io/default-network annotation names.
+	Default         *Planned
+	DefaultNetworks []*Planned
+	// Selections are the selection elements' attachments, in order.
+	Selections []*Planned
+	// Failed is the attachment the ADD fails on; nil when the ADD does not
+	// fail or fails for the pod as a whole.
+	Failed *Planned
+	// Errs are the failures found, in the order the ADD meets them: the
+	// first is the ADD's, the others only PlanOptions.All finds.
+	Errs []*types.Error
+}
+
+// Planned is one attachment as planned: a copy, so that changing it
+// changes no ADD.
+type Planned struct {
+	Attachment
+	// ConfigSource is where the delegate config came from (s3.4.1):
+	// "spec.config" or a file; "" when the NAD was not resolved.
+	ConfigSource string
+	// Unread says what of the attachment a plan off the node could not
+	// read; its Config is then nil.
+	Unread string
+	// Decision is the s7.4 policy's; nil when it was not asked (no
+	// Authorizer, a network the admin chose, or an earlier failure).
+	Decision *Decision
+	// Warnings are what the extensions told the pod's owner about it.
+	Warnings []string
+	// Err is the attachment's failure; the first of all is the ADD's.
+	Err *types.Error
+}
+
+// Plan makes the plan an ADD would make for req, with the steps the ADD
+// runs (makePlan), and returns it with the error the ADD would fail with,
+// a *types.Error. Nothing is locked, recorded or attached, and
+// readinessindicatorfile is not waited for.
+func (p *Pipeline) Plan(ctx context.Context, req *Request, opts PlanOptions) (*Plan, error) {
+	pl := &plan{opts: opts}
+	if err := p.makePlan(ctx, req, pl); err != nil && pl.err == nil {
+		pl.err = err
+	}
+	v := pl.view()
+	if pl.err == nil {
+		return v, nil
+	}
+	return v, pl.err
+}
+
+// note is what the plan knows of an attachment beyond the Attachment.
+type note struct {
+	configSource string
+	unread       string
+	decision     *Decision
+	warnings     []string
+	err          *types.Error
+}
+
+func (pl *plan) note(a *Attachment) *note {
+	if pl.notes == nil {
+		pl.notes = map[*Attachment]*note{}
+	}
+	n := pl.notes[a]
+	if n == nil {
+		n = &note{}
+		pl.notes[a] = n
+	}
+	return n
+}
+
+// fail records a failure of attachment a (nil: of the pod as a whole).
+// The ADD stops at the first, which fail returns; with PlanOptions.All
+// the plan goes on and fail returns nil.
+func (pl *plan) fail(a *Attachment, te *types.Error) error {
+	if pl.err == nil {
+		pl.err = te
+	}
+	pl.errs = append(pl.errs, te)
+	if a != nil {
+		pl.note(a).err = te
+	}
+	if pl.opts.All {
+		return nil
+	}
+	return te
+}
+
+// stop records a failure after which nothing more can be planned.
+func (pl *plan) stop(err error) error {
+	if pl.err == nil {
+		pl.err = err
+	}
+	var te *types.Error
+	if errors.As(err, &te) {
+		pl.errs = append(pl.errs, te)
+	}
+	return err
+}
+
+// failed: a failed in an earlier step, which later steps leave it out of.
+func (pl *plan) failed(a *Attachment) bool {
+	n := pl.notes[a]
+	return n != nil && n.err != nil
+}
+
+// skip: a step needing a's config leaves it out (it failed, or its config
+// is on the node).
+func (pl *plan) skip(a *Attachment) bool {
+	n := pl.notes[a]
+	return n != nil && (n.err != nil || n.unread != "")
+}
+
+// view is the read-only Plan.
+func (pl *plan) view() *Plan {
+	v := &Plan{Pod: pl.pod, Selection: pl.parsed, SelectionErr: pl.parseErr, Errs: pl.errs}
+	for _, a := range pl.attachments {
+		pa := &Planned{Attachment: *a}
+		if n := pl.notes[a]; n != nil {
+			pa.ConfigSource, pa.Unread, pa.Decision, pa.Warnings, pa.Err = n.configSource, n.unread, n.decision, n.warnings, n.err
+		}
+		switch {
+		case a.Default:
+			v.Default = pa
+		case a.Origin == OriginDefaultNetworks:
+			v.DefaultNetworks = append(v.DefaultNetworks, pa)
+		default:
+			v.Selections = append(v.Selections, pa)
+		}
+		if pa.Err != nil && error(pa.Err) == pl.err {
+			v.Failed = pa
+		}
+	}
+	return v
+}
