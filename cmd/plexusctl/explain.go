@@ -36,6 +36,11 @@ network's NAD and config, the policy's decision, the last ADD's events and,
 with --node, the node's side. Exit 0 when the pod would get every network
 it asks for, 1 when something is wrong.
 
+The ADD is planned as the node plans it, with the node's settings (compat,
+strictSelection, systemNamespace, defaultNetworks, systemNamespaces): those
+of --config, else those the PlexusNode of --node (or of the pod's node)
+reports, else plexus's defaults, with a warning naming them.
+
 NAME alone is in -n/--namespace's namespace, else in default. With -f, the
 cluster is read (for NADs, the policy object, the node) only when a
 connection flag such as --kubeconfig is given or $KUBECONFIG is set.`,
@@ -43,6 +48,7 @@ connection flag such as --kubeconfig is given or $KUBECONFIG is set.`,
 			"explain pod team-a/web",
 			"explain pod team-a/web --kubeconfig admin.kubeconfig --node node-1",
 			"explain pod -f web.yaml --nad blue.yaml",
+			"explain pod -f web.yaml --nad blue.yaml --config /etc/cni/net.d/00-plexus.conf",
 			"explain pod team-a/web --policy policies/library --policy admin.yaml -o json"),
 		Args: argsBetween(0, 1, ""),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -56,6 +62,7 @@ connection flag such as --kubeconfig is given or $KUBECONFIG is set.`,
 	fs.StringVar(&e.opts.PolicyObject, "policy-object", explain.DefaultPolicyObject,
 		`without --policy, decide with this AttachmentPolicy and the rule library built into plexusctl, as nodes do ("" for no policy)`)
 	fs.StringVar(&e.opts.ExtensionsFile, "extensions", "", `plexus's extensions config ({"modules": [...]})`)
+	fs.StringVar(&e.opts.ConfigFile, "config", "", "plan with this plexus config's settings, not the node's PlexusNode's")
 	fs.StringVar(&e.opts.Node, "node", "", "also report the node's side: its plexus pod, its PlexusNode (config, default network, missing plugins, policy, extensions) and its AttachmentPolicy status entries")
 	fs.StringVarP(&e.output, "output", "o", "text", "output format: text or json")
 	return c

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/plexus-cni/plexus/core/selection"
 	"github.com/plexus-cni/plexus/core/source"
 	"github.com/plexus-cni/plexus/policies"
 )
@@ -32,25 +32,31 @@ type Options struct {
 	// ExtensionsFile is plexus's extensions config (extensions.Config, or
 	// a plugin config holding it under "extensions").
 	ExtensionsFile string
-	// Node asks for the node's side.
+	// ConfigFile is a plexus config (core/config) to plan with; without it
+	// the plan takes the settings the node's PlexusNode reports (Node, else
+	// the pod's spec.nodeName), or plexus's defaults.
+	ConfigFile string
+	// Node asks for the node's side, and names the node whose settings
+	// the plan takes.
 	Node string
 	// Cluster is nil when no kubeconfig was given.
 	Cluster *Cluster
 }
 
 // Explain builds the report. An error means there is no pod to explain
-// (not found, unreadable manifest); everything else is in the report.
+// (not found, unreadable manifest) or no config to plan with (an
+// unreadable --config); everything else is in the report.
 func Explain(ctx context.Context, opts Options) (*Report, error) {
 	b, err := newBuilder(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
 	defer b.close(ctx)
-	b.selection()
-	b.keys()
-	b.defaultNetwork(ctx)
-	b.attachments(ctx)
-	b.decide(ctx)
+	c, err := b.nodeConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b.plan(ctx, c)
 	b.lastAdd(ctx)
 	b.node(ctx)
 	b.r.OK = len(b.r.Problems) == 0
@@ -66,11 +72,6 @@ type builder struct {
 	nads   *nadReader
 	engine *policies.Engine
 	ext    *extHost
-	// elements and checked are the selection elements and their NADs,
-	// index for index with r.Attachments.
-	elements   []*selection.Element
-	checked    []*checkedNAD
-	defaultNAD *checkedNAD
 }
 
 func newBuilder(ctx context.Context, opts Options) (*builder, error) {
@@ -124,6 +125,9 @@ func (b *builder) problem(format string, args ...any) {
 	b.r.Problems = append(b.r.Problems, fmt.Sprintf(format, args...))
 }
 
+// warn adds a warning once, however many attachments find it.
 func (b *builder) warn(format string, args ...any) {
-	b.r.Warnings = append(b.r.Warnings, fmt.Sprintf(format, args...))
+	if w := fmt.Sprintf(format, args...); !slices.Contains(b.r.Warnings, w) {
+		b.r.Warnings = append(b.r.Warnings, w)
+	}
 }

@@ -154,12 +154,12 @@ func TestExplainDiagnoses(t *testing.T) {
 		{
 			name: "unowned key fails", ann: networks(`[{"name":"blue","com.other.vlan":7}]`),
 			ext:  `{"unownedKeys":"fail","modules":[]}`,
-			want: []string{`key "com.other.vlan": no extension owns it: the ADD fails`},
+			want: []string{`selection element 0 (team-a/blue): no extension owns key "com.other.vlan": the ADD fails (code 103)`},
 		},
 		{name: "interface taken", ann: networks(`[{"name":"blue","interface":"eth0"}]`), want: []string{`requests interface "eth0", already used by the default network`}},
 		{name: "bad default network", ann: map[string]string{"v1.multus-cni.io/default-network": "calico@eth0"}, want: []string{"default-network annotation", "the ADD fails"}},
 		{name: "missing default network", ann: map[string]string{"v1.multus-cni.io/default-network": "calico"}, want: []string{"default network kube-system/calico: not found"}},
-		{name: "claim the pod lacks", ann: networks("claimed"), want: []string{`names claim "nics", which the pod's spec.resourceClaims does not have`}},
+		{name: "claim the pod lacks", ann: networks("claimed"), want: []string{`the NAD names resource claim "nics", which the pod does not have (spec.resourceClaims: none)`}},
 		{
 			name: "status misses a network",
 			ann:  map[string]string{"k8s.v1.cni.cncf.io/networks": "blue", "k8s.v1.cni.cncf.io/network-status": `[{"name":"pod-net","interface":"eth0","ips":["10.0.0.5"],"default":true}]`},

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/plexus-cni/plexus/core/config"
+	"github.com/plexus-cni/plexus/core/pipeline"
 	"github.com/plexus-cni/plexus/extensions"
 	"github.com/plexus-cni/plexus/sdk/abi"
 )
@@ -78,50 +79,39 @@ func readExtensionsConfig(path string) (extensions.Config, error) {
 	return cfg, nil
 }
 
-// keys maps every reverse-domain key (s4.1.2.1) to the module owning it,
-// as the prepare stage partitions them.
-func (b *builder) keys() {
-	for i := range b.r.Attachments {
-		a := &b.r.Attachments[i]
-		for j := range a.Keys {
-			b.ownKey(a, &a.Keys[j])
-		}
-	}
-}
-
-func (b *builder) ownKey(a *Attachment, k *Key) {
-	where := fmt.Sprintf("selection element %d (%s): key %q", a.Index, a.Network, k.Key)
+// ownKey says which module owns a reverse-domain key (s4.1.2.1) of
+// attachment a, from the modules' declarations, and what the plan did
+// with it.
+func (b *builder) ownKey(out *Attachment, key string, a *pipeline.Planned) Key {
+	k := Key{Key: key}
+	at := fmt.Sprintf("selection element %d (%s): key %q", out.Index, out.Network, key)
 	if b.ext == nil {
 		k.Outcome = "no extensions config given (--extensions): without extensions plexus ignores the key"
 		if b.r.Extensions.Given {
 			k.Outcome = "the extensions config did not load"
 		}
-		b.warn("%s: %s", where, k.Outcome)
-		return
+		b.warn("%s: %s", at, k.Outcome)
+		return k
 	}
 	for _, d := range b.ext.modules {
 		for _, p := range d.Prefixes {
-			if !extensions.Owns(p, k.Key) {
+			if !extensions.Owns(p, key) {
 				continue
 			}
 			k.Module, k.Prefix = d.Name, p
 			k.Outcome = fmt.Sprintf("module %q (prefix %q) prepares the attachment with it", d.Name, p)
 			if !d.Has(abi.HookPrepare) {
 				k.Outcome = fmt.Sprintf("module %q (prefix %q) owns it but has no prepare hook: the key does not change the attachment", d.Name, p)
-				b.warn("%s: %s", where, k.Outcome)
+				b.warn("%s: %s", at, k.Outcome)
 			}
-			return
+			return k
 		}
 	}
-	b.unowned(where, k)
-}
-
-func (b *builder) unowned(where string, k *Key) {
-	if b.ext.unownedFail {
-		k.Outcome = "no extension owns it: the ADD fails (unownedKeys: fail)"
-		b.problem("%s: %s", where, k.Outcome)
-		return
+	if _, ignored := a.Ignored[key]; ignored || !b.ext.unownedFail {
+		k.Outcome = "no extension owns it: ignored with a warning (it would fail with unownedKeys: fail)"
+		b.warn("%s: %s", at, k.Outcome)
+		return k
 	}
-	k.Outcome = "no extension owns it: ignored with a warning (it would fail with unownedKeys: fail)"
-	b.warn("%s: %s", where, k.Outcome)
+	k.Outcome = "no extension owns it: the ADD fails (unownedKeys: fail)"
+	return k
 }

@@ -69,6 +69,11 @@ func (b *builder) networkStatus(l *LastAdd) {
 	for _, e := range entries {
 		l.Status = append(l.Status, StatusEntry{Name: e.Name, Interface: e.Interface, IPs: e.IPs, MAC: e.MAC, Default: e.Default})
 	}
+	for _, a := range b.r.DefaultNetworks {
+		if !hasEntry(l.Status, a.Network, a.Interface) {
+			b.problem("defaultNetworks %s: %s has no entry for it on %s: the last ADD did not attach it", a.Network, status.Annotation, a.Interface)
+		}
+	}
 	for _, a := range b.r.Attachments {
 		if !hasEntry(l.Status, a.Network, a.Interface) {
 			b.problem("selection element %d (%s): %s has no entry for it on %s: the last ADD did not attach it", a.Index, a.Network, status.Annotation, a.Interface)

@@ -2,15 +2,15 @@ package explain
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/agnivade/levenshtein"
+	"github.com/containernetworking/cni/pkg/types"
 
-	"github.com/plexus-cni/plexus/core/nad"
+	"github.com/plexus-cni/plexus/core/codes"
 	"github.com/plexus-cni/plexus/core/netconf"
 	"github.com/plexus-cni/plexus/core/pipeline"
 	"github.com/plexus-cni/plexus/core/source"
@@ -18,16 +18,25 @@ import (
 )
 
 // nadReader finds NADs in the --nad manifests, then in the cluster, each
-// once however many elements name it.
+// read once however many attachments name it.
 type nadReader struct {
 	manifests map[string]*source.NAD
 	files     map[string]string // ref -> manifest path
 	cluster   *Cluster
-	seen      map[string]*checkedNAD
+	seen      map[string]*nadRead
+}
+
+// nadRead is one NAD as read, or why it could not be.
+type nadRead struct {
+	obj  *source.NAD
+	from string // "cluster" or the manifest's path
+	err  error
+	// hint is, for a missing NAD, what its namespace has (nearby).
+	hint string
 }
 
 func newNADReader(files []string, cluster *Cluster) (*nadReader, error) {
-	r := &nadReader{manifests: map[string]*source.NAD{}, files: map[string]string{}, cluster: cluster, seen: map[string]*checkedNAD{}}
+	r := &nadReader{manifests: map[string]*source.NAD{}, files: map[string]string{}, cluster: cluster, seen: map[string]*nadRead{}}
 	for _, f := range files {
 		nads, err := policies.ReadNADManifests(f)
 		if err != nil {
@@ -41,57 +50,61 @@ func newNADReader(files []string, cluster *Cluster) (*nadReader, error) {
 	return r, nil
 }
 
-// get returns the NAD and where it came from.
-func (r *nadReader) get(ctx context.Context, namespace, name string) (*source.NAD, string, error) {
+// read returns the NAD and where it came from, reading it once.
+func (r *nadReader) read(ctx context.Context, namespace, name string) *nadRead {
 	ref := namespace + "/" + name
-	if n, ok := r.manifests[ref]; ok {
-		return n, r.files[ref], nil
+	if n, ok := r.seen[ref]; ok {
+		return n
 	}
-	if r.cluster == nil {
-		return nil, "", fmt.Errorf("%w in the --nad manifests (and no kubeconfig to read the cluster)", source.NotFound("NetworkAttachmentDefinition", namespace, name))
+	n := &nadRead{}
+	r.seen[ref] = n
+	switch m, ok := r.manifests[ref]; {
+	case ok:
+		n.obj, n.from = m, r.files[ref]
+	case r.cluster == nil:
+		n.err = fmt.Errorf("%w in the --nad manifests (and no kubeconfig to read the cluster)", source.NotFound("NetworkAttachmentDefinition", namespace, name))
+	default:
+		n.obj, n.err = r.cluster.nad(ctx, namespace, name)
+		n.from = "cluster"
 	}
-	n, err := r.cluster.nad(ctx, namespace, name)
-	return n, "cluster", err
+	if errors.Is(n.err, source.ErrNotFound) {
+		n.hint = r.nearby(ctx, namespace, name)
+	}
+	return n
 }
 
-// checkedNAD is a NAD with its delegate config once resolved.
-type checkedNAD struct {
-	report NAD
-	obj    *source.NAD
-	// config is the resolved delegate config (s3.4.2 applied); nil when
-	// it could not be resolved here.
-	config json.RawMessage
+// planSource is the pipeline's source for explain's plan: the pod explain
+// read, the NADs of nadReader, and the namespace labels of the cluster.
+// It publishes nothing.
+type planSource struct {
+	pod     *source.Pod
+	nads    *nadReader
+	cluster *Cluster
 }
 
-// usable reports whether plexus would get as far as the policy with it.
-func (c *checkedNAD) usable() bool {
-	return c.obj != nil && c.report.Error == "" && c.report.DeviceError == ""
+func (s *planSource) Pod(_ context.Context, namespace, name string) (*source.Pod, error) {
+	if namespace != s.pod.Namespace || name != s.pod.Name {
+		return nil, source.NotFound("Pod", namespace, name)
+	}
+	return s.pod, nil
 }
 
-// checkNAD reads and checks the NAD an attachment names (s3.4); where
-// names the attachment in problems.
-func (b *builder) checkNAD(ctx context.Context, namespace, name, where string) *checkedNAD {
-	ref := namespace + "/" + name
-	if c, ok := b.nads.seen[ref]; ok {
-		b.repeatProblems(c, where)
-		return c
+func (s *planSource) NAD(ctx context.Context, namespace, name string) (*source.NAD, error) {
+	n := s.nads.read(ctx, namespace, name)
+	return n.obj, n.err
+}
+
+func (s *planSource) PublishStatus(context.Context, *source.Pod, []byte) error {
+	return errors.New("explain publishes no network-status")
+}
+
+// NamespaceLabels are the policy input's namespace.labels; without a
+// cluster they are unknown, as the manifests source leaves them.
+func (s *planSource) NamespaceLabels(ctx context.Context, namespace string) (map[string]string, error) {
+	if s.cluster == nil {
+		return nil, errors.New("no kubeconfig to read namespace labels")
 	}
-	c := &checkedNAD{report: NAD{Namespace: namespace, Name: name}}
-	b.nads.seen[ref] = c
-	n, from, err := b.nads.get(ctx, namespace, name)
-	if err != nil {
-		c.report.Error = notFoundText(err)
-		if errors.Is(err, source.ErrNotFound) {
-			c.report.Error += b.nads.nearby(ctx, namespace, name)
-		}
-		b.repeatProblems(c, where)
-		return c
-	}
-	c.obj, c.report.Found, c.report.From = n, true, from
-	b.resolveConfig(c)
-	b.checkDevices(c)
-	b.repeatProblems(c, where)
-	return c
+	return s.cluster.namespaceLabels(ctx, namespace), nil
 }
 
 // maxShownNADs bounds the names a missing NAD's hint lists.
@@ -149,78 +162,42 @@ func notFoundText(err error) string {
 	return "cannot be read (s3.4): " + err.Error()
 }
 
-// repeatProblems reports a NAD's problems for each attachment naming it.
-func (b *builder) repeatProblems(c *checkedNAD, where string) {
-	if c.report.Error != "" {
-		b.problem("%s: %s: the ADD fails", where, c.report.Error)
-	}
-	if c.report.DeviceError != "" {
-		b.problem("%s: %s: the ADD fails", where, c.report.DeviceError)
-	}
-}
-
-// resolveConfig runs core/nad.Resolve, the pipeline's own resolution
-// (s3.4.1, s3.4.2), on spec.config. A NAD without one resolves from the
-// node's CNI conf dir (rules 2-3), which explain cannot read.
-func (b *builder) resolveConfig(c *checkedNAD) {
-	if strings.TrimSpace(c.obj.Spec.Config) == "" {
-		c.report.ConfigSource = "node"
-		b.warn("NetworkAttachmentDefinition %s has no spec.config: plexus looks for a CNI config named %q in the node's conf dir (s3.4.1), which explain cannot read", c.report.Ref(), c.obj.Name)
-		return
-	}
-	r, err := nad.Resolve(c.obj, "")
-	if err != nil {
-		c.report.Error = "invalid config (s3.4.1): " + err.Error()
-		return
-	}
-	conf, err := netconf.Parse(r.Config)
-	if err != nil { // Resolve parsed it already
-		c.report.Error = fmt.Sprintf("invalid config (s3.4.1): NetworkAttachmentDefinition %s: %v", c.report.Ref(), err)
-		return
-	}
-	c.config = r.Config
-	c.report.ConfigSource, c.report.ConfigValid = r.Source, true
-	c.report.CNIVersion, c.report.PluginTypes, c.report.IPAMTypes = conf.CNIVersion(), conf.PluginTypes(), conf.IPAMTypes()
-}
-
-// checkDevices reads the devices the NAD needs and checks them as the
-// pipeline does before any delegate runs.
-func (b *builder) checkDevices(c *checkedNAD) {
-	c.report.ResourceName = c.obj.Annotations[pipeline.ResourceNameAnnotation]
-	c.report.ResourceClaim = c.obj.Annotations[pipeline.ResourceClaimAnnotation]
-	_, claim, isClaim, err := pipeline.DeviceAnnotations(c.obj.Annotations)
+// nadReport is the NAD of attachment a as read and as the plan resolved it
+// (s3.4.1, s3.4.2), with the devices it names.
+func (b *builder) nadReport(namespace, name string, a *pipeline.Planned) NAD {
+	out := NAD{Namespace: namespace, Name: name}
+	n := b.nads.seen[namespace+"/"+name]
 	switch {
-	case err != nil:
-		c.report.DeviceError = err.Error()
-	case isClaim:
-		c.report.DeviceError = b.checkClaim(claim)
+	case n == nil:
+		return out // the plan did not get as far
+	case n.err != nil:
+		out.Error = notFoundText(n.err) + n.hint
+		return out
 	}
+	out.Found, out.From = true, n.from
+	out.ResourceName = n.obj.Annotations[pipeline.ResourceNameAnnotation]
+	out.ResourceClaim = n.obj.Annotations[pipeline.ResourceClaimAnnotation]
+	switch {
+	case a.Err != nil && a.Err.Code == codes.NetworkNotFound:
+		out.Error = "invalid config (s3.4.1): " + cause(a.Err, b.pod.Ref(), a.Name)
+	case a.Err != nil && a.Err.Code == codes.Devices:
+		out.DeviceError = cause(a.Err, b.pod.Ref(), a.Name)
+	}
+	if a.Unread != "" {
+		out.ConfigSource = "node"
+		b.warn("NetworkAttachmentDefinition %s has no spec.config: plexus looks for a CNI config named %q in the node's conf dir (s3.4.1), which explain cannot read", out.Ref(), name)
+		return out
+	}
+	if conf, err := netconf.Parse(a.Config); err == nil && out.Error == "" {
+		out.ConfigSource, out.ConfigValid = a.ConfigSource, true
+		out.CNIVersion, out.PluginTypes, out.IPAMTypes = conf.CNIVersion(), conf.PluginTypes(), conf.IPAMTypes()
+	}
+	return out
 }
 
-// checkClaim checks a plexus.io/resource-claim value, "<claim>" or
-// "<claim>/<request>", against the pod's spec.resourceClaims when known.
-func (b *builder) checkClaim(ref string) string {
-	podClaim, _, err := pipeline.ParseClaimRef(ref)
-	if err != nil {
-		return err.Error()
-	}
-	if b.pod.ResourceClaims == nil {
-		return ""
-	}
-	if _, ok := b.pod.ResourceClaims[podClaim]; !ok {
-		return fmt.Sprintf("the NAD's %s names claim %q, which the pod's spec.resourceClaims does not have", pipeline.ResourceClaimAnnotation, podClaim)
-	}
-	return ""
-}
-
-// attachments checks the NAD of every selection element.
-func (b *builder) attachments(ctx context.Context) {
-	b.checked = make([]*checkedNAD, len(b.r.Attachments))
-	for i := range b.r.Attachments {
-		a := &b.r.Attachments[i]
-		where := fmt.Sprintf("selection element %d (%s)", a.Index, a.Network)
-		c := b.checkNAD(ctx, a.NAD.Namespace, a.NAD.Name, where)
-		a.NAD = c.report
-		b.checked[i] = c
-	}
+// cause is a plan error's message without the pod and network it names
+// first (the report says where).
+func cause(e *types.Error, pod, network string) string {
+	msg := strings.TrimPrefix(e.Msg, "pod "+pod+": ")
+	return strings.TrimPrefix(msg, "network "+network+": ")
 }

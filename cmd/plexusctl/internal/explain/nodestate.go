@@ -159,6 +159,9 @@ func (b *builder) podPlugins() map[string][]string {
 	if d := b.r.DefaultNetwork; d != nil {
 		add("default "+d.Network, d.NAD)
 	}
+	for _, a := range b.r.DefaultNetworks {
+		add("defaultNetworks "+a.Network, &a.NAD)
+	}
 	for _, a := range b.r.Attachments {
 		add(fmt.Sprintf("[%d] %s", a.Index, a.Network), &a.NAD)
 	}

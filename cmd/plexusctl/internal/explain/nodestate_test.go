@@ -29,7 +29,8 @@ func TestExplainNodeState(t *testing.T) {
 	}
 	healthy := plexusapi.PlexusNodeStatus{Mode: "thick", Version: "v1", ConfigInstalled: true, ConfigPath: "/etc/cni/net.d/00-plexus.conflist",
 		DefaultNetwork: "pod-net", DefaultNetworkFile: "/etc/cni/net.d/10-default.conflist", Updated: metav1.NewTime(started.Add(time.Minute)),
-		Policy: &plexusapi.NodePolicy{Source: "object", Object: "team", Generation: 3, ObservedGeneration: 3, Revision: "3-0123456789ab", TestsPassed: 2}}
+		Settings: &plexusapi.NodeSettings{ClusterNetwork: "/etc/cni/net.d/10-default.conflist", SystemNamespace: "kube-system", Compat: "multus", SystemNamespaces: []string{"kube-system"}},
+		Policy:   &plexusapi.NodePolicy{Source: "object", Object: "team", Generation: 3, ObservedGeneration: 3, Revision: "3-0123456789ab", TestsPassed: 2}}
 	with := func(f func(*plexusapi.PlexusNodeStatus)) plexusapi.PlexusNodeStatus {
 		st := healthy
 		f(&st)

@@ -3,106 +3,225 @@ package explain
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"sort"
+	"strings"
 
+	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/plexus-cni/plexus/core/codes"
 	"github.com/plexus-cni/plexus/core/config"
 	"github.com/plexus-cni/plexus/core/pipeline"
 	"github.com/plexus-cni/plexus/core/selection"
 )
 
 // InvalidConsequence is what plexus does with an invalid annotation
-// (s4.1: "invalid and ignored") unless strictSelection is set.
-const InvalidConsequence = "plexus attaches the default network only (s4.1); with strictSelection the ADD fails instead"
-
-// selection parses the networks annotation (s4.1) into the report and
-// keeps the elements for the next steps.
-func (b *builder) selection() {
-	v, ok := b.pod.Annotations[selection.Annotation]
-	a := &b.r.Annotation
-	a.Present, a.Value = ok, v
-	res, err := selection.ParseWith(v, b.pod.Namespace, config.DefaultParseOptions())
-	if err != nil {
-		b.invalidSelection(err)
-		return
-	}
-	a.Valid, a.Format, a.Warnings = true, string(res.Format), res.Warnings
-	for _, w := range res.Warnings {
-		b.warn("%s", w)
-	}
-	// The same assignment as the pipeline's; defaultNetworks of the node's
-	// config, which take net1.. first, are not known here.
-	ifNames, err := pipeline.AssignInterfaces(map[string]string{defaultRuntimeInterface: "the default network"}, res.Elements)
-	if err != nil {
-		b.problem("%v: the ADD fails", err)
-		ifNames = requestedInterfaces(res.Elements)
-	}
-	for i, el := range res.Elements {
-		b.r.Attachments = append(b.r.Attachments, attachmentOf(el, ifNames[i]))
-	}
-	b.elements = res.Elements
-}
-
-func (b *builder) invalidSelection(err error) {
-	a := &b.r.Annotation
-	a.Error, a.Consequence = err.Error(), InvalidConsequence
-	var se *selection.Error
-	if errors.As(err, &se) && se.Index >= 0 {
-		i := se.Index
-		a.ErrorElement = &i
-	}
-	b.problem("%v; %s", err, InvalidConsequence)
-}
-
-func attachmentOf(el *selection.Element, ifName string) Attachment {
-	a := Attachment{
-		Index: el.Index, Network: el.Ref(), Interface: ifName, InterfaceRequested: el.Interface != "",
-		IPs: el.IPs, MAC: el.MAC, DeviceID: el.DeviceID, InfinibandGUID: el.InfinibandGUID,
-		Compat: el.Compat, Ignored: el.Ignored,
-		NAD: NAD{Namespace: el.Namespace, Name: el.Name},
-	}
-	keys := make([]string, 0, len(el.Extensions))
-	for k := range el.Extensions {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		a.Keys = append(a.Keys, Key{Key: k})
-	}
-	return a
-}
+// (s4.1: "invalid and ignored") unless strictSelection is set;
+// StrictConsequence what it does with it set.
+const (
+	InvalidConsequence = "plexus attaches the default network only (s4.1); with strictSelection the ADD fails instead"
+	StrictConsequence  = "the ADD fails (strictSelection)"
+)
 
 // defaultRuntimeInterface is the default network's interface: the
 // runtime's CNI_IFNAME, which every runtime sets to eth0.
 const defaultRuntimeInterface = "eth0"
 
-// requestedInterfaces are the names the elements ask for, for reporting
-// when AssignInterfaces refused them.
-func requestedInterfaces(els []*selection.Element) []string {
-	out := make([]string, len(els))
-	for i, el := range els {
-		out[i] = el.Interface
+// plan makes the node's plan for the pod (pipeline.Plan, off the node,
+// past every failure) and reports it.
+func (b *builder) plan(ctx context.Context, c *config.Config) {
+	p := &pipeline.Pipeline{
+		Config: c,
+		Source: &planSource{pod: b.pod, nads: b.nads, cluster: b.opts.Cluster},
+		Stages: b.stages(),
+		Log:    slog.New(slog.DiscardHandler),
+	}
+	req := &pipeline.Request{
+		ContainerID: "plexusctl-explain", IfName: defaultRuntimeInterface,
+		Args: [][2]string{{pipeline.ArgPodNamespace, b.pod.Namespace}, {pipeline.ArgPodName, b.pod.Name}},
+	}
+	v, err := p.Plan(ctx, req, pipeline.PlanOptions{All: true, OffNode: true})
+	b.selection(v, c.StrictSelection)
+	b.defaultNetwork(v)
+	for _, a := range v.DefaultNetworks {
+		b.r.DefaultNetworks = append(b.r.DefaultNetworks, b.attachment(a))
+	}
+	for _, a := range v.Selections {
+		b.r.Attachments = append(b.r.Attachments, b.attachment(a))
+	}
+	b.verdict(v, err)
+}
+
+// stages are the policy and extensions explain loaded, as the node's
+// pipeline has them.
+func (b *builder) stages() pipeline.Stages {
+	var s pipeline.Stages
+	if b.engine != nil {
+		s.Authorizer = b.engine
+	}
+	if b.ext != nil {
+		s.Preparer = b.ext.host
+	}
+	return s
+}
+
+// selection reports the networks annotation as the plan parsed it (s4.1).
+func (b *builder) selection(v *pipeline.Plan, strict bool) {
+	val, ok := b.pod.Annotations[selection.Annotation]
+	a := &b.r.Annotation
+	a.Present, a.Value = ok, val
+	if err := v.SelectionErr; err != nil {
+		a.Error, a.Consequence = err.Error(), InvalidConsequence
+		var se *selection.Error
+		if errors.As(err, &se) && se.Index >= 0 {
+			i := se.Index
+			a.ErrorElement = &i
+		}
+		if strict {
+			a.Consequence = StrictConsequence // the plan's error says so
+		} else {
+			b.problem("%v; %s", err, InvalidConsequence)
+		}
+		return
+	}
+	if v.Selection == nil {
+		return
+	}
+	a.Valid, a.Format, a.Warnings = true, string(v.Selection.Format), v.Selection.Warnings
+	for _, w := range v.Selection.Warnings {
+		b.warn("%s", w)
+	}
+}
+
+// defaultNetwork reports v1.multus-cni.io/default-network, which the node
+// honors with Multus compatibility on. A bad value, a missing NAD or a
+// denial fails the ADD: the pod must not start on another network.
+func (b *builder) defaultNetwork(v *pipeline.Plan) {
+	val, ok := b.pod.Annotations[selection.DefaultNetworkAnnotation]
+	if !ok {
+		return
+	}
+	d := &DefaultNetwork{Value: val}
+	b.r.DefaultNetwork = d
+	a := v.Default
+	if a == nil || a.Origin != pipeline.OriginPodDefault {
+		d.Ignored = "compat is off: plexus does not read this annotation (not in the spec); the pod gets the cluster-wide default network (s6)"
+		b.warn("%s: %s", selection.DefaultNetworkAnnotation, d.Ignored)
+		return
+	}
+	ns, name := nadOf(a)
+	if ns == "" {
+		d.Error = cause(a.Err, b.pod.Ref(), "")
+		return
+	}
+	d.Network = ns + "/" + name
+	n := b.nadReport(ns, name, a)
+	d.NAD, d.Policy = &n, b.decision(a)
+}
+
+// nadOf is the NAD an attachment names: the one read, else the
+// "namespace/name" it was planned as; "" when it has none.
+func nadOf(a *pipeline.Planned) (namespace, name string) {
+	if a.NAD != nil {
+		return a.NAD.Namespace, a.NAD.Name
+	}
+	if el := a.Selection; el != nil {
+		return el.Namespace, el.Name
+	}
+	ns, name, _ := strings.Cut(a.Name, "/")
+	if name == "" {
+		return "", ""
+	}
+	return ns, name
+}
+
+// attachment reports one planned selection element or defaultNetworks
+// network.
+func (b *builder) attachment(a *pipeline.Planned) Attachment {
+	ns, name := nadOf(a)
+	out := Attachment{Index: a.Index, Network: ns + "/" + name, Interface: a.IfName, Ignored: a.Ignored, NAD: b.nadReport(ns, name, a), Policy: b.decision(a)}
+	if el := a.Selection; el != nil {
+		out.InterfaceRequested = el.Interface != ""
+		out.IPs, out.MAC, out.DeviceID, out.InfinibandGUID, out.Compat = el.IPs, el.MAC, el.DeviceID, el.InfinibandGUID, el.Compat
+		keys := make([]string, 0, len(el.Extensions))
+		for k := range el.Extensions {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			out.Keys = append(out.Keys, b.ownKey(&out, k, a))
+		}
+	}
+	for _, w := range a.Warnings {
+		b.warn("%s: %s", where(a), w)
 	}
 	return out
 }
 
-// defaultNetwork reads v1.multus-cni.io/default-network, which plexus
-// honors with Multus compatibility on. A bad value, a missing NAD or a
-// denial fails the ADD: the pod must not start on another network.
-func (b *builder) defaultNetwork(ctx context.Context) {
-	v, ok := b.pod.Annotations[selection.DefaultNetworkAnnotation]
-	if !ok {
+// where names an attachment in problems and warnings.
+func where(a *pipeline.Planned) string {
+	switch {
+	case a.Selection != nil:
+		return fmt.Sprintf("selection element %d (%s)", a.Index, a.Selection.Ref())
+	case a.Default:
+		ns, name := nadOf(a)
+		if ns == "" {
+			return "default network"
+		}
+		return "default network " + ns + "/" + name
+	}
+	return "defaultNetworks " + a.Name
+}
+
+// verdict reports what the ADD does: the error it fails with and a
+// problem for every failure the plan found, or the interfaces it gives.
+func (b *builder) verdict(v *pipeline.Plan, err error) {
+	add := &b.r.Add
+	var te *types.Error
+	if !errors.As(err, &te) {
+		add.Interfaces = append(add.Interfaces, v.Default.IfName)
+		for _, a := range b.r.DefaultNetworks {
+			add.Interfaces = append(add.Interfaces, a.Interface)
+		}
+		for _, a := range b.r.Attachments {
+			add.Interfaces = append(add.Interfaces, a.Interface)
+		}
 		return
 	}
-	d := &DefaultNetwork{Value: v}
-	b.r.DefaultNetwork = d
-	ref, err := selection.ParseDefaultNetwork(v, config.DefaultSystemNamespace)
-	if err != nil {
-		d.Error = err.Error()
-		b.problem("%v: the ADD fails", err)
+	add.Fails, add.Code, add.Message = true, te.Code, te.Msg
+	if f := v.Failed; f != nil {
+		add.Network = f.Name
+		if f.Selection != nil {
+			i := f.Index
+			add.Element = &i
+		}
+	} else if b.r.Annotation.ErrorElement != nil && te.Code == codes.InvalidSelection {
+		add.Element = b.r.Annotation.ErrorElement
+	}
+	for _, e := range v.Errs {
+		b.failure(v, e)
+	}
+}
+
+// failure is one failure of the plan as a problem, naming where.
+func (b *builder) failure(v *pipeline.Plan, e *types.Error) {
+	for _, a := range append(append([]*pipeline.Planned{v.Default}, v.DefaultNetworks...), v.Selections...) {
+		if a == nil || a.Err != e {
+			continue
+		}
+		ns, name := nadOf(a)
+		detail := cause(e, b.pod.Ref(), a.Name)
+		if n := b.nads.seen[ns+"/"+name]; n != nil && n.err != nil {
+			detail = notFoundText(n.err) + n.hint
+		} else if e.Code == codes.NetworkNotFound && n != nil {
+			detail = "invalid config (s3.4.1): " + detail
+		}
+		if w := where(a); !strings.HasPrefix(detail, w) {
+			detail = w + ": " + detail
+		}
+		b.problem("%s: the ADD fails (code %d)", detail, e.Code)
 		return
 	}
-	d.Network = ref.Ref()
-	n := b.checkNAD(ctx, ref.Namespace, ref.Name, "default network "+ref.Ref())
-	d.NAD = &n.report
-	b.defaultNAD = n
+	b.problem("%s: the ADD fails (code %d)", cause(e, b.pod.Ref(), ""), e.Code)
 }

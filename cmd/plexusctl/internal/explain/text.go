@@ -68,6 +68,7 @@ func needsEscape(r rune) bool {
 func WriteText(w io.Writer, r *Report) error {
 	p := &printer{w: w}
 	textPod(p, r)
+	textSettings(p, r)
 	running := r.Pod.Phase == "Running"
 	if running {
 		// What the last ADD did is the news for a running pod.
@@ -108,6 +109,11 @@ func textPod(p *printer, r *Report) {
 		detail = " (" + strings.Join(extra, ", ") + ")"
 	}
 	p.line(0, "Pod %s/%s%s, %s", r.Pod.Namespace, r.Pod.Name, detail, from)
+}
+
+func textSettings(p *printer, r *Report) {
+	s := r.Settings
+	p.line(0, "Node settings (from %s): %s", s.From, describeSettings(&s.NodeSettings))
 }
 
 func textSelection(p *printer, r *Report) {
@@ -201,6 +207,10 @@ func textDefaultNetwork(p *printer, r *Report) {
 	case d == nil:
 		p.line(1, "not set: the cluster-wide default network (s6)")
 		return
+	case d.Ignored != "":
+		p.line(1, "value: %s", d.Value)
+		p.line(1, "%s ignored: %s", MarkWarning, d.Ignored)
+		return
 	case d.Error != "":
 		p.line(1, "value: %s", d.Value)
 		p.line(1, "%s %s: the ADD fails", MarkProblem, d.Error)
@@ -213,6 +223,9 @@ func textDefaultNetwork(p *printer, r *Report) {
 func textNetworks(p *printer, r *Report) {
 	p.line(0, "")
 	p.line(0, "Networks (s3.4)")
+	for _, a := range r.DefaultNetworks {
+		p.line(1, "%s", nadLine(fmt.Sprintf("defaultNetworks %s on %s", a.Network, a.Interface), &a.NAD))
+	}
 	if len(r.Attachments) == 0 {
 		p.line(1, "none asked for")
 	}
@@ -439,6 +452,11 @@ func textNode(p *printer, r *Report) {
 
 func textResult(p *printer, r *Report) {
 	p.line(0, "")
+	if r.Add.Fails {
+		p.line(0, "ADD: fails before any delegate runs, with CNI error %d: %s", r.Add.Code, r.Add.Message)
+	} else {
+		p.line(0, "ADD: attaches %s", strings.Join(r.Add.Interfaces, ", "))
+	}
 	if r.OK {
 		p.line(0, "Result: ok, the pod would get every network it asks for (%d warning(s))", len(r.Warnings))
 	} else {

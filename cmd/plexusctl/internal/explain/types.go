@@ -1,8 +1,9 @@
 // Package explain answers "why does this pod have, or not have, its
-// networks" (plexusctl explain pod): it parses the pod's annotations the way
-// plexus does (s4.1), resolves each NetworkAttachmentDefinition (s3.4),
-// asks the s7.4 policy, maps reverse-domain keys to the extensions owning
-// them (s4.1.2.1), and reads what the last ADD left on the pod (s5).
+// networks" (plexusctl explain pod): it makes the plan the node's ADD
+// makes (core/pipeline's Plan, with the node's settings): the selection
+// (s4.1), each NetworkAttachmentDefinition (s3.4), the s7.4 policy's
+// decisions and the extensions owning reverse-domain keys (s4.1.2.1); and
+// it reads what the last ADD left on the pod (s5).
 //
 // The Report types below are the stable "-o json" document: fields are
 // only added, never renamed.
@@ -15,14 +16,21 @@ import (
 
 // Report is everything explain found about one pod.
 type Report struct {
-	Pod            Pod             `json:"pod"`
+	Pod Pod `json:"pod"`
+	// Settings are the node's settings the plan was made with.
+	Settings       Settings        `json:"settings"`
 	Annotation     Annotation      `json:"annotation"`
 	DefaultNetwork *DefaultNetwork `json:"defaultNetwork,omitempty"`
-	Attachments    []Attachment    `json:"attachments"`
-	Policy         PolicyInfo      `json:"policy"`
-	Extensions     ExtensionsInfo  `json:"extensions"`
-	LastAdd        *LastAdd        `json:"lastAdd,omitempty"`
-	Node           *Node           `json:"node,omitempty"`
+	// DefaultNetworks are the config's defaultNetworks the pod gets, on
+	// net1, net2, ... before its selections (Index -1).
+	DefaultNetworks []Attachment `json:"defaultNetworks,omitempty"`
+	Attachments     []Attachment `json:"attachments"`
+	// Add is what the node's ADD does with the pod, as its plan decides.
+	Add        AddVerdict     `json:"add"`
+	Policy     PolicyInfo     `json:"policy"`
+	Extensions ExtensionsInfo `json:"extensions"`
+	LastAdd    *LastAdd       `json:"lastAdd,omitempty"`
+	Node       *Node          `json:"node,omitempty"`
 	// Problems are the reasons the pod would not get every network it
 	// asks for, each naming where; empty means it would (OK).
 	Problems []string `json:"problems"`
@@ -45,6 +53,29 @@ type Pod struct {
 	Started string `json:"started,omitempty"`
 }
 
+// Settings are the values of the node's plexus config that decide a plan.
+type Settings struct {
+	// From is "PlexusNode NAME", "config PATH" or "defaults".
+	From string `json:"from"`
+	plexusapi.NodeSettings
+}
+
+// AddVerdict is the ADD's outcome as the plan step decides it, before any
+// delegate runs; a delegate's own failure is the node's to tell.
+type AddVerdict struct {
+	// Fails: the ADD fails with the CNI error Code and Message.
+	Fails   bool   `json:"fails"`
+	Code    uint   `json:"code,omitempty"`
+	Message string `json:"message,omitempty"`
+	// Network is the network the ADD fails on, Element its selection
+	// element; both absent for the pod as a whole.
+	Network string `json:"network,omitempty"`
+	Element *int   `json:"element,omitempty"`
+	// Interfaces are the pod's interfaces when it does not fail, the
+	// default network's first (s6.2).
+	Interfaces []string `json:"interfaces,omitempty"`
+}
+
 // Annotation is the k8s.v1.cni.cncf.io/networks annotation as parsed (s4.1).
 type Annotation struct {
 	Present bool   `json:"present"`
@@ -64,6 +95,8 @@ type Annotation struct {
 // DefaultNetwork is the v1.multus-cni.io/default-network annotation.
 type DefaultNetwork struct {
 	Value string `json:"value"`
+	// Ignored says why the node does not read the annotation (compat off).
+	Ignored string `json:"ignored,omitempty"`
 	// Network is "namespace/name" once parsed.
 	Network string    `json:"network,omitempty"`
 	Error   string    `json:"error,omitempty"`
