@@ -140,6 +140,7 @@ bench: build k8s-bins node-bins node-deps pause-image multus
 	PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 $(GO) test -count=1 -v -run 'TestKubernetes/(Thick)?RequestCounts' ./tests/e2e/ | grep 'API requests'
 	PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 $(GO) test -run '^$$' -bench Density -benchtime 1x -timeout 40m -v ./tests/node/ | grep -E 'density_test|^Benchmark'
 	PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 $(GO) test -run '^$$' -bench ClusterScale -benchtime 1x -timeout 30m -v ./tests/bench/ | grep -E 'scale_test|^Benchmark'
+	PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 $(GO) test -run '^$$' -bench FleetPolicyPush -benchtime 1x -timeout 40m -v ./cmd/internal/agent/ | grep -E 'one push|^Benchmark'
 	PLEXUS_STATE_LIFECYCLES=10000 $(GO) test -count=1 -timeout 30m -v -run TestStateOnDiskStaysBounded ./cmd/internal/cniplugin/ | grep lifecycles
 
 ## lint: gofmt, go vet, staticcheck
