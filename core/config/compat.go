@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -46,14 +47,7 @@ func (c *Config) ReadinessWait() time.Duration {
 }
 
 // IsSystemNamespace reports whether ns is exempt from defaultNetworks.
-func (c *Config) IsSystemNamespace(ns string) bool {
-	for _, s := range c.SystemNamespaces {
-		if s == ns {
-			return true
-		}
-	}
-	return false
-}
+func (c *Config) IsSystemNamespace(ns string) bool { return slices.Contains(c.SystemNamespaces, ns) }
 
 func (c *Config) validateCompat() error {
 	if !c.MultusCompat() {
@@ -165,9 +159,7 @@ func decodeLogOptions(keys map[string]json.RawMessage) error {
 		return fmt.Errorf(`"logOptions": want an object: %w`, err)
 	}
 	for k := range m {
-		switch k {
-		case "maxSize", "maxBackups", "maxAge", "compress":
-		default:
+		if !slices.Contains([]string{"maxSize", "maxBackups", "maxAge", "compress"}, k) {
 			return fmt.Errorf(`"logOptions": unknown key %q (keys: maxSize, maxBackups, maxAge, compress)`, k)
 		}
 	}

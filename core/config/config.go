@@ -3,11 +3,12 @@
 package config
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -191,42 +192,27 @@ func ParseBase(stdin []byte) (*Config, error) {
 }
 
 func checkKeys(keys map[string]json.RawMessage) error {
-	known := map[string]bool{}
-	for _, k := range append(append([]string{}, plexusKeys...), cniKeys...) {
-		known[k] = true
-	}
 	var unknown []string
 	for k := range keys {
-		if !known[k] {
+		if !slices.Contains(plexusKeys, k) && !slices.Contains(cniKeys, k) {
 			unknown = append(unknown, k)
 		}
 	}
 	if len(unknown) == 0 {
 		return nil
 	}
-	sort.Strings(unknown)
-	return fmt.Errorf("plexus config: unknown key %q (plexus keys: %s)", unknown[0], strings.Join(plexusKeys, ", "))
+	return fmt.Errorf("plexus config: unknown key %q (plexus keys: %s)", slices.Min(unknown), strings.Join(plexusKeys, ", "))
 }
 
 func (c *Config) applyDefaults() {
-	if c.SystemNamespace == "" {
-		c.SystemNamespace = DefaultSystemNamespace
-	}
-	if c.CacheDir == "" {
-		c.CacheDir = DefaultCacheDir
-	}
-	if c.ConfDir == "" {
-		c.ConfDir = DefaultConfDir
-	}
+	c.SystemNamespace = cmp.Or(c.SystemNamespace, DefaultSystemNamespace)
+	c.CacheDir = cmp.Or(c.CacheDir, DefaultCacheDir)
+	c.ConfDir = cmp.Or(c.ConfDir, DefaultConfDir)
 	if c.SystemNamespaces == nil {
 		c.SystemNamespaces = []string{DefaultSystemNamespace}
 	}
-	if c.PodResourcesSocket == "" {
-		c.PodResourcesSocket = DefaultPodResourcesSocket
-	}
-	if c.DeviceInfoDir == "" {
-		c.DeviceInfoDir = DefaultDeviceInfoDir
-	}
+	c.PodResourcesSocket = cmp.Or(c.PodResourcesSocket, DefaultPodResourcesSocket)
+	c.DeviceInfoDir = cmp.Or(c.DeviceInfoDir, DefaultDeviceInfoDir)
 }
 
 func (c *Config) validate() error {
@@ -254,10 +240,7 @@ func (c *Config) validate() error {
 	if c.Compat != "" && c.Compat != CompatMultus && c.Compat != CompatOff {
 		return fmt.Errorf(`"compat" %q is not one of %q, %q`, c.Compat, CompatMultus, CompatOff)
 	}
-	if err := c.validateCompat(); err != nil {
-		return err
-	}
-	return c.Daemon().Check()
+	return cmp.Or(c.validateCompat(), c.Daemon().Check())
 }
 
 // The values of "compat".

@@ -6,6 +6,7 @@ package devinfo
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,21 +35,13 @@ type Files struct {
 	Dir string
 }
 
-func (f Files) root() string {
-	if f.Dir == "" {
-		return DefaultDir
-	}
-	return f.Dir
-}
+func (f Files) root() string { return cmp.Or(f.Dir, DefaultDir) }
 
 // DevicePluginFile is s4.1's path for a device of a resource, with '/' in
 // the resource name replaced by '-'. Both parts are validated first:
 // nothing from a NAD or kubelet becomes a path unchecked.
 func (f Files) DevicePluginFile(resource, deviceID string) (string, error) {
-	if err := names.ResourceName("resource name", resource); err != nil {
-		return "", err
-	}
-	if err := names.DeviceID("device ID", deviceID); err != nil {
+	if err := cmp.Or(names.ResourceName("resource name", resource), names.DeviceID("device ID", deviceID)); err != nil {
 		return "", err
 	}
 	return filepath.Join(f.root(), "dp", strings.ReplaceAll(resource, "/", "-")+"-"+deviceID+"-device.json"), nil
@@ -57,10 +50,7 @@ func (f Files) DevicePluginFile(resource, deviceID string) (string, error) {
 // CNIFile is s4.2's path for one attachment: the container and its
 // interface name identify an attachment uniquely (s4.2.1).
 func (f Files) CNIFile(containerID, ifName string) (string, error) {
-	if err := names.ContainerID(containerID); err != nil {
-		return "", err
-	}
-	if err := names.Interface(ifName); err != nil {
+	if err := cmp.Or(names.ContainerID(containerID), names.Interface(ifName)); err != nil {
 		return "", err
 	}
 	return filepath.Join(f.root(), "cni", containerID+"-"+ifName+"-device.json"), nil
@@ -164,22 +154,18 @@ func writeAtomic(path string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
+	_, err = tmp.Write(data)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
 	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o644)
 	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		os.Remove(tmp.Name())
-		return err
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
 	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err != nil {
 		os.Remove(tmp.Name())
-		return err
 	}
-	return nil
+	return err
 }

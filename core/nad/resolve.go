@@ -1,12 +1,13 @@
 package nad
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/plexus-cni/plexus/core/names"
@@ -26,10 +27,7 @@ type Resolved struct {
 // matches; else an error naming the NAD.
 func Resolve(n *NetworkAttachmentDefinition, confDir string) (*Resolved, error) {
 	ref := n.Namespace + "/" + n.Name
-	if err := names.Label("NAD namespace", n.Namespace); err != nil {
-		return nil, fmt.Errorf("NetworkAttachmentDefinition %s: %w", ref, err)
-	}
-	if err := names.Label("NAD name", n.Name); err != nil {
+	if err := cmp.Or(names.Label("NAD namespace", n.Namespace), names.Label("NAD name", n.Name)); err != nil {
 		return nil, fmt.Errorf("NetworkAttachmentDefinition %s: %w", ref, err)
 	}
 	// Rule 1.
@@ -81,34 +79,17 @@ func FromConfDir(dir, name string) (*Resolved, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading confDir: %w", err)
 	}
-	files := make([]string, 0, len(entries))
-	for _, e := range entries {
-		if e.Type().IsRegular() {
-			files = append(files, e.Name())
-		}
-	}
-	sort.Strings(files)
 	for _, exts := range [][]string{{".conflist"}, {".conf", ".json"}} {
-		for _, f := range files {
-			if !hasExt(f, exts) {
+		for _, e := range entries { // in name order
+			if !e.Type().IsRegular() || !slices.Contains(exts, filepath.Ext(e.Name())) {
 				continue
 			}
-			r, ok := matchFile(filepath.Join(dir, f), name)
-			if ok {
+			if r, ok := matchFile(filepath.Join(dir, e.Name()), name); ok {
 				return r, nil
 			}
 		}
 	}
 	return nil, nil
-}
-
-func hasExt(f string, exts []string) bool {
-	for _, e := range exts {
-		if filepath.Ext(f) == e {
-			return true
-		}
-	}
-	return false
 }
 
 // matchFile reports a file whose "name" is name. Files that do not parse

@@ -5,7 +5,6 @@ package nad
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Group, Version and Resource name the CRD (s3.1).
@@ -15,9 +14,6 @@ const (
 	Resource = "network-attachment-definitions"
 	Kind     = "NetworkAttachmentDefinition"
 )
-
-// SchemeGroupVersion is the API group version of the CRD.
-var SchemeGroupVersion = schema.GroupVersion{Group: Group, Version: Version}
 
 // NetworkAttachmentDefinition is the s3.2 object.
 type NetworkAttachmentDefinition struct {
@@ -31,13 +27,6 @@ type Spec struct {
 	Config string `json:"config,omitempty"`
 }
 
-// NetworkAttachmentDefinitionList is a list of NADs, for informers.
-type NetworkAttachmentDefinitionList struct {
-	metav1.TypeMeta `json:",inline"`
-	metav1.ListMeta `json:"metadata,omitempty"`
-	Items           []NetworkAttachmentDefinition `json:"items"`
-}
-
 // DeepCopyObject implements runtime.Object.
 func (n *NetworkAttachmentDefinition) DeepCopyObject() runtime.Object { return n.DeepCopy() }
 
@@ -49,25 +38,4 @@ func (n *NetworkAttachmentDefinition) DeepCopy() *NetworkAttachmentDefinition {
 	out := &NetworkAttachmentDefinition{TypeMeta: n.TypeMeta, Spec: n.Spec}
 	n.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
 	return out
-}
-
-// DeepCopyObject implements runtime.Object.
-func (l *NetworkAttachmentDefinitionList) DeepCopyObject() runtime.Object {
-	if l == nil {
-		return nil
-	}
-	out := &NetworkAttachmentDefinitionList{TypeMeta: l.TypeMeta}
-	l.ListMeta.DeepCopyInto(&out.ListMeta)
-	out.Items = make([]NetworkAttachmentDefinition, len(l.Items))
-	for i := range l.Items {
-		out.Items[i] = *l.Items[i].DeepCopy()
-	}
-	return out
-}
-
-// AddToScheme registers the NAD types with a scheme.
-func AddToScheme(s *runtime.Scheme) error {
-	s.AddKnownTypes(SchemeGroupVersion, &NetworkAttachmentDefinition{}, &NetworkAttachmentDefinitionList{})
-	metav1.AddToGroupVersion(s, SchemeGroupVersion)
-	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 
 	"github.com/containernetworking/cni/libcni"
 
@@ -194,9 +195,7 @@ func (c *Conf) InjectArgs(cniArgs map[string]any) error {
 		if err != nil {
 			return fmt.Errorf("plugin %d: args: %w", i, err)
 		}
-		for k, v := range cniArgs {
-			cni[k] = v
-		}
+		maps.Copy(cni, cniArgs)
 	}
 	return nil
 }

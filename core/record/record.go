@@ -91,14 +91,17 @@ type Store struct {
 	Dir string
 }
 
-func (s *Store) path(containerID string) (string, error) {
+func (s *Store) path(containerID string) (string, error) { return fileOf(s.Dir, containerID, ".json") }
+
+// fileOf is the container's file in dir, for a valid container ID.
+func fileOf(dir, containerID, suffix string) (string, error) {
 	if err := names.ContainerID(containerID); err != nil {
 		return "", err
 	}
 	if len(containerID) > maxIDLen {
 		return "", fmt.Errorf("container ID is %d characters, over the limit of %d", len(containerID), maxIDLen)
 	}
-	return filepath.Join(s.Dir, containerID+".json"), nil
+	return filepath.Join(dir, containerID+suffix), nil
 }
 
 // Load returns the container's record, (nil, nil) when there is none, or an
@@ -201,11 +204,11 @@ func (s *Store) Save(r *Record) error {
 	}
 	// One write call per line, so that concurrent readers and a crash see
 	// whole lines or a tail without a newline.
-	if _, err := f.Write(append(b, '\n')); err != nil {
-		f.Close()
-		return fmt.Errorf("writing attachment record: %w", err)
+	_, err = f.Write(append(b, '\n'))
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	if err := f.Close(); err != nil {
+	if err != nil {
 		return fmt.Errorf("writing attachment record: %w", err)
 	}
 	return nil
@@ -243,18 +246,22 @@ func (s *Store) LastWrite(containerID string) (time.Time, error) {
 }
 
 // List returns the container IDs that have a record.
-func (s *Store) List() ([]string, error) {
-	entries, err := os.ReadDir(s.Dir)
+func (s *Store) List() ([]string, error) { return listIDs(s.Dir, ".json", "attachment records") }
+
+// listIDs lists the container IDs of dir's files named <ID><suffix>; a
+// missing dir has none. A valid ID starts with an alphanumeric: no
+// temporary or hidden file passes for one.
+func listIDs(dir, suffix, what string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("listing attachment records: %w", err)
+		return nil, fmt.Errorf("listing %s: %w", what, err)
 	}
 	var ids []string
 	for _, e := range entries {
-		id, ok := strings.CutSuffix(e.Name(), ".json")
-		if ok && !strings.HasPrefix(id, ".") && names.ContainerID(id) == nil {
+		if id, ok := strings.CutSuffix(e.Name(), suffix); ok && names.ContainerID(id) == nil {
 			ids = append(ids, id)
 		}
 	}

@@ -29,15 +29,7 @@ type Tombstones struct {
 	Max int
 }
 
-func (t *Tombstones) path(containerID string) (string, error) {
-	if err := names.ContainerID(containerID); err != nil {
-		return "", err
-	}
-	if len(containerID) > maxIDLen {
-		return "", fmt.Errorf("container ID is %d characters, over the limit of %d", len(containerID), maxIDLen)
-	}
-	return filepath.Join(t.Dir, containerID), nil
-}
+func (t *Tombstones) path(containerID string) (string, error) { return fileOf(t.Dir, containerID, "") }
 
 // Put records that the DEL of the container's ifName finished.
 func (t *Tombstones) Put(containerID, ifName string) error {
@@ -109,22 +101,7 @@ func (t *Tombstones) Prune(keep func(containerID string) bool) error {
 	return errors.Join(errs...)
 }
 
-func (t *Tombstones) list() ([]string, error) {
-	entries, err := os.ReadDir(t.Dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("listing tombstones: %w", err)
-	}
-	ids := make([]string, 0, len(entries))
-	for _, e := range entries {
-		if names.ContainerID(e.Name()) == nil {
-			ids = append(ids, e.Name())
-		}
-	}
-	return ids, nil
-}
+func (t *Tombstones) list() ([]string, error) { return listIDs(t.Dir, "", "tombstones") }
 
 // bound removes the oldest tombstones once there are more than Max, down to
 // three quarters of Max, so the pass that reads their times is rare.

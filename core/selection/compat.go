@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -198,7 +200,7 @@ func decodeCNIArgs(v json.RawMessage) (map[string]any, error) {
 		return nil, fmt.Errorf("must be a JSON object: %v", err)
 	}
 	folded := make(map[string]string, len(args))
-	for _, k := range sortedKeys(args) {
+	for _, k := range slices.Sorted(maps.Keys(args)) {
 		if k == "" {
 			return nil, fmt.Errorf("an empty key is not allowed")
 		}
@@ -306,12 +308,8 @@ func object(r json.RawMessage, allowed ...string) (map[string]json.RawMessage, e
 	if err := json.Unmarshal(r, &fields); err != nil {
 		return nil, err
 	}
-	for _, k := range sortedKeys(fields) {
-		known := false
-		for _, a := range allowed {
-			known = known || k == a
-		}
-		if !known {
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		if !slices.Contains(allowed, k) {
 			return nil, fmt.Errorf("unknown key %q (allowed: %s)", k, strings.Join(allowed, ", "))
 		}
 	}
@@ -337,9 +335,7 @@ func integer(raw json.RawMessage, key string, lo, hi int64) (int64, error) {
 func (e *Element) DelegateArgs() map[string]any {
 	args := map[string]any{}
 	if e.Compat != nil {
-		for k, v := range e.Compat.CNIArgs {
-			args[k] = v
-		}
+		maps.Copy(args, e.Compat.CNIArgs)
 	}
 	if e.InfinibandGUID != "" {
 		args[InfinibandGUIDKey] = e.InfinibandGUID

@@ -2,6 +2,7 @@ package selection
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -55,10 +56,7 @@ func ParseDefaultNetwork(value, defaultNamespace string) (*DefaultNetwork, error
 	if err != nil {
 		return nil, defaultNetErr("%v", err)
 	}
-	if ns == "" {
-		ns = defaultNamespace
-	}
-	return &DefaultNetwork{Namespace: ns, Name: name}, nil
+	return &DefaultNetwork{Namespace: cmp.Or(ns, defaultNamespace), Name: name}, nil
 }
 
 func defaultNetFromList(v []byte, defaultNamespace string) (*DefaultNetwork, error) {

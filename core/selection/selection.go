@@ -3,10 +3,12 @@ package selection
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/plexus-cni/plexus/core/names"
@@ -161,10 +163,7 @@ type commaRaw struct {
 }
 
 func validateRef(ns, name string) error {
-	if err := names.Label("namespace", ns); err != nil {
-		return err
-	}
-	return names.Label("network name", name)
+	return cmp.Or(names.Label("namespace", ns), names.Label("network name", name))
 }
 
 // parseJSON implements s4.1.2.
@@ -201,7 +200,7 @@ func parseElement(i int, raw json.RawMessage, podNamespace string, o ParseOption
 	}
 	el := &Element{Index: i, Namespace: podNamespace, Raw: raw}
 	var warnings []string
-	for _, k := range sortedKeys(keys) {
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
 		v := keys[k]
 		var err error
 		switch {
@@ -212,13 +211,13 @@ func parseElement(i int, raw json.RawMessage, podNamespace string, o ParseOption
 		case k == "ips":
 			el.IPs, err = decodeIPs(v)
 		case k == "mac":
-			el.MAC, err = decodeMAC(v)
+			el.MAC, err = decodeChecked(v, checkMAC)
 		case k == "interface":
-			el.Interface, err = decodeInterface(v)
+			el.Interface, err = decodeChecked(v, names.SecondaryInterface) // s4.1.2.1.5
 		case k == DeviceIDKey && o.Compat:
-			el.DeviceID, err = decodeDeviceID(v)
+			el.DeviceID, err = decodeChecked(v, checkDeviceID)
 		case k == InfinibandGUIDKey && o.Compat:
-			el.InfinibandGUID, err = decodeGUID(v)
+			el.InfinibandGUID, err = decodeChecked(v, checkGUID)
 		case strings.Contains(k, "."):
 			if el.Extensions == nil {
 				el.Extensions = map[string]json.RawMessage{}
@@ -241,7 +240,7 @@ func parseElement(i int, raw json.RawMessage, podNamespace string, o ParseOption
 	if _, ok := keys["name"]; !ok {
 		return nil, nil, errAt(i, "the required key \"name\" is missing")
 	}
-	for _, k := range sortedKeys(el.Ignored) {
+	for _, k := range slices.Sorted(maps.Keys(el.Ignored)) {
 		warnings = append(warnings, fmt.Sprintf("%s element %d: key %q ignored: %s", Annotation, i, k, el.Ignored[k]))
 	}
 	if err := validateRef(el.Namespace, el.Name); err != nil {
@@ -256,15 +255,6 @@ func (e *Element) ignore(key, reason string) {
 		e.Ignored = map[string]string{}
 	}
 	e.Ignored[key] = reason
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }
 
 func decodeString(v json.RawMessage, dst *string) error {
@@ -297,29 +287,29 @@ func decodeIPs(v json.RawMessage) ([]string, error) {
 		return nil, fmt.Errorf("must contain at least one address")
 	}
 	for j, s := range ips {
-		if net.ParseIP(s) != nil {
-			continue
+		if _, _, err := net.ParseCIDR(s); err != nil && net.ParseIP(s) == nil {
+			return nil, fmt.Errorf("element %d (%q) is not an IPv4 or IPv6 address", j, s)
 		}
-		if _, _, err := net.ParseCIDR(s); err == nil {
-			continue
-		}
-		return nil, fmt.Errorf("element %d (%q) is not an IPv4 or IPv6 address", j, s)
 	}
 	return ips, nil
 }
 
-// decodeMAC implements s4.1.2.1.4: a 6-byte Ethernet or a 20-byte
-// IP-over-InfiniBand address (RFC 4391 s9.1.1).
-func decodeMAC(v json.RawMessage) (string, error) {
+// decodeChecked decodes a string and checks it.
+func decodeChecked(v json.RawMessage, check func(string) error) (string, error) {
 	var s string
 	if err := decodeString(v, &s); err != nil {
 		return "", err
 	}
-	hw, err := net.ParseMAC(s)
-	if err != nil || (len(hw) != 6 && len(hw) != 20) {
-		return "", fmt.Errorf("%q is neither a 6-byte Ethernet nor a 20-byte InfiniBand hardware address", s)
+	return s, check(s)
+}
+
+// checkMAC implements s4.1.2.1.4: a 6-byte Ethernet or a 20-byte
+// IP-over-InfiniBand address (RFC 4391 s9.1.1).
+func checkMAC(s string) error {
+	if hw, err := net.ParseMAC(s); err != nil || (len(hw) != 6 && len(hw) != 20) {
+		return fmt.Errorf("%q is neither a 6-byte Ethernet nor a 20-byte InfiniBand hardware address", s)
 	}
-	return s, nil
+	return nil
 }
 
 // Keys outside NPWG v1 that plexus accepts, as the reference implementation
@@ -329,41 +319,15 @@ const (
 	InfinibandGUIDKey = "infiniband-guid"
 )
 
-// decodeDeviceID checks a requested device: a device ID from kubelet's
+// checkDeviceID checks a requested device: a device ID from kubelet's
 // device manager (PCI address, name or UUID).
-func decodeDeviceID(v json.RawMessage) (string, error) {
-	var s string
-	if err := decodeString(v, &s); err != nil {
-		return "", err
-	}
-	if err := names.DeviceID("device ID", s); err != nil {
-		return "", err
-	}
-	return s, nil
-}
+func checkDeviceID(s string) error { return names.DeviceID("device ID", s) }
 
-// decodeGUID checks an InfiniBand port GUID: 8 bytes (EUI-64) written as
+// checkGUID checks an InfiniBand port GUID: 8 bytes (EUI-64) written as
 // colon-separated hex pairs.
-func decodeGUID(v json.RawMessage) (string, error) {
-	var s string
-	if err := decodeString(v, &s); err != nil {
-		return "", err
+func checkGUID(s string) error {
+	if hw, err := net.ParseMAC(s); err != nil || len(hw) != 8 {
+		return fmt.Errorf("%q is not an 8-byte InfiniBand GUID (xx:xx:xx:xx:xx:xx:xx:xx)", s)
 	}
-	hw, err := net.ParseMAC(s)
-	if err != nil || len(hw) != 8 {
-		return "", fmt.Errorf("%q is not an 8-byte InfiniBand GUID (xx:xx:xx:xx:xx:xx:xx:xx)", s)
-	}
-	return s, nil
-}
-
-// decodeInterface implements s4.1.2.1.5: a valid Linux interface name.
-func decodeInterface(v json.RawMessage) (string, error) {
-	var s string
-	if err := decodeString(v, &s); err != nil {
-		return "", err
-	}
-	if err := names.SecondaryInterface(s); err != nil {
-		return "", err
-	}
-	return s, nil
+	return nil
 }

@@ -5,9 +5,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/containernetworking/cni/pkg/types"
@@ -34,21 +35,14 @@ type Entry struct {
 	Default   bool     `json:"default"`
 	DNS       *DNS     `json:"dns,omitempty"`
 	// DeviceInfo is the device-info spec v1.1 s6.1 map: the CNI device
-	// information file's content after the delegate ran.
-	DeviceInfo json.RawMessage `json:"device-info,omitempty"`
-	Extra      map[string]json.RawMessage
+	// information file's content after the delegate ran, kept as written
+	// (its keys depend on its "type").
+	DeviceInfo json.RawMessage            `json:"device-info,omitempty"`
+	Extra      map[string]json.RawMessage `json:"-"`
 }
 
-type plainEntry struct {
-	Name      string   `json:"name"`
-	Interface string   `json:"interface,omitempty"`
-	IPs       []string `json:"ips,omitempty"`
-	MAC       string   `json:"mac,omitempty"`
-	Default   bool     `json:"default"`
-	DNS       *DNS     `json:"dns,omitempty"`
-	// DeviceInfo is kept as written: its keys depend on its "type".
-	DeviceInfo json.RawMessage `json:"device-info,omitempty"`
-}
+// plainEntry is Entry without its methods: the s5.3 keys alone.
+type plainEntry Entry
 
 // SetExtra adds a reverse-domain key (s5.3).
 func (e *Entry) SetExtra(key string, value json.RawMessage) error {
@@ -67,18 +61,13 @@ func (e *Entry) SetExtra(key string, value json.RawMessage) error {
 
 // MarshalJSON writes the s5.3 keys first, then extra keys sorted.
 func (e Entry) MarshalJSON() ([]byte, error) {
-	base, err := json.Marshal(plainEntry{e.Name, e.Interface, e.IPs, e.MAC, e.Default, e.DNS, e.DeviceInfo})
+	base, err := json.Marshal(plainEntry(e))
 	if err != nil || len(e.Extra) == 0 {
 		return base, err
 	}
-	keys := make([]string, 0, len(e.Extra))
-	for k := range e.Extra {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var b bytes.Buffer
 	b.Write(base[:len(base)-1])
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(e.Extra)) {
 		kb, _ := json.Marshal(k)
 		b.WriteByte(',')
 		b.Write(kb)
@@ -99,14 +88,10 @@ func (e *Entry) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &all); err != nil {
 		return err
 	}
-	*e = Entry{Name: p.Name, Interface: p.Interface, IPs: p.IPs, MAC: p.MAC, Default: p.Default, DNS: p.DNS, DeviceInfo: p.DeviceInfo}
-	for k, v := range all {
-		if strings.Contains(k, ".") {
-			if e.Extra == nil {
-				e.Extra = map[string]json.RawMessage{}
-			}
-			e.Extra[k] = v
-		}
+	*e = Entry(p)
+	maps.DeleteFunc(all, func(k string, _ json.RawMessage) bool { return !strings.Contains(k, ".") })
+	if len(all) > 0 {
+		e.Extra = all
 	}
 	return nil
 }

@@ -7,6 +7,7 @@
 package daemonconf
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -61,12 +62,7 @@ func parseDuration(b []byte) (time.Duration, error) {
 }
 
 // Or is d, or def when d is unset.
-func (d Duration) Or(def time.Duration) time.Duration {
-	if d == 0 {
-		return def
-	}
-	return time.Duration(d)
-}
+func (d Duration) Or(def time.Duration) time.Duration { return cmp.Or(time.Duration(d), def) }
 
 // Unmarshal is json.Unmarshal for plexus's config and the objects in it,
 // with a value of the wrong type named by its key's path: "daemonWait":

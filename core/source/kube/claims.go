@@ -2,11 +2,6 @@ package kube
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"net/http"
-
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/plexus-cni/plexus/core/source"
 )
@@ -45,20 +40,9 @@ type claimObject struct {
 // ResourceClaim implements source.ResourceClaimReader with a GET of the
 // one claim (RBAC: get on resourceclaims).
 func (s *Source) ResourceClaim(ctx context.Context, namespace, name string) (*source.ResourceClaim, error) {
-	var raw []byte
-	err := s.retry(ctx, "get ResourceClaim "+namespace+"/"+name, func(ctx context.Context) (err error) {
-		raw, err = s.verb(http.MethodGet).AbsPath("/apis/resource.k8s.io/v1/namespaces", namespace, "resourceclaims", name).DoRaw(ctx)
-		return err
-	})
-	if apierrors.IsNotFound(err) {
-		return nil, source.NotFound("ResourceClaim", namespace, name)
-	}
-	if err != nil {
-		return nil, err
-	}
 	var o claimObject
-	if err := json.Unmarshal(raw, &o); err != nil {
-		return nil, fmt.Errorf("decoding ResourceClaim %s/%s: %w", namespace, name, err)
+	if err := s.get(ctx, "ResourceClaim", "ResourceClaim", namespace, name, &o, "/apis/resource.k8s.io/v1/namespaces", namespace, "resourceclaims", name); err != nil {
+		return nil, err
 	}
 	return o.claim(namespace, name), nil
 }

@@ -6,6 +6,7 @@
 package kube
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -54,12 +55,8 @@ func (o *Options) defaults() {
 	if o.Budget <= 0 {
 		o.Budget = 30 * time.Second
 	}
-	if o.Component == "" {
-		o.Component = "plexus"
-	}
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
+	o.Component = cmp.Or(o.Component, "plexus")
+	o.Log = cmp.Or(o.Log, slog.New(slog.DiscardHandler))
 }
 
 // Source reads from and writes to a kube-apiserver.
@@ -97,9 +94,7 @@ func New(cfg *rest.Config, opts Options) (*Source, error) {
 	c.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
 	c.ContentType = "application/json"
 	c.AcceptContentTypes = "application/json"
-	if c.UserAgent == "" {
-		c.UserAgent = opts.Component
-	}
+	c.UserAgent = cmp.Or(c.UserAgent, opts.Component)
 	// A CNI call makes a handful of requests; client-side throttling would
 	// only add latency.
 	c.QPS, c.Burst = 100, 200
@@ -126,66 +121,62 @@ func (s *Source) Close() {
 
 // Pod implements source.Source.
 func (s *Source) Pod(ctx context.Context, namespace, name string) (*source.Pod, error) {
-	var raw []byte
-	err := s.retry(ctx, "get pod "+namespace+"/"+name, func(ctx context.Context) (err error) {
-		raw, err = s.verb(http.MethodGet).AbsPath("/api/v1/namespaces", namespace, "pods", name).DoRaw(ctx)
-		return err
-	})
-	if apierrors.IsNotFound(err) {
-		return nil, source.NotFound("Pod", namespace, name)
-	}
-	if err != nil {
-		return nil, err
-	}
 	var o source.PodObject
-	if err := json.Unmarshal(raw, &o); err != nil {
-		return nil, fmt.Errorf("decoding pod %s/%s: %w", namespace, name, err)
+	if err := s.get(ctx, "pod", "Pod", namespace, name, &o, "/api/v1/namespaces", namespace, "pods", name); err != nil {
+		return nil, err
 	}
 	return o.Pod(), nil
 }
 
 // NAD implements source.Source with a GET of the one object.
 func (s *Source) NAD(ctx context.Context, namespace, name string) (*source.NAD, error) {
-	var raw []byte
-	err := s.retry(ctx, "get NetworkAttachmentDefinition "+namespace+"/"+name, func(ctx context.Context) (err error) {
-		raw, err = s.verb(http.MethodGet).AbsPath("/apis/k8s.cni.cncf.io/v1/namespaces", namespace, "network-attachment-definitions", name).DoRaw(ctx)
-		return err
-	})
-	if apierrors.IsNotFound(err) {
-		return nil, source.NotFound("NetworkAttachmentDefinition", namespace, name)
-	}
-	if err != nil {
-		return nil, err
-	}
+	const kind = "NetworkAttachmentDefinition"
 	var n source.NAD
-	if err := json.Unmarshal(raw, &n); err != nil {
-		return nil, fmt.Errorf("decoding NetworkAttachmentDefinition %s/%s: %w", namespace, name, err)
+	if err := s.get(ctx, kind, kind, namespace, name, &n, "/apis/k8s.cni.cncf.io/v1/namespaces", namespace, "network-attachment-definitions", name); err != nil {
+		return nil, err
 	}
 	return &n, nil
 }
 
 // NamespaceLabels implements source.NamespaceLabeler.
 func (s *Source) NamespaceLabels(ctx context.Context, namespace string) (map[string]string, error) {
-	var raw []byte
-	err := s.retry(ctx, "get namespace "+namespace, func(ctx context.Context) (err error) {
-		raw, err = s.verb(http.MethodGet).AbsPath("/api/v1/namespaces", namespace).DoRaw(ctx)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
 	var o struct {
 		Metadata struct {
 			Labels map[string]string `json:"labels"`
 		} `json:"metadata"`
 	}
-	if err := json.Unmarshal(raw, &o); err != nil {
-		return nil, fmt.Errorf("decoding namespace %s: %w", namespace, err)
+	if err := s.get(ctx, "namespace", "", namespace, "", &o, "/api/v1/namespaces", namespace); err != nil {
+		return nil, err
 	}
 	if o.Metadata.Labels == nil {
 		o.Metadata.Labels = map[string]string{}
 	}
 	return o.Metadata.Labels, nil
+}
+
+// get GETs the object at path into v. what names it in errors; a missing
+// object is source.NotFound(kind, ...) unless kind is "". name is "" for
+// a namespace.
+func (s *Source) get(ctx context.Context, what, kind, namespace, name string, v any, path ...string) error {
+	ref := namespace
+	if name != "" {
+		ref += "/" + name
+	}
+	var raw []byte
+	err := s.retry(ctx, "get "+what+" "+ref, func(ctx context.Context) (err error) {
+		raw, err = s.verb(http.MethodGet).AbsPath(path...).DoRaw(ctx)
+		return err
+	})
+	if kind != "" && apierrors.IsNotFound(err) {
+		return source.NotFound(kind, namespace, name)
+	}
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("decoding %s %s: %w", what, ref, err)
+	}
+	return nil
 }
 
 // PublishStatus sets the one annotation with a merge patch of the pod's
@@ -241,10 +232,7 @@ func (s *Source) event(pod *source.Pod, typ source.EventType, reason, message st
 		message = message[:maxEventMessage-3] + "..."
 	}
 	now := metav1.Now()
-	host := s.opts.NodeName
-	if host == "" {
-		host = pod.NodeName
-	}
+	host := cmp.Or(s.opts.NodeName, pod.NodeName)
 	return &corev1.Event{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Event"},
 		ObjectMeta: metav1.ObjectMeta{GenerateName: pod.Name + ".", Namespace: pod.Namespace},

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"net"
@@ -41,11 +42,7 @@ func prewarm(cfg *rest.Config, timeout time.Duration) (*rest.Config, *warmDialer
 	if err != nil || tlsConf == nil {
 		return cfg, nil
 	}
-	port := u.Port()
-	if port == "" {
-		port = "443"
-	}
-	d := &warmDialer{addr: net.JoinHostPort(u.Hostname(), port), tls: tlsConf, protos: alpn(tlsConf.NextProtos)}
+	d := &warmDialer{addr: net.JoinHostPort(u.Hostname(), cmp.Or(u.Port(), "443")), tls: tlsConf, protos: alpn(tlsConf.NextProtos)}
 	d.http2 = slices.Contains(d.protos, "h2")
 	d.start(timeout)
 	c := rest.CopyConfig(cfg)
@@ -69,22 +66,17 @@ type warmDialer struct {
 	protos []string // offered in the handshake (ALPN)
 	http2  bool
 
-	warm   chan warmConn // the connection dialed ahead, once
+	warm   chan net.Conn // the connection dialed ahead (nil if that failed), once
 	cancel context.CancelFunc
 	once   sync.Once
 }
 
-type warmConn struct {
-	conn net.Conn
-	err  error
-}
-
 func (d *warmDialer) start(timeout time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	d.warm, d.cancel = make(chan warmConn, 1), cancel
+	d.warm, d.cancel = make(chan net.Conn, 1), cancel
 	go func() {
-		conn, err := d.dial(ctx, "tcp", d.addr)
-		d.warm <- warmConn{conn, err}
+		conn, _ := d.dial(ctx, "tcp", d.addr) // nil on error
+		d.warm <- conn
 	}()
 }
 
@@ -106,9 +98,8 @@ func (d *warmDialer) take(ctx context.Context) net.Conn {
 	var conn net.Conn
 	d.once.Do(func() {
 		select {
-		case w := <-d.warm:
+		case conn = <-d.warm:
 			d.cancel() // an established connection outlives its dial's context
-			conn = w.conn
 		case <-ctx.Done():
 			d.cancel()
 			go d.discard()
@@ -119,8 +110,8 @@ func (d *warmDialer) take(ctx context.Context) net.Conn {
 
 // discard closes the connection dialed ahead when nothing took it.
 func (d *warmDialer) discard() {
-	if w := <-d.warm; w.conn != nil {
-		w.conn.Close()
+	if conn := <-d.warm; conn != nil {
+		conn.Close()
 	}
 }
 

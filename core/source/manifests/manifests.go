@@ -4,6 +4,7 @@
 package manifests
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,7 +12,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 
@@ -42,19 +42,20 @@ func Load(dir string) (*Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("manifests: %w", err)
 	}
-	var files []string
-	for _, e := range entries {
-		if ext := filepath.Ext(e.Name()); e.Type().IsRegular() && (ext == ".yaml" || ext == ".yml") {
-			files = append(files, e.Name())
+	for _, e := range entries { // in name order
+		if !isManifest(e) {
+			continue
 		}
-	}
-	sort.Strings(files)
-	for _, f := range files {
-		if err := s.loadFile(filepath.Join(dir, f)); err != nil {
+		if err := s.loadFile(filepath.Join(dir, e.Name())); err != nil {
 			return nil, err
 		}
 	}
 	return s, nil
+}
+
+func isManifest(e os.DirEntry) bool {
+	ext := filepath.Ext(e.Name())
+	return e.Type().IsRegular() && (ext == ".yaml" || ext == ".yml")
 }
 
 func (s *Source) loadFile(path string) error {
@@ -105,13 +106,8 @@ func (s *Source) addPod(b []byte) error {
 		return fmt.Errorf("Pod: %w", err)
 	}
 	pod := m.Pod()
-	if pod.Namespace == "" {
-		pod.Namespace = "default"
-	}
-	if err := names.Label("Pod namespace", pod.Namespace); err != nil {
-		return err
-	}
-	if err := names.Subdomain("Pod name", pod.Name); err != nil {
+	pod.Namespace = cmp.Or(pod.Namespace, "default")
+	if err := cmp.Or(names.Label("Pod namespace", pod.Namespace), names.Subdomain("Pod name", pod.Name)); err != nil {
 		return err
 	}
 	s.pods[pod.Namespace+"/"+pod.Name] = pod
@@ -123,13 +119,8 @@ func (s *Source) addNAD(b []byte) error {
 	if err := json.Unmarshal(b, &n); err != nil {
 		return fmt.Errorf("NetworkAttachmentDefinition: %w", err)
 	}
-	if n.Namespace == "" {
-		n.Namespace = "default"
-	}
-	if err := names.Label("NetworkAttachmentDefinition namespace", n.Namespace); err != nil {
-		return err
-	}
-	if err := names.Label("NetworkAttachmentDefinition name", n.Name); err != nil {
+	n.Namespace = cmp.Or(n.Namespace, "default")
+	if err := cmp.Or(names.Label("NetworkAttachmentDefinition namespace", n.Namespace), names.Label("NetworkAttachmentDefinition name", n.Name)); err != nil {
 		return err
 	}
 	s.nads[n.Namespace+"/"+n.Name] = &n
@@ -155,10 +146,7 @@ func (s *Source) NAD(_ context.Context, namespace, name string) (*source.NAD, er
 // StatusPath is where a pod's network-status is written. Namespace and
 // name are validated DNS-1123 names, so they cannot form another path.
 func (s *Source) StatusPath(namespace, name string) (string, error) {
-	if err := names.Label("Pod namespace", namespace); err != nil {
-		return "", err
-	}
-	if err := names.Subdomain("Pod name", name); err != nil {
+	if err := cmp.Or(names.Label("Pod namespace", namespace), names.Subdomain("Pod name", name)); err != nil {
 		return "", err
 	}
 	return filepath.Join(s.Dir, StatusDir, namespace+"_"+name+".json"), nil
@@ -233,7 +221,7 @@ func dirStamp(dir string) (string, error) {
 	}
 	var b strings.Builder
 	for _, e := range entries {
-		if ext := filepath.Ext(e.Name()); !e.Type().IsRegular() || (ext != ".yaml" && ext != ".yml") {
+		if !isManifest(e) {
 			continue
 		}
 		info, err := e.Info()

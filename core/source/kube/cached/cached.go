@@ -109,9 +109,8 @@ func (s *Source) WaitForSync(ctx context.Context) bool {
 
 // Pod implements source.Source from the cache, falling back to a GET.
 func (s *Source) Pod(ctx context.Context, namespace, name string) (*source.Pod, error) {
-	obj, ok, err := s.pods.GetStore().GetByKey(namespace + "/" + name)
-	if err == nil && ok {
-		return podOf(obj.(*corev1.Pod)), nil
+	if p := s.CachedPod(namespace, name); p != nil {
+		return p, nil
 	}
 	s.Misses("pod")
 	return s.Source.Pod(ctx, namespace, name)
@@ -183,17 +182,10 @@ func podOf(p *corev1.Pod) *source.Pod {
 // attachments follow the selection annotation; its own writes of
 // network-status must not call it back). f must not block.
 func (s *Source) OnPodChange(ann string, f func(key string)) error {
-	key := func(obj any) (string, bool) {
-		p, ok := obj.(*corev1.Pod)
-		if !ok {
-			return "", false
-		}
-		return p.Namespace + "/" + p.Name, true
-	}
 	_, err := s.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
-			if k, ok := key(obj); ok {
-				f(k)
+			if p, ok := obj.(*corev1.Pod); ok {
+				f(p.Namespace + "/" + p.Name)
 			}
 		},
 		UpdateFunc: func(old, cur any) {
