@@ -10,6 +10,38 @@ import (
 // docFile holds the table of error codes.
 const docFile = "docs/configuration.md"
 
+// Code is one of plexus's CNI error codes: its name here and what it
+// means, as docFile's table of error codes begins to say it.
+type Code struct {
+	Code    uint
+	Name    string
+	Meaning string
+}
+
+// Table lists plexus's own CNI error codes in order.
+func Table() []Code {
+	return []Code{
+		{InvalidSelection, "InvalidSelection", "invalid selection annotation"},
+		{NetworkNotFound, "NetworkNotFound", "a NAD is missing or cannot be resolved"},
+		{PolicyDenied, "PolicyDenied", "denied by policy (s7.4)"},
+		{Extension, "Extension", "an extension rejected or failed the attachment"},
+		{AttachFailed, "AttachFailed", "a delegate ADD failed"},
+		{NotHonored, "NotHonored", "requested ips or mac were not assigned"},
+		{PodLookup, "PodLookup", "the pod could not be read"},
+		{Status, "Status", "network-status could not be published"},
+		{Record, "Record", "the attachment record could not be written"},
+		{DetachFailed, "DetachFailed", "one or more delegate DELs failed"},
+		{CheckFailed, "CheckFailed", "a delegate CHECK failed"},
+		{InterfaceConflict, "InterfaceConflict", "a requested interface name is already used"},
+		{ClusterNetwork, "ClusterNetwork", "the default network cannot be loaded"},
+		{GarbageCollection, "GarbageCollection", "GC could not finish"},
+		{DefaultNotReady, "DefaultNotReady", "STATUS: the default network is not ready"},
+		{DaemonUnreachable, "DaemonUnreachable", "thick mode: plexusd could not be reached"},
+		{DefaultRoute, "DefaultRoute", "default-route could not be applied"},
+		{Devices, "Devices", "the pod's devices"},
+	}
+}
+
 // docRow is one row of docFile's table of error codes.
 type docRow struct {
 	name, meaning string
