@@ -82,16 +82,11 @@ func validateManifest(m *Manifest) error {
 	return nil
 }
 
-func validModuleName(s string) bool {
-	if s == "" || len(s) > 63 {
-		return false
-	}
-	for _, c := range s {
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-			return false
-		}
-	}
-	return true
+func validModuleName(s string) bool { return s != "" && len(s) <= 63 && lowerAlnumDash(s) }
+
+// lowerAlnumDash reports whether s holds only a-z, 0-9 and '-'.
+func lowerAlnumDash(s string) bool {
+	return strings.Trim(s, "abcdefghijklmnopqrstuvwxyz0123456789-") == ""
 }
 
 // ValidPrefix checks a declared prefix: reverse domain notation (s4.1.2.1,
@@ -99,7 +94,8 @@ func validModuleName(s string) bool {
 // only, lower case, optionally ending in ".". A key without a period is
 // reserved by the specification, so no prefix can own one.
 func ValidPrefix(p string) error {
-	labels := prefixLabels(p)
+	// A trailing "." is only a reminder that the prefix owns the keys below it.
+	labels := strings.Split(strings.TrimSuffix(p, "."), ".")
 	if len(labels) < 2 {
 		return fmt.Errorf("prefix %q is not reverse domain notation (want at least two labels, like \"com.example.\")", p)
 	}
@@ -115,21 +111,7 @@ func ValidPrefix(p string) error {
 }
 
 func dnsLabel(l string) bool {
-	if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
-		return false
-	}
-	for _, c := range l {
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
-
-// prefixLabels splits a prefix into labels; a trailing "." is only a
-// reminder that the prefix owns the keys below it.
-func prefixLabels(p string) []string {
-	return strings.Split(strings.TrimSuffix(p, "."), ".")
+	return validModuleName(l) && l[0] != '-' && l[len(l)-1] != '-'
 }
 
 // Owns reports whether prefix owns key. Ownership is by whole labels:

@@ -1,6 +1,7 @@
 package extensions
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -150,16 +151,12 @@ func (m *ModuleConfig) limits() (limits, error) {
 	if err != nil {
 		return l, err
 	}
-	if pages != 0 {
-		l.memoryPages = pages
-	}
+	l.memoryPages = cmp.Or(pages, l.memoryPages)
 	l.timeout = m.Timeout.Or(l.timeout)
 	if m.MaxOutputBytes < 0 {
 		return l, fmt.Errorf("maxOutputBytes must not be negative")
 	}
-	if m.MaxOutputBytes > 0 {
-		l.maxOutput = m.MaxOutputBytes
-	}
+	l.maxOutput = cmp.Or(m.MaxOutputBytes, l.maxOutput)
 	if l.prepareFailure, err = policy("prepareFailure", m.PrepareFailure, l.prepareFailure); err != nil {
 		return l, err
 	}

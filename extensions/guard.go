@@ -3,8 +3,9 @@ package extensions
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/plexus-cni/plexus/core/pipeline"
@@ -88,7 +89,7 @@ type preparePlan struct {
 
 // planPrepare validates a prepare output against the attachment.
 func planPrepare(a *pipeline.Attachment, out *wireOutput) (*preparePlan, error) {
-	p := &preparePlan{}
+	p := &preparePlan{configArgs: map[string]any{}}
 	if len(out.Config) > 0 && string(out.Config) != "null" {
 		if err := checkConfigChange(a.Config, out.Config); err != nil {
 			return nil, err
@@ -96,7 +97,7 @@ func planPrepare(a *pipeline.Attachment, out *wireOutput) (*preparePlan, error) 
 		p.config = out.Config
 	}
 	have := cniArgsMap(a.CNIArgs)
-	for _, k := range sortedKeys(out.AddCNIArgs) {
+	for _, k := range slices.Sorted(maps.Keys(out.AddCNIArgs)) {
 		v := out.AddCNIArgs[k]
 		if k == "" || strings.ContainsAny(k, "=;") || strings.Contains(v, ";") {
 			return nil, fmt.Errorf("CNI_ARGS pair %q=%q is malformed", k, v)
@@ -110,7 +111,7 @@ func planPrepare(a *pipeline.Attachment, out *wireOutput) (*preparePlan, error) 
 	for k := range a.ConfigArgs {
 		held[selection.FoldArgKey(k)] = k
 	}
-	for _, k := range sortedKeys(out.AddConfigArgs) {
+	for _, k := range slices.Sorted(maps.Keys(out.AddConfigArgs)) {
 		if k == "" {
 			return nil, fmt.Errorf("args.cni key %q is malformed", k)
 		}
@@ -125,9 +126,6 @@ func planPrepare(a *pipeline.Attachment, out *wireOutput) (*preparePlan, error) 
 		if err := json.Unmarshal(out.AddConfigArgs[k], &v); err != nil {
 			return nil, fmt.Errorf("args.cni key %q: %w", k, err)
 		}
-		if p.configArgs == nil {
-			p.configArgs = map[string]any{}
-		}
 		p.configArgs[k] = v
 	}
 	return p, nil
@@ -141,9 +139,7 @@ func (p *preparePlan) apply(a *pipeline.Attachment) {
 	if len(p.configArgs) > 0 && a.ConfigArgs == nil {
 		a.ConfigArgs = map[string]any{}
 	}
-	for k, v := range p.configArgs {
-		a.ConfigArgs[k] = v
-	}
+	maps.Copy(a.ConfigArgs, p.configArgs)
 }
 
 // checkStatusKeys enforces s5.3 on an enrich output: every key has a
@@ -153,7 +149,7 @@ func checkStatusKeys(d *Declaration, keys map[string]json.RawMessage) error {
 		return fmt.Errorf("%d status keys exceed the cap of %d per call", len(keys), maxStatusKeys)
 	}
 	total := 0
-	for _, k := range sortedKeys(keys) {
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
 		total += len(k) + len(keys[k])
 		if len(keys[k]) > maxStatusValue {
 			return fmt.Errorf("status key %q: value of %d bytes exceeds the cap of %d", k, len(keys[k]), maxStatusValue)
@@ -175,7 +171,7 @@ func checkStatusKeys(d *Declaration, keys map[string]json.RawMessage) error {
 }
 
 func applyStatus(e *status.Entry, keys map[string]json.RawMessage) error {
-	for _, k := range sortedKeys(keys) {
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
 		if err := e.SetExtra(k, keys[k]); err != nil {
 			return err
 		}
@@ -184,19 +180,5 @@ func applyStatus(e *status.Entry, keys map[string]json.RawMessage) error {
 }
 
 func ownsKey(d *Declaration, key string) bool {
-	for _, p := range d.Prefixes {
-		if Owns(p, key) {
-			return true
-		}
-	}
-	return false
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
+	return slices.ContainsFunc(d.Prefixes, func(p string) bool { return Owns(p, key) })
 }

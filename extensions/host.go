@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/tetratelabs/wazero"
@@ -269,7 +271,7 @@ func (h *Host) owner(key string) *module {
 func (h *Host) partition(keys map[string]json.RawMessage) (map[*module]map[string]json.RawMessage, []string) {
 	groups := map[*module]map[string]json.RawMessage{}
 	var unowned []string
-	for _, k := range sortedKeys(keys) {
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
 		m := h.owner(k)
 		if m == nil {
 			unowned = append(unowned, k)

@@ -1,6 +1,7 @@
 package extensions
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -61,12 +62,7 @@ type module struct {
 
 // name is the declared name, or the path of a module whose declaration
 // could not be read.
-func (m *module) name() string {
-	if m.decl.Name == "" {
-		return m.path
-	}
-	return m.decl.Name
-}
+func (m *module) name() string { return cmp.Or(m.decl.Name, m.path) }
 
 // state is the module's ModuleState.
 func (m *module) state() ModuleState {

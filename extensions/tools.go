@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 
 	types100 "github.com/containernetworking/cni/pkg/types/100"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -116,7 +118,7 @@ func runPrepare(ctx context.Context, w io.Writer, h *Host, input []byte) error {
 	}
 	a := attachmentOf(&in.Request)
 	a.Config, a.ConfigArgs = in.Config, in.ConfigArgs
-	for _, k := range sortedKeys(in.CNIArgs) {
+	for _, k := range slices.Sorted(maps.Keys(in.CNIArgs)) {
 		a.CNIArgs = append(a.CNIArgs, [2]string{k, in.CNIArgs[k]})
 	}
 	rep := &runReport{}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/plexus-cni/plexus/sdk/wasmfmt"
 )
@@ -59,12 +60,7 @@ func (b *Binary) CustomNamed(name string) ([]byte, error) {
 
 // ExportedFunc reports whether the module exports a function with the name.
 func (b *Binary) ExportedFunc(name string) bool {
-	for _, e := range b.Exports {
-		if e.Name == name && e.Kind == wasmfmt.KindFunc {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(b.Exports, func(e Export) bool { return e.Name == name && e.Kind == wasmfmt.KindFunc })
 }
 
 // ParseBinary reads the header sections of the wasm binary in r (size bytes).

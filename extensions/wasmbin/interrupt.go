@@ -21,6 +21,7 @@ package wasmbin
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/plexus-cni/plexus/sdk/wasmfmt"
 )
@@ -36,18 +37,6 @@ const (
 // calls of the tick: enough to make its cost vanish, few enough that the
 // deadline and the collector wait for well under a millisecond.
 const TickInterval = 1 << 14
-
-// Wasm section ids.
-const (
-	secCustom  = 0
-	secType    = 1
-	secImport  = 2
-	secGlobal  = 6
-	secExport  = 7
-	secStart   = 8
-	secElement = 9
-	secCode    = 10
-)
 
 // ErrFormat is wrapped by errors about binaries AddDeadlineCheck cannot
 // rewrite: malformed, or using instructions it does not know.
@@ -73,16 +62,16 @@ func AddDeadlineCheck(bin []byte) ([]byte, error) {
 	if err != nil {
 		return nil, formatError{err}
 	}
-	sections = ensureSections(sections, secType, secImport, secGlobal)
+	sections = ensureSections(sections, wasmfmt.SectionType, wasmfmt.SectionImport, wasmfmt.SectionGlobal)
 	r := &rewriter{}
 	for _, s := range sections {
 		var err error
 		switch s.ID {
-		case secType:
+		case wasmfmt.SectionType:
 			r.types, _, err = readU32(s.Body, 0)
-		case secImport:
+		case wasmfmt.SectionImport:
 			r.funcImports, r.globalImports, err = countImports(s.Body)
-		case secGlobal:
+		case wasmfmt.SectionGlobal:
 			r.globals, _, err = readU32(s.Body, 0)
 		}
 		if err != nil {
@@ -113,20 +102,16 @@ var sectionOrder = map[byte]int{1: 1, 2: 2, 3: 3, 4: 4, 5: 5, 13: 6, 6: 7, 7: 8,
 // ensureSections adds, empty, each of ids the module lacks, in its place.
 func ensureSections(sections []wasmfmt.Section, ids ...byte) []wasmfmt.Section {
 	for _, id := range ids {
-		at := len(sections)
-		found := false
-		for i, s := range sections {
-			if s.ID == id {
-				found = true
-				break
-			}
-			if s.ID != secCustom && sectionOrder[s.ID] > sectionOrder[id] && i < at {
-				at = i
-			}
+		if slices.ContainsFunc(sections, func(s wasmfmt.Section) bool { return s.ID == id }) {
+			continue
 		}
-		if !found {
-			sections = append(sections[:at], append([]wasmfmt.Section{{ID: id, Body: []byte{0}}}, sections[at:]...)...)
+		at := slices.IndexFunc(sections, func(s wasmfmt.Section) bool {
+			return s.ID != wasmfmt.SectionCustom && sectionOrder[s.ID] > sectionOrder[id]
+		})
+		if at < 0 {
+			at = len(sections)
 		}
+		sections = slices.Insert(sections, at, wasmfmt.Section{ID: id, Body: []byte{0}})
 	}
 	return sections
 }
@@ -162,28 +147,28 @@ func (r *rewriter) fn(x int) uint32 {
 
 func (r *rewriter) section(s wasmfmt.Section) (body []byte, keep bool, err error) {
 	switch s.ID {
-	case secCustom:
+	case wasmfmt.SectionCustom:
 		return s.Body, s.Name != "name", nil
-	case secType:
+	case wasmfmt.SectionType:
 		body = appendToVector(s.Body, []byte{0x60, 0x00, 0x00}) // () -> ()
-	case secImport:
+	case wasmfmt.SectionImport:
 		imp := wasmfmt.AppendName(wasmfmt.AppendName(nil, TickModule), TickFunc)
 		body = appendToVector(s.Body, wasmfmt.AppendU32(append(imp, 0x00), uint32(r.types)))
-	case secGlobal:
+	case wasmfmt.SectionGlobal:
 		if body, err = r.globalSection(s.Body); err == nil {
 			counter := wasmfmt.AppendS32([]byte{0x7F, 0x01, 0x41}, TickInterval) // mutable i32
 			body = appendToVector(body, append(counter, 0x0B))
 		}
-	case secExport:
+	case wasmfmt.SectionExport:
 		body, err = r.exportSection(s.Body)
-	case secStart:
+	case wasmfmt.SectionStart:
 		var x int
 		if x, _, err = readU32(s.Body, 0); err == nil {
 			body = wasmfmt.AppendU32(nil, r.fn(x))
 		}
-	case secElement:
+	case wasmfmt.SectionElement:
 		body, err = r.elementSection(s.Body)
-	case secCode:
+	case wasmfmt.SectionCode:
 		body, err = r.codeSection(s.Body)
 	default:
 		body = s.Body
