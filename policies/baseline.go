@@ -31,13 +31,11 @@ func NewBaseline(ctx context.Context) (*Engine, error) {
 	defer os.RemoveAll(dir)
 	// The loader reads files by path; the engine keeps nothing of them
 	// once compiled, so the copy can go when New returns.
-	if err := os.CopyFS(dir, baselineFiles); err != nil {
-		return nil, fmt.Errorf("baseline policy: writing its files: %w", err)
+	library, baseline, err := WriteBaseline(dir)
+	if err != nil {
+		return nil, err
 	}
-	return New(ctx, Config{
-		Paths:    []string{filepath.Join(dir, "library"), filepath.Join(dir, BaselineFile)},
-		Deadline: Duration(MaxDeadline),
-	})
+	return New(ctx, Config{Paths: []string{library, baseline}, Deadline: Duration(MaxDeadline)})
 }
 
 // WriteBaseline writes the rule library and the baseline data embedded in

@@ -2,7 +2,8 @@ package policies
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -35,26 +36,16 @@ var forbiddenBuiltins = map[string]string{
 
 // ForbiddenBuiltins lists the refused built-ins, sorted, for documentation
 // and error messages.
-func ForbiddenBuiltins() []string {
-	names := make([]string, 0, len(forbiddenBuiltins))
-	for n := range forbiddenBuiltins {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func ForbiddenBuiltins() []string { return slices.Sorted(maps.Keys(forbiddenBuiltins)) }
 
 // Capabilities are OPA's capabilities for this version minus the forbidden
 // built-ins, so that the compiler itself rejects any call to one of them.
 func Capabilities() *ast.Capabilities {
 	caps := ast.CapabilitiesForThisVersion()
-	kept := caps.Builtins[:0]
-	for _, b := range caps.Builtins {
-		if _, bad := forbiddenBuiltins[b.Name]; !bad {
-			kept = append(kept, b)
-		}
-	}
-	caps.Builtins = kept
+	caps.Builtins = slices.DeleteFunc(caps.Builtins, func(b *ast.Builtin) bool {
+		_, bad := forbiddenBuiltins[b.Name]
+		return bad
+	})
 	return caps
 }
 
@@ -75,7 +66,7 @@ func checkForbidden(modules map[string]*ast.Module) error {
 	if len(found) == 0 {
 		return nil
 	}
-	sort.Strings(found)
+	slices.Sort(found)
 	return fmt.Errorf("%s", strings.Join(found, "\n"))
 }
 

@@ -2,6 +2,7 @@ package policies
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -173,7 +174,7 @@ func ReadPodManifest(path string) (*source.Pod, error) {
 		return nil, fmt.Errorf("pod manifest %s: metadata.name is empty", path)
 	}
 	return &source.Pod{
-		Namespace: defaultNamespace(m.Metadata.Namespace), Name: m.Metadata.Name, UID: m.Metadata.UID,
+		Namespace: cmp.Or(m.Metadata.Namespace, "default"), Name: m.Metadata.Name, UID: m.Metadata.UID,
 		Labels: m.Metadata.Labels, Annotations: m.Metadata.Annotations,
 		ServiceAccountName: m.Spec.ServiceAccountName, NodeName: m.Spec.NodeName,
 	}, nil
@@ -233,13 +234,6 @@ func nadFromDocument(doc any) (*source.NAD, error) {
 	if n.Name == "" {
 		return nil, fmt.Errorf("metadata.name is empty")
 	}
-	n.Namespace = defaultNamespace(n.Namespace)
+	n.Namespace = cmp.Or(n.Namespace, "default")
 	return &n, nil
-}
-
-func defaultNamespace(ns string) string {
-	if ns == "" {
-		return "default"
-	}
-	return ns
 }

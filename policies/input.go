@@ -181,17 +181,10 @@ func elementInput(e *selection.Element) (map[string]any, error) {
 	if len(e.IPs) > 0 {
 		el["ips"] = e.IPs
 	}
-	if e.MAC != "" {
-		el["mac"] = e.MAC
-	}
-	if e.Interface != "" {
-		el["interface"] = e.Interface
-	}
-	if e.DeviceID != "" {
-		el["deviceID"] = e.DeviceID
-	}
-	if e.InfinibandGUID != "" {
-		el["infiniband-guid"] = e.InfinibandGUID
+	for _, kv := range [...][2]string{{"mac", e.MAC}, {"interface", e.Interface}, {"deviceID", e.DeviceID}, {"infiniband-guid", e.InfinibandGUID}} {
+		if kv[1] != "" {
+			el[kv[0]] = kv[1]
+		}
 	}
 	if args := e.DelegateArgs(); args != nil {
 		el["cniArgs"] = args

@@ -1,6 +1,8 @@
 package policies
 
 import (
+	"slices"
+
 	"github.com/open-policy-agent/opa/v1/ast"
 )
 
@@ -29,12 +31,7 @@ func inputUseOf(modules map[string]*ast.Module, query ast.Body) inputUse {
 }
 
 func anyMayReach(refs []ast.Ref, path ...string) bool {
-	for _, r := range refs {
-		if refMayReach(r[1:], path...) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(refs, func(r ast.Ref) bool { return refMayReach(r[1:], path...) })
 }
 
 // refMayReach reports whether the ref suffix could denote path or a value

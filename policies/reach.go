@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -169,12 +170,7 @@ func ruleName(pkg ast.Ref) (string, bool) {
 // in or below it: one is a prefix of the other, where a term that is not a
 // string (a variable) matches any name.
 func reachesAny(refs []ast.Ref, pkg ast.Ref) bool {
-	for _, r := range refs {
-		if reaches(r, pkg) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(refs, func(r ast.Ref) bool { return reaches(r, pkg) })
 }
 
 func reaches(r, pkg ast.Ref) bool {

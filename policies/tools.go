@@ -5,12 +5,13 @@ package policies
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -151,11 +152,8 @@ func sortedResults(ch chan *tester.Result, sum *TestSummary) chan *tester.Result
 		}
 		all = append(all, r)
 	}
-	sort.SliceStable(all, func(i, j int) bool {
-		if all[i].Package != all[j].Package {
-			return all[i].Package < all[j].Package
-		}
-		return all[i].Location.Row < all[j].Location.Row
+	slices.SortStableFunc(all, func(a, b *tester.Result) int {
+		return cmp.Or(strings.Compare(a.Package, b.Package), cmp.Compare(a.Location.Row, b.Location.Row))
 	})
 	out := make(chan *tester.Result, len(all))
 	for _, r := range all {
@@ -176,7 +174,7 @@ func reportCoverage(out io.Writer, cov *cover.Cover, modules map[string]*ast.Mod
 			names = append(names, n)
 		}
 	}
-	sort.Strings(names)
+	slices.Sort(names)
 	var covered, total int
 	fmt.Fprintln(out, "coverage:")
 	for _, n := range names {
