@@ -4,12 +4,14 @@
 package cniplugin
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/containernetworking/cni/libcni"
@@ -104,10 +106,7 @@ func (o Options) Run(ctx context.Context, conf *config.Config, cmd Command, a *s
 		return types.NewError(codes.InvalidNetworkConfig, err.Error(), "")
 	}
 	defer closeLog()
-	if o.Timeout == 0 {
-		o.Timeout = 3 * time.Minute
-	}
-	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, cmp.Or(o.Timeout, 3*time.Minute))
 	defer cancel()
 
 	p, cleanup, err := o.build(ctx, conf, a, cmd, log)
@@ -151,11 +150,9 @@ func dispatch(ctx context.Context, p *pipeline.Pipeline, req *pipeline.Request, 
 	switch cmd {
 	case CmdAdd:
 		res, err := p.Add(ctx, req)
-		if err != nil {
-			p.Log.Error("ADD failed", "err", err, "elapsed", time.Since(start))
+		if err := logged(p, "ADD", err, start); err != nil {
 			return err
 		}
-		p.Log.Info("ADD done", "elapsed", time.Since(start))
 		return res.PrintTo(stdout)
 	case CmdDel:
 		return logged(p, "DEL", p.Del(ctx, req), start)
@@ -280,16 +277,8 @@ func buildSource(conf *config.Config, cmd Command, log *slog.Logger) (source.Sou
 
 // pluginPaths puts binDir before CNI_PATH.
 func pluginPaths(conf *config.Config, a *skel.CmdArgs) []string {
-	var paths []string
-	if conf.BinDir != "" {
-		paths = append(paths, conf.BinDir)
-	}
-	for _, p := range filepath.SplitList(a.Path) {
-		if p != "" {
-			paths = append(paths, p)
-		}
-	}
-	return paths
+	paths := append([]string{conf.BinDir}, filepath.SplitList(a.Path)...)
+	return slices.DeleteFunc(paths, func(p string) bool { return p == "" })
 }
 
 // request is the call for the pipeline. CNI_ARGS reach it as the runtime

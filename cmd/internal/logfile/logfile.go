@@ -10,6 +10,7 @@
 package logfile
 
 import (
+	"cmp"
 	"compress/gzip"
 	"errors"
 	"fmt"
@@ -28,12 +29,9 @@ const backupTime = "2006-01-02T15-04-05.000"
 
 // Writer appends to the log file and rotates it.
 type Writer struct {
-	path       string
-	maxBytes   int64 // 0: never rotate
-	maxBackups int
-	maxAge     time.Duration
-	compress   bool
-	now        func() time.Time
+	path string
+	r    Rotation
+	now  func() time.Time
 
 	mu sync.Mutex
 	f  *os.File
@@ -53,7 +51,7 @@ type Rotation struct {
 
 // Open opens path for appending, rotated as r says.
 func Open(path string, r Rotation) (*Writer, error) {
-	w := &Writer{path: path, now: time.Now, maxBytes: r.MaxBytes, maxBackups: r.MaxBackups, maxAge: r.MaxAge, compress: r.Compress}
+	w := &Writer{path: path, r: r, now: time.Now}
 	if err := w.open(); err != nil {
 		return nil, err
 	}
@@ -77,8 +75,8 @@ func (w *Writer) Write(p []byte) (int, error) {
 	if w.f == nil {
 		return 0, os.ErrClosed
 	}
-	if w.maxBytes > 0 {
-		if fi, err := w.f.Stat(); err == nil && fi.Size()+int64(len(p)) > w.maxBytes && fi.Size() > 0 {
+	if w.r.MaxBytes > 0 {
+		if fi, err := w.f.Stat(); err == nil && fi.Size()+int64(len(p)) > w.r.MaxBytes && fi.Size() > 0 {
 			if err := w.rotate(); err != nil {
 				fmt.Fprintf(os.Stderr, "plexus: rotating %s: %v\n", w.path, err)
 			}
@@ -153,9 +151,7 @@ type backup struct {
 // backups lists the rotated files of the log, newest first.
 func (w *Writer) backups() ([]backup, error) {
 	dir, base := filepath.Split(w.path)
-	if dir == "" {
-		dir = "."
-	}
+	dir = cmp.Or(dir, ".")
 	ext := filepath.Ext(base)
 	prefix := strings.TrimSuffix(base, ext) + "-"
 	entries, err := os.ReadDir(dir)
@@ -192,13 +188,13 @@ func (w *Writer) tidy() error {
 		return err
 	}
 	var errs []error
-	cutoff := w.now().Add(-w.maxAge)
+	cutoff := w.now().Add(-w.r.MaxAge)
 	for i, b := range list {
-		if (w.maxBackups > 0 && i >= w.maxBackups) || (w.maxAge > 0 && b.t.Before(cutoff)) {
+		if (w.r.MaxBackups > 0 && i >= w.r.MaxBackups) || (w.r.MaxAge > 0 && b.t.Before(cutoff)) {
 			errs = append(errs, os.Remove(b.path))
 			continue
 		}
-		if w.compress && !strings.HasSuffix(b.path, ".gz") {
+		if w.r.Compress && !strings.HasSuffix(b.path, ".gz") {
 			errs = append(errs, gzipFile(b.path))
 		}
 	}

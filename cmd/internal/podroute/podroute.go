@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 
 	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/vishvananda/netlink"
@@ -95,13 +96,7 @@ func defaults(h *netlink.Handle, fam int) ([]netlink.Route, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing routes: %w", err)
 	}
-	var out []netlink.Route
-	for _, r := range routes {
-		if isDefault(r.Dst) {
-			out = append(out, r)
-		}
-	}
-	return out, nil
+	return slices.DeleteFunc(routes, func(r netlink.Route) bool { return !isDefault(r.Dst) }), nil
 }
 
 func isDefault(dst *net.IPNet) bool {

@@ -20,6 +20,7 @@ package wire
 import (
 	"errors"
 	"strconv"
+	"strings"
 )
 
 // MaxCallBytes bounds one request or reply: CNI configs and results are
@@ -117,7 +118,7 @@ func DecodeRequest(b []byte) (*Request, error) {
 	c := &Call{Env: make(map[string]string, count)}
 	for i := 0; i < count && r.err == nil; i++ {
 		kv := string(r.bytes())
-		k, v, ok := cut(kv)
+		k, v, ok := strings.Cut(kv, "=")
 		if !ok && r.err == nil {
 			return nil, errors.New("environment entry " + strconv.Itoa(i) + " has no '='")
 		}
@@ -236,15 +237,6 @@ func (r *reader) end() error {
 		r.err = errors.New(strconv.Itoa(len(r.b)) + " bytes after the end")
 	}
 	return r.err
-}
-
-func cut(s string) (string, string, bool) {
-	for i := 0; i < len(s); i++ {
-		if s[i] == '=' {
-			return s[:i], s[i+1:], true
-		}
-	}
-	return s, "", false
 }
 
 // quote shows at most n bytes of b in an error message.
