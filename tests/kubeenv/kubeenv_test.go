@@ -402,14 +402,13 @@ spec:
 			"/events/create": true, "/events/patch": true,
 			"events.k8s.io/events/create": true, "events.k8s.io/events/patch": true,
 			"resource.k8s.io/resourceclaims/get": true,
-			// The AttachmentPolicy a node follows, and its own status
-			// entry; its own PlexusNode by server-side apply (admission
-			// narrows both to the credential's node).
+			// The AttachmentPolicy a node follows, read only; its own
+			// PlexusNode by server-side apply (admission narrows it to
+			// the credential's node).
 			"plexus.io/attachmentpolicies/get": true, "plexus.io/attachmentpolicies/list": true, "plexus.io/attachmentpolicies/watch": true,
-			"plexus.io/attachmentpolicies/status/patch": true,
-			"plexus.io/plexusnodes/create":              true,
-			"plexus.io/plexusnodes/patch":               true,
-			"plexus.io/plexusnodes/status/patch":        true,
+			"plexus.io/plexusnodes/create":       true,
+			"plexus.io/plexusnodes/patch":        true,
+			"plexus.io/plexusnodes/status/patch": true,
 		}
 		resources := []struct{ group, resource, subresource string }{
 			{"", "pods", ""}, {"", "pods", "status"}, {"", "pods", "binding"}, {"", "pods", "exec"},
