@@ -36,8 +36,9 @@ var ErrNotFound = errors.New("pod sandbox not found")
 
 // Client is a CRI RuntimeService client on a unix socket.
 type Client struct {
-	conn *grpc.ClientConn
-	rt   runtimeapi.RuntimeServiceClient
+	conn   *grpc.ClientConn
+	rt     runtimeapi.RuntimeServiceClient
+	socket string
 }
 
 // New connects lazily to the runtime's socket (the first call dials).
@@ -46,7 +47,7 @@ func New(socket string) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("CRI socket %s: %w", socket, err)
 	}
-	return &Client{conn: conn, rt: runtimeapi.NewRuntimeServiceClient(conn)}, nil
+	return &Client{conn: conn, rt: runtimeapi.NewRuntimeServiceClient(conn), socket: socket}, nil
 }
 
 // Close releases the connection.
