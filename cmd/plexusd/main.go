@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -53,8 +54,10 @@ func parseFlags(args []string) (plexusd.Options, error) {
 	fs.DurationVar(&o.BlockDeadline, "block-deadline", 2*time.Minute, "with --readiness=block, how long an ADD waits for the default network")
 	fs.StringVar(&o.CNIVersion, "cni-version", "", "cniVersion of the CNI config --install-config writes (default: the default network's, at most "+install.DefaultCNIVersion+", which containerd 1.6 accepts)")
 	fs.BoolVar(&o.Uninstall, "uninstall", os.Getenv("PLEXUS_UNINSTALL") == "true", "remove plexus's CNI config when stopping (env PLEXUS_UNINSTALL=true)")
-	fs.StringVar(&o.BinDir, "cni-bin-dir", install.DefaultBinDir, "the host's CNI bin directory, for --uninstall-binaries")
-	binaries := fs.String("uninstall-binaries", "", "comma-separated binaries that --uninstall also removes from --cni-bin-dir (the ones the init container installed)")
+	fs.StringVar(&o.BinDir, "cni-bin-dir", install.DefaultBinDir, "the runtime's CNI bin directory: --binaries go there")
+	binaries := fs.String("binaries", "", "comma-separated binaries plexusd copies from --src-bin-dir to --cni-bin-dir before it installs plexus's config, and --uninstall removes")
+	fs.StringVar(&o.SrcBinDir, "src-bin-dir", install.DefaultSrcBinDir, "directory holding --binaries (plexus's image's)")
+	fs.StringVar(&o.CRISocket, "cri-socket", "", "the runtime's CRI socket (default: the config's criSocket); plexusd checks the CNI directories the runtime reports against --cni-conf-dir and --cni-bin-dir")
 	fs.BoolVar(&o.Profiling, "profiling", false, "serve Go's pprof under /debug/pprof/ on --metrics-addr")
 	fs.StringVar(&o.DelegateRoot, "delegate-root", "", "the host's root directory as plexusd sees it (/proc/1/root with hostPID): delegates run chrooted to it, with the host's tools and files; empty runs them in plexusd's own filesystem")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
@@ -65,7 +68,20 @@ func parseFlags(args []string) (plexusd.Options, error) {
 		// A mis-split flag ("--cni-bin-dir /x") must not pass unnoticed.
 		return o, fmt.Errorf("unexpected argument %q: plexusd takes flags only", fs.Arg(0))
 	}
-	o.UninstallBinaries = install.BinaryList(*binaries)
+	o.Binaries = install.BinaryList(*binaries)
+	// The node's paths given as flags are plexusd's own too: the config
+	// then names none of them (deploy/distributions sets them once).
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "default-conf-dir":
+			o.ConfDirSet = true
+		case "cni-bin-dir":
+			o.BinDirSet = true
+		}
+	})
+	if len(o.Binaries) > 0 && !o.InstallConfig {
+		return o, errors.New("--binaries: only with --install-config, which installs them before plexus's config")
+	}
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(*level)); err != nil {
 		return o, fmt.Errorf("--log-level: %w", err)

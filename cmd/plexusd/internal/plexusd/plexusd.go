@@ -69,11 +69,18 @@ type Options struct {
 	// CNIVersion is the cniVersion of the CNI config installed ("": the
 	// default network's, at most install.DefaultCNIVersion).
 	CNIVersion string
-	// Uninstall removes plexus's CNI config when plexusd stops, and the
-	// UninstallBinaries from BinDir (the init container's install).
-	Uninstall         bool
-	UninstallBinaries []string
-	BinDir            string
+	// Binaries are copied from SrcBinDir to BinDir, the runtime's CNI bin
+	// dir, before plexus's config is installed. Uninstall removes plexus's
+	// CNI config and the Binaries when plexusd stops.
+	Uninstall bool
+	Binaries  []string
+	SrcBinDir string
+	BinDir    string
+	// ConfDirSet and BinDirSet: DefaultConfDir and BinDir were given, and
+	// replace the config's confDir and binDir.
+	ConfDirSet, BinDirSet bool
+	// CRISocket, when set, replaces the config's criSocket.
+	CRISocket string
 	// Profiling serves Go's pprof under /debug/pprof/ on MetricsAddr.
 	Profiling bool
 	// DelegateRoot is the host's root directory as plexusd sees it
@@ -133,12 +140,17 @@ func start(ctx context.Context, o Options) (*Daemon, error) {
 	if err != nil {
 		return nil, fmt.Errorf("plexusd config %s: %w", o.ConfigFile, err)
 	}
+	o.nodePaths(conf)
 	if o.DelegateRoot != "" {
 		if err := cniplugin.CheckDelegateRoot(o.DelegateRoot, delegatePaths(conf)[:1]); err != nil {
 			return nil, fmt.Errorf("--delegate-root: %w", err)
 		}
 	}
 	d := &Daemon{o: o, conf: conf, m: newMetrics(), synced: func() bool { return true }}
+	if err := d.checkRuntimeDirs(ctx); err != nil {
+		d.close()
+		return nil, err
+	}
 	if err := d.buildSource(ctx); err != nil {
 		return nil, err
 	}
@@ -372,6 +384,10 @@ func (d *Daemon) startInstaller(ctx context.Context) (wait func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("CNI config installer: %w", err)
 	}
+	// The shim before the config that names it.
+	if err := in.InstallBinaries(); err != nil {
+		return nil, err
+	}
 	d.reportNode(ctx, in)
 	done := make(chan struct{})
 	go func() {
@@ -423,7 +439,7 @@ func (d *Daemon) installer() (*install.Installer, error) {
 		ConfigOnly: true, Immediate: d.o.Readiness == ReadinessBlock, PluginType: "plexus-shim",
 		CNIVersion: d.o.CNIVersion, Manifests: d.conf.Manifests,
 		ConfDir: d.o.ConfDir, DefaultConfDir: d.o.DefaultConfDir, ConfName: d.o.ConfName,
-		Binaries: d.o.UninstallBinaries, BinDir: d.o.BinDir,
+		Binaries: d.o.Binaries, SrcBinDir: d.o.SrcBinDir, BinDir: d.o.BinDir,
 		Extra: extra, Uninstall: d.o.Uninstall, Poll: time.Second, Log: d.o.Log,
 	})
 }

@@ -1,0 +1,61 @@
+package plexusd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/plexus-cni/plexus/core/config"
+)
+
+// distributionsDoc is where an admin finds each distribution's paths and
+// the deploy component that sets them.
+const distributionsDoc = "docs/install.md#distributions"
+
+// nodePaths puts the node's paths given as flags into the config, so the
+// DaemonSet names each once and the config none (deploy/distributions).
+func (o Options) nodePaths(conf *config.Config) {
+	if o.ConfDirSet {
+		conf.ConfDir = o.DefaultConfDir
+	}
+	if o.BinDirSet {
+		conf.BinDir = o.BinDir
+	}
+	if o.CRISocket != "" {
+		conf.CRISocket = o.CRISocket
+	}
+}
+
+// checkRuntimeDirs asks the runtime where it reads CNI configs and finds
+// plugins, and refuses to start when plexus's config or binaries would go
+// anywhere else: the runtime would never call plexus, and every pod would
+// silently get only the default network. A runtime that cannot tell
+// (not containerd or CRI-O, or not answering yet) leaves the paths
+// unchecked, with a warning.
+func (d *Daemon) checkRuntimeDirs(ctx context.Context) error {
+	if d.conf.CRISocket == "" || !d.o.InstallConfig {
+		return nil
+	}
+	c, err := d.criClient()
+	if err != nil {
+		return err
+	}
+	dirs, err := c.CNIDirs(ctx)
+	if err != nil {
+		d.o.Log.Warn("could not ask the runtime for its CNI directories: --cni-conf-dir and --cni-bin-dir are not checked", "err", err)
+		return nil
+	}
+	d.o.Log.Info("the runtime's CNI directories", "runtime", dirs.Runtime, "confDir", dirs.ConfDir, "binDirs", dirs.BinDirs)
+	var errs []error
+	if filepath.Clean(d.o.ConfDir) != dirs.ConfDir {
+		errs = append(errs, fmt.Errorf("the runtime (%s at %s) reads CNI configs from %s, not from --cni-conf-dir %s, so it would never call plexus", dirs.Runtime, d.conf.CRISocket, dirs.ConfDir, d.o.ConfDir))
+	}
+	if len(d.o.Binaries) > 0 && !dirs.HasBinDir(d.o.BinDir) {
+		errs = append(errs, fmt.Errorf("the runtime (%s at %s) finds CNI plugins in %v, not in --cni-bin-dir %s, where plexus's binaries would go", dirs.Runtime, d.conf.CRISocket, dirs.BinDirs, d.o.BinDir))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: set this node's paths for its distribution (%s)", err, distributionsDoc)
+	}
+	return nil
+}
