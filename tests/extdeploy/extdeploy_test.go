@@ -34,8 +34,19 @@ func render(t *testing.T, component string) (map[string]any, *unstructured.Unstr
 }
 
 // renderFrom renders a kustomization of base (deploy or deploy/thin) with
-// component.
+// component of deploy/extensions.
 func renderFrom(t *testing.T, base, component string) (map[string]any, *unstructured.Unstructured) {
+	t.Helper()
+	var components []string
+	if component != "" {
+		components = []string{"extensions/" + component}
+	}
+	return renderWith(t, base, components...)
+}
+
+// renderWith renders a kustomization of base with components, each a
+// directory under deploy/.
+func renderWith(t *testing.T, base string, components ...string) (map[string]any, *unstructured.Unstructured) {
 	t.Helper()
 	dir := t.TempDir()
 	root, err := filepath.Abs("../..")
@@ -47,9 +58,13 @@ func renderFrom(t *testing.T, base, component string) (map[string]any, *unstruct
 		t.Fatal(err)
 	}
 	k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - " + rel + "/" + base + "\n"
-	if component != "" {
-		k += "components:\n  - " + rel + "/deploy/extensions/" + component + "\n"
+	if len(components) > 0 {
+		k += "components:\n"
 	}
+	for _, c := range components {
+		k += "  - " + rel + "/deploy/" + c + "\n"
+	}
+	component := strings.Join(components, ",")
 	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o644); err != nil {
 		t.Fatal(err)
 	}
