@@ -120,9 +120,9 @@ func (d *Deployment) HostPath(p string) string {
 	return filepath.Join(d.Root, p)
 }
 
-// ShareRuntimeSocket makes the node's containerd socket appear where the
+// ShareRuntimeSocket makes the node's runtime socket appear where the
 // manifests name the host's (/run/containerd/containerd.sock, plexusd's
-// criSocket), through a bind mount that the DaemonSet's mount of the
+// --cri-socket), through a bind mount that the DaemonSet's mount of the
 // host's /run carries into the pod. Call it before Apply.
 func (d *Deployment) ShareRuntimeSocket(t *testing.T) {
 	t.Helper()
@@ -142,7 +142,8 @@ func (d *Deployment) ShareRuntimeSocket(t *testing.T) {
 //     files the pod writes name paths as the host sees them), through
 //     HostPath;
 //   - a container's flag values naming a path in a mounted host directory
-//     (--cni-bin-dir, --socket..., not the image's --src-bin-dir), and
+//     (--socket..., not the image's --src-bin-dir), its env values naming
+//     an absolute path outside the image (CNI_CONF_DIR...), and
 //     every absolute path in the installer's --config JSON (plexus's
 //     config, used on the host) and in plexusd's ConfigMap JSON, at any
 //     depth, the same way, but for the image's own files (/opt/plexus:
@@ -224,6 +225,13 @@ func (d *Deployment) relocateDaemonSet(obj *unstructured.Unstructured, api *url.
 				args[i] = arg
 			}
 			env, _ := ctr["env"].([]any)
+			for _, e := range env {
+				// The node's paths the flags read from env ($(CNI_CONF_DIR)).
+				kv := e.(map[string]any)
+				if v, ok := kv["value"].(string); ok && strings.HasPrefix(v, "/") && !strings.HasPrefix(v, imageDir) {
+					kv["value"] = d.HostPath(v)
+				}
+			}
 			ctr["env"] = append(env,
 				map[string]any{"name": "KUBERNETES_SERVICE_HOST", "value": api.Hostname()},
 				map[string]any{"name": "KUBERNETES_SERVICE_PORT", "value": api.Port()})

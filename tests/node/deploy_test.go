@@ -331,7 +331,15 @@ func TestDeployThick(t *testing.T) {
 	t.Run("HostToolsAndHostPort", func(t *testing.T) {
 		assertHostToolsAndHostPort(t, node.With(t), d, world, conf)
 	})
-	// deploy/ sets criSocket: plexusd asks the runtime for its
+	// plexusd asked the runtime (--cri-socket) where it reads CNI configs
+	// and plugins, and found the node's directories: the ones it
+	// installed into.
+	t.Run("RuntimeDirsChecked", func(t *testing.T) {
+		pod := d.WaitPod(t, deployImage)
+		d.WaitLog(t, pod, "plexusd", `msg="the runtime's CNI directories"`)
+		d.WaitLog(t, pod, "plexusd", "confDir="+node.ConfDir+" ")
+	})
+	// deploy/ sets --cri-socket: plexusd asks the runtime for its
 	// sandboxes (the stale record collection) and gets an answer.
 	t.Run("StaleRecordCollectionRuns", func(t *testing.T) {
 		var body string
@@ -347,9 +355,8 @@ func TestDeployThick(t *testing.T) {
 		return
 	}
 
-	// docs/kubernetes.md: with PLEXUS_UNINSTALL=true plexusd removes
-	// plexus's CNI config when it stops, and the binaries its init
-	// container installed.
+	// docs/install.md: with PLEXUS_UNINSTALL=true plexusd removes
+	// plexus's CNI config when it stops, and the binaries it installed.
 	t.Run("Uninstall", func(t *testing.T) {
 		n := node.With(t)
 		uninstallDeploy(t, d, "plexusd", conf)

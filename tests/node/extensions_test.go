@@ -346,10 +346,11 @@ func addExtension(t *testing.T, d *Deployment, delivery, name, image string, con
 			}
 			spec["volumes"] = append(spec["volumes"].([]any), vol)
 			if delivery == "init-container" && image != "" {
+				inits, _ := spec["initContainers"].([]any)
 				spec["initContainers"] = append([]any{map[string]any{
 					"name": "ext-" + name, "image": image, "args": []any{mount},
 					"volumeMounts": []any{map[string]any{"name": "ext-" + name, "mountPath": mount}},
-				}}, spec["initContainers"].([]any)...)
+				}}, inits...)
 			}
 			for _, c := range spec["containers"].([]any) {
 				if ctr := c.(map[string]any); ctr["name"] == "plexusd" {
