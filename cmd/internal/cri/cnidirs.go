@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
-	"slices"
 
 	"github.com/BurntSushi/toml"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -21,11 +20,6 @@ type CNIDirs struct {
 	Runtime string
 	ConfDir string
 	BinDirs []string
-}
-
-// HasBinDir reports whether dir is one of the runtime's CNI bin dirs.
-func (d CNIDirs) HasBinDir(dir string) bool {
-	return slices.Contains(d.BinDirs, filepath.Clean(dir))
 }
 
 // maxConfigBytes bounds the runtime's answer: containerd's verbose status

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/plexus-cni/plexus/core/config"
 )
@@ -48,14 +50,33 @@ func (d *Daemon) checkRuntimeDirs(ctx context.Context) error {
 	}
 	d.o.Log.Info("the runtime's CNI directories", "runtime", dirs.Runtime, "confDir", dirs.ConfDir, "binDirs", dirs.BinDirs)
 	var errs []error
-	if filepath.Clean(d.o.ConfDir) != dirs.ConfDir {
+	if !d.sameDir(d.o.ConfDir, dirs.ConfDir) {
 		errs = append(errs, fmt.Errorf("the runtime (%s at %s) reads CNI configs from %s, not from --cni-conf-dir %s, so it would never call plexus", dirs.Runtime, d.conf.CRISocket, dirs.ConfDir, d.o.ConfDir))
 	}
-	if len(d.o.Binaries) > 0 && !dirs.HasBinDir(d.o.BinDir) {
+	if len(d.o.Binaries) > 0 && !slices.ContainsFunc(dirs.BinDirs, func(b string) bool { return d.sameDir(d.o.BinDir, b) }) {
 		errs = append(errs, fmt.Errorf("the runtime (%s at %s) finds CNI plugins in %v, not in --cni-bin-dir %s, where plexus's binaries would go", dirs.Runtime, d.conf.CRISocket, dirs.BinDirs, d.o.BinDir))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%w: set this node's paths for its distribution (%s)", err, distributionsDoc)
 	}
 	return nil
+}
+
+// sameDir: ours (a path plexusd sees, the host's as mounted) and theirs
+// (a host path the runtime reports) are one directory: the same name, or
+// through the host's root, the same directory under another name (a
+// link such as a snap's "current").
+func (d *Daemon) sameDir(ours, theirs string) bool {
+	if filepath.Clean(ours) == theirs {
+		return true
+	}
+	if d.o.DelegateRoot == "" {
+		return false
+	}
+	a, err := os.Stat(ours)
+	if err != nil {
+		return false
+	}
+	b, err := os.Stat(filepath.Join(d.o.DelegateRoot, theirs))
+	return err == nil && os.SameFile(a, b)
 }

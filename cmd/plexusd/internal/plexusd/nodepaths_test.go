@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -98,5 +99,27 @@ func TestCheckRuntimeDirs(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestSameDirThroughTheHostRoot(t *testing.T) {
+	root := t.TempDir()
+	rev := filepath.Join(root, "snap", "1234", "net.d")
+	if err := os.MkdirAll(rev, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("1234", filepath.Join(root, "snap", "current")); err != nil {
+		t.Fatal(err)
+	}
+	mounted := filepath.Join(root, "snap", "current", "net.d") // as plexusd's mount shows it
+	d := &Daemon{o: Options{DelegateRoot: root}}
+	if !d.sameDir(mounted, "/snap/1234/net.d") {
+		t.Error("the runtime's name of a linked directory is not the same directory")
+	}
+	if d.sameDir(mounted, "/snap/1234") {
+		t.Error("another directory is the same")
+	}
+	if (&Daemon{}).sameDir(mounted, "/snap/1234/net.d") {
+		t.Error("without a host root, other names were compared as directories")
 	}
 }
