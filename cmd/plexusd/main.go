@@ -59,7 +59,7 @@ func parseFlags(args []string) (plexusd.Options, error) {
 	fs.StringVar(&o.SrcBinDir, "src-bin-dir", install.DefaultSrcBinDir, "directory holding --binaries (plexus's image's)")
 	fs.StringVar(&o.CRISocket, "cri-socket", "", "the runtime's CRI socket (default: the config's criSocket); plexusd checks the CNI directories the runtime reports against --cni-conf-dir and --cni-bin-dir")
 	fs.BoolVar(&o.Profiling, "profiling", false, "serve Go's pprof under /debug/pprof/ on --metrics-addr")
-	fs.StringVar(&o.DelegateRoot, "delegate-root", "", "the host's root directory as plexusd sees it (/proc/1/root with hostPID): delegates run chrooted to it, with the host's tools and files; empty runs them in plexusd's own filesystem")
+	fs.StringVar(&o.DelegateRoot, "delegate-root", "", "the host's root directory as plexusd sees it (/proc/1/root with hostPID): delegates run chrooted to it, with the host's tools and files, and plexusd reaches the runtime's socket and pods' network namespaces through it; empty uses plexusd's own filesystem")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		return o, err

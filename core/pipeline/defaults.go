@@ -32,12 +32,12 @@ func (p *Pipeline) awaitReadiness(ctx context.Context) error {
 	tick := time.NewTicker(readinessPoll)
 	defer tick.Stop()
 	for {
-		_, err := os.Stat(path)
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, os.ErrNotExist) {
+		ok, err := p.exists(path)
+		if err != nil {
 			return fmt.Errorf("readinessindicatorfile %s: %w", path, err)
+		}
+		if ok {
+			return nil
 		}
 		select {
 		case <-ctx.Done():
@@ -47,6 +47,18 @@ func (p *Pipeline) awaitReadiness(ctx context.Context) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// exists is Exists, or a stat in this process's filesystem.
+func (p *Pipeline) exists(path string) (bool, error) {
+	if p.Exists != nil {
+		return p.Exists(path)
+	}
+	_, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // planDefault is the pod's default network: the one its

@@ -38,6 +38,9 @@ type Pipeline struct {
 	// Devices asks kubelet which devices a pod got, for NADs naming a
 	// resource; nil: such NADs fail the ADD.
 	Devices DeviceLister
+	// Exists tells whether a file the config names exists on the node
+	// (readinessindicatorfile); nil looks in this process's filesystem.
+	Exists func(path string) (bool, error)
 	// Log carries the call's "cmd", "container" (CNI_CONTAINERID) and
 	// "ifName" (CNI_IFNAME) when set; the pipeline's own lines add
 	// "interface" for an attachment's interface and never repeat those keys.

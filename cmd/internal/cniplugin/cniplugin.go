@@ -19,6 +19,7 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 
 	"github.com/plexus-cni/plexus/cmd/internal/cniargs"
+	"github.com/plexus-cni/plexus/cmd/internal/hostroot"
 	"github.com/plexus-cni/plexus/cmd/internal/logfile"
 	"github.com/plexus-cni/plexus/cmd/internal/podresources"
 	"github.com/plexus-cni/plexus/cmd/internal/podroute"
@@ -63,7 +64,9 @@ type Options struct {
 	Own *config.Config
 	// DelegateRoot, when set (plexusd in a pod), is the host's root
 	// directory: delegates run chrooted to it, so they see the host's
-	// filesystem as under the runtime (delegateExec).
+	// filesystem as under the runtime (delegateExec), and the pod's
+	// network namespace and readinessindicatorfile are host paths opened
+	// inside it (hostroot).
 	DelegateRoot string
 
 	// parse replaces config.Parse in tests, which count the parses.
@@ -220,9 +223,12 @@ func (o Options) Pipeline(conf *config.Config, paths []string, log *slog.Logger)
 		Records:   &record.Store{Dir: filepath.Join(conf.CacheDir, "records")},
 		Deleted:   &record.Tombstones{Dir: filepath.Join(conf.CacheDir, "deleted")},
 		Locks:     &lock.Locker{Dir: filepath.Join(conf.CacheDir, "locks")},
-		Routes:    podroute.Netlink{},
+		Routes:    podroute.Netlink{Root: o.DelegateRoot},
 		OnIgnored: o.Ignored,
 		Log:       log,
+	}
+	if o.DelegateRoot != "" {
+		p.Exists = func(path string) (bool, error) { return hostroot.Exists(o.DelegateRoot, path) }
 	}
 	if o.WrapCNI != nil {
 		p.CNI = o.WrapCNI(p.CNI)

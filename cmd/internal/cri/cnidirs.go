@@ -11,6 +11,8 @@ import (
 
 	"github.com/BurntSushi/toml"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/plexus-cni/plexus/cmd/internal/hostroot"
 )
 
 // CNIDirs is where the runtime reads CNI network configs and finds CNI
@@ -44,7 +46,7 @@ func (c *Client) CNIDirs(ctx context.Context) (CNIDirs, error) {
 	case "containerd":
 		d, err = c.containerdDirs(ctx)
 	case "cri-o":
-		d, err = crioDirs(ctx, c.socket)
+		d, err = crioDirs(ctx, c.root, c.socket)
 	default:
 		err = fmt.Errorf("only containerd and CRI-O report their CNI directories")
 	}
@@ -89,10 +91,10 @@ func containerdDirsFrom(info map[string]string) (CNIDirs, error) {
 
 // crioDirs reads [crio.network] network_dir and plugin_dirs from CRI-O's
 // configuration, served as TOML on its socket.
-func crioDirs(ctx context.Context, socket string) (CNIDirs, error) {
+func crioDirs(ctx context.Context, root, socket string) (CNIDirs, error) {
 	client := &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "unix", socket)
+			return hostroot.DialUnix(ctx, root, socket)
 		},
 	}}
 	defer client.CloseIdleConnections()

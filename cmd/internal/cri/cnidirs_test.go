@@ -130,8 +130,8 @@ func TestCrioDirsReadsTheConfigEndpoint(t *testing.T) {
 	srv := &http.Server{Handler: mux}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
-	got, err := crioDirs(context.Background(), sock)
+	got, err := crioDirs(context.Background(), "", sock)
 	checkDirs(t, got, err, CNIDirs{ConfDir: "/etc/kubernetes/cni/net.d/", BinDirs: []string{"/var/lib/cni/bin", "/usr/libexec/cni"}}, "")
-	_, err = crioDirs(context.Background(), filepath.Join(t.TempDir(), "none.sock"))
+	_, err = crioDirs(context.Background(), "", filepath.Join(t.TempDir(), "none.sock"))
 	checkDirs(t, CNIDirs{}, err, CNIDirs{}, "GET /config")
 }

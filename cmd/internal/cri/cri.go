@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"google.golang.org/grpc"
@@ -18,6 +19,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/plexus-cni/plexus/cmd/internal/hostroot"
 )
 
 // DefaultSocket is containerd's CRI socket.
@@ -39,15 +42,22 @@ type Client struct {
 	conn   *grpc.ClientConn
 	rt     runtimeapi.RuntimeServiceClient
 	socket string
+	root   string
 }
 
 // New connects lazily to the runtime's socket (the first call dials).
-func New(socket string) (*Client, error) {
-	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+func New(socket string) (*Client, error) { return NewInRoot("", socket) }
+
+// NewInRoot is New for the host's socket path reached through root, the
+// host's root directory as this process sees it (hostroot): plexusd in a
+// pod needs no mount of the socket's directory.
+func NewInRoot(root, socket string) (*Client, error) {
+	dial := func(ctx context.Context, _ string) (net.Conn, error) { return hostroot.DialUnix(ctx, root, socket) }
+	conn, err := grpc.NewClient("passthrough:///"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithContextDialer(dial))
 	if err != nil {
 		return nil, fmt.Errorf("CRI socket %s: %w", socket, err)
 	}
-	return &Client{conn: conn, rt: runtimeapi.NewRuntimeServiceClient(conn), socket: socket}, nil
+	return &Client{conn: conn, rt: runtimeapi.NewRuntimeServiceClient(conn), socket: socket, root: root}, nil
 }
 
 // Close releases the connection.

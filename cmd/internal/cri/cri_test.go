@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -121,5 +122,37 @@ func TestSandboxIDsReportsNoAnswerAsAnError(t *testing.T) {
 	defer gone.Close()
 	if ids, err := gone.SandboxIDs(context.Background()); err == nil || ids != nil {
 		t.Fatalf("no runtime: ids %v err %v, want an error and no list", ids, err)
+	}
+}
+
+// TestNewInRootDialsTheHostsSocket: the socket's host path, through the
+// host's /var/run -> /run link, is reached inside the root.
+func TestNewInRootDialsTheHostsSocket(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "run"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(root, "var"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/run", filepath.Join(root, "var", "run")); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", filepath.Join(root, "run", "cri.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	runtimeapi.RegisterRuntimeServiceServer(srv, &fakeRuntime{items: []*runtimeapi.PodSandbox{{Id: "a"}}})
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(srv.Stop)
+	c, err := NewInRoot(root, "/var/run/cri.sock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ids, err := c.SandboxIDs(context.Background())
+	if err != nil || len(ids) != 1 || ids[0] != "a" {
+		t.Fatalf("SandboxIDs = %v, %v; want [a] from the socket under the root", ids, err)
 	}
 }

@@ -22,3 +22,19 @@ func TestCheckNetNSRefusesOnlyWhatIsNotANamespace(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckNetNSUnderTheHostRoot(t *testing.T) {
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "file"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for path, ok := range map[string]bool{
+		"/proc/self/ns/net": true, // a runtime's /proc/PID/ns/net: this process's /proc
+		"/file":             false,
+		"/gone":             true,
+	} {
+		if err := (Netlink{Root: root}).CheckNetNS(path); (err == nil) != ok {
+			t.Errorf("CheckNetNS(%s) under %s = %v, want ok=%v", path, root, err, ok)
+		}
+	}
+}

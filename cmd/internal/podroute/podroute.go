@@ -7,45 +7,59 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"slices"
 
-	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/plexus-cni/plexus/cmd/internal/hostroot"
 )
 
 // Netlink is the Router that uses netlink in the pod's namespace.
-type Netlink struct{}
+type Netlink struct {
+	// Root is the host's root directory as this process sees it (plexusd
+	// in a pod): namespace paths are the host's, opened inside it
+	// (hostroot). "" opens them in this process's filesystem.
+	Root string
+}
 
 // CheckNetNS refuses a path that exists but is not a network namespace
 // (an nsfs or procfs file), which delegates would refuse at ADD and DEL
 // alike. A missing path is the delegates' to report: CNI lets DEL run
 // after the namespace is gone.
-func (Netlink) CheckNetNS(path string) error {
-	n, err := ns.GetNS(path)
-	var missing ns.NSPathNotExistErr
-	if errors.As(err, &missing) {
+func (n Netlink) CheckNetNS(path string) error {
+	f, err := hostroot.Open(n.Root, path, 0)
+	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	return n.Close()
+	defer f.Close()
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(int(f.Fd()), &st); err != nil {
+		return fmt.Errorf("network namespace %s: %w", path, err)
+	}
+	if st.Type != unix.NSFS_MAGIC && st.Type != unix.PROC_SUPER_MAGIC {
+		return fmt.Errorf("%s is not a network namespace (file system type %#x)", path, st.Type)
+	}
+	return nil
 }
 
 // ReplaceDefaultRoute removes every default route of gw's family from the
 // main table and adds "default via gw dev ifName". If the add fails, the
 // removed routes are put back before the error is returned (the ADD is then
 // undone anyway, but a namespace is never left without its old route by us).
-func (Netlink) ReplaceDefaultRoute(_ context.Context, netnsPath, ifName string, gw net.IP) error {
+func (n Netlink) ReplaceDefaultRoute(_ context.Context, netnsPath, ifName string, gw net.IP) error {
 	// A handle bound to the namespace: no thread has to enter it.
-	nsh, err := netns.GetFromPath(netnsPath)
+	f, err := hostroot.Open(n.Root, netnsPath, 0)
 	if err != nil {
 		return fmt.Errorf("opening network namespace %s: %w", netnsPath, err)
 	}
-	defer nsh.Close()
-	h, err := netlink.NewHandleAt(nsh)
+	defer f.Close()
+	h, err := netlink.NewHandleAt(netns.NsHandle(int(f.Fd())))
 	if err != nil {
 		return fmt.Errorf("netlink in %s: %w", netnsPath, err)
 	}

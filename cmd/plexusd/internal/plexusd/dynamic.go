@@ -403,7 +403,7 @@ func (d *Daemon) criClient() (*cri.Client, error) {
 	if d.cri != nil {
 		return d.cri, nil
 	}
-	client, err := cri.New(d.criSocket())
+	client, err := cri.NewInRoot(d.o.DelegateRoot, d.criSocket())
 	if err != nil {
 		return nil, err
 	}

@@ -85,8 +85,10 @@ type Options struct {
 	Profiling bool
 	// DelegateRoot is the host's root directory as plexusd sees it
 	// (/proc/1/root in a pod with the host's PID namespace): delegates
-	// run chrooted to it, with the host's tools and files. "" runs them
-	// in plexusd's own filesystem, right when plexusd runs on the host.
+	// run chrooted to it, with the host's tools and files, and plexusd
+	// reaches the runtime's socket and pods' network namespaces through
+	// it (hostroot). "" uses plexusd's own filesystem, right when plexusd
+	// runs on the host.
 	DelegateRoot string
 	Log          *slog.Logger
 
