@@ -166,9 +166,10 @@ func contains(list []string, s string) bool {
 // TestThickDaemonSetGivesDelegatesTheHost: plexusd runs every delegate
 // chrooted to the host's / (hostPID, --delegate-root=/proc/1/root), so a
 // delegate finds the host's tools and files as under the runtime; and
-// deploy/ mounts each host path plexusd itself uses at the same path (a
-// config naming a host path means the same file inside), with
-// HostToContainer where the runtime mounts things after plexusd starts.
+// deploy/ mounts each host directory plexusd itself uses at the same path
+// (a config naming a host path means the same file inside), none with
+// mount propagation: what the runtime mounts after plexusd starts (network
+// namespaces) and its socket plexusd reaches through the host's root.
 func TestThickDaemonSetGivesDelegatesTheHost(t *testing.T) {
 	raw, err := os.ReadFile(deployFile(t, "daemonset.yaml"))
 	harness.Must(t, err)
@@ -221,10 +222,7 @@ func TestThickDaemonSetGivesDelegatesTheHost(t *testing.T) {
 		{"/opt/cni/bin/plexus-shim", corev1.MountPropagationNone},
 		{"/etc/cni/net.d/10-flannel.conflist", corev1.MountPropagationNone},
 		{"/var/lib/cni/plexus/records", corev1.MountPropagationNone},
-		{"/run/containerd/containerd.sock", corev1.MountPropagationHostToContainer},
-		{"/run/k8s.cni.cncf.io/devinfo/dp/0000:03:00.1-device-info.json", corev1.MountPropagationHostToContainer},
-		{"/run/netns/cni-1234", corev1.MountPropagationHostToContainer},
-		{"/var/run/netns/cni-1234", corev1.MountPropagationHostToContainer},
+		{"/var/run/k8s.cni.cncf.io/devinfo/dp/0000:03:00.1-device-info.json", corev1.MountPropagationNone},
 		{"/var/lib/kubelet/pod-resources/kubelet.sock", corev1.MountPropagationNone},
 		{"/run/plexus/plexusd.sock", corev1.MountPropagationNone},
 	} {
@@ -239,8 +237,13 @@ func TestThickDaemonSetGivesDelegatesTheHost(t *testing.T) {
 			t.Errorf("%s: no hostPath mount in plexusd's container holds it", tc.path)
 			continue
 		}
-		if got := mounts[best].propagation; tc.propagation != corev1.MountPropagationNone && got != tc.propagation {
+		if got := mounts[best].propagation; got != tc.propagation {
 			t.Errorf("%s: mounted through %s with propagation %s, want %s", tc.path, best, got, tc.propagation)
+		}
+	}
+	for mp, m := range mounts {
+		if m.propagation != corev1.MountPropagationNone {
+			t.Errorf("%s is mounted with propagation %s: the install must not need the host's / shared", mp, m.propagation)
 		}
 	}
 	// The ServiceAccount token is mounted under the container's /var/run:

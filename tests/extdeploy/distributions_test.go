@@ -9,9 +9,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// nodePathFlags are plexusd's flags naming host paths the runtime and the
-// shim use too: each must be mounted at the same path it has on the host.
-var nodePathFlags = []string{"--cni-conf-dir", "--default-conf-dir", "--cni-bin-dir", "--cri-socket"}
+// nodePathFlags are plexusd's flags naming host directories the runtime
+// and the shim use too: each must be mounted at the same path it has on
+// the host. (--cri-socket is reached through --delegate-root.)
+var nodePathFlags = []string{"--cni-conf-dir", "--default-conf-dir", "--cni-bin-dir"}
 
 // plexusdContainer is the DaemonSet's plexusd container with its env
 // expanded into its args, as kubelet expands $(NAME).
@@ -52,6 +53,9 @@ func plexusdContainer(t *testing.T, ds *unstructured.Unstructured) (flags map[st
 		mounts = map[string]string{} // mount path -> volume name
 		for _, m := range ctr["volumeMounts"].([]any) {
 			mount := m.(map[string]any)
+			if p, ok := mount["mountPropagation"]; ok {
+				t.Errorf("mount %s has mountPropagation %v: the install must not need the host's / shared", mount["mountPath"], p)
+			}
 			mounts[mount["mountPath"].(string)] = mount["name"].(string)
 		}
 		return flags, mounts, hostPaths
@@ -61,10 +65,11 @@ func plexusdContainer(t *testing.T, ds *unstructured.Unstructured) (flags map[st
 }
 
 // TestDistributionsMountEachPathWhereTheHostHasIt: with deploy/ alone and
-// with each component of deploy/distributions, every node path plexusd's
-// flags name lies in a host directory mounted at its host path, no mount
-// is left at a default path the distribution does not use, and the
-// config names none of them; an extension component combines with it.
+// with each component of deploy/distributions, every node directory
+// plexusd's flags name lies in a host directory mounted at its host path,
+// no mount is left at a default path the distribution does not use, none
+// needs mount propagation, and the config names none of them; an
+// extension component combines with it.
 func TestDistributionsMountEachPathWhereTheHostHasIt(t *testing.T) {
 	entries, err := os.ReadDir("../../deploy/distributions")
 	if err != nil {
@@ -86,6 +91,12 @@ func TestDistributionsMountEachPathWhereTheHostHasIt(t *testing.T) {
 				}
 			}
 			flags, mounts, hostPaths := plexusdContainer(t, ds)
+			if hostPID, _, _ := unstructured.NestedBool(ds.Object, "spec", "template", "spec", "hostPID"); !hostPID || flags["--delegate-root"] != "/proc/1/root" {
+				t.Errorf("hostPID %v, --delegate-root %q: the runtime's socket and network namespaces are reached through the host's /", hostPID, flags["--delegate-root"])
+			}
+			if !filepath.IsAbs(flags["--cri-socket"]) {
+				t.Errorf("--cri-socket=%q: want an absolute path", flags["--cri-socket"])
+			}
 			for _, f := range nodePathFlags {
 				p := flags[f]
 				if !filepath.IsAbs(p) {

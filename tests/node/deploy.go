@@ -312,52 +312,16 @@ func (d *Deployment) relocateValue(v any) any {
 }
 
 // prepareHost creates what the manifests expect on a node (a hostPath of
-// type Directory must exist; plexus's log directory does on every host)
-// and makes Root and the netns directory shared mount points: a volume
-// mounted with mountPropagation HostToContainer must lie on a shared or
-// slave mount, and this host's / is private. The node's cleanup unmounts
-// them (unmountUnder).
+// type Directory must exist; plexus's log directory does on every host).
+// Nothing is made a shared mount: this host's / is private, as the
+// install must work on such a host.
 func (d *Deployment) prepareHost() error {
 	for _, p := range []string{"/run", "/var/log", "/var/lib/cni"} {
 		if err := os.MkdirAll(d.HostPath(p), 0o755); err != nil {
 			return err
 		}
 	}
-	for _, dir := range []string{d.Root, d.n.NetnsDir()} {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-		// A second kustomization rendered for the same node (an upgrade
-		// from deploy/thin to deploy/) finds them prepared.
-		if mounted, err := isMountPoint(dir); err != nil || mounted {
-			if err != nil {
-				return err
-			}
-			continue
-		}
-		if err := syscall.Mount(dir, dir, "", syscall.MS_BIND, ""); err != nil {
-			return fmt.Errorf("bind mount %s: %w", dir, err)
-		}
-		if err := syscall.Mount("", dir, "", syscall.MS_SHARED|syscall.MS_REC, ""); err != nil {
-			return fmt.Errorf("make %s a shared mount: %w", dir, err)
-		}
-	}
 	return nil
-}
-
-// isMountPoint reports whether dir is a mount point of this process's
-// mount namespace.
-func isMountPoint(dir string) (bool, error) {
-	data, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return false, err
-	}
-	for line := range strings.SplitSeq(string(data), "\n") {
-		if fields := strings.Fields(line); len(fields) >= 5 && unescapeMount(fields[4]) == dir {
-			return true, nil
-		}
-	}
-	return false, nil
 }
 
 // Apply server-side applies the relocated objects.

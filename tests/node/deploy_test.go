@@ -331,6 +331,13 @@ func TestDeployThick(t *testing.T) {
 	t.Run("HostToolsAndHostPort", func(t *testing.T) {
 		assertHostToolsAndHostPort(t, node.With(t), d, world, conf)
 	})
+	// plexusd in its pod changes the pod's default route inside the
+	// network namespace the runtime mounted after plexusd started,
+	// reached through the host's root: no mount propagation, the host's
+	// / private.
+	t.Run("MultusPodsThroughTheHostRoot", func(t *testing.T) {
+		multusPods(t, node.With(t), world, "deploy-thick-multus")
+	})
 	// plexusd asked the runtime (--cri-socket) where it reads CNI configs
 	// and plugins, and found the node's directories: the ones it
 	// installed into.
