@@ -109,7 +109,8 @@ runtimes-clean:
 
 # The node tests that exercise what a runtime does for plexus (its CNI
 # calls and their order, restarts, sandbox status, device and Multus pods,
-# deploy/thick's mounts of the runtime's socket and netns directory)
+# plexusd reaching the runtime's socket and network namespaces through the
+# host's root, each runtime's distribution component)
 # run again on containerd 2.x and on CRI-O; the whole suite, with
 # TestRuntimes (each runtime's differences), runs on
 # containerd 1.6 in `make test`'s first pass. containerd 2.x also runs
@@ -117,7 +118,7 @@ runtimes-clean:
 # cannot mount.
 # Then the kubelet-facing set runs with the oldest supported kubelet
 # (TEST_SKEW below).
-RUNTIME_TESTS := TestThin|TestThick|TestThickGCCollectsLostSandbox|TestDynamic|TestDevicePluginNetworks|TestMultusPods|TestDeployThick
+RUNTIME_TESTS := TestThin|TestThick|TestThickGCCollectsLostSandbox|TestDynamic|TestDevicePluginNetworks|TestMultusPods|TestDeployThick|TestDeployDistribution
 
 TEST_RUNTIMES = PLEXUS_RUNTIME=containerd2 PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 \
 	go test -count=1 -run '^($(RUNTIME_TESTS)|TestDeployExtensions|TestDeployExtensionsThin)$$' ./tests/node/ && \

@@ -137,28 +137,16 @@ func TestComponentsKeepDeployConfig(t *testing.T) {
 	}
 }
 
-// installer is the thin DaemonSet's installer container: its flags (the
-// last of each wins, as flag.Parse reads them) and its mount paths.
+// installer is the thin DaemonSet's installer container: its flags, env
+// expanded, and its mount paths.
 func installer(t *testing.T, ds *unstructured.Unstructured) (flags map[string]string, mounts map[string]bool) {
 	t.Helper()
-	containers, _, _ := unstructured.NestedSlice(ds.Object, "spec", "template", "spec", "containers")
-	flags, mounts = map[string]string{}, map[string]bool{}
-	for _, ctr := range containers {
-		c := ctr.(map[string]any)
-		if c["name"] != "install" {
-			continue
-		}
-		for _, a := range c["args"].([]any) {
-			k, v, _ := strings.Cut(a.(string), "=")
-			flags[k] = v
-		}
-		for _, m := range c["volumeMounts"].([]any) {
-			mounts[m.(map[string]any)["mountPath"].(string)] = true
-		}
-		return flags, mounts
+	flags, byPath, _ := containerOf(t, ds, "install")
+	mounts = map[string]bool{}
+	for m := range byPath {
+		mounts[m] = true
 	}
-	t.Fatal("no install container in the thin DaemonSet")
-	return nil, nil
+	return flags, mounts
 }
 
 // TestThinComponentsKeepDeployArgs: with either thin component, the

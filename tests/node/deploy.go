@@ -2,6 +2,7 @@ package node
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -43,7 +45,28 @@ type Deployment struct {
 	Objects []*unstructured.Unstructured
 	// DaemonSet is the kustomization's one DaemonSet (kube-system).
 	DaemonSet string
+	// paths map host paths onto the node's directories (HostPath).
+	paths []pathMap
+	// criSocket is the runtime socket's host path the agent is given
+	// (CRI_SOCKET), as rendered.
+	criSocket string
 }
+
+// pathMap maps a host path and everything below it to a directory.
+type pathMap struct{ from, to string }
+
+// DistributionPaths says what RenderDistribution does with the node paths
+// a component of deploy/distributions sets.
+type DistributionPaths int
+
+const (
+	// OnNodeDirs maps them onto the node's own directories, where the
+	// runtime reads CNI configs and plugins: the component fits the node.
+	OnNodeDirs DistributionPaths = iota
+	// UnderRoot moves them under Root like any other host path: the
+	// component names directories the node's runtime does not use.
+	UnderRoot
+)
 
 // deployTimeout bounds a rollout and the installer's reaction to a change
 // of the node's files; both take seconds.
@@ -53,6 +76,28 @@ const deployTimeout = 3 * time.Minute
 // e.g. "deploy" or "deploy/thin", or absolute) for this node. The result
 // is applied by Apply.
 func (n *Node) RenderDeploy(t testing.TB, dir string) *Deployment {
+	t.Helper()
+	return n.renderDeploy(t, dir, OnNodeDirs)
+}
+
+// RenderDistribution renders base (deploy or deploy/thin) with the
+// component of deploy/distributions named component, its node paths
+// placed as dist says.
+func (n *Node) RenderDistribution(t testing.TB, base, component string, dist DistributionPaths) *Deployment {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	harness.Must(t, err)
+	dir := t.TempDir()
+	// kustomize takes other kustomizations by relative path only.
+	rel, err := filepath.Rel(dir, root)
+	harness.Must(t, err)
+	k := fmt.Sprintf("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - %s\ncomponents:\n  - %s\n",
+		filepath.Join(rel, base), filepath.Join(rel, "deploy", "distributions", component))
+	harness.Must(t, os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o644))
+	return n.renderDeploy(t, dir, dist)
+}
+
+func (n *Node) renderDeploy(t testing.TB, dir string, dist DistributionPaths) *Deployment {
 	t.Helper()
 	abs := dir
 	if !filepath.IsAbs(dir) {
@@ -87,6 +132,7 @@ func (n *Node) RenderDeploy(t testing.TB, dir string) *Deployment {
 	if d.DaemonSet == "" {
 		t.Fatalf("kustomize %s: no DaemonSet", dir)
 	}
+	d.mapNodePaths(dist)
 	harness.Must(t, d.relocate())
 	harness.Must(t, d.prepareHost())
 	return d
@@ -105,14 +151,11 @@ func (n *Node) RenderDeploy(t testing.TB, dir string) *Deployment {
 //     CNI_NETNS;
 //   - anything else (/var/lib/cni, /var/log, /run, /run/plexus) to the
 //     same path under Root.
+//
+// A component of deploy/distributions moves the CNI dirs and kubelet's
+// pod-resources dir: with OnNodeDirs its paths map the same way.
 func (d *Deployment) HostPath(p string) string {
-	n := d.n
-	for _, m := range []struct{ from, to string }{
-		{"/etc/cni/net.d", n.ConfDir},
-		{"/opt/cni/bin", n.cniBinDir},
-		{"/var/lib/kubelet", filepath.Join(n.Dir, "kubelet")},
-		{"/var/run/netns", n.NetnsDir()},
-	} {
+	for _, m := range d.paths {
 		if p == m.from || strings.HasPrefix(p, m.from+"/") {
 			return m.to + strings.TrimPrefix(p, m.from)
 		}
@@ -120,13 +163,72 @@ func (d *Deployment) HostPath(p string) string {
 	return filepath.Join(d.Root, p)
 }
 
+// mapNodePaths sets the node paths HostPath maps: the defaults, and the
+// paths the rendered agent's env and kubelet volume name where a
+// component moved them (with OnNodeDirs).
+func (d *Deployment) mapNodePaths(dist DistributionPaths) {
+	n := d.n
+	kubelet := filepath.Join(n.Dir, "kubelet")
+	d.paths = []pathMap{
+		{"/etc/cni/net.d", n.ConfDir},
+		{"/opt/cni/bin", n.cniBinDir},
+		{"/var/lib/kubelet", kubelet},
+		{"/var/run/netns", n.NetnsDir()},
+	}
+	env, podResources := d.agent()
+	d.criSocket = cmp.Or(env["CRI_SOCKET"], "/run/containerd/containerd.sock")
+	if dist != OnNodeDirs {
+		return
+	}
+	var moved []pathMap
+	for _, m := range []pathMap{
+		{env["CNI_CONF_DIR"], n.ConfDir},
+		{env["CNI_BIN_DIR"], n.cniBinDir},
+		{podResources, filepath.Join(kubelet, "pod-resources")},
+	} {
+		if m.from != "" && !slices.ContainsFunc(d.paths, func(p pathMap) bool { return p.from == m.from }) {
+			moved = append(moved, m)
+		}
+	}
+	d.paths = append(moved, d.paths...)
+}
+
+// agent is the rendered DaemonSet's node agent container's env values and
+// its kubelet pod-resources volume's host path.
+func (d *Deployment) agent() (env map[string]string, podResources string) {
+	env = map[string]string{}
+	for _, obj := range d.Objects {
+		if obj.GetKind() != "DaemonSet" {
+			continue
+		}
+		containers, _, _ := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "containers")
+		for _, c := range containers {
+			list, _ := c.(map[string]any)["env"].([]any)
+			for _, e := range list {
+				kv := e.(map[string]any)
+				if v, ok := kv["value"].(string); ok && strings.HasPrefix(v, "/") {
+					env[kv["name"].(string)] = v
+				}
+			}
+		}
+		volumes, _, _ := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "volumes")
+		for _, v := range volumes {
+			vol := v.(map[string]any)
+			if hp, ok := vol["hostPath"].(map[string]any); ok && vol["name"] == "kubelet-pod-resources" {
+				podResources, _ = hp["path"].(string)
+			}
+		}
+	}
+	return env, podResources
+}
+
 // ShareRuntimeSocket makes the node's runtime socket appear where the
-// manifests name the host's (/run/containerd/containerd.sock, plexusd's
-// --cri-socket), through a bind mount that the DaemonSet's mount of the
-// host's /run carries into the pod. Call it before Apply.
+// manifests name the host's (plexusd's --cri-socket), through a bind
+// mount that plexusd reaches through the host's root. Call it before
+// Apply.
 func (d *Deployment) ShareRuntimeSocket(t *testing.T) {
 	t.Helper()
-	target := d.HostPath("/run/containerd/containerd.sock")
+	target := d.HostPath(d.criSocket)
 	harness.Must(t, os.MkdirAll(filepath.Dir(target), 0o755))
 	harness.Must(t, os.WriteFile(target, nil, 0o600))
 	if err := syscall.Mount(d.n.Socket, target, "", syscall.MS_BIND, ""); err != nil {

@@ -45,6 +45,12 @@ const waitingForDefault = "waiting for the cluster-wide default network's CNI co
 // /var/lib/cni (see Deployment.HostPath).
 func deployNode(t *testing.T, name, kustomization string) (*Node, *Deployment, *harness.World) {
 	t.Helper()
+	return deployNodeWith(t, name, func(n *Node) *Deployment { return n.RenderDeploy(t, kustomization) })
+}
+
+// deployNodeWith is deployNode with the deployment render renders.
+func deployNodeWith(t *testing.T, name string, render func(*Node) *Deployment) (*Node, *Deployment, *harness.World) {
+	t.Helper()
 	binDir, err := kubeenv.DefaultBinDir()
 	harness.Must(t, err)
 	archive := filepath.Join(binDir, "plexus-image.tar")
@@ -57,7 +63,7 @@ func deployNode(t *testing.T, name, kustomization string) (*Node, *Deployment, *
 	n := Start(t, env, Options{Name: name, CNIBinDir: cniBin})
 	n.StartControllers(t)
 	n.ImportImage(t, archive)
-	d := n.RenderDeploy(t, kustomization)
+	d := render(n)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("deploy/ on node %s:\n%s", name, d.Explain())
