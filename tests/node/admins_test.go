@@ -13,6 +13,10 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/plexus-cni/plexus/tests/harness"
 	"github.com/plexus-cni/plexus/tests/kubeenv"
 )
@@ -24,7 +28,9 @@ import (
 // allows no other namespace's networks, the node reports the revision
 // active, a pod of team-a selecting default/shared is refused and
 // `plexusctl explain pod` shows the denial; pushing the previous files
-// back allows it again.
+// back allows it again. After the strict files are pushed once more, an
+// uninstall and a fresh `kubectl apply -k` leave the node enforcing the
+// baseline, as a first install does, and its PlexusNode says so.
 func TestAdminsWalkthrough(t *testing.T) {
 	for _, mode := range []struct {
 		name, kustomization, container, binary string
@@ -40,12 +46,12 @@ func TestAdminsWalkthrough(t *testing.T) {
 			n := node.With(t)
 			conf := filepath.Join(n.ConfDir, "00-plexus.conflist")
 			installAwaitingDefault(t, n, d, world, mode.container, filepath.Join(n.cniBinDir, mode.binary), conf)
-			adminsWalkthrough(t, node, d, world)
+			adminsWalkthrough(t, node, d, world, mode.container)
 		})
 	}
 }
 
-func adminsWalkthrough(t *testing.T, node *Node, d *Deployment, world *harness.World) {
+func adminsWalkthrough(t *testing.T, node *Node, d *Deployment, world *harness.World, container string) {
 	n := node.With(t)
 	work := t.TempDir()
 	kubeconfig := filepath.Join(work, "admin.kubeconfig")
@@ -154,6 +160,72 @@ func adminsWalkthrough(t *testing.T, node *Node, d *Deployment, world *harness.W
 		n.RunPod("team-a", "after", "default/shared")
 		n.DeletePod("team-a", "after")
 	})
+	if t.Failed() {
+		return
+	}
+
+	// 5. Uninstall and install again: the node starts afresh.
+	t.Run("ReinstallEnforcesTheBaseline", func(t *testing.T) {
+		reinstallEnforcesTheBaseline(t, node.With(t), d, world, container, func() string {
+			if out, err := sh("sed", "-i", `s/global_namespaces: \[default\]/global_namespaces: []/`, "policy/baseline.yaml"); err != nil {
+				t.Fatalf("sed: %v\n%s", err, out)
+			}
+			out, err := sh(ctl, "policy", "push", "policy")
+			if err != nil {
+				t.Fatalf("plexusctl policy push: %v\n%s", err, out)
+			}
+			return revisionIn(t, out)
+		})
+	})
+}
+
+// reinstallEnforcesTheBaseline pushes strict (the policy directory in
+// work), uninstalls as docs/install.md says, applies the same objects
+// again and checks that the node enforces the baseline: its PlexusNode
+// names the defaults (no revision), and a pod the strict revision refused
+// runs.
+func reinstallEnforcesTheBaseline(t *testing.T, n *Node, d *Deployment, world *harness.World, container string, push func() string) {
+	t.Helper()
+	waitActive(t, n, d, push())
+	conf := filepath.Join(n.ConfDir, "00-plexus.conflist")
+	uninstallDeploy(t, d, container, conf)
+	d.WaitFile(t, conf, false)
+	waitCRDsGone(t, n, d)
+	d.Apply(t)
+	d.WaitPod(t, deployImage)
+	d.WaitFile(t, conf, true)
+	waitLoaded(t, n, d, PlexusNetwork)
+	d.waitFor(t, "PlexusNode "+n.Name+" reporting the baseline in force", func(ctx context.Context) (bool, string) {
+		pn, err := getPlexusNode(ctx, n.Dyn, n.Name)
+		if err != nil {
+			return false, err.Error()
+		}
+		p := pn.Status.Policy
+		if p == nil {
+			return false, "no policy reported"
+		}
+		return p.Object == "cluster" && p.Revision == "defaults" && p.Generation == 0, fmt.Sprintf("%+v", *p)
+	})
+	// The uninstall deleted the NAD CRD, and the NADs with it.
+	harness.Must(t, kubeenv.CreateNAD(t.Context(), n.Dyn, "default", "shared", world.BridgeNADConfig("shared")))
+	n.RunPod("team-a", "reinstalled", "default/shared")
+	n.DeletePod("team-a", "reinstalled")
+}
+
+// waitCRDsGone waits until the CRDs the deployment applied are deleted,
+// so that applying them again creates them afresh.
+func waitCRDsGone(t *testing.T, n *Node, d *Deployment) {
+	t.Helper()
+	crds := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	for _, obj := range d.Objects {
+		if obj.GetKind() != "CustomResourceDefinition" {
+			continue
+		}
+		d.waitFor(t, "CRD "+obj.GetName()+" deleted", func(ctx context.Context) (bool, string) {
+			_, err := n.Dyn.Resource(crds).Get(ctx, obj.GetName(), metav1.GetOptions{})
+			return apierrors.IsNotFound(err), fmt.Sprint(err)
+		})
+	}
 }
 
 var pushedRevisionLine = regexp.MustCompile(`AttachmentPolicy cluster: revision ([0-9]+-[0-9a-f]{12})`)

@@ -619,14 +619,16 @@ func (d *Deployment) waitFor(t testing.TB, what string, cond func(context.Contex
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), deployTimeout)
 	defer cancel()
+	var seen string // what the last check before the deadline saw
 	for {
 		ok, last := cond(ctx)
 		if ok {
 			return
 		}
 		if ctx.Err() != nil {
-			t.Fatalf("%s: not within %s (%s)\n%s", what, deployTimeout, last, d.Explain())
+			t.Fatalf("%s: not within %s (%s)\n%s", what, deployTimeout, cmp.Or(seen, last), d.Explain())
 		}
+		seen = last
 		time.Sleep(250 * time.Millisecond)
 	}
 }

@@ -211,6 +211,11 @@ func TestDeploy(t *testing.T) {
 	t.Run("BaselinePolicy", func(t *testing.T) {
 		assertBaselineDenies(t, node.With(t), world, "deploy-baseline")
 	})
+	// The runtime runs the plugin on the host: portmap finds the host's
+	// iptables, a shell delegate the host's ip, as in thick mode.
+	t.Run("HostToolsAndHostPort", func(t *testing.T) {
+		assertHostToolsAndHostPort(t, node.With(t), d, world, conf)
+	})
 
 	// A new image rolls out: the old pod goes, the new one runs, and
 	// plexus's config is there at every moment in between.
