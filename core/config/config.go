@@ -49,12 +49,9 @@ type Config struct {
 	// of a NAD in SystemNamespace.
 	ClusterNetwork  string `json:"clusterNetwork"`
 	SystemNamespace string `json:"systemNamespace,omitempty"`
-	// ConfDir holds on-disk networks for s3.4.1 rules 2-3.
-	ConfDir string `json:"confDir,omitempty"`
-	// CacheDir holds attachment records, locks and libcni's result cache.
-	CacheDir string `json:"cacheDir,omitempty"`
-	// BinDir is searched for delegate plugins before CNI_PATH.
-	BinDir string `json:"binDir,omitempty"`
+	// CallSettings are the keys that shape each call, at the top level of
+	// the JSON object.
+	CallSettings
 	// Kubeconfig selects the Kubernetes source ("" with Manifests unset
 	// means in-cluster configuration).
 	Kubeconfig string `json:"kubeconfig,omitempty"`
@@ -73,15 +70,6 @@ type Config struct {
 	// still running then is killed and the ADD fails and is undone (s7.2).
 	// Unset: only the whole call is bounded.
 	DelegateTimeout Duration `json:"delegateTimeout,omitempty"`
-	LogLevel        string   `json:"logLevel,omitempty"`
-	LogFile         string   `json:"logFile,omitempty"`
-	// StrictSelection fails ADD on an invalid selection annotation instead
-	// of attaching the default network only.
-	StrictSelection bool `json:"strictSelection,omitempty"`
-	// Compat is CompatMultus (accept what pods and configs written for
-	// the reference implementation say, beyond the spec) or CompatOff
-	// (the spec alone). Unset: multus, or off with StrictSelection.
-	Compat string `json:"compat,omitempty"`
 	// PodResourcesSocket is kubelet's pod-resources API, asked which
 	// devices a pod got for a NAD with k8s.v1.cni.cncf.io/resourceName.
 	PodResourcesSocket string `json:"podResourcesSocket,omitempty"`
@@ -93,28 +81,14 @@ type Config struct {
 	Policy     json.RawMessage `json:"policy,omitempty"`
 	Extensions json.RawMessage `json:"extensions,omitempty"`
 
-	// DefaultNetworks are NADs ("name" in SystemNamespace, or
-	// "namespace/name") every pod gets after its default network and
-	// before its own selections, except pods in SystemNamespaces.
-	DefaultNetworks  []string `json:"defaultNetworks,omitempty"`
-	SystemNamespaces []string `json:"systemNamespaces,omitempty"`
-	// ReadinessIndicatorFile: ADD waits up to ReadinessTimeout for this
-	// file to exist before delegating (the default network is ready).
-	ReadinessIndicatorFile string   `json:"readinessindicatorfile,omitempty"`
-	ReadinessTimeout       Duration `json:"readinessTimeout,omitempty"`
 	// Delegates is an inline default network: its first element is the
 	// CNI config used when clusterNetwork is unset.
 	Delegates []json.RawMessage `json:"delegates,omitempty"`
-	// AuxiliaryCNIChainName names a libcni subdirectory chain whose plugins
-	// are appended to the default network's.
-	AuxiliaryCNIChainName string `json:"auxiliaryCNIChainName,omitempty"`
-	// LogOptions rotate logFile by size.
-	LogOptions *LogOptions `json:"logOptions,omitempty"`
 
-	// DaemonSocket and DaemonWait switch the plugin to thick mode's
-	// forwarder (Daemon; the shim reads them with daemonconf.Parse).
-	DaemonSocket string   `json:"daemonSocket,omitempty"`
-	DaemonWait   Duration `json:"daemonWait,omitempty"`
+	// DaemonSocket and DaemonWait (CallSettings) switch the plugin to
+	// thick mode's forwarder (Daemon; the shim reads them with
+	// daemonconf.Parse).
+	DaemonSocket string `json:"daemonSocket,omitempty"`
 
 	// DynamicAttachments makes plexusd (thick mode only) follow changes of
 	// a running pod's selection annotation: it attaches added and detaches
@@ -130,6 +104,46 @@ type Config struct {
 	// Unset: DefaultGCInterval, DefaultGCGrace.
 	GCInterval Duration `json:"gcInterval,omitempty"`
 	GCGrace    Duration `json:"gcGrace,omitempty"`
+}
+
+// CallSettings are the keys that shape a CNI call beyond its network:
+// where plexus keeps and finds files, how it logs, how it reads
+// selections, and the Multus keys. In thick mode the runtime sends the
+// shim's config with every call, and the shim runs the full plugin with
+// it for a DEL while plexusd is down, so plexusd writes its own
+// CallSettings into the shim's config: this type is the list of keys it
+// forwards.
+type CallSettings struct {
+	// ConfDir holds on-disk networks for s3.4.1 rules 2-3.
+	ConfDir string `json:"confDir,omitempty"`
+	// CacheDir holds attachment records, locks and libcni's result cache.
+	CacheDir string `json:"cacheDir,omitempty"`
+	// BinDir is searched for delegate plugins before CNI_PATH.
+	BinDir   string `json:"binDir,omitempty"`
+	LogLevel string `json:"logLevel,omitempty"`
+	LogFile  string `json:"logFile,omitempty"`
+	// StrictSelection fails ADD on an invalid selection annotation instead
+	// of attaching the default network only.
+	StrictSelection bool `json:"strictSelection,omitempty"`
+	// Compat is CompatMultus (accept what pods and configs written for
+	// the reference implementation say, beyond the spec) or CompatOff
+	// (the spec alone). Unset: multus, or off with StrictSelection.
+	Compat string `json:"compat,omitempty"`
+	// DefaultNetworks are NADs ("name" in SystemNamespace, or
+	// "namespace/name") every pod gets after its default network and
+	// before its own selections, except pods in SystemNamespaces.
+	DefaultNetworks  []string `json:"defaultNetworks,omitempty"`
+	SystemNamespaces []string `json:"systemNamespaces,omitempty"`
+	// ReadinessIndicatorFile: ADD waits up to ReadinessTimeout for this
+	// file to exist before delegating (the default network is ready).
+	ReadinessIndicatorFile string   `json:"readinessindicatorfile,omitempty"`
+	ReadinessTimeout       Duration `json:"readinessTimeout,omitempty"`
+	// AuxiliaryCNIChainName names a libcni subdirectory chain whose plugins
+	// are appended to the default network's.
+	AuxiliaryCNIChainName string `json:"auxiliaryCNIChainName,omitempty"`
+	// LogOptions rotate logFile by size.
+	LogOptions *LogOptions `json:"logOptions,omitempty"`
+	DaemonWait Duration    `json:"daemonWait,omitempty"`
 }
 
 // The defaults of gcInterval and gcGrace. The grace covers the time

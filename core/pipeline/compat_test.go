@@ -167,7 +167,7 @@ func TestAddCompatCapabilities(t *testing.T) {
 // strictSelection alone) the Multus keys are reserved keys (s4.1.2.1):
 // ignored with a warning, shown in the status entry, counted.
 func TestAddCompatOffIgnoresKeysVisibly(t *testing.T) {
-	for _, conf := range []config.Config{{Compat: config.CompatOff}, {StrictSelection: true}} {
+	for _, conf := range []config.Config{{CallSettings: config.CallSettings{Compat: config.CompatOff}}, {CallSettings: config.CallSettings{StrictSelection: true}}} {
 		f := newFixture(t, `[{"name":"net-a","default-route":["10.0.0.1"],"cni-args":{"foo":"bar"},"color":"red"}]`)
 		f.p.Config.Compat, f.p.Config.StrictSelection = conf.Compat, conf.StrictSelection
 		routes := &fakeRouter{}

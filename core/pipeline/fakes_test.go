@@ -212,7 +212,7 @@ func newFixture(t *testing.T, networks string) *fixture {
 	}
 	cni := newFakeCNI()
 	p := &Pipeline{
-		Config:  &config.Config{ClusterNetwork: def, ConfDir: dir, SystemNamespace: "kube-system"},
+		Config:  &config.Config{ClusterNetwork: def, CallSettings: config.CallSettings{ConfDir: dir}, SystemNamespace: "kube-system"},
 		Source:  src,
 		CNI:     cni,
 		Records: &record.Store{Dir: filepath.Join(dir, "records")},

@@ -57,7 +57,7 @@ func TestHandleUsesPlexusdsOwnDirectories(t *testing.T) {
 	callers, own := t.TempDir(), t.TempDir()
 	conf, _ := json.Marshal(map[string]any{"cniVersion": "1.0.0", "name": "plexus", "type": "plexus-shim", "clusterNetwork": "/x",
 		"cacheDir": filepath.Join(callers, "cache"), "binDir": filepath.Join(callers, "bin"), "confDir": filepath.Join(callers, "conf")})
-	o := Options{Own: &config.Config{CacheDir: filepath.Join(own, "cache"), BinDir: filepath.Join(own, "bin")}}
+	o := Options{Own: &config.Config{CallSettings: config.CallSettings{CacheDir: filepath.Join(own, "cache"), BinDir: filepath.Join(own, "bin")}}}
 	r := o.Handle(context.Background(), &daemon.Call{
 		Env:   map[string]string{"CNI_COMMAND": "DEL", "CNI_CONTAINERID": "c1", "CNI_IFNAME": "eth0", "CNI_PATH": "/nonexistent"},
 		Stdin: conf,

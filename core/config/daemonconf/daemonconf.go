@@ -13,7 +13,9 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
 )
 
 // Duration is the type of every duration key in plexus's config (apiTimeout,
@@ -71,6 +73,9 @@ func (d Duration) Or(def time.Duration) time.Duration { return cmp.Or(time.Durat
 func Unmarshal(data []byte, v any) error {
 	err := json.Unmarshal(data, v)
 	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		te.Field = keyPath(te.Field)
+	}
 	switch {
 	case !errors.As(err, &te) || te.Field == "" && te.Type != durationType:
 		return err
@@ -80,6 +85,21 @@ func Unmarshal(data []byte, v any) error {
 		return fmt.Errorf("%q: %s", te.Field, te.Value)
 	}
 	return fmt.Errorf("%q: want %s, got %s", te.Field, te.Type, te.Value)
+}
+
+// keyPath is encoding/json's path of a field as the config's keys: it
+// names a field of an embedded struct after the struct's type
+// (CallSettings.logOptions.compress), which is no key; plexus's keys all
+// start in lower case.
+func keyPath(field string) string {
+	parts := strings.Split(field, ".")
+	keep := parts[:0]
+	for _, p := range parts {
+		if p == "" || !unicode.IsUpper(rune(p[0])) {
+			keep = append(keep, p)
+		}
+	}
+	return strings.Join(keep, ".")
 }
 
 // DefaultWait is how long an ADD waits for plexusd when daemonWait is not

@@ -16,7 +16,7 @@ import (
 )
 
 func TestNodePathsFromFlagsReplaceTheConfigs(t *testing.T) {
-	conf := &config.Config{ConfDir: "/etc/cni/net.d", BinDir: "/opt/cni/bin", CRISocket: "/run/containerd/containerd.sock"}
+	conf := &config.Config{CallSettings: config.CallSettings{ConfDir: "/etc/cni/net.d", BinDir: "/opt/cni/bin"}, CRISocket: "/run/containerd/containerd.sock"}
 	Options{DefaultConfDir: "/var/lib/rancher/k3s/agent/etc/cni/net.d", BinDir: "/x"}.nodePaths(conf)
 	if conf.ConfDir != "/etc/cni/net.d" || conf.BinDir != "/opt/cni/bin" || conf.CRISocket != "/run/containerd/containerd.sock" {
 		t.Fatalf("flags left at their defaults changed the config: %+v", conf)

@@ -7,6 +7,7 @@ package plexusd
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -401,42 +402,15 @@ func (d *Daemon) startInstaller(ctx context.Context) (wait func(), err error) {
 	return func() { <-done }, nil
 }
 
-// installer writes the shim's config: plexusd's socket and daemonWait for
-// the shim, and the keys the full plugin needs for a DEL while plexusd is
-// down.
+// installer writes the shim's config: plexusd's socket, and its
+// CallSettings, which shape each call (calls carry the shim's config) and
+// the full plugin's DEL while plexusd is down.
 func (d *Daemon) installer() (*install.Installer, error) {
-	extra := map[string]any{"daemonSocket": d.o.Socket, "cacheDir": d.conf.CacheDir, "confDir": d.conf.ConfDir}
-	if d.conf.DaemonWait != 0 {
-		extra["daemonWait"] = d.conf.DaemonWait
+	extra, err := callSettings(d.conf.CallSettings)
+	if err != nil {
+		return nil, err
 	}
-	// Calls carry the shim's config, so how selections are read must be
-	// in it for plexusd's settings to apply.
-	if d.conf.StrictSelection {
-		extra["strictSelection"] = true
-	}
-	// The keys from Multus that shape each call travel in the installed
-	// config, since calls carry the shim's config.
-	if d.conf.LogOptions != nil {
-		extra["logOptions"] = d.conf.LogOptions
-	}
-	if len(d.conf.DefaultNetworks) > 0 {
-		extra["defaultNetworks"] = d.conf.DefaultNetworks
-		extra["systemNamespaces"] = d.conf.SystemNamespaces
-	}
-	if d.conf.ReadinessIndicatorFile != "" {
-		extra["readinessindicatorfile"] = d.conf.ReadinessIndicatorFile
-		if d.conf.ReadinessTimeout != 0 {
-			extra["readinessTimeout"] = d.conf.ReadinessTimeout
-		}
-	}
-	if d.conf.AuxiliaryCNIChainName != "" {
-		extra["auxiliaryCNIChainName"] = d.conf.AuxiliaryCNIChainName
-	}
-	for k, v := range map[string]string{"binDir": d.conf.BinDir, "logFile": d.conf.LogFile, "logLevel": d.conf.LogLevel, "compat": d.conf.Compat} {
-		if v != "" {
-			extra[k] = v
-		}
-	}
+	extra["daemonSocket"] = d.o.Socket
 	return install.New(install.Options{
 		ConfigOnly: true, Immediate: d.o.Readiness == ReadinessBlock, PluginType: "plexus-shim",
 		CNIVersion: d.o.CNIVersion, Manifests: d.conf.Manifests,
@@ -444,6 +418,19 @@ func (d *Daemon) installer() (*install.Installer, error) {
 		Binaries: d.o.Binaries, SrcBinDir: d.o.SrcBinDir, BinDir: d.o.BinDir,
 		Extra: extra, Uninstall: d.o.Uninstall, Poll: time.Second, Log: d.o.Log,
 	})
+}
+
+// callSettings is cs as the config keys it sets.
+func callSettings(cs config.CallSettings) (map[string]any, error) {
+	raw, err := json.Marshal(cs)
+	if err != nil {
+		return nil, fmt.Errorf("plexusd's call settings: %w", err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("plexusd's call settings: %w", err)
+	}
+	return m, nil
 }
 
 func (d *Daemon) serveHTTP(ctx context.Context) {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -176,6 +177,25 @@ func TestInstalledConfigCarriesCompatKeys(t *testing.T) {
 	if len(got.DefaultNetworks) != 1 || !got.IsSystemNamespace("infra") || got.ReadinessWait() != 20*time.Second ||
 		got.ReadinessIndicatorFile == "" || got.AuxiliaryCNIChainName != "extras" || got.LogOptions == nil || got.LogOptions.MaxSize != 5 {
 		t.Errorf("installed %s", installed)
+	}
+}
+
+// TestInstalledConfigCarriesEveryCallSetting: whatever plexusd's config
+// sets among the keys that shape a call, the shim's config says the same.
+func TestInstalledConfigCarriesEveryCallSetting(t *testing.T) {
+	conf, err := config.ParseBase([]byte(`{"cacheDir":"/var/lib/cni/px","confDir":"/etc/px","binDir":"/opt/px",
+	  "logLevel":"debug","logFile":"/var/log/px.log","logOptions":{"maxSize":5},"strictSelection":true,"compat":"multus",
+	  "defaultNetworks":["sidecar"],"systemNamespaces":["infra"],"readinessindicatorfile":"/run/ready","readinessTimeout":"20s",
+	  "auxiliaryCNIChainName":"extras","daemonWait":"3s"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, installed := installedConfig(t, conf)
+	if !reflect.DeepEqual(got.CallSettings, conf.CallSettings) {
+		t.Errorf("installed %s\ncarries %+v\nwant %+v", installed, got.CallSettings, conf.CallSettings)
+	}
+	if got.DaemonSocket != "/run/p/plexusd.sock" {
+		t.Errorf("installed daemonSocket %q", got.DaemonSocket)
 	}
 }
 

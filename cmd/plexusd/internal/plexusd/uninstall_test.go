@@ -53,7 +53,7 @@ func TestUninstallLeavesAFreshNode(t *testing.T) {
 			if err := os.MkdirAll(filepath.Dir(sock), 0o700); err != nil {
 				t.Fatal(err)
 			}
-			d := &Daemon{o: Options{Socket: sock}, conf: &config.Config{CacheDir: cache},
+			d := &Daemon{o: Options{Socket: sock}, conf: &config.Config{CallSettings: config.CallSettings{CacheDir: cache}},
 				policy: &reloadingPolicy{cfg: policies.Config{Object: &policies.ObjectConfig{Name: "cluster", StateDir: state}}, sync: &revision.Syncer{}}}
 			removed, kept, err := d.uninstallState()
 			if err != nil {
