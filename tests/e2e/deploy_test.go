@@ -18,9 +18,10 @@ import (
 
 // manifestFiles are deploy/'s manifests, relative to deploy/: every YAML
 // file except kustomizations (deploy/demo is a standalone demo, and
-// deploy/extensions holds kustomize components, patches rather than
-// objects, which tests/extdeploy renders and tests/node's
-// TestDeployExtensions applies on a real node).
+// deploy/extensions and deploy/distributions hold kustomize components,
+// patches rather than objects, which tests/extdeploy renders and
+// tests/node's TestDeployExtensions and TestDeployDistribution apply on a
+// real node).
 func manifestFiles(t *testing.T) []string {
 	t.Helper()
 	root := deployFile(t, "")
@@ -29,7 +30,7 @@ func manifestFiles(t *testing.T) []string {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() && (d.Name() == "demo" || d.Name() == "extensions") {
+		if d.IsDir() && (d.Name() == "demo" || d.Name() == "extensions" || d.Name() == "distributions") {
 			return filepath.SkipDir
 		}
 		if !d.IsDir() && strings.HasSuffix(p, ".yaml") && d.Name() != "kustomization.yaml" {
