@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -131,7 +132,7 @@ func checkExecutable(path string) error {
 
 func (e *Env) startEtcd(ctx context.Context, bin string) error {
 	return startWithRetry(ctx, "etcd", func() (*Process, error) {
-		ports, err := freePorts(2)
+		ports, err := FreePorts(2)
 		if err != nil {
 			return nil, err
 		}
@@ -164,7 +165,7 @@ func (e *Env) startEtcd(ctx context.Context, bin string) error {
 
 func (e *Env) startAPIServer(ctx context.Context, bin string) error {
 	return startWithRetry(ctx, "kube-apiserver", func() (*Process, error) {
-		ports, err := freePorts(1)
+		ports, err := FreePorts(1)
 		if err != nil {
 			return nil, err
 		}
@@ -414,9 +415,13 @@ func get(ctx context.Context, client *http.Client, url string) (int, string, err
 	return resp.StatusCode, string(body), err
 }
 
-// freePorts reserves n distinct loopback ports by binding them all at once,
-// then releases them for the process to take.
-func freePorts(n int) ([]int, error) {
+// FreePorts reserves n distinct loopback ports by binding them all at
+// once, then releases them for the processes to take. They are drawn
+// below the kernel's ephemeral range (ip_local_port_range, 32768 and up
+// by default): a port the kernel hands out as an outgoing connection's
+// local port, as a ":0" listen would return, can be taken by any
+// connection before the server binds it.
+func FreePorts(n int) ([]int, error) {
 	var ports []int
 	var listeners []net.Listener
 	defer func() {
@@ -424,16 +429,23 @@ func freePorts(n int) ([]int, error) {
 			l.Close()
 		}
 	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for tries := 0; len(ports) < n; tries++ {
+		if tries == 1000 {
+			return nil, fmt.Errorf("find a free port in [%d, %d): none of 1000 tried was free", minPort, maxPort)
+		}
+		p := minPort + rand.IntN(maxPort-minPort)
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
 		if err != nil {
-			return nil, fmt.Errorf("find a free port: %w", err)
+			continue
 		}
 		listeners = append(listeners, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		ports = append(ports, p)
 	}
 	return ports, nil
 }
+
+// The ports FreePorts draws from: below the default ephemeral range.
+const minPort, maxPort = 20000, 32768
 
 const logTailLines = 40
 

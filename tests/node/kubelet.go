@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/plexus-cni/plexus/tests/harness"
+	"github.com/plexus-cni/plexus/tests/kubeenv"
 )
 
 // KubeletEnv names the kubelet binary nodes run instead of BinDir's (the
@@ -196,10 +197,9 @@ func (n *Node) writeKubeletConfig() error {
 }
 
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := kubeenv.FreePorts(1)
 	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
+		return 0, err
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return ports[0], nil
 }
