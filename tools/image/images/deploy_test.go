@@ -29,6 +29,27 @@ type container struct {
 	Image   string   `yaml:"image"`
 	Command []string `yaml:"command"`
 	Args    []string `yaml:"args"`
+	Env     []struct {
+		Name  string `yaml:"name"`
+		Value string `yaml:"value"`
+	} `yaml:"env"`
+}
+
+// expand is arg with the container's env expanded, as kubelet expands
+// $(NAME) in args.
+func (c container) expand(arg string) string {
+	env := map[string]string{}
+	for _, e := range c.Env {
+		v := e.Value
+		for k, prev := range env {
+			v = strings.ReplaceAll(v, "$("+k+")", prev)
+		}
+		env[e.Name] = v
+	}
+	for k, v := range env {
+		arg = strings.ReplaceAll(arg, "$("+k+")", v)
+	}
+	return arg
 }
 
 // TestDeployRunsTheImageMakeImageBuilds checks that every container of
@@ -145,7 +166,7 @@ func TestDeployLoadsTheImagesPolicy(t *testing.T) {
 		flags := map[string]string{}
 		for _, c := range ds.Spec.Template.Spec.Containers {
 			for _, a := range c.Args {
-				if k, v, ok := strings.Cut(a, "="); ok {
+				if k, v, ok := strings.Cut(c.expand(a), "="); ok {
 					flags[k] = v
 				}
 			}
