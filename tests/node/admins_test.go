@@ -81,19 +81,26 @@ func adminsWalkthrough(t *testing.T, node *Node, d *Deployment, world *harness.W
 	baseline, err := sh(ctl, "policy", "baseline")
 	harness.Must(t, err)
 	harness.Must(t, os.WriteFile(filepath.Join(work, "policy", "baseline.yaml"), []byte(baseline), 0o644))
-	if out, err := sh("sed", "-i", `s/global_namespaces: \[default\]/global_namespaces: []/`, "policy/baseline.yaml"); err != nil {
-		t.Fatalf("sed: %v\n%s", err, out)
+	tighten := func(t *testing.T) {
+		if out, err := sh("sed", "-i", `s/global_namespaces: \[default\]/global_namespaces: []/`, "policy/baseline.yaml"); err != nil {
+			t.Fatalf("sed: %v\n%s", err, out)
+		}
+	}
+	tighten(t)
+	// push pushes the policy directory and returns the revision pushed.
+	push := func(t *testing.T) string {
+		out, err := sh(ctl, "policy", "push", "policy")
+		if err != nil {
+			t.Fatalf("plexusctl policy push: %v\n%s", err, out)
+		}
+		return revisionIn(t, out)
 	}
 
 	// 2. Push it; every node reports the revision it enforces.
 	var strict string
 	t.Run("PushActivatesOnTheNode", func(t *testing.T) {
 		start := time.Now()
-		out, err := sh(ctl, "policy", "push", "policy")
-		if err != nil {
-			t.Fatalf("plexusctl policy push: %v\n%s", err, out)
-		}
-		strict = revisionIn(t, out)
+		strict = push(t)
 		waitActive(t, n, d, strict)
 		t.Logf("plexusctl policy push to %s's PlexusNode showing revision %s active: %s", n.Name, strict, time.Since(start).Round(time.Millisecond))
 		// The node's PlexusNode names the revision too.
@@ -148,11 +155,7 @@ func adminsWalkthrough(t *testing.T, node *Node, d *Deployment, world *harness.W
 		baseline, err := sh(ctl, "policy", "baseline")
 		harness.Must(t, err)
 		harness.Must(t, os.WriteFile(filepath.Join(work, "policy", "baseline.yaml"), []byte(baseline), 0o644))
-		out, err := sh(ctl, "policy", "push", "policy")
-		if err != nil {
-			t.Fatalf("plexusctl policy push: %v\n%s", err, out)
-		}
-		rev := revisionIn(t, out)
+		rev := push(t)
 		if rev == strict {
 			t.Fatalf("the rollback's revision %s is the strict one's", rev)
 		}
@@ -167,14 +170,8 @@ func adminsWalkthrough(t *testing.T, node *Node, d *Deployment, world *harness.W
 	// 5. Uninstall and install again: the node starts afresh.
 	t.Run("ReinstallEnforcesTheBaseline", func(t *testing.T) {
 		reinstallEnforcesTheBaseline(t, node.With(t), d, world, container, func() string {
-			if out, err := sh("sed", "-i", `s/global_namespaces: \[default\]/global_namespaces: []/`, "policy/baseline.yaml"); err != nil {
-				t.Fatalf("sed: %v\n%s", err, out)
-			}
-			out, err := sh(ctl, "policy", "push", "policy")
-			if err != nil {
-				t.Fatalf("plexusctl policy push: %v\n%s", err, out)
-			}
-			return revisionIn(t, out)
+			tighten(t)
+			return push(t)
 		})
 	})
 }
