@@ -1,9 +1,10 @@
 // Package cri asks the container runtime, over its CRI socket, where a
-// running pod sandbox's network namespace is, and which sandboxes it has.
-// plexusd needs the first to change a running pod's attachments (dynamic
-// attachments): the path comes from the runtime, never from anything in
-// the pod object; and the second to collect the records of sandboxes the
-// runtime lost without a DEL.
+// running pod sandbox's network namespace is, which sandboxes it has, and
+// where it reads CNI configs and plugins. plexusd needs the first to
+// change a running pod's attachments (dynamic attachments): the path comes
+// from the runtime, never from anything in the pod object; the second to
+// collect the records of sandboxes the runtime lost without a DEL; the
+// third to check that plexus is installed where the runtime looks.
 package cri
 
 import (
