@@ -1,8 +1,9 @@
 // Command testreport reads `go test -json` on stdin and prints what go test
 // prints without -json: the output of failed tests and the packages'
-// closing lines. At the end it lists each skipped test with its reason and
-// the count of tests passed and failed. It exits 1 when a test or package
-// failed.
+// closing lines. At the end it lists each skipped test with its reason,
+// each failed test's own messages (a CI log's tail then names what failed
+// even when a test's logs run to thousands of lines), and the count of
+// tests passed and failed. It exits 1 when a test or package failed.
 package main
 
 import (
@@ -11,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 )
 
@@ -29,6 +31,7 @@ type report struct {
 	out            io.Writer
 	held           map[string][]string // package + " " + test -> output lines
 	skips          []string
+	failures       []string // each failed test's name and own messages
 	passed, failed int
 	failedPkg      bool
 }
@@ -83,6 +86,7 @@ func (r *report) handle(e event) {
 	case e.Action == "fail":
 		r.failed++
 		fmt.Fprint(r.out, strings.Join(testLines(r.held[key]), ""))
+		r.failures = append(r.failures, failure(e, r.held[key])...)
 		delete(r.held, key)
 	case e.Action == "skip":
 		r.skips = append(r.skips, fmt.Sprintf("SKIPPED %s %s: %s", e.Package, e.Test, reason(r.held[key])))
@@ -112,10 +116,36 @@ func testLines(lines []string) []string {
 	return out
 }
 
+// ownMessage is a line a test wrote through t.Error, t.Fatal or t.Log
+// ("    file_test.go:12: ..."), not a line of a log it quotes.
+var ownMessage = regexp.MustCompile(`^\s+[\w.-]+\.go:\d+: `)
+
+// maxFailureLine bounds a message in the summary: the whole is above.
+const maxFailureLine = 400
+
+// failure is a failed test's name and its own messages, for the summary.
+func failure(e event, lines []string) []string {
+	out := []string{"FAILED " + e.Package + " " + e.Test}
+	for _, l := range lines {
+		if !ownMessage.MatchString(l) {
+			continue
+		}
+		l = strings.TrimSpace(l)
+		if len(l) > maxFailureLine {
+			l = l[:maxFailureLine] + "..."
+		}
+		out = append(out, "    "+l)
+	}
+	return out
+}
+
 func (r *report) summary() {
 	fmt.Fprintf(r.out, "\n%d skipped\n", len(r.skips))
 	for _, s := range r.skips {
 		fmt.Fprintln(r.out, s)
+	}
+	for _, f := range r.failures {
+		fmt.Fprintln(r.out, f)
 	}
 	fmt.Fprintf(r.out, "%d passed, %d failed\n", r.passed, r.failed)
 }
