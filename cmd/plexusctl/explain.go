@@ -135,11 +135,7 @@ func (a *app) explainCluster(manifest bool) (*explain.Cluster, error) {
 	if manifest && a.kube.given() == "" && os.Getenv("KUBECONFIG") == "" {
 		return nil, nil
 	}
-	c, err := a.kube.clients()
-	if err != nil {
-		return nil, err
-	}
-	return &explain.Cluster{Core: c.Core, Dynamic: c.Dynamic, Plexus: c.Plexus}, nil
+	return a.kube.clients()
 }
 
 // printable keeps what the cluster said (names, messages) from writing

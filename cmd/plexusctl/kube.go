@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/plexus-cni/plexus/cmd/plexusctl/internal/explain"
 	"github.com/plexus-cni/plexus/core/api/client/clientset/versioned"
 )
 
@@ -50,33 +51,25 @@ func newKubeFlags(fs *pflag.FlagSet) *kubeFlags {
 	return k
 }
 
-// kubeClients are the API clients of one connection.
-type kubeClients struct {
-	Core    kubernetes.Interface
-	Dynamic dynamic.Interface
-	Plexus  versioned.Interface
-}
-
 // clients connects as the flags say: the kubeconfig they name, else
-// $KUBECONFIG, else ~/.kube/config, with their overrides.
-func (k *kubeFlags) clients() (*kubeClients, error) {
+// $KUBECONFIG, else ~/.kube/config, with their overrides. The clients are
+// those explain reads; the other commands take the one they need.
+func (k *kubeFlags) clients() (*explain.Cluster, error) {
 	cfg, err := k.config.ToRESTConfig()
+	c := &explain.Cluster{}
+	if err == nil {
+		c.Core, err = kubernetes.NewForConfig(cfg)
+	}
+	if err == nil {
+		c.Dynamic, err = dynamic.NewForConfig(cfg)
+	}
+	if err == nil {
+		c.Plexus, err = versioned.NewForConfig(cfg)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig %s: %w", k.kubeconfigName(), err)
 	}
-	core, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig %s: %w", k.kubeconfigName(), err)
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig %s: %w", k.kubeconfigName(), err)
-	}
-	px, err := versioned.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig %s: %w", k.kubeconfigName(), err)
-	}
-	return &kubeClients{Core: core, Dynamic: dyn, Plexus: px}, nil
+	return c, nil
 }
 
 func (k *kubeFlags) kubeconfigName() string {
