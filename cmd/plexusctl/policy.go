@@ -26,11 +26,8 @@ func newPolicyCmd(a *app) *cobra.Command {
 }
 
 // needPaths is the argument check of the commands that read policy files.
-func needPaths(_ *cobra.Command, args []string) error {
-	if len(args) == 0 {
-		return usageErrorf("name at least one file or directory")
-	}
-	return nil
+func needPaths() cobra.PositionalArgs {
+	return argsBetween(1, -1, "name at least one file or directory")
 }
 
 func newPolicyTestCmd() *cobra.Command {
@@ -40,7 +37,7 @@ func newPolicyTestCmd() *cobra.Command {
 		Short: "run the Rego unit tests (test_* rules)",
 		Long: `Run the test_* rules of the .rego files in PATHS (files or directories);
 exit 1 when one fails, or when there is none.`,
-		Args: needPaths,
+		Args: needPaths(),
 		RunE: func(cmd *cobra.Command, paths []string) error {
 			sum, err := policies.RunTests(cmd.Context(), paths, opts, cmd.OutOrStdout())
 			if err != nil {
@@ -62,7 +59,7 @@ func newPolicyCheckCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "check PATHS...",
 		Short: "compile strictly, *_test.rego included",
-		Args:  needPaths,
+		Args:  needPaths(),
 		RunE: func(cmd *cobra.Command, paths []string) error {
 			if err := policies.Check(cmd.Context(), paths); err != nil {
 				return failed(err)
@@ -78,7 +75,7 @@ func newPolicyFmtCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "fmt PATHS...",
 		Short: "format .rego files in place, or list unformatted ones",
-		Args:  needPaths,
+		Args:  needPaths(),
 		RunE: func(cmd *cobra.Command, paths []string) error {
 			files, err := policies.Format(paths, check)
 			for _, f := range files {

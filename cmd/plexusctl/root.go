@@ -165,12 +165,7 @@ func subcommandArgs(cmd *cobra.Command, args []string) error {
 }
 
 // noArgs refuses positional arguments, naming the first.
-func noArgs(_ *cobra.Command, args []string) error {
-	if len(args) > 0 {
-		return usageErrorf("unexpected argument %q", args[0])
-	}
-	return nil
-}
+func noArgs(c *cobra.Command, args []string) error { return argsBetween(0, 0, "")(c, args) }
 
 // argsBetween takes least to most positional arguments (most < 0: no
 // limit); missing says what to give when there are too few.
