@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -94,7 +94,7 @@ func (c *Cluster) nadNames(ctx context.Context, namespace string) ([]string, err
 	for _, u := range list.Items {
 		names = append(names, u.GetName())
 	}
-	sort.Strings(names)
+	slices.Sort(names)
 	return names, nil
 }
 

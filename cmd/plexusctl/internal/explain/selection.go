@@ -5,7 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/containernetworking/cni/pkg/types"
@@ -144,12 +145,7 @@ func (b *builder) attachment(a *pipeline.Planned) Attachment {
 	if el := a.Selection; el != nil {
 		out.InterfaceRequested = el.Interface != ""
 		out.IPs, out.MAC, out.DeviceID, out.InfinibandGUID, out.Compat = el.IPs, el.MAC, el.DeviceID, el.InfinibandGUID, el.Compat
-		keys := make([]string, 0, len(el.Extensions))
-		for k := range el.Extensions {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(el.Extensions)) {
 			out.Keys = append(out.Keys, b.ownKey(&out, k, a))
 		}
 	}

@@ -3,7 +3,8 @@ package explain
 import (
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -169,12 +170,7 @@ func textElement(p *printer, a Attachment) {
 		parts = append(parts, fmt.Sprintf("%d reverse-domain key(s)", len(a.Keys)))
 	}
 	p.line(1, "%s", strings.Join(parts, ", "))
-	keys := make([]string, 0, len(a.Ignored))
-	for k := range a.Ignored {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(a.Ignored)) {
 		p.line(2, "key %q ignored: %s", k, a.Ignored[k])
 	}
 }

@@ -8,8 +8,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path"
-	"sort"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -73,11 +74,7 @@ func Read(data []byte) (map[string]json.RawMessage, string, error) {
 
 // FromConfigMap finds the Multus config in a ConfigMap's data.
 func FromConfigMap(cm *corev1.ConfigMap) (map[string]json.RawMessage, string, error) {
-	keys := make([]string, 0, len(cm.Data))
-	for k := range cm.Data {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(cm.Data))
 	for _, k := range keys {
 		if m, where, ok := fromJSON([]byte(cm.Data[k])); ok {
 			return m, fmt.Sprintf("ConfigMap %s/%s, key %s%s", cm.Namespace, cm.Name, k, where), nil
@@ -140,12 +137,7 @@ func Convert(in map[string]json.RawMessage, opts Options) (*Result, error) {
 		opts.PolicyDir = DefaultPolicyDir
 	}
 	c := &converter{in: in, opts: opts, res: &Result{Config: map[string]any{"type": "plexus"}}}
-	keys := make([]string, 0, len(in))
-	for k := range in {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(in)) {
 		if err := c.key(k, in[k]); err != nil {
 			return nil, fmt.Errorf("%q: %w", k, err)
 		}
