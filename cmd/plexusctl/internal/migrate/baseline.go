@@ -3,7 +3,6 @@ package migrate
 import (
 	"context"
 	"fmt"
-	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,22 +24,12 @@ import (
 // refuses, which AnalyzePods reports.
 func (r *Result) BaselineFindings(ctx context.Context, policy pipeline.Authorizer, pods []corev1.Pod) ([]PodFinding, error) {
 	systemNS := r.systemNamespace()
-	var out []PodFinding
-	for i := range pods {
-		p := &pods[i]
+	return findings(pods, func(p *corev1.Pod) ([]string, error) {
 		if p.Spec.HostNetwork {
-			continue
+			return nil, nil
 		}
-		reasons, err := baselineReasons(ctx, policy, p, systemNS)
-		if err != nil {
-			return nil, fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err)
-		}
-		for _, reason := range reasons {
-			out = append(out, PodFinding{Pod: p.Namespace + "/" + p.Name, Reason: reason})
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Pod < out[j].Pod })
-	return out, nil
+		return baselineReasons(ctx, policy, p, systemNS)
+	})
 }
 
 // baselineReasons decides on each attachment the pod chose and returns
@@ -115,9 +104,5 @@ func BaselineReport(findings []PodFinding, podCount int) string {
 	for _, f := range findings {
 		pods[f.Pod] = true
 	}
-	s := fmt.Sprintf("baseline policy: %d pods checked, %d would be refused\n", podCount, len(pods))
-	for _, f := range findings {
-		s += fmt.Sprintf("pod %s: %s\n", f.Pod, f.Reason)
-	}
-	return s
+	return listFindings(fmt.Sprintf("baseline policy: %d pods checked, %d would be refused\n", podCount, len(pods)), findings)
 }

@@ -3,6 +3,7 @@ package migrate
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -44,16 +45,25 @@ func ListPods(ctx context.Context, client kubernetes.Interface) ([]corev1.Pod, e
 // isolation; plexus's policy decides on every network the pod chose).
 func (r *Result) AnalyzePods(pods []corev1.Pod) []PodFinding {
 	systemNS := r.systemNamespace()
+	out, _ := findings(pods, func(p *corev1.Pod) ([]string, error) { return r.podReasons(p, systemNS), nil })
+	return out
+}
+
+// findings are the reasons of each pod, sorted by pod.
+func findings(pods []corev1.Pod, reasons func(*corev1.Pod) ([]string, error)) ([]PodFinding, error) {
 	var out []PodFinding
 	for i := range pods {
 		p := &pods[i]
-		ref := p.Namespace + "/" + p.Name
-		for _, reason := range r.podReasons(p, systemNS) {
-			out = append(out, PodFinding{Pod: ref, Reason: reason})
+		rs, err := reasons(p)
+		if err != nil {
+			return nil, fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err)
+		}
+		for _, reason := range rs {
+			out = append(out, PodFinding{Pod: p.Namespace + "/" + p.Name, Reason: reason})
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Pod < out[j].Pod })
-	return out
+	return out, nil
 }
 
 func (r *Result) podReasons(p *corev1.Pod, systemNS string) []string {
@@ -93,19 +103,18 @@ func (r *Result) isolationAllows(podNS, nadNS string) bool {
 		return true
 	}
 	cfg := r.Policy["plexus"].(map[string]any)["config"].(map[string]any)["namespace_isolation"].(map[string]any)
-	for _, g := range cfg["global_namespaces"].([]string) {
-		if g == nadNS {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(cfg["global_namespaces"].([]string), nadNS)
 }
 
 // PodReport lists the findings, one a line.
 func PodReport(findings []PodFinding, podCount int) string {
-	s := fmt.Sprintf("pods: %d checked, %d finding(s)\n", podCount, len(findings))
+	return listFindings(fmt.Sprintf("pods: %d checked, %d finding(s)\n", podCount, len(findings)), findings)
+}
+
+// listFindings is head, then one line per finding.
+func listFindings(head string, findings []PodFinding) string {
 	for _, f := range findings {
-		s += fmt.Sprintf("pod %s: %s\n", f.Pod, f.Reason)
+		head += fmt.Sprintf("pod %s: %s\n", f.Pod, f.Reason)
 	}
-	return s
+	return head
 }
