@@ -15,7 +15,7 @@ import (
 // The baseline as built into plexusctl, put to each pod as plexus would
 // on ADD; the NADs the pods name need not exist.
 func TestBaselineFindings(t *testing.T) {
-	res, err := Convert(map[string]json.RawMessage{"type": raw(`"multus"`), "name": raw(`"m"`), "clusterNetwork": raw(`"/x"`)}, Options{})
+	res, err := Convert(map[string]json.RawMessage{"type": raw(`"multus"`), "name": raw(`"m"`), "clusterNetwork": raw(`"/x"`)}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -95,7 +95,7 @@ func load(ctx context.Context, a Args, client kubernetes.Interface) (*Result, er
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", a.From, err)
 		}
-		res, err := Convert(m, Options{PolicyDir: a.PolicyDir})
+		res, err := Convert(m, a.PolicyDir)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", a.From, err)
 		}
@@ -110,7 +110,7 @@ func load(ctx context.Context, a Args, client kubernetes.Interface) (*Result, er
 	if err != nil {
 		return nil, err
 	}
-	res, err := Convert(m, Options{PolicyDir: a.PolicyDir})
+	res, err := Convert(m, a.PolicyDir)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}

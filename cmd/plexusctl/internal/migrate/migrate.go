@@ -34,12 +34,6 @@ const DefaultPolicyDir = "/etc/plexus/policy"
 // PolicyDataFile is the generated policy data file's name.
 const PolicyDataFile = "migrated-from-multus.yaml"
 
-// Options shape the output.
-type Options struct {
-	// PolicyDir is the node directory holding library/ and PolicyDataFile.
-	PolicyDir string
-}
-
 // Note is one key that was not carried over as is.
 type Note struct {
 	Key    string
@@ -124,19 +118,21 @@ func str(raw json.RawMessage) string {
 
 // converter carries one conversion.
 type converter struct {
-	in   map[string]json.RawMessage
-	opts Options
-	res  *Result
+	in map[string]json.RawMessage
+	// policyDir is the node directory holding library/ and PolicyDataFile.
+	policyDir string
+	res       *Result
 }
 
 // Convert maps a Multus config to plexus's. Every Multus key is either
 // carried over, with a note when its meaning shifts, or listed with the
-// reason it was not.
-func Convert(in map[string]json.RawMessage, opts Options) (*Result, error) {
-	if opts.PolicyDir == "" {
-		opts.PolicyDir = DefaultPolicyDir
+// reason it was not. policyDir is the node directory holding library/
+// and PolicyDataFile (DefaultPolicyDir when empty).
+func Convert(in map[string]json.RawMessage, policyDir string) (*Result, error) {
+	if policyDir == "" {
+		policyDir = DefaultPolicyDir
 	}
-	c := &converter{in: in, opts: opts, res: &Result{Config: map[string]any{"type": "plexus"}}}
+	c := &converter{in: in, policyDir: policyDir, res: &Result{Config: map[string]any{"type": "plexus"}}}
 	for _, k := range slices.Sorted(maps.Keys(in)) {
 		if err := c.key(k, in[k]); err != nil {
 			return nil, fmt.Errorf("%q: %w", k, err)
@@ -357,7 +353,7 @@ func (c *converter) isolation() {
 		"namespace_isolation": map[string]any{"enabled": true, "global_namespaces": global},
 	}}}
 	c.res.Config["policy"] = map[string]any{"paths": []string{
-		path.Join(c.opts.PolicyDir, "library"), path.Join(c.opts.PolicyDir, PolicyDataFile),
+		path.Join(c.policyDir, "library"), path.Join(c.policyDir, PolicyDataFile),
 	}}
 	c.note("namespaceIsolation", "carried over as the policy library's namespace_isolation rule (%s)", PolicyDataFile)
 }

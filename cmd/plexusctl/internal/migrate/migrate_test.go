@@ -95,7 +95,7 @@ func pod(ns, name string, ann map[string]string) corev1.Pod {
 
 func TestAnalyzePods(t *testing.T) {
 	res, err := Convert(map[string]json.RawMessage{"type": raw(`"multus"`), "name": raw(`"m"`), "clusterNetwork": raw(`"/x"`),
-		"namespaceIsolation": raw(`true`), "globalNamespaces": raw(`"shared"`)}, Options{})
+		"namespaceIsolation": raw(`true`), "globalNamespaces": raw(`"shared"`)}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
