@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-
-	"github.com/plexus-cni/plexus/core/codes"
 )
 
 // CommandOptions are "plexusctl ext pack"'s flags.
@@ -61,46 +59,6 @@ func Run(ctx context.Context, a CommandOptions, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return pack(ctx, a, created, stdout)
-}
-
-// PackCommand is "plexusctl ext pack" from its argument list, outside a
-// command tree; it returns the exit code.
-func PackCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := pflag.NewFlagSet("plexusctl ext pack", pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	a := AddFlags(fs)
-	err := fs.Parse(args)
-	if err == nil && fs.NArg() > 0 {
-		err = fmt.Errorf("unexpected arguments %v", fs.Args())
-	}
-	if err == nil {
-		err = a.Check()
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "plexusctl ext pack: %v\n", err)
-		return codes.ExitUsage
-	}
-	if err := Run(ctx, *a, stdout); err != nil {
-		fmt.Fprintf(stderr, "plexusctl ext pack: %v\n", err)
-		return codes.ExitFail
-	}
-	return codes.ExitOK
-}
-
-// sourceDate is SOURCE_DATE_EPOCH's time, or the Unix epoch when unset.
-func sourceDate(v string) (time.Time, error) {
-	if v == "" {
-		return time.Unix(0, 0).UTC(), nil
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < 0 {
-		return time.Time{}, fmt.Errorf("SOURCE_DATE_EPOCH=%q is not a count of seconds", v)
-	}
-	return time.Unix(n, 0).UTC(), nil
-}
-
-func pack(ctx context.Context, a CommandOptions, created time.Time, stdout io.Writer) error {
 	img, info, err := Build(ctx, Options{Wasm: a.Wasm, Copier: a.Copier, Created: created})
 	if err != nil {
 		return err
@@ -121,4 +79,16 @@ func pack(ctx context.Context, a CommandOptions, created time.Time, stdout io.Wr
 		return err
 	}
 	return newJSONEncoder(stdout).Encode(info)
+}
+
+// sourceDate is SOURCE_DATE_EPOCH's time, or the Unix epoch when unset.
+func sourceDate(v string) (time.Time, error) {
+	if v == "" {
+		return time.Unix(0, 0).UTC(), nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return time.Time{}, fmt.Errorf("SOURCE_DATE_EPOCH=%q is not a count of seconds", v)
+	}
+	return time.Unix(n, 0).UTC(), nil
 }

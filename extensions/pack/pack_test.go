@@ -19,7 +19,9 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/spf13/pflag"
 
+	"github.com/plexus-cni/plexus/core/codes"
 	"github.com/plexus-cni/plexus/extensions/copier"
 	"github.com/plexus-cni/plexus/sdk/abi"
 	"github.com/plexus-cni/plexus/sdk/wasmfmt"
@@ -362,4 +364,28 @@ func TestArchiveHoldsTheModule(t *testing.T) {
 			return
 		}
 	}
+}
+
+// PackCommand is "plexusctl ext pack" from its argument list, outside a
+// command tree, for these tests; it returns the exit code.
+func PackCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet("plexusctl ext pack", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	a := AddFlags(fs)
+	err := fs.Parse(args)
+	if err == nil && fs.NArg() > 0 {
+		err = fmt.Errorf("unexpected arguments %v", fs.Args())
+	}
+	if err == nil {
+		err = a.Check()
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "plexusctl ext pack: %v\n", err)
+		return codes.ExitUsage
+	}
+	if err := Run(ctx, *a, stdout); err != nil {
+		fmt.Fprintf(stderr, "plexusctl ext pack: %v\n", err)
+		return codes.ExitFail
+	}
+	return codes.ExitOK
 }
