@@ -83,21 +83,31 @@ func Verify(ctx context.Context, library string, spec plexusapi.AttachmentPolicy
 	if err != nil {
 		return 0, err
 	}
+	_, passed, err := VerifyFiles(ctx, library, files, "(the directory)")
+	return passed, err
+}
+
+// VerifyFiles is Verify of an object's files (revision.SpecFiles), which
+// it writes to a temporary directory; it returns the compiled engine too
+// (explain decides with it). Its errors name that directory dirName.
+func VerifyFiles(ctx context.Context, library string, files map[string][]byte, dirName string) (*policies.Engine, int, error) {
 	dir, err := os.MkdirTemp("", "plexus-push-")
 	if err != nil {
-		return 0, err
+		return nil, 0, err
 	}
+	// The engine keeps nothing of the files once compiled.
 	defer os.RemoveAll(dir)
 	for name, b := range files {
+		// SpecFiles allows plain file names only.
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-			return 0, err
+			return nil, 0, err
 		}
 	}
-	_, passed, err := revision.Verify(ctx, policies.Config{Paths: []string{library}}, dir, revision.HasTests(files), 30*time.Second)
+	e, passed, err := revision.Verify(ctx, policies.Config{Paths: []string{library}}, dir, revision.HasTests(files), 30*time.Second)
 	if err != nil {
-		return 0, strippedError{revision.StripDir(err.Error(), dir, "(the directory)")}
+		return nil, 0, strippedError{revision.StripDir(err.Error(), dir, dirName)}
 	}
-	return passed, nil
+	return e, passed, nil
 }
 
 type strippedError struct{ msg string }

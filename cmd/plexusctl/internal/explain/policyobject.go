@@ -4,14 +4,13 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
 	"github.com/plexus-cni/plexus/policies"
+	"github.com/plexus-cni/plexus/policies/push"
 	"github.com/plexus-cni/plexus/policies/revision"
 )
 
@@ -73,37 +72,13 @@ func (b *builder) compileObject(ctx context.Context, obj *plexusapi.AttachmentPo
 		}
 		return
 	}
-	objDir := filepath.Join(dir, "object")
-	files, err := writeObjectFiles(objDir, obj, &p.Revision)
+	files, err := revision.SpecFiles(obj)
 	if err == nil {
-		b.engine, _, err = revision.Verify(ctx, policies.Config{Paths: []string{library}}, objDir, revision.HasTests(files), objectTestTimeout)
+		p.Revision = revision.Revision(obj.Generation, files) // as nodes report it
+		b.engine, _, err = push.VerifyFiles(ctx, library, files, "(the object)")
 	}
 	if err != nil {
-		p.Error = fmt.Sprintf("AttachmentPolicy %q: %s", obj.Name, revision.StripDir(err.Error(), objDir, "(the object)"))
+		p.Error = fmt.Sprintf("AttachmentPolicy %q: %v", obj.Name, err)
 		b.problem("policy: %s: nodes refuse this revision and keep the one in force", p.Error)
 	}
-}
-
-// objectTestTimeout bounds an object's own tests, as plexusctl policy
-// push does.
-const objectTestTimeout = 30 * time.Second
-
-// writeObjectFiles writes obj's modules and data under dir, checked as a
-// node checks them, and sets *rev to the revision nodes report.
-func writeObjectFiles(dir string, obj *plexusapi.AttachmentPolicy, rev *string) (map[string][]byte, error) {
-	files, err := revision.SpecFiles(obj)
-	if err != nil {
-		return nil, err
-	}
-	*rev = revision.Revision(obj.Generation, files)
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		return nil, err
-	}
-	for name, data := range files {
-		// SpecFiles allows plain file names only.
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
-			return nil, err
-		}
-	}
-	return files, nil
 }
