@@ -93,13 +93,7 @@ func textPod(p *printer, r *Report) {
 	if r.Pod.From != "cluster" {
 		from = "from manifest " + r.Pod.From
 	}
-	var extra []string
-	if r.Pod.UID != "" {
-		extra = append(extra, "uid "+r.Pod.UID)
-	}
-	if r.Pod.NodeName != "" {
-		extra = append(extra, "node "+r.Pod.NodeName)
-	}
+	extra := labelled("uid ", r.Pod.UID, "node ", r.Pod.NodeName)
 	if r.Pod.Started != "" {
 		extra = append(extra, r.Pod.Phase+" since "+r.Pod.Started)
 	} else if r.Pod.Phase != "" {
@@ -121,12 +115,12 @@ func textSelection(p *printer, r *Report) {
 	a := r.Annotation
 	p.line(0, "")
 	p.line(0, "Selection: %s (s4.1)", selection.Annotation)
-	switch {
-	case !a.Present:
+	if !a.Present {
 		p.line(1, "not set: the pod asks for no secondary network")
 		return
-	case !a.Valid:
-		p.line(1, "value: %s", a.Value)
+	}
+	p.line(1, "value: %s", a.Value)
+	if !a.Valid {
 		where := "the annotation as a whole"
 		if a.ErrorElement != nil {
 			where = fmt.Sprintf("element %d", *a.ErrorElement)
@@ -135,7 +129,6 @@ func textSelection(p *printer, r *Report) {
 		p.line(1, "%s", a.Consequence)
 		return
 	}
-	p.line(1, "value: %s", a.Value)
 	p.line(1, "format %s, %d element(s)", a.Format, len(r.Attachments))
 	for _, at := range r.Attachments {
 		textElement(p, at)
@@ -154,18 +147,7 @@ func textElement(p *printer, a Attachment) {
 	if len(a.IPs) > 0 {
 		parts = append(parts, "ips "+strings.Join(a.IPs, " "))
 	}
-	if a.MAC != "" {
-		parts = append(parts, "mac "+a.MAC)
-	}
-	if a.DeviceID != "" {
-		parts = append(parts, "deviceID "+a.DeviceID)
-	}
-	if a.InfinibandGUID != "" {
-		parts = append(parts, "infiniband-guid "+a.InfinibandGUID)
-	}
-	if c := compatKeys(a.Compat); c != "" {
-		parts = append(parts, "compat keys "+c)
-	}
+	parts = append(parts, labelled("mac ", a.MAC, "deviceID ", a.DeviceID, "infiniband-guid ", a.InfinibandGUID, "compat keys ", compatKeys(a.Compat))...)
 	if len(a.Keys) > 0 {
 		parts = append(parts, fmt.Sprintf("%d reverse-domain key(s)", len(a.Keys)))
 	}
@@ -173,6 +155,18 @@ func textElement(p *printer, a Attachment) {
 	for _, k := range slices.Sorted(maps.Keys(a.Ignored)) {
 		p.line(2, "key %q ignored: %s", k, a.Ignored[k])
 	}
+}
+
+// labelled is label+value for each label and value that follows it, in
+// order, leaving out the empty values.
+func labelled(labelsAndValues ...string) []string {
+	var out []string
+	for i := 0; i+1 < len(labelsAndValues); i += 2 {
+		if v := labelsAndValues[i+1]; v != "" {
+			out = append(out, labelsAndValues[i]+v)
+		}
+	}
+	return out
 }
 
 func compatKeys(c *selection.Compat) string {
@@ -199,21 +193,19 @@ func textDefaultNetwork(p *printer, r *Report) {
 	p.line(0, "")
 	p.line(0, "Default network: %s", selection.DefaultNetworkAnnotation)
 	d := r.DefaultNetwork
-	switch {
-	case d == nil:
+	if d == nil {
 		p.line(1, "not set: the cluster-wide default network (s6)")
-		return
-	case d.Ignored != "":
-		p.line(1, "value: %s", d.Value)
-		p.line(1, "%s ignored: %s", MarkWarning, d.Ignored)
-		return
-	case d.Error != "":
-		p.line(1, "value: %s", d.Value)
-		p.line(1, "%s %s: the ADD fails", MarkProblem, d.Error)
 		return
 	}
 	p.line(1, "value: %s", d.Value)
-	p.line(1, "%s", nadLine("default "+d.Network, d.NAD))
+	switch {
+	case d.Ignored != "":
+		p.line(1, "%s ignored: %s", MarkWarning, d.Ignored)
+	case d.Error != "":
+		p.line(1, "%s %s: the ADD fails", MarkProblem, d.Error)
+	default:
+		p.line(1, "%s", nadLine("default "+d.Network, d.NAD))
+	}
 }
 
 func textNetworks(p *printer, r *Report) {
@@ -361,8 +353,10 @@ func textLastAdd(p *printer, r *Report) {
 			p.line(2, "%s", statusLine(e))
 		}
 	}
-	textCondition(p, l.Condition, r.Pod.From == "cluster")
-	textEvents(p, l, r.Pod.From == "cluster")
+	if r.Pod.From == "cluster" {
+		textCondition(p, l.Condition)
+		textEvents(p, l)
+	}
 }
 
 func statusLine(e StatusEntry) string {
@@ -382,10 +376,8 @@ func statusLine(e StatusEntry) string {
 	return s
 }
 
-func textCondition(p *printer, c *Condition, cluster bool) {
+func textCondition(p *printer, c *Condition) {
 	switch {
-	case !cluster:
-		return
 	case c == nil:
 		p.line(1, "condition %s: not set (plexusd has not changed the running pod's attachments)", ConditionType)
 	case c.Status == "False":
@@ -395,10 +387,8 @@ func textCondition(p *printer, c *Condition, cluster bool) {
 	}
 }
 
-func textEvents(p *printer, l *LastAdd, cluster bool) {
+func textEvents(p *printer, l *LastAdd) {
 	switch {
-	case !cluster:
-		return
 	case l.EventsError != "":
 		p.line(1, "events: %s %s", MarkWarning, l.EventsError)
 		return
