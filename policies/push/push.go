@@ -148,15 +148,15 @@ func Status(ctx context.Context, cs versioned.Interface, name string, w io.Write
 	if err != nil {
 		return fmt.Errorf("reading AttachmentPolicy %s: %w", name, err)
 	}
-	files, err := revision.SpecFiles(p)
-	want := "(invalid: " + fmtErr(err) + ")"
-	if err == nil {
+	var want string
+	if files, err := revision.SpecFiles(p); err != nil {
+		want = "(invalid: " + err.Error() + ")"
+	} else {
 		want = revision.Revision(p.Generation, files)
 	}
 	fmt.Fprintf(w, "AttachmentPolicy %s: generation %d, revision %s, onDelete %s\n", name, p.Generation, want, orKeep(p.Spec.OnDelete))
 	sum := NewSummary(p)
-	err = ListNodes(ctx, cs, func(n *plexusapi.PlexusNode) { sum.Add(n) })
-	if err != nil {
+	if err := ListNodes(ctx, cs, sum.Add); err != nil {
 		return err
 	}
 	return sum.Write(w)
@@ -189,13 +189,6 @@ func orKeep(s string) string {
 		return plexusapi.OnDeleteKeep
 	}
 	return s
-}
-
-func fmtErr(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
 }
 
 func firstLine(s string) string {
