@@ -65,15 +65,13 @@ func readExtensionsConfig(path string) (extensions.Config, error) {
 	if err := json.Unmarshal(raw, &probe); err != nil {
 		return extensions.Config{}, fmt.Errorf("extensions config %s: %w", path, err)
 	}
-	if _, ok := probe["extensions"]; ok {
-		cfg, err := extensions.ParseConfig(raw)
-		if err != nil {
-			return cfg, fmt.Errorf("extensions config %s: %w", path, err)
-		}
-		return cfg, nil
-	}
 	var cfg extensions.Config
-	if err := config.Unmarshal(raw, &cfg); err != nil {
+	if _, ok := probe["extensions"]; ok {
+		cfg, err = extensions.ParseConfig(raw)
+	} else {
+		err = config.Unmarshal(raw, &cfg)
+	}
+	if err != nil {
 		return cfg, fmt.Errorf("extensions config %s: %w", path, err)
 	}
 	return cfg, nil
