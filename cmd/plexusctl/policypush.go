@@ -8,13 +8,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/plexus-cni/plexus/cmd/plexusctl/internal/explain"
 	"github.com/plexus-cni/plexus/core/api/client/clientset/versioned"
 	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
 	"github.com/plexus-cni/plexus/policies"
 	"github.com/plexus-cni/plexus/policies/push"
 )
-
-const defaultPolicyObject = "cluster"
 
 // pushArgs are policy push's flags.
 type pushArgs struct {
@@ -37,7 +36,7 @@ AttachmentPolicy nodes follow, and print its revision.`,
 			return failed(a.pushPolicy(cmd.Context(), dirs[0], p, cmd.OutOrStdout()))
 		},
 	}
-	c.Flags().StringVar(&p.name, "name", defaultPolicyObject, "the AttachmentPolicy to create or update")
+	c.Flags().StringVar(&p.name, "name", explain.DefaultPolicyObject, "the AttachmentPolicy to create or update")
 	c.Flags().StringVar(&p.onDelete, "on-delete", plexusapi.OnDeleteKeep, "what nodes do if the object is deleted: Keep or AllowAll")
 	c.Flags().StringVar(&p.library, "library", "", "the rule library to test with (default: the one built into plexusctl, as the image ships it)")
 	return c
@@ -93,7 +92,7 @@ func newPolicyStatusCmd(a *app) *cobra.Command {
 			return failed(push.Status(cmd.Context(), dyn, name, cmd.OutOrStdout()))
 		},
 	}
-	c.Flags().StringVar(&name, "name", defaultPolicyObject, "the AttachmentPolicy")
+	c.Flags().StringVar(&name, "name", explain.DefaultPolicyObject, "the AttachmentPolicy")
 	return c
 }
 
