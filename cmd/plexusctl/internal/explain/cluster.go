@@ -23,7 +23,7 @@ import (
 // Cluster is the Kubernetes API explain reads: pods, events, namespaces
 // through Core, NADs through Dynamic (their CRD has no typed client),
 // plexus's own kinds through Plexus. plexusctl connects them from its
-// kubeconfig flags.
+// kubeconfig flags; a Cluster has all three.
 type Cluster struct {
 	Core    kubernetes.Interface
 	Dynamic dynamic.Interface

@@ -20,8 +20,7 @@ import (
 // nadReader finds NADs in the --nad manifests, then in the cluster, each
 // read once however many attachments name it.
 type nadReader struct {
-	manifests map[string]*source.NAD
-	files     map[string]string // ref -> manifest path
+	manifests map[string]*nadRead // by ref, from the manifest's path
 	cluster   *Cluster
 	seen      map[string]*nadRead
 }
@@ -36,15 +35,14 @@ type nadRead struct {
 }
 
 func newNADReader(files []string, cluster *Cluster) (*nadReader, error) {
-	r := &nadReader{manifests: map[string]*source.NAD{}, files: map[string]string{}, cluster: cluster, seen: map[string]*nadRead{}}
+	r := &nadReader{manifests: map[string]*nadRead{}, cluster: cluster, seen: map[string]*nadRead{}}
 	for _, f := range files {
 		nads, err := policies.ReadNADManifests(f)
 		if err != nil {
 			return nil, err
 		}
 		for _, n := range nads {
-			ref := n.Namespace + "/" + n.Name
-			r.manifests[ref], r.files[ref] = n, f
+			r.manifests[n.Namespace+"/"+n.Name] = &nadRead{obj: n, from: f}
 		}
 	}
 	return r, nil
@@ -60,7 +58,7 @@ func (r *nadReader) read(ctx context.Context, namespace, name string) *nadRead {
 	r.seen[ref] = n
 	switch m, ok := r.manifests[ref]; {
 	case ok:
-		n.obj, n.from = m, r.files[ref]
+		n.obj, n.from = m.obj, m.from
 	case r.cluster == nil:
 		n.err = fmt.Errorf("%w in the --nad manifests (and no kubeconfig to read the cluster)", source.NotFound("NetworkAttachmentDefinition", namespace, name))
 	default:
@@ -74,12 +72,11 @@ func (r *nadReader) read(ctx context.Context, namespace, name string) *nadRead {
 }
 
 // planSource is the pipeline's source for explain's plan: the pod explain
-// read, the NADs of nadReader, and the namespace labels of the cluster.
+// read, the NADs of nadReader, and the namespace labels of its cluster.
 // It publishes nothing.
 type planSource struct {
-	pod     *source.Pod
-	nads    *nadReader
-	cluster *Cluster
+	pod  *source.Pod
+	nads *nadReader
 }
 
 func (s *planSource) Pod(_ context.Context, namespace, name string) (*source.Pod, error) {
@@ -101,10 +98,10 @@ func (s *planSource) PublishStatus(context.Context, *source.Pod, []byte) error {
 // NamespaceLabels are the policy input's namespace.labels; without a
 // cluster they are unknown, as the manifests source leaves them.
 func (s *planSource) NamespaceLabels(ctx context.Context, namespace string) (map[string]string, error) {
-	if s.cluster == nil {
+	if s.nads.cluster == nil {
 		return nil, errors.New("no kubeconfig to read namespace labels")
 	}
-	return s.cluster.namespaceLabels(ctx, namespace), nil
+	return s.nads.cluster.namespaceLabels(ctx, namespace), nil
 }
 
 // maxShownNADs bounds the names a missing NAD's hint lists.
@@ -121,7 +118,7 @@ func (r *nadReader) nearby(ctx context.Context, namespace, name string) string {
 			names = append(names, n)
 		}
 	}
-	if r.cluster != nil && r.cluster.Dynamic != nil {
+	if r.cluster != nil {
 		if listed, err := r.cluster.nadNames(ctx, namespace); err == nil {
 			names = append(names, listed...)
 		}

@@ -25,7 +25,7 @@ const DefaultPolicyObject = "cluster"
 // names the revision evaluated here so the two can be compared.
 func (b *builder) loadPolicyObject(ctx context.Context) bool {
 	name := b.opts.PolicyObject
-	if name == "" || b.opts.Cluster == nil || b.opts.Cluster.Plexus == nil {
+	if name == "" || b.opts.Cluster == nil {
 		return false
 	}
 	p := &b.r.Policy

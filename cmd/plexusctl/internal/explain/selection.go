@@ -34,7 +34,7 @@ const defaultRuntimeInterface = "eth0"
 func (b *builder) plan(ctx context.Context, c *config.Config) {
 	p := &pipeline.Pipeline{
 		Config: c,
-		Source: &planSource{pod: b.pod, nads: b.nads, cluster: b.opts.Cluster},
+		Source: &planSource{pod: b.pod, nads: b.nads},
 		Stages: b.stages(),
 		Log:    slog.New(slog.DiscardHandler),
 	}

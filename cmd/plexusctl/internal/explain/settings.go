@@ -56,7 +56,7 @@ func (b *builder) planNode(ctx context.Context) (*plexusapi.PlexusNode, string) 
 	switch {
 	case name == "":
 		return nil, "no node (--node, or the pod's spec.nodeName) and no --config"
-	case b.opts.Cluster == nil || b.opts.Cluster.Plexus == nil:
+	case b.opts.Cluster == nil:
 		return nil, fmt.Sprintf("no kubeconfig to read PlexusNode %s, and no --config", name)
 	}
 	pn, err := b.opts.Cluster.plexusNode(ctx, name)
