@@ -40,11 +40,11 @@ func (b *builder) lastAdd(ctx context.Context) {
 		b.warn("%v", err)
 		return
 	}
-	l.Events = relevantEvents(evs, b.pod.NodeName)
+	var started time.Time // zero unless the pod runs
 	if b.r.Pod.Started != "" {
-		started, _ := time.Parse(time.RFC3339, b.r.Pod.Started)
-		markOld(l.Events, started)
+		started, _ = time.Parse(time.RFC3339, b.r.Pod.Started)
 	}
+	l.Events = relevantEvents(evs, b.pod.NodeName, started)
 	for _, e := range l.Events {
 		if e.OtherNode != "" {
 			b.warn("event %s on the pod was reported by plexus on node %s, not the pod's node %s: not this pod's plexus", e.Reason, e.OtherNode, b.pod.NodeName)
@@ -106,8 +106,10 @@ func condition(p *corev1.Pod) *Condition {
 // relevantEvents puts warnings first, then the newest, and marks plexus's
 // events reported from another node than podNode: admission binds each
 // node's event writes to its own name, but a node can still write about
-// any pod.
-func relevantEvents(evs []corev1.Event, podNode string) []Event {
+// any pod. It marks Old the warnings last seen before the running pod
+// started (a whole second): the failures they report were retried, and
+// the run that followed got past them.
+func relevantEvents(evs []corev1.Event, podNode string, started time.Time) []Event {
 	slices.SortStableFunc(evs, func(a, b corev1.Event) int {
 		if wa, wb := a.Type == corev1.EventTypeWarning, b.Type == corev1.EventTypeWarning; wa != wb {
 			if wa {
@@ -128,6 +130,7 @@ func relevantEvents(evs []corev1.Event, podNode string) []Event {
 		}
 		if t := lastTime(e); !t.IsZero() {
 			ev.LastTime = t.UTC().Format(time.RFC3339)
+			ev.Old = e.Type == corev1.EventTypeWarning && t.Before(started)
 		}
 		out = append(out, ev)
 	}
@@ -154,18 +157,6 @@ func eventHost(e corev1.Event) string {
 		return e.Source.Host
 	}
 	return e.ReportingInstance
-}
-
-// markOld marks the warnings last seen before the running pod started:
-// the failures they report were retried, and the run that followed got
-// past them.
-func markOld(evs []Event, started time.Time) {
-	for i := range evs {
-		t, err := time.Parse(time.RFC3339, evs[i].LastTime)
-		if err == nil && evs[i].Type == corev1.EventTypeWarning && t.Before(started) {
-			evs[i].Old = true
-		}
-	}
 }
 
 // isPlexus: the event's component is one of plexus's programs.
