@@ -19,11 +19,10 @@ import (
 // connects with flags of its own.)
 type kubeFlags struct {
 	config *genericclioptions.ConfigFlags
-	// flags is where they are registered: the root's persistent flags.
+	// flags holds kubectl's flags alone. The root's persistent flags
+	// hold the same *pflag.Flag values, so parsing marks them Changed
+	// here too.
 	flags *pflag.FlagSet
-	// names are the flags' names; connection those that ask for a
-	// cluster when given.
-	names, connection []string
 }
 
 // connecting says whether a kubectl flag asks for a cluster. Those that
@@ -38,16 +37,9 @@ func connecting(flag string) bool {
 }
 
 func newKubeFlags(fs *pflag.FlagSet) *kubeFlags {
-	k := &kubeFlags{config: genericclioptions.NewConfigFlags(true), flags: fs}
-	own := pflag.NewFlagSet("kubectl", pflag.ContinueOnError)
-	k.config.AddFlags(own)
-	own.VisitAll(func(f *pflag.Flag) {
-		k.names = append(k.names, f.Name)
-		if connecting(f.Name) {
-			k.connection = append(k.connection, f.Name)
-		}
-	})
-	fs.AddFlagSet(own)
+	k := &kubeFlags{config: genericclioptions.NewConfigFlags(true), flags: pflag.NewFlagSet("kubectl", pflag.ContinueOnError)}
+	k.config.AddFlags(k.flags)
+	fs.AddFlagSet(k.flags)
 	return k
 }
 
@@ -81,18 +73,21 @@ func (k *kubeFlags) kubeconfigName() string {
 
 // given names the first connection flag on the command line, "" when
 // none is: then a command that can work without the cluster does.
-func (k *kubeFlags) given() string { return k.firstChanged(k.connection) }
+func (k *kubeFlags) given() string { return k.firstChanged(connecting) }
 
 // anyGiven names the first of kubectl's flags on the command line.
-func (k *kubeFlags) anyGiven() string { return k.firstChanged(k.names) }
+func (k *kubeFlags) anyGiven() string { return k.firstChanged(func(string) bool { return true }) }
 
-func (k *kubeFlags) firstChanged(names []string) string {
-	for _, name := range names {
-		if k.flags.Changed(name) {
-			return name
+// firstChanged names the first flag, by name, that the command line gave
+// and match accepts.
+func (k *kubeFlags) firstChanged(match func(flag string) bool) string {
+	name := ""
+	k.flags.VisitAll(func(f *pflag.Flag) {
+		if name == "" && f.Changed && match(f.Name) {
+			name = f.Name
 		}
-	}
-	return ""
+	})
+	return name
 }
 
 // namespace is -n/--namespace when given, else def: a command's own
