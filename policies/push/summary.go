@@ -80,12 +80,9 @@ func (s *Summary) Write(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	for _, g := range []struct {
-		title string
-		notes []NodeNote
-	}{{"refused", s.Refused}, {"not yet tried", s.Behind}, {"not following it", s.Other}} {
-		writeNotes(w, g.title, g.notes)
-	}
+	writeNotes(w, "refused", s.Refused)
+	writeNotes(w, "not yet tried", s.Behind)
+	writeNotes(w, "not following it", s.Other)
 	return nil
 }
 
