@@ -117,7 +117,7 @@ func (b *builder) loadPod(ctx context.Context) error {
 
 func (b *builder) close(ctx context.Context) {
 	if b.ext != nil {
-		b.ext.close(ctx)
+		_ = b.ext.host.Close(ctx)
 	}
 }
 

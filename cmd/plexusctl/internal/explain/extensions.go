@@ -20,8 +20,6 @@ type extHost struct {
 	unownedFail bool
 }
 
-func (h *extHost) close(ctx context.Context) { _ = h.host.Close(ctx) }
-
 // loadExtensions reads the config and every module's declaration the way
 // plexus does at start (extensions.New), which refuses overlapping
 // prefixes and modules without a valid declaration.
