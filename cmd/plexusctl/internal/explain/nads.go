@@ -182,7 +182,7 @@ func (b *builder) nadReport(namespace, name string, a *pipeline.Planned) NAD {
 	}
 	if a.Unread != "" {
 		out.ConfigSource = "node"
-		b.warn("NetworkAttachmentDefinition %s has no spec.config: plexus looks for a CNI config named %q in the node's conf dir (s3.4.1), which explain cannot read", out.Ref(), name)
+		b.warn("NetworkAttachmentDefinition %s has no spec.config: plexus looks for a CNI config named %q in the node's conf dir (s3.4.1), which explain cannot read", namespace+"/"+name, name)
 		return out
 	}
 	if conf, err := netconf.Parse(a.Config); err == nil && out.Error == "" {

@@ -146,9 +146,6 @@ type NAD struct {
 	DeviceError   string `json:"deviceError,omitempty"`
 }
 
-// Ref is "namespace/name".
-func (n *NAD) Ref() string { return n.Namespace + "/" + n.Name }
-
 // Decision is the s7.4 policy's answer for one attachment.
 type Decision struct {
 	Evaluated bool     `json:"evaluated"`
