@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/plexus-cni/plexus/cmd/plexusctl/internal/explain"
-	"github.com/plexus-cni/plexus/core/api/client/clientset/versioned"
 	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
 	"github.com/plexus-cni/plexus/policies"
 	"github.com/plexus-cni/plexus/policies/push"
@@ -66,11 +65,11 @@ func (a *app) pushPolicy(ctx context.Context, dir string, p pushArgs, stdout io.
 		return fmt.Errorf("%s: nothing pushed: %w", dir, err)
 	}
 	fmt.Fprintf(stdout, "%s: %d modules, %d data files, %d tests passed\n", dir, len(spec.Modules), len(spec.Data), passed)
-	dyn, err := a.plexus()
+	c, err := a.kube.clients()
 	if err != nil {
 		return err
 	}
-	rev, err := push.Push(ctx, dyn, p.name, spec)
+	rev, err := push.Push(ctx, c.Plexus, p.name, spec)
 	if err != nil {
 		return err
 	}
@@ -85,22 +84,13 @@ func newPolicyStatusCmd(a *app) *cobra.Command {
 		Short: "the revision each node enforces",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			dyn, err := a.plexus()
+			c, err := a.kube.clients()
 			if err != nil {
 				return failed(err)
 			}
-			return failed(push.Status(cmd.Context(), dyn, name, cmd.OutOrStdout()))
+			return failed(push.Status(cmd.Context(), c.Plexus, name, cmd.OutOrStdout()))
 		},
 	}
 	c.Flags().StringVar(&name, "name", explain.DefaultPolicyObject, "the AttachmentPolicy")
 	return c
-}
-
-// plexus is the client of plexus's kinds in the cluster the flags name.
-func (a *app) plexus() (versioned.Interface, error) {
-	c, err := a.kube.clients()
-	if err != nil {
-		return nil, err
-	}
-	return c.Plexus, nil
 }
