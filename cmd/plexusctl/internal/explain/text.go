@@ -268,8 +268,6 @@ func textPolicy(p *printer, r *Report) {
 	case r.Policy.Error != "":
 		p.line(1, "%s %s", MarkProblem, r.Policy.Error)
 		return
-	}
-	switch {
 	case r.Policy.Object != "" && r.Policy.Revision != "":
 		p.line(1, "from AttachmentPolicy %s, revision %s, with the rule library", r.Policy.Object, r.Policy.Revision)
 	case r.Policy.Object != "":
