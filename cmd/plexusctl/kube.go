@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/spf13/pflag"
@@ -65,10 +66,7 @@ func (k *kubeFlags) clients() (*explain.Cluster, error) {
 }
 
 func (k *kubeFlags) kubeconfigName() string {
-	if p := *k.config.KubeConfig; p != "" {
-		return p
-	}
-	return "$KUBECONFIG or ~/.kube/config"
+	return cmp.Or(*k.config.KubeConfig, "$KUBECONFIG or ~/.kube/config")
 }
 
 // given names the first connection flag on the command line, "" when

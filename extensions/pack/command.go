@@ -1,6 +1,7 @@
 package pack
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -63,10 +64,7 @@ func Run(ctx context.Context, a CommandOptions, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	info.Ref = a.Tag
-	if info.Ref == "" {
-		info.Ref = "localhost/plexus-extensions/" + info.Name + ":" + info.Version
-	}
+	info.Ref = cmp.Or(a.Tag, "localhost/plexus-extensions/"+info.Name+":"+info.Version)
 	if _, err := ParseRef(info.Ref); err != nil {
 		return err
 	}

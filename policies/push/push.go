@@ -5,6 +5,7 @@
 package push
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -154,7 +155,7 @@ func Status(ctx context.Context, cs versioned.Interface, name string, w io.Write
 	} else {
 		want = revision.Revision(p.Generation, files)
 	}
-	fmt.Fprintf(w, "AttachmentPolicy %s: generation %d, revision %s, onDelete %s\n", name, p.Generation, want, orKeep(p.Spec.OnDelete))
+	fmt.Fprintf(w, "AttachmentPolicy %s: generation %d, revision %s, onDelete %s\n", name, p.Generation, want, cmp.Or(p.Spec.OnDelete, plexusapi.OnDeleteKeep))
 	sum := NewSummary(p)
 	if err := ListNodes(ctx, cs, sum.Add); err != nil {
 		return err
@@ -182,13 +183,6 @@ func ListNodes(ctx context.Context, cs versioned.Interface, each func(*plexusapi
 		}
 		opts.Continue = l.Continue
 	}
-}
-
-func orKeep(s string) string {
-	if s == "" {
-		return plexusapi.OnDeleteKeep
-	}
-	return s
 }
 
 func firstLine(s string) string {

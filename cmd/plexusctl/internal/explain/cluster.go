@@ -1,6 +1,7 @@
 package explain
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -54,9 +55,7 @@ func (c *Cluster) pod(ctx context.Context, namespace, name string) (*corev1.Pod,
 		return nil, nil, fmt.Errorf("pod %s/%s: %w", namespace, name, err)
 	}
 	p := o.Pod()
-	if p.Namespace == "" {
-		p.Namespace = namespace
-	}
+	p.Namespace = cmp.Or(p.Namespace, namespace)
 	return obj, p, nil
 }
 

@@ -1,6 +1,7 @@
 package explain
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -35,10 +36,7 @@ func (b *builder) loadExtensions(ctx context.Context) {
 		b.problem("extensions: %v", err)
 		return
 	}
-	x.UnownedKeys = cfg.UnownedKeys
-	if x.UnownedKeys == "" {
-		x.UnownedKeys = extensions.PolicyIgnore
-	}
+	x.UnownedKeys = cmp.Or(cfg.UnownedKeys, extensions.PolicyIgnore)
 	cfg.CacheDir = "" // explain compiles nothing; never create the node's cache
 	h, err := extensions.New(ctx, cfg)
 	if err != nil {

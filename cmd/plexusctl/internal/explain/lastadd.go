@@ -123,10 +123,7 @@ func relevantEvents(evs []corev1.Event, podNode string, started time.Time) []Eve
 	for _, e := range evs[:min(len(evs), maxEvents)] {
 		ev := Event{Type: e.Type, Reason: e.Reason, Message: e.Message, Count: e.Count, Source: eventSource(e)}
 		if host := eventHost(e); isPlexus(ev.Source) && podNode != "" && host != podNode {
-			ev.OtherNode = host
-			if host == "" {
-				ev.OtherNode = "(none named)"
-			}
+			ev.OtherNode = cmp.Or(host, "(none named)")
 		}
 		if t := lastTime(e); !t.IsZero() {
 			ev.LastTime = t.UTC().Format(time.RFC3339)
@@ -152,12 +149,7 @@ func lastTime(e corev1.Event) time.Time {
 // eventHost is the node an event names as its source: source.host, or the
 // reporting instance of one written through events.k8s.io/v1 (admission
 // binds both to the writer's node).
-func eventHost(e corev1.Event) string {
-	if e.Source.Host != "" {
-		return e.Source.Host
-	}
-	return e.ReportingInstance
-}
+func eventHost(e corev1.Event) string { return cmp.Or(e.Source.Host, e.ReportingInstance) }
 
 // isPlexus: the event's component is one of plexus's programs.
 func isPlexus(component string) bool {
@@ -165,8 +157,5 @@ func isPlexus(component string) bool {
 }
 
 func eventSource(e corev1.Event) string {
-	if e.Source.Component != "" {
-		return e.Source.Component
-	}
-	return e.ReportingController
+	return cmp.Or(e.Source.Component, e.ReportingController)
 }

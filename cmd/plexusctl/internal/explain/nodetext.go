@@ -1,6 +1,7 @@
 package explain
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -81,10 +82,7 @@ func textNodePolicy(p *printer, pol *plexusapi.NodePolicy) {
 }
 
 func extensionLine(x plexusapi.NodeExtension) string {
-	name := x.Name
-	if name == "" {
-		name = x.Path
-	}
+	name := cmp.Or(x.Name, x.Path)
 	if !x.Loaded {
 		return fmt.Sprintf("extension %s (%s): %s failed to load: %s", name, x.Path, MarkWarning, x.Error)
 	}

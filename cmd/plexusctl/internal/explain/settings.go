@@ -1,6 +1,7 @@
 package explain
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -49,10 +50,7 @@ func (b *builder) nodeConfig(ctx context.Context) (*config.Config, error) {
 // planNode reads the PlexusNode of --node, else of the pod's node; nil
 // says why there is none.
 func (b *builder) planNode(ctx context.Context) (*plexusapi.PlexusNode, string) {
-	name := b.opts.Node
-	if name == "" {
-		name = b.pod.NodeName
-	}
+	name := cmp.Or(b.opts.Node, b.pod.NodeName)
 	switch {
 	case name == "":
 		return nil, "no node (--node, or the pod's spec.nodeName) and no --config"

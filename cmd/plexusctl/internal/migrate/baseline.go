@@ -1,6 +1,7 @@
 package migrate
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -77,10 +78,7 @@ func baselineReasons(ctx context.Context, policy pipeline.Authorizer, p *corev1.
 // selectionAttachment is the attachment for one element; the interface
 // name is the usual "net<position>" when the pod chose none.
 func selectionAttachment(el *selection.Element) *pipeline.Attachment {
-	ifName := el.Interface
-	if ifName == "" {
-		ifName = fmt.Sprintf("net%d", el.Index+1)
-	}
+	ifName := cmp.Or(el.Interface, fmt.Sprintf("net%d", el.Index+1))
 	return &pipeline.Attachment{Index: el.Index, Origin: pipeline.OriginSelection, Selection: el,
 		Name: el.Ref(), IfName: ifName, NAD: standInNAD(el.Namespace, el.Name)}
 }

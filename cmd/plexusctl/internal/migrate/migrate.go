@@ -6,6 +6,7 @@ package migrate
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -129,10 +130,7 @@ type converter struct {
 // reason it was not. policyDir is the node directory holding library/
 // and PolicyDataFile (DefaultPolicyDir when empty).
 func Convert(in map[string]json.RawMessage, policyDir string) (*Result, error) {
-	if policyDir == "" {
-		policyDir = DefaultPolicyDir
-	}
-	c := &converter{in: in, policyDir: policyDir, res: &Result{Config: map[string]any{"type": "plexus"}}}
+	c := &converter{in: in, policyDir: cmp.Or(policyDir, DefaultPolicyDir), res: &Result{Config: map[string]any{"type": "plexus"}}}
 	for _, k := range slices.Sorted(maps.Keys(in)) {
 		if err := c.key(k, in[k]); err != nil {
 			return nil, fmt.Errorf("%q: %w", k, err)

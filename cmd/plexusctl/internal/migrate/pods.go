@@ -1,6 +1,7 @@
 package migrate
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -91,10 +92,8 @@ func (r *Result) podReasons(p *corev1.Pod, systemNS string) []string {
 // systemNamespace is where the migrated config looks for NADs named
 // without a namespace, such as a pod's default network.
 func (r *Result) systemNamespace() string {
-	if s, ok := r.Config["systemNamespace"].(string); ok && s != "" {
-		return s
-	}
-	return config.DefaultSystemNamespace
+	s, _ := r.Config["systemNamespace"].(string)
+	return cmp.Or(s, config.DefaultSystemNamespace)
 }
 
 // isolationAllows is the migrated namespace_isolation rule.
