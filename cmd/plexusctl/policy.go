@@ -155,10 +155,8 @@ func newPolicyBaselineCmd() *cobra.Command {
 		Short: "print the image's baseline.yaml, to edit and push",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if _, err := cmd.OutOrStdout().Write(policies.BaselineData()); err != nil {
-				return failed(err)
-			}
-			return nil
+			_, err := cmd.OutOrStdout().Write(policies.BaselineData())
+			return failed(err)
 		},
 	}
 }
