@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -114,10 +115,8 @@ func podArg(opts *explain.Options, rest []string, namespace string) error {
 	}
 	ns, name, found := strings.Cut(rest[0], "/")
 	switch {
-	case !found && namespace != "":
-		ns, name = namespace, rest[0]
 	case !found:
-		ns, name = "default", rest[0]
+		ns, name = cmp.Or(namespace, "default"), rest[0]
 	case namespace != "" && ns != namespace:
 		return fmt.Errorf("pod %q is not in --namespace %q", rest[0], namespace)
 	}
