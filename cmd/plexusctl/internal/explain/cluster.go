@@ -122,13 +122,9 @@ func (c *Cluster) events(ctx context.Context, pod *source.Pod) ([]corev1.Event, 
 	if err != nil {
 		return nil, fmt.Errorf("listing events of pod %s: %w", pod.Ref(), err)
 	}
-	var out []corev1.Event
-	for _, e := range list.Items {
-		if e.InvolvedObject.Name == pod.Name && (pod.UID == "" || string(e.InvolvedObject.UID) == pod.UID) {
-			out = append(out, e)
-		}
-	}
-	return out, nil
+	return slices.DeleteFunc(list.Items, func(e corev1.Event) bool {
+		return e.InvolvedObject.Name != pod.Name || (pod.UID != "" && string(e.InvolvedObject.UID) != pod.UID)
+	}), nil
 }
 
 // PlexusNamespace and PlexusPodPrefix find the plexus DaemonSet's pods
@@ -147,11 +143,7 @@ func (c *Cluster) nodePods(ctx context.Context, node string) ([]corev1.Pod, erro
 	if err != nil {
 		return nil, fmt.Errorf("listing %s pods on node %s: %w", PlexusNamespace, node, err)
 	}
-	var out []corev1.Pod
-	for _, p := range list.Items {
-		if p.Spec.NodeName == node && (p.Labels[plexusNameLabel] == "plexus" || strings.HasPrefix(p.Name, PlexusPodPrefix)) {
-			out = append(out, p)
-		}
-	}
-	return out, nil
+	return slices.DeleteFunc(list.Items, func(p corev1.Pod) bool {
+		return p.Spec.NodeName != node || (p.Labels[plexusNameLabel] != "plexus" && !strings.HasPrefix(p.Name, PlexusPodPrefix))
+	}), nil
 }
