@@ -88,31 +88,41 @@ func (p *Pipeline) undoPrevious(ctx context.Context, req *Request) error {
 // save also records the previous attachment as done: one write per
 // attachment, plus the last.
 func (p *Pipeline) attachAll(ctx context.Context, req *Request, pl *plan) error {
-	podRef := pl.podRef(req)
 	for i, a := range pl.attachments {
-		ra := &pl.record.Attachments[i]
-		ra.State = record.Attempted
-		if err := p.Records.Save(pl.record); err != nil {
-			ra.State = record.Planned
-			return p.rollback(ctx, req, pl, newError(codes.Record, podRef, a.Name, err))
+		if err := p.attachStep(ctx, req, pl, a, pl.record, &pl.record.Attachments[i], pl.lists[i]); err != nil {
+			return p.rollback(ctx, req, pl, err)
 		}
-		if err := prepareDeviceInfo(a); err != nil {
-			return p.rollback(ctx, req, pl, newError(codes.Devices, podRef, attachmentLabel(a), err))
-		}
-		res, err := p.attachOne(ctx, req, ra, pl.lists[i])
-		if err != nil {
-			ra.Rejected = delegateRejection(err)
-			return p.rollback(ctx, req, pl, newError(codes.AttachFailed, podRef, attachmentLabel(a), err))
-		}
-		a.Result = res
-		if err := verifyRequested(a); err != nil {
-			return p.rollback(ctx, req, pl, newError(codes.NotHonored, podRef, attachmentLabel(a), err))
-		}
-		ra.State = record.Attached
 	}
 	if err := p.Records.Save(pl.record); err != nil {
-		return p.rollback(ctx, req, pl, newError(codes.Record, podRef, "", err))
+		return p.rollback(ctx, req, pl, newError(codes.Record, pl.podRef(req), "", err))
 	}
+	return nil
+}
+
+// attachStep runs one attachment's delegate, for ADD (attachAll) and
+// Update (attachNew) alike: ra, rec's entry of a, is saved as attempted
+// before the delegate starts, and marked attached once its result has what
+// the pod requested; the caller's next save records that.
+func (p *Pipeline) attachStep(ctx context.Context, req *Request, pl *plan, a *Attachment, rec *record.Record, ra *record.Attachment, list *libcni.NetworkConfigList) *types.Error {
+	podRef := pl.podRef(req)
+	ra.State = record.Attempted
+	if err := p.Records.Save(rec); err != nil {
+		ra.State = record.Planned
+		return newError(codes.Record, podRef, a.Name, err)
+	}
+	if err := prepareDeviceInfo(a); err != nil {
+		return newError(codes.Devices, podRef, attachmentLabel(a), err)
+	}
+	res, err := p.attachOne(ctx, req, ra, list)
+	if err != nil {
+		ra.Rejected = delegateRejection(err)
+		return newError(codes.AttachFailed, podRef, attachmentLabel(a), err)
+	}
+	a.Result = res
+	if err := verifyRequested(a); err != nil {
+		return newError(codes.NotHonored, podRef, attachmentLabel(a), err)
+	}
+	ra.State = record.Attached
 	return nil
 }
 

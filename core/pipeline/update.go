@@ -191,7 +191,7 @@ func (p *Pipeline) detachRemoved(ctx context.Context, req *Request, rec *record.
 }
 
 // attachNew runs each new attachment's delegate as attachAll does for
-// ADD: recorded as attempted before it starts, verified after.
+// ADD (attachStep): recorded as attempted before it starts, verified after.
 func (p *Pipeline) attachNew(ctx context.Context, req *Request, pl *plan, rec *record.Record) error {
 	base := len(rec.Attachments)
 	for _, a := range pl.attachments[1:] {
@@ -200,21 +200,9 @@ func (p *Pipeline) attachNew(ctx context.Context, req *Request, pl *plan, rec *r
 	for k, a := range pl.attachments[1:] {
 		ra := &rec.Attachments[base+k]
 		ra.Config = pl.lists[k].Bytes
-		ra.State = record.Attempted
-		if err := p.Records.Save(rec); err != nil {
-			ra.State = record.Planned
-			return newError(codes.Record, pl.pod.Ref(), a.Name, err)
+		if err := p.attachStep(ctx, req, pl, a, rec, ra, pl.lists[k]); err != nil {
+			return err
 		}
-		res, err := p.attachOne(ctx, req, ra, pl.lists[k])
-		if err != nil {
-			ra.Rejected = delegateRejection(err)
-			return newError(codes.AttachFailed, pl.pod.Ref(), attachmentLabel(a), err)
-		}
-		a.Result = res
-		if err := verifyRequested(a); err != nil {
-			return newError(codes.NotHonored, pl.pod.Ref(), attachmentLabel(a), err)
-		}
-		ra.State = record.Attached
 	}
 	if err := p.Records.Save(rec); err != nil {
 		return newError(codes.Record, pl.pod.Ref(), "", err)
