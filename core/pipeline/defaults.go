@@ -162,17 +162,12 @@ func (p *Pipeline) planDefaultNetwork(ctx context.Context, pl *plan, a *Attachme
 		ns = p.Config.SystemNamespace
 	}
 	a.Name = ns + "/" + name
-	if a.NAD, err = p.Source.NAD(ctx, ns, name); err != nil {
-		p.event(ctx, pl.pod, source.EventWarning, "NetworkNotFound", fmt.Sprintf("defaultNetworks %s: %v", a.Name, err))
-		return pl.fail(a, newError(codes.NetworkNotFound, pl.pod.Ref(), a.Name, err))
+	r, te := p.readNAD(ctx, pl, "defaultNetworks", ns, name)
+	a.NAD = r.nad
+	if r.resolved != nil {
+		a.Config = r.resolved.Config
 	}
-	r, err := p.resolve(pl, a.NAD)
-	if err != nil {
-		p.event(ctx, pl.pod, source.EventWarning, "NetworkNotFound", err.Error())
-		return pl.fail(a, newError(codes.NetworkNotFound, pl.pod.Ref(), a.Name, err))
-	}
-	a.Config = r.Config
-	return pl.resolved(a, &resolvedNAD{nad: a.NAD, resolved: r}, nil)
+	return pl.resolved(a, r, te)
 }
 
 // usedInterfaces are the names the attachments planned so far hold, which

@@ -267,7 +267,7 @@ func (p *Pipeline) planSelections(ctx context.Context, req *Request, pl *plan) e
 	for i, el := range els {
 		ref := el.Ref()
 		if _, done := nads[ref]; !done {
-			nads[ref], errs[ref] = p.readNAD(ctx, pl, el.Namespace, el.Name)
+			nads[ref], errs[ref] = p.readNAD(ctx, pl, nadKind, el.Namespace, el.Name)
 		}
 		a := selectionAttachment(req, el, ifNames[i], nads[ref])
 		pl.attachments = append(pl.attachments, a)
@@ -366,7 +366,7 @@ func (p *Pipeline) resolveNADs(ctx context.Context, pod *source.Pod, els []*sele
 		if _, done := out[ref]; done {
 			continue
 		}
-		r, err := p.readNAD(ctx, pl, el.Namespace, el.Name)
+		r, err := p.readNAD(ctx, pl, nadKind, el.Namespace, el.Name)
 		if err != nil {
 			return nil, err
 		}
@@ -375,13 +375,17 @@ func (p *Pipeline) resolveNADs(ctx context.Context, pod *source.Pod, els []*sele
 	return out, nil
 }
 
-// readNAD reads one NAD and resolves it (s3.4.1). The NAD is kept when it
-// was read, for a plan that goes on past a failure.
-func (p *Pipeline) readNAD(ctx context.Context, pl *plan, namespace, name string) (*resolvedNAD, *types.Error) {
+// nadKind names a selected network's NAD in readNAD's events.
+const nadKind = "NetworkAttachmentDefinition"
+
+// readNAD reads one NAD and resolves it (s3.4.1); what names it in the
+// event when it cannot be read. The NAD is kept when it was read, for a
+// plan that goes on past a failure.
+func (p *Pipeline) readNAD(ctx context.Context, pl *plan, what, namespace, name string) (*resolvedNAD, *types.Error) {
 	ref := namespace + "/" + name
 	n, err := p.Source.NAD(ctx, namespace, name)
 	if err != nil {
-		p.event(ctx, pl.pod, source.EventWarning, "NetworkNotFound", fmt.Sprintf("NetworkAttachmentDefinition %s: %v", ref, err))
+		p.event(ctx, pl.pod, source.EventWarning, "NetworkNotFound", fmt.Sprintf("%s %s: %v", what, ref, err))
 		return &resolvedNAD{}, newError(codes.NetworkNotFound, pl.pod.Ref(), ref, err)
 	}
 	r, err := p.resolve(pl, n)
