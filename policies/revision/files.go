@@ -4,17 +4,20 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
 )
 
-// specFiles checks the object's file names and sizes and returns its files
-// by name: modules and data share one directory, as the loader reads it.
-func specFiles(p *plexusapi.AttachmentPolicy) (map[string][]byte, error) {
+// SpecFiles checks the object's file names and sizes and returns its files
+// by name: modules and data share one directory, as the loader reads it. A
+// node checks them so; plexusctl policy push computes with them the
+// revision a node will report.
+func SpecFiles(p *plexusapi.AttachmentPolicy) (map[string][]byte, error) {
 	if len(p.Spec.Modules)+len(p.Spec.Data) == 0 {
 		return nil, fmt.Errorf("AttachmentPolicy %q: spec has no modules and no data", p.Name)
 	}
@@ -61,24 +64,16 @@ func Revision(generation int64, files map[string][]byte) string {
 
 // Digest hashes files' names and contents in name order.
 func Digest(files map[string][]byte) string {
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	h := sha256.New()
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(files)) {
 		fmt.Fprintf(h, "%s\x00%d\x00", n, len(files[n]))
 		h.Write(files[n])
 	}
 	return fmt.Sprintf("%x", h.Sum(nil))
 }
 
-// SpecFiles returns an object's files by name, checked as a node checks
-// them (plexusctl policy push computes the revision a node will report).
-func SpecFiles(p *plexusapi.AttachmentPolicy) (map[string][]byte, error) { return specFiles(p) }
-
-func hasTests(files map[string][]byte) bool {
+// HasTests says whether files hold a *_test.rego module.
+func HasTests(files map[string][]byte) bool {
 	for n := range files {
 		if strings.HasSuffix(n, "_test.rego") {
 			return true

@@ -17,6 +17,7 @@ package revision
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -263,10 +264,7 @@ func (s *Syncer) Apply(ctx context.Context, p *plexusapi.AttachmentPolicy) (Resu
 	if p.Name != s.obj.Name {
 		return s.result(false), fmt.Errorf("AttachmentPolicy %q is not the one this node follows (%q)", p.Name, s.obj.Name)
 	}
-	onDelete := p.Spec.OnDelete
-	if onDelete == "" {
-		onDelete = plexusapi.OnDeleteKeep
-	}
+	onDelete := cmp.Or(p.Spec.OnDelete, plexusapi.OnDeleteKeep)
 	key := refusalKey(p)
 	if s.st.Error != "" && s.st.Refused == key {
 		return s.result(false), errors.New(s.st.Error) // already refused
@@ -286,7 +284,7 @@ func (s *Syncer) Apply(ctx context.Context, p *plexusapi.AttachmentPolicy) (Resu
 }
 
 func (s *Syncer) verifyAndActivate(ctx context.Context, p *plexusapi.AttachmentPolicy, onDelete string) (Result, error) {
-	files, err := specFiles(p)
+	files, err := SpecFiles(p)
 	if err != nil {
 		return Result{}, err
 	}
@@ -299,7 +297,7 @@ func (s *Syncer) verifyAndActivate(ctx context.Context, p *plexusapi.AttachmentP
 	if err != nil {
 		return Result{}, err
 	}
-	eng, passed, err := s.verify(ctx, dir, hasTests(files))
+	eng, passed, err := s.verify(ctx, dir, HasTests(files))
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return Result{}, fmt.Errorf("revision %s: %s", rev, StripDir(err.Error(), dir, "(the revision)"))
@@ -370,9 +368,6 @@ func runTests(ctx context.Context, paths []string, dir string, timeout time.Dura
 	}
 	return sum.Pass, nil
 }
-
-// HasTests says whether files hold a *_test.rego module.
-func HasTests(files map[string][]byte) bool { return hasTests(files) }
 
 // Delete handles the object's deletion as its last onDelete says: Keep
 // leaves the policy in force, AllowAll puts none in force.

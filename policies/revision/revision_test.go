@@ -159,7 +159,7 @@ func TestApplyActivatesOnlyRevisionsThatPassEveryCheck(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			files, _ := specFiles(tc.obj)
+			files, _ := SpecFiles(tc.obj)
 			want := Revision(2, files)
 			if !res.Changed || res.State.Revision != want || activeTarget(t, s) != want || res.State.TestsPassed != 1 {
 				t.Fatalf("state %+v, active %s; want revision %s active with 1 test passed", res.State, activeTarget(t, s), want)
