@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 
 	"github.com/containernetworking/cni/libcni"
@@ -173,7 +174,7 @@ func verifyRequested(a *Attachment) error {
 		return err
 	}
 	for _, want := range a.Selection.IPs {
-		if !containsIP(got, requestedIP(want)) {
+		if !slices.ContainsFunc(got, requestedIP(want).Equal) {
 			return fmt.Errorf("requested IP %s was not assigned (result has %s); the delegate may not support the \"ips\" argument", want, ipList(got))
 		}
 	}
@@ -193,15 +194,6 @@ func requestedIP(s string) net.IP {
 	}
 	ip, _, _ := net.ParseCIDR(s)
 	return ip
-}
-
-func containsIP(list []net.IP, ip net.IP) bool {
-	for _, x := range list {
-		if x.Equal(ip) {
-			return true
-		}
-	}
-	return false
 }
 
 func ipList(ips []net.IP) string {
