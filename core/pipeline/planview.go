@@ -78,11 +78,7 @@ func (p *Pipeline) Plan(ctx context.Context, req *Request, opts PlanOptions) (*P
 	if err := p.makePlan(ctx, req, pl); err != nil && pl.err == nil {
 		pl.err = err
 	}
-	v := pl.view()
-	if pl.err == nil {
-		return v, nil
-	}
-	return v, pl.err
+	return pl.view(), pl.err
 }
 
 // note is what the plan knows of an attachment beyond the Attachment.
