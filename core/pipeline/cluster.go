@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/plexus-cni/plexus/core/config"
@@ -107,7 +106,7 @@ func readClusterFile(path string) ([]byte, string, error) {
 		}
 		return raw, path, nil
 	}
-	entries, err := os.ReadDir(path)
+	entries, err := os.ReadDir(path) // sorted by name: the first config wins
 	if err != nil {
 		return nil, "", fmt.Errorf("clusterNetwork: %w", err)
 	}
@@ -120,7 +119,6 @@ func readClusterFile(path string) ([]byte, string, error) {
 			}
 		}
 	}
-	sort.Strings(files)
 	for _, f := range files {
 		full := filepath.Join(path, f)
 		raw, err := os.ReadFile(full)

@@ -4,8 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/containernetworking/cni/pkg/types"
@@ -111,7 +112,7 @@ func (a *Attachment) ignore(key, reason string, warned bool) {
 // reportIgnored tells the pod's owner about every ignored key the parse
 // did not already warn about, and counts each for the metric.
 func (p *Pipeline) reportIgnored(ctx context.Context, pod *source.Pod, a *Attachment) {
-	for _, k := range sortedKeys(a.Ignored) {
+	for _, k := range slices.Sorted(maps.Keys(a.Ignored)) {
 		if p.OnIgnored != nil {
 			p.OnIgnored(k)
 		}
@@ -122,15 +123,6 @@ func (p *Pipeline) reportIgnored(ctx context.Context, pod *source.Pod, a *Attach
 		p.Log.Warn(msg, "pod", pod.Ref())
 		p.event(ctx, pod, source.EventWarning, "NetworkSelectionWarning", msg)
 	}
-}
-
-func sortedKeys(m map[string]string) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }
 
 // defaultRouteGateways are the attachment's "default-route" gateways.

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/containernetworking/cni/libcni"
@@ -432,12 +432,9 @@ type resolvedNAD struct {
 // and the reference plugins refuse unknown args without it.
 func delegateArgs(args [][2]string) [][2]string {
 	out := make([][2]string, 0, len(args)+1)
-	for _, kv := range args {
-		if kv[0] == "IgnoreUnknown" {
-			return append(out, args...)
-		}
+	if !slices.ContainsFunc(args, func(kv [2]string) bool { return kv[0] == "IgnoreUnknown" }) {
+		out = append(out, [2]string{"IgnoreUnknown", "1"})
 	}
-	out = append(out, [2]string{"IgnoreUnknown", "1"})
 	return append(out, args...)
 }
 
@@ -576,15 +573,13 @@ func (p *Pipeline) prepare(ctx context.Context, pl *plan) error {
 }
 
 func (p *Pipeline) warnUnowned(ctx context.Context, pod *source.Pod, a *Attachment) {
-	keys := make([]string, 0, len(a.Selection.Extensions))
-	for k := range a.Selection.Extensions {
-		keys = append(keys, k)
-		a.ignore(k, "no extension owns this key", true)
-	}
+	keys := slices.Sorted(maps.Keys(a.Selection.Extensions))
 	if len(keys) == 0 {
 		return
 	}
-	sort.Strings(keys)
+	for _, k := range keys {
+		a.ignore(k, "no extension owns this key", true)
+	}
 	msg := fmt.Sprintf("selection element %d (%s): no extension owns %s; ignored", a.Index, a.Name, strings.Join(keys, ", "))
 	p.Log.Warn(msg, "pod", pod.Ref())
 	p.event(ctx, pod, source.EventWarning, "NetworkSelectionWarning", msg)
