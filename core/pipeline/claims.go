@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -105,10 +106,5 @@ func claimList(m map[string]string) string {
 	if len(m) == 0 {
 		return "none"
 	}
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	return strings.Join(ks, ", ")
+	return strings.Join(slices.Sorted(maps.Keys(m)), ", ")
 }
