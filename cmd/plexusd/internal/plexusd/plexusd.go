@@ -203,7 +203,7 @@ func (d *Daemon) buildSource(ctx context.Context) error {
 	counted := countingSource{Source: c, m: d.m}
 	d.pub = newPublisher(counted, d.o.Log)
 	d.closers = append(d.closers, func() { d.pub.close(publishGrace) })
-	d.src, d.synced, d.cache = asyncSource{Source: counted, pub: d.pub}, c.HasSynced, c
+	d.src, d.synced, d.cache = asyncSource{countingSource: counted, pub: d.pub}, c.HasSynced, c
 	return nil
 }
 

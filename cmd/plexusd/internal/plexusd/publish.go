@@ -269,9 +269,10 @@ func (p *publisher) close(grace time.Duration) {
 	p.cancel()
 }
 
-// asyncSource is plexusd's source with publishing handed to publisher.
+// asyncSource is plexusd's counted source with publishing handed to
+// publisher; FreshPod and NamespaceLabels are countingSource's.
 type asyncSource struct {
-	source.Source
+	countingSource
 	pub *publisher
 }
 
@@ -283,24 +284,5 @@ func (s asyncSource) PublishStatus(ctx context.Context, pod *source.Pod, doc []b
 
 // Event queues the event behind the pod's status.
 func (s asyncSource) Event(ctx context.Context, pod *source.Pod, typ source.EventType, reason, msg string) {
-	rec, ok := s.Source.(source.EventRecorder)
-	if !ok {
-		return
-	}
-	s.pub.event(ctx, pod, func(ctx context.Context) { rec.Event(ctx, pod, typ, reason, msg) })
-}
-
-// FreshPod and NamespaceLabels reach the wrapped source's.
-func (s asyncSource) FreshPod(ctx context.Context, ns, name string) (*source.Pod, error) {
-	if f, ok := s.Source.(source.FreshPodGetter); ok {
-		return f.FreshPod(ctx, ns, name)
-	}
-	return s.Source.Pod(ctx, ns, name)
-}
-
-func (s asyncSource) NamespaceLabels(ctx context.Context, ns string) (map[string]string, error) {
-	if l, ok := s.Source.(source.NamespaceLabeler); ok {
-		return l.NamespaceLabels(ctx, ns)
-	}
-	return nil, nil
+	s.pub.event(ctx, pod, func(ctx context.Context) { s.countingSource.Event(ctx, pod, typ, reason, msg) })
 }

@@ -75,7 +75,7 @@ func newTestPublisher(t *testing.T, src *recordingSource) (*publisher, asyncSour
 	p := newPublisher(src, slog.New(slog.DiscardHandler))
 	p.retryMin, p.retryMax = time.Millisecond, 4*time.Millisecond
 	t.Cleanup(func() { p.close(time.Second) })
-	return p, asyncSource{Source: src, pub: p}
+	return p, asyncSource{countingSource: countingSource{Source: src, m: newMetrics()}, pub: p}
 }
 
 // eventually waits (bounded; not a timing assertion) until cond holds.
@@ -197,7 +197,7 @@ func TestDelCancelsItsContainersWork(t *testing.T) {
 func TestCloseSendsWhatIsQueued(t *testing.T) {
 	src := &recordingSource{}
 	p := newPublisher(src, slog.New(slog.DiscardHandler))
-	as := asyncSource{Source: src, pub: p}
+	as := asyncSource{countingSource: countingSource{Source: src, m: newMetrics()}, pub: p}
 	_ = as.PublishStatus(context.Background(), podA, []byte("s1"))
 	as.Event(context.Background(), podB, source.EventWarning, "W", "")
 	p.close(10 * time.Second)
