@@ -1,6 +1,7 @@
 package plexusd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -390,12 +391,7 @@ func (d *Daemon) startDynamic(ctx context.Context) (func(daemon.Handler) daemon.
 }
 
 // criSocket is the runtime's CRI socket: the config's, else containerd's.
-func (d *Daemon) criSocket() string {
-	if d.conf.CRISocket != "" {
-		return d.conf.CRISocket
-	}
-	return cri.DefaultSocket
-}
+func (d *Daemon) criSocket() string { return cmp.Or(d.conf.CRISocket, cri.DefaultSocket) }
 
 // criClient is plexusd's one CRI client, shared by dynamic attachments
 // and the stale record collection, closed with plexusd.

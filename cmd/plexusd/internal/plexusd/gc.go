@@ -1,6 +1,7 @@
 package plexusd
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -230,35 +231,17 @@ func (d *Daemon) startGC(ctx context.Context) error {
 			one.Log = log.With("container", id)
 			return one.Collect(ctx, id, stale)
 		},
-		grace: orDefault(d.conf.GCGrace, config.DefaultGCGrace), every: orDefault(d.conf.GCInterval, config.DefaultGCInterval),
+		grace: cmp.Or(time.Duration(d.conf.GCGrace), config.DefaultGCGrace), every: cmp.Or(time.Duration(d.conf.GCInterval), config.DefaultGCInterval),
 		now: time.Now, log: log,
 		collected: d.m.gcCollected.Inc,
-		pods:      d.podCacheOrNil(),
 		passed:    func(r string) { d.m.gcPasses.WithLabelValues(r).Inc() },
 	}
 	synced := func(context.Context) bool { return true }
 	if d.cache != nil {
-		synced = d.cache.WaitForSync
+		// Set only then: a nil *cached.Source in the interface is not nil.
+		c.pods, synced = d.cache, d.cache.WaitForSync
 	}
 	go c.run(ctx, synced)
 	d.o.Log.Info("stale record collection on", "criSocket", d.conf.CRISocket, "interval", c.every, "grace", c.grace)
 	return nil
-}
-
-// podCacheOrNil is the pod cache as an interface value, nil without the
-// Kubernetes source (a nil *cached.Source in an interface is not nil).
-func (d *Daemon) podCacheOrNil() interface {
-	CachedPod(namespace, name string) *source.Pod
-} {
-	if d.cache == nil {
-		return nil
-	}
-	return d.cache
-}
-
-func orDefault(v config.Duration, def time.Duration) time.Duration {
-	if v == 0 {
-		return def
-	}
-	return time.Duration(v)
 }

@@ -32,7 +32,7 @@ func (d *Daemon) uninstallState() (removed, kept []string, err error) {
 			errs = append(errs, fmt.Errorf("policy state %s: %w", dir, rerr))
 		} else {
 			removed = append(removed, dir)
-			removeIfEmpty(dir)
+			_ = os.Remove(dir) // only if empty
 		}
 	}
 	if c := d.conf.CacheDir; c != "" {
@@ -44,17 +44,11 @@ func (d *Daemon) uninstallState() (removed, kept []string, err error) {
 			for _, sub := range []string{"records", "results", "locks", "deleted"} {
 				remove(filepath.Join(c, sub))
 			}
-			removeIfEmpty(c)
+			_ = os.Remove(c) // only if empty
 		}
 	}
 	if d.o.Socket != "" {
-		removeIfEmpty(filepath.Dir(d.o.Socket))
+		_ = os.Remove(filepath.Dir(d.o.Socket)) // only if empty: a mount point stays
 	}
 	return removed, kept, errors.Join(errs...)
-}
-
-// removeIfEmpty removes dir if nothing is left in it; a directory still in
-// use (a mount point, another file) stays.
-func removeIfEmpty(dir string) {
-	_ = os.Remove(dir)
 }
