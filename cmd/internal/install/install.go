@@ -15,14 +15,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/plexus-cni/plexus/cmd/internal/agent"
 	"github.com/plexus-cni/plexus/core/api/client/clientset/versioned"
-	"github.com/plexus-cni/plexus/policies/revision"
 )
 
 // Options say where things are. Paths are the same inside the installer's
@@ -224,8 +222,6 @@ type Installer struct {
 	now  func() time.Time
 	node nodeToken
 	seen observation
-	// policy follows PolicyObject once Run has started it.
-	policy atomic.Pointer[revision.Syncer]
 	// agent reports the node and follows PolicyObject (Agent); nil
 	// without the API.
 	agent *agent.Agent

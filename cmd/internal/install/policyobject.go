@@ -9,7 +9,6 @@ import (
 
 	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
 	"github.com/plexus-cni/plexus/policies"
-	"github.com/plexus-cni/plexus/policies/follow"
 	"github.com/plexus-cni/plexus/policies/revision"
 )
 
@@ -100,7 +99,6 @@ func (in *Installer) startPolicyObject(ctx context.Context) error {
 		return fmt.Errorf("policy object %s: %w", in.o.PolicyObject, err)
 	}
 	in.o.Log.Info("policy in force", "object", in.o.PolicyObject, "source", res.State.Source, "revision", res.State.Revision)
-	in.policy.Store(s)
 	if in.agent == nil {
 		in.o.Log.Warn("no node agent: the policy in force stays until the installer restarts", "object", in.o.PolicyObject)
 		return nil
@@ -120,13 +118,9 @@ func (in *Installer) uninstallPolicyObject() error {
 }
 
 // NodePolicy is the policy the plugin loads, for the node's PlexusNode:
-// the object's revision in force, or files when the config names them
-// without an object; nil without a policy.
+// files when the config names a policy, nil without one. The agent
+// reports the revision in force of the object it follows instead.
 func (in *Installer) NodePolicy() *plexusapi.NodePolicy {
-	if s := in.policy.Load(); s != nil {
-		np := follow.NodePolicy(s.Name(), s.State())
-		return &np
-	}
 	if _, ok := in.o.Extra["policy"]; ok {
 		return &plexusapi.NodePolicy{Source: "files"}
 	}
