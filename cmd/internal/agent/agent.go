@@ -18,6 +18,7 @@ import (
 	"github.com/plexus-cni/plexus/cmd/internal/nodestate"
 	"github.com/plexus-cni/plexus/core/api/client/clientset/versioned"
 	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
+	"github.com/plexus-cni/plexus/core/config"
 	"github.com/plexus-cni/plexus/policies/follow"
 	"github.com/plexus-cni/plexus/policies/revision"
 )
@@ -35,11 +36,12 @@ type Options struct {
 	// Mode and Version are reported as they are.
 	Mode    string
 	Version string
-	// Install, Extensions and Settings report what the node installed,
-	// its modules and the settings that decide a plan (nodestate.Options).
+	// Install and Extensions report what the node installed and its
+	// modules; Config is the config whose settings decide a plan
+	// (nodestate.Options).
 	Install    func() nodestate.Install
 	Extensions func() []plexusapi.NodeExtension
-	Settings   func() *plexusapi.NodeSettings
+	Config     *config.Config
 	// Policy reports the policy in force when no object is followed
 	// (files only); nil reports none.
 	Policy func() *plexusapi.NodePolicy
@@ -69,7 +71,7 @@ func New(o Options) (*Agent, error) {
 	a := &Agent{o: o, stop: func() {}}
 	r, err := nodestate.New(nodestate.Options{
 		Client: o.Plexus, Node: o.Node, FieldManager: o.Component, Mode: o.Mode, Version: o.Version,
-		Install: o.Install, Extensions: o.Extensions, Settings: o.Settings, Policy: a.policy, Log: o.Log,
+		Install: o.Install, Extensions: o.Extensions, Config: o.Config, Policy: a.policy, Log: o.Log,
 	})
 	if err != nil {
 		return nil, err

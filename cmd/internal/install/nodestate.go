@@ -10,7 +10,6 @@ import (
 
 	"github.com/plexus-cni/plexus/cmd/internal/agent"
 	"github.com/plexus-cni/plexus/cmd/internal/nodestate"
-	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
 	"github.com/plexus-cni/plexus/core/config"
 )
 
@@ -73,10 +72,17 @@ func (in *Installer) binDirs() []string {
 // place and follows PolicyObject once Run has put its revision in force.
 // Call it before Run.
 func (in *Installer) Agent(version string) (*agent.Agent, error) {
+	// The settings of the config the installer writes: the keys it was
+	// given.
+	var c config.Config
+	if raw, err := json.Marshal(in.o.Extra); err == nil {
+		// Keys of the wrong type were refused when the config was written.
+		_ = json.Unmarshal(raw, &c)
+	}
 	a, err := agent.New(agent.Options{
 		Plexus: in.o.Plexus, Core: in.o.Client, Node: in.o.NodeName, Component: nodestate.ManagerInstaller,
 		Mode: nodestate.ModeThin, Version: version, Install: in.Observed, Log: in.o.Log,
-		Policy: in.NodePolicy, Extensions: in.NodeExtensions, Settings: in.NodeSettings,
+		Policy: in.NodePolicy, Extensions: in.NodeExtensions, Config: &c,
 	})
 	if err != nil {
 		return nil, err
@@ -97,15 +103,4 @@ func runAgent(ctx context.Context, a *agent.Agent) (wait func()) {
 		a.Run(ctx)
 	}()
 	return func() { <-done }
-}
-
-// NodeSettings are the settings of the config the installer writes: the
-// keys it was given and the default network it found.
-func (in *Installer) NodeSettings() *plexusapi.NodeSettings {
-	var c config.Config
-	if raw, err := json.Marshal(in.o.Extra); err == nil {
-		// Keys of the wrong type were refused when the config was written.
-		_ = json.Unmarshal(raw, &c)
-	}
-	return nodestate.Settings(&c, in.Observed().DefaultNetworkFile)
 }

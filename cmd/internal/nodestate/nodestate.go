@@ -23,6 +23,7 @@ import (
 
 	"github.com/plexus-cni/plexus/core/api/client/clientset/versioned"
 	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
+	"github.com/plexus-cni/plexus/core/config"
 	"github.com/plexus-cni/plexus/core/names"
 )
 
@@ -80,9 +81,9 @@ type Options struct {
 	// modules; nil reports none.
 	Policy     func() *plexusapi.NodePolicy
 	Extensions func() []plexusapi.NodeExtension
-	// Settings reports the config values that decide a plan; nil
-	// reports none.
-	Settings func() *plexusapi.NodeSettings
+	// Config is the config whose values decide a plan, reported with
+	// the default network Install found (Settings); nil reports none.
+	Config *config.Config
 	// MinInterval is the least time between two writes; Resync how often
 	// the local state is assembled again without a Notify; MaxBackoff
 	// caps the wait before retrying a failed write; CallTimeout bounds
@@ -179,8 +180,8 @@ func (r *Reporter) Status() plexusapi.PlexusNodeStatus {
 			st.Extensions = append(st.Extensions, e)
 		}
 	}
-	if r.o.Settings != nil {
-		st.Settings = r.o.Settings()
+	if r.o.Config != nil {
+		st.Settings = Settings(r.o.Config, in.DefaultNetworkFile)
 	}
 	st.Conditions = []metav1.Condition{ready(&st)}
 	return st

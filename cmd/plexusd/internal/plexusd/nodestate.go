@@ -45,9 +45,7 @@ func (d *Daemon) newAgent(rc *rest.Config) error {
 		},
 		Extensions: d.nodeExtensions,
 		Policy:     d.NodePolicy,
-		Settings: func() *plexusapi.NodeSettings {
-			return nodestate.Settings(d.conf, d.observed().DefaultNetworkFile)
-		},
+		Config:     d.conf,
 	})
 	if err != nil {
 		return err
