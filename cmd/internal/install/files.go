@@ -220,6 +220,7 @@ type conf struct {
 	CNIVersion string            `json:"cniVersion"`
 	Name       string            `json:"name"`
 	Type       string            `json:"type"`
+	IPAM       json.RawMessage   `json:"ipam"` // read by types alone
 	Caps       map[string]bool   `json:"capabilities"`
 	Plugins    []json.RawMessage `json:"plugins"`
 	plugins    []conf
@@ -248,6 +249,26 @@ func parseConf(raw []byte) (*conf, error) {
 }
 
 func (c *conf) isPlexus() bool { return config.IsPlexusPlugin(c.plugins[0].Type) }
+
+// types are the plugin and IPAM types the config names, in order, each
+// once; nil when an "ipam" is not an object with a string "type".
+func (c *conf) types() []string {
+	var out []string
+	for _, p := range c.plugins {
+		var ipam struct {
+			Type string `json:"type"`
+		}
+		if p.IPAM != nil && json.Unmarshal(p.IPAM, &ipam) != nil {
+			return nil
+		}
+		for _, t := range []string{p.Type, ipam.Type} {
+			if t != "" && !slices.Contains(out, t) {
+				out = append(out, t)
+			}
+		}
+	}
+	return out
+}
 
 // capabilities are the default network's: the runtime passes runtimeConfig
 // only for capabilities the config it calls declares, and plexus hands

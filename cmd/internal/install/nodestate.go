@@ -45,8 +45,8 @@ func (in *Installer) observe(ours, def string, raw []byte) {
 		cur.DefaultNetworkFile = def
 		if c, err := parseConf(raw); err == nil {
 			cur.DefaultNetwork = c.Name
+			cur.Plugins = append(cur.Plugins, c.types()...)
 		}
-		cur.Plugins = append(cur.Plugins, nodestate.ConfigPlugins(raw)...)
 	}
 	in.seen.mu.Lock()
 	changed := !reflect.DeepEqual(cur, in.seen.last)

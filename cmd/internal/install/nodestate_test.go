@@ -44,3 +44,20 @@ func TestObservedFollowsPasses(t *testing.T) {
 		}
 	}
 }
+
+func TestConfTypes(t *testing.T) {
+	for _, tc := range []struct {
+		name, raw string
+		want      []string
+	}{
+		{"conflist with ipam", `{"plugins":[{"type":"bridge","ipam":{"type":"host-local"}},{"type":"portmap"}]}`, []string{"bridge", "host-local", "portmap"}},
+		{"single conf", `{"type":"macvlan","ipam":{"type":"dhcp"}}`, []string{"macvlan", "dhcp"}},
+		{"ipam not an object", `{"type":"macvlan","ipam":"dhcp"}`, nil},
+	} {
+		c, err := parseConf([]byte(tc.raw))
+		must(t, err)
+		if got := c.types(); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -244,21 +244,6 @@ func TestMissingPlugins(t *testing.T) {
 	}
 }
 
-func TestConfigPlugins(t *testing.T) {
-	for _, tc := range []struct {
-		name, raw string
-		want      []string
-	}{
-		{"conflist with ipam", `{"plugins":[{"type":"bridge","ipam":{"type":"host-local"}},{"type":"portmap"}]}`, []string{"bridge", "host-local", "portmap"}},
-		{"single conf", `{"type":"macvlan","ipam":{"type":"dhcp"}}`, []string{"macvlan", "dhcp"}},
-		{"not JSON", `{`, nil},
-	} {
-		if got := ConfigPlugins([]byte(tc.raw)); !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
-		}
-	}
-}
-
 func exe(t *testing.T, dir, name string) {
 	t.Helper()
 	if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"), 0o755); err != nil {

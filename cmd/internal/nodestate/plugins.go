@@ -1,7 +1,6 @@
 package nodestate
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -49,35 +48,4 @@ func present(plugin string, binDirs []string) bool {
 		}
 	}
 	return false
-}
-
-// ConfigPlugins are the plugin and IPAM types a CNI config (.conf or
-// .conflist) names, in order; nil when it does not parse.
-func ConfigPlugins(raw []byte) []string {
-	type plugin struct {
-		Type string `json:"type"`
-		IPAM struct {
-			Type string `json:"type"`
-		} `json:"ipam"`
-	}
-	var c struct {
-		plugin
-		Plugins []plugin `json:"plugins"`
-	}
-	if err := json.Unmarshal(raw, &c); err != nil {
-		return nil
-	}
-	list := c.Plugins
-	if list == nil {
-		list = []plugin{c.plugin}
-	}
-	var out []string
-	for _, p := range list {
-		for _, t := range []string{p.Type, p.IPAM.Type} {
-			if t != "" && !slices.Contains(out, t) {
-				out = append(out, t)
-			}
-		}
-	}
-	return out
 }
