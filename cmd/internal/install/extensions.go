@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -167,9 +168,7 @@ func (in *Installer) InstallExtensions(ctx context.Context) error {
 	var cfg map[string]any
 	if raw, ok := in.o.Extra["extensions"].(map[string]any); ok {
 		cfg = map[string]any{}
-		for k, v := range raw {
-			cfg[k] = v
-		}
+		maps.Copy(cfg, raw)
 		cfg["modules"] = append([]any{}, passed...)
 	}
 	in.warmExtensions(ctx, cfg, passed)
@@ -225,9 +224,7 @@ type candidate struct {
 // naming the host copy.
 func (c *candidate) hostEntry() map[string]any {
 	entry := map[string]any{}
-	for k, v := range c.entry {
-		entry[k] = v
-	}
+	maps.Copy(entry, c.entry)
 	entry["path"] = c.dst
 	return entry
 }

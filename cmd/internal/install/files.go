@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -298,9 +299,7 @@ func (in *Installer) plexusConfig(def string, raw []byte) ([]byte, error) {
 		version = defaultVersion(c.CNIVersion)
 	}
 	plugin := map[string]any{}
-	for k, v := range in.o.Extra {
-		plugin[k] = v
-	}
+	maps.Copy(plugin, in.o.Extra)
 	if in.o.ExtensionsDir != "" {
 		// Only modules InstallExtensions installed, at their host paths.
 		delete(plugin, "extensions")

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -150,9 +151,7 @@ func (o *Options) check() error {
 		}
 	}
 	if !o.ConfigOnly && !o.BinariesOnly {
-		for k, v := range map[string]string{"kubeconfig": o.Kubeconfig, "token file": o.TokenFile, "CA file": o.CAFile} {
-			paths[k] = v
-		}
+		maps.Copy(paths, map[string]string{"kubeconfig": o.Kubeconfig, "token file": o.TokenFile, "CA file": o.CAFile})
 		if !strings.HasPrefix(o.Server, "https://") {
 			return fmt.Errorf("API server %q: want an https:// URL", o.Server)
 		}
