@@ -86,32 +86,6 @@ func (f *Flags) Options(getenv func(string) string) (Options, error) {
 	return o, nil
 }
 
-// ParseArgs reads `plexusctl install` flags outside a command tree: the
-// flags of AddFlags, then Options; positional arguments are refused.
-func ParseArgs(args []string, getenv func(string) string, stderr io.Writer) (Options, error) {
-	fs := pflag.NewFlagSet("plexusctl install", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	f := AddFlags(fs, getenv)
-	if err := fs.Parse(args); err != nil {
-		return Options{}, err
-	}
-	if fs.NArg() > 0 {
-		return Options{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	return f.Options(getenv)
-}
-
-// Command is `plexusctl install` from its argument list, outside a
-// command tree: ParseArgs, then Run.
-func Command(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, version string) int {
-	o, err := ParseArgs(args, getenv, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "plexusctl install: %v\n", err)
-		return codes.ExitUsage
-	}
-	return Run(ctx, o, stderr, version)
-}
-
 // Run is `plexusctl install` once its options are read: it runs until ctx
 // ends (SIGTERM) and returns the exit status. version is plexus's
 // release, reported in the node's PlexusNode.

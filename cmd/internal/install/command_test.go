@@ -2,9 +2,13 @@ package install
 
 import (
 	"bytes"
+	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/pflag"
 )
 
 // The flags as deploy/ writes them: --flag=value, a bare boolean, a
@@ -39,4 +43,19 @@ func TestParseArgsRefusesWhatItDoesNotKnow(t *testing.T) {
 			t.Errorf("ParseArgs(%v) = %v, want %q", tc.args, err, tc.want)
 		}
 	}
+}
+
+// ParseArgs reads `plexusctl install` flags as its cobra command does:
+// the flags of AddFlags, then Options; positional arguments are refused.
+func ParseArgs(args []string, getenv func(string) string, stderr io.Writer) (Options, error) {
+	fs := pflag.NewFlagSet("plexusctl install", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	f := AddFlags(fs, getenv)
+	if err := fs.Parse(args); err != nil {
+		return Options{}, err
+	}
+	if fs.NArg() > 0 {
+		return Options{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	return f.Options(getenv)
 }

@@ -16,7 +16,6 @@ import (
 
 	plexusfake "github.com/plexus-cni/plexus/core/api/client/clientset/versioned/fake"
 
-	"github.com/plexus-cni/plexus/core/codes"
 	"github.com/plexus-cni/plexus/core/config"
 	"github.com/plexus-cni/plexus/core/pipeline"
 )
@@ -416,16 +415,6 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		if _, err := New(o); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("New = %v, want %q", err, tt.want)
 		}
-	}
-}
-
-func TestCommandExitsOnBadFlags(t *testing.T) {
-	var stderr bytes.Buffer
-	if code := Command(context.Background(), []string{"--nope"}, func(string) string { return "" }, &stderr, "test"); code != codes.ExitUsage {
-		t.Errorf("exit %d, want %d", code, codes.ExitUsage)
-	}
-	if !strings.Contains(stderr.String(), "--nope") && !strings.Contains(stderr.String(), "nope") {
-		t.Errorf("stderr %q does not name the flag", stderr.String())
 	}
 }
 
