@@ -144,13 +144,16 @@ func result(r *daemon.Reply) string {
 	return strconv.FormatUint(uint64(e.Code), 10)
 }
 
-// countingCNI counts delegate ADDs.
+// countingCNI counts delegate ADDs, recording their types in seen first
+// (nil: not recorded).
 type countingCNI struct {
 	libcni.CNI
-	m *metrics
+	m    *metrics
+	seen *delegateTypes
 }
 
 func (c countingCNI) AddNetworkList(ctx context.Context, l *libcni.NetworkConfigList, rt *libcni.RuntimeConf) (types.Result, error) {
+	c.seen.add(l)
 	res, err := c.CNI.AddNetworkList(ctx, l, rt)
 	if err != nil {
 		c.m.attachments.WithLabelValues("failed").Inc()

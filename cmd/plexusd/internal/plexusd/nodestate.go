@@ -6,7 +6,6 @@ import (
 	"sync"
 
 	"github.com/containernetworking/cni/libcni"
-	"github.com/containernetworking/cni/pkg/types"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -143,16 +142,5 @@ func (s *delegateTypes) add(l *libcni.NetworkConfigList) {
 
 // wrapCNI counts delegate ADDs and records their types.
 func (d *Daemon) wrapCNI(c libcni.CNI) libcni.CNI {
-	return recordingCNI{CNI: countingCNI{CNI: c, m: d.m}, seen: d.delegates}
-}
-
-// recordingCNI records the types of each delegate ADD before running it.
-type recordingCNI struct {
-	libcni.CNI
-	seen *delegateTypes
-}
-
-func (c recordingCNI) AddNetworkList(ctx context.Context, l *libcni.NetworkConfigList, rt *libcni.RuntimeConf) (types.Result, error) {
-	c.seen.add(l)
-	return c.CNI.AddNetworkList(ctx, l, rt)
+	return countingCNI{CNI: c, m: d.m, seen: d.delegates}
 }
