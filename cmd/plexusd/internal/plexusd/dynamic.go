@@ -195,7 +195,8 @@ func (r *reconciler) reconcile(ctx context.Context, key string) (retry bool) {
 	case errors.Is(err, pipeline.ErrNoRecord), errors.Is(err, pipeline.ErrNotSettled):
 		return false
 	case err != nil:
-		transient := isTransient(err)
+		_, permanent := failure(err)
+		transient := !permanent
 		r.failed(ctx, pod, ann, err, transient)
 		return transient
 	}
@@ -282,7 +283,8 @@ func (r *reconciler) failed(ctx context.Context, pod *source.Pod, ann string, er
 		r.refused[pod.UID] = ann
 		r.mu.Unlock()
 	}
-	r.condition(ctx, pod, kube.PodCondition{Type: plexusapi.PodConditionNetworkAttachments, Status: "False", Reason: failureReason(err), Message: err.Error()})
+	reason, _ := failure(err)
+	r.condition(ctx, pod, kube.PodCondition{Type: plexusapi.PodConditionNetworkAttachments, Status: "False", Reason: reason, Message: err.Error()})
 }
 
 func (r *reconciler) succeeded(ctx context.Context, pod *source.Pod, ch *pipeline.Change) {
@@ -306,42 +308,34 @@ func (r *reconciler) condition(ctx context.Context, pod *source.Pod, c kube.PodC
 	}
 }
 
-// permanentCodes are failures the same annotation would meet again: only
-// a new annotation is tried.
-var permanentCodes = map[uint]string{
-	codes.InvalidSelection:  "InvalidSelection",
-	codes.PolicyDenied:      "PolicyDenied",
-	codes.Extension:         "ExtensionRejected",
-	codes.NotHonored:        "RequestNotHonored",
-	codes.InterfaceConflict: "InterfaceConflict",
-	codes.PodLookup:         "PodMismatch",
+// failures name the pod condition's reason of a failure by its CNI error
+// code; a permanent one the same annotation would meet again: only a new
+// annotation is tried.
+var failures = map[uint]struct {
+	reason    string
+	permanent bool
+}{
+	codes.InvalidSelection:  {"InvalidSelection", true},
+	codes.PolicyDenied:      {"PolicyDenied", true},
+	codes.Extension:         {"ExtensionRejected", true},
+	codes.NotHonored:        {"RequestNotHonored", true},
+	codes.InterfaceConflict: {"InterfaceConflict", true},
+	codes.PodLookup:         {"PodMismatch", true},
+	codes.NetworkNotFound:   {"NetworkNotFound", false},
+	codes.AttachFailed:      {"AttachFailed", false},
+	codes.DetachFailed:      {"DetachFailed", false},
 }
 
-func isTransient(err error) bool {
-	var te *types.Error
-	if !errors.As(err, &te) {
-		return true
-	}
-	_, permanent := permanentCodes[te.Code]
-	return !permanent
-}
-
-func failureReason(err error) string {
+// failure is err's reason, and whether it is permanent; anything but a
+// CNI error of a code in failures is a transient "Failed".
+func failure(err error) (reason string, permanent bool) {
 	var te *types.Error
 	if errors.As(err, &te) {
-		if r, ok := permanentCodes[te.Code]; ok {
-			return r
-		}
-		switch te.Code {
-		case codes.NetworkNotFound:
-			return "NetworkNotFound"
-		case codes.AttachFailed:
-			return "AttachFailed"
-		case codes.DetachFailed:
-			return "DetachFailed"
+		if f, ok := failures[te.Code]; ok {
+			return f.reason, f.permanent
 		}
 	}
-	return "Failed"
+	return "Failed", false
 }
 
 // defaultCNIPath is where delegates are looked for when plexusd's config
