@@ -38,7 +38,10 @@ func (d *Daemon) newAgent(rc *rest.Config) error {
 		Plexus: px, Core: core, Node: d.o.NodeName, Component: nodestate.ManagerPlexusd,
 		Mode: nodestate.ModeThick, Version: d.o.Version, Log: d.o.Log,
 		Install: func() nodestate.Install {
-			st := d.observed()
+			var st nodestate.Install
+			if d.installed != nil { // the config installer's last pass
+				st = d.installed.Observed()
+			}
 			st.Plugins = append(st.Plugins, seen.list()...)
 			return st
 		},
@@ -54,24 +57,16 @@ func (d *Daemon) newAgent(rc *rest.Config) error {
 	return nil
 }
 
-// observed is what the config installer found on its last pass; nothing
-// without one.
-func (d *Daemon) observed() nodestate.Install {
-	if in := d.installed.Load(); in != nil {
-		return in.Observed()
-	}
-	return nodestate.Install{}
-}
-
 // reportNode runs the node agent until ctx ends, reporting what in (nil
-// without an installer) installs. Only with the Kubernetes source: the
-// manifests source has no API to write to.
+// without an installer) installs: in is stored before the agent, its
+// only reader, starts. Only with the Kubernetes source: the manifests
+// source has no API to write to.
 func (d *Daemon) reportNode(ctx context.Context, in *install.Installer) {
 	if d.agent == nil {
 		return
 	}
 	if in != nil {
-		d.installed.Store(in)
+		d.installed = in
 		in.NotifyOnChange(d.agent.Notify)
 	} else {
 		d.agent.Notify() // no installer pass to wait for

@@ -15,7 +15,6 @@ import (
 	"net/http/pprof"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -118,9 +117,9 @@ type Daemon struct {
 
 	// agent follows the AttachmentPolicy and publishes the node's
 	// PlexusNode, with the Kubernetes source; installed is the config
-	// installer whose passes it reports, once one runs.
+	// installer whose passes it reports, set before it runs.
 	agent     *agent.Agent
-	installed atomic.Pointer[install.Installer]
+	installed *install.Installer
 	delegates *delegateTypes
 }
 
