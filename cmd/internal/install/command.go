@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
@@ -108,9 +109,11 @@ func Run(ctx context.Context, o Options, stderr io.Writer, version string) int {
 			fmt.Fprintf(stderr, "plexusctl install: node agent: %v\n", err)
 			return codes.ExitUsage
 		}
+		var running sync.WaitGroup
+		defer running.Wait()
 		rctx, stop := context.WithCancel(ctx)
-		defer runAgent(rctx, a)()
 		defer stop()
+		running.Go(func() { a.Run(rctx) })
 	}
 	if err := in.Run(ctx); err != nil {
 		fmt.Fprintf(stderr, "plexusctl install: %v\n", err)

@@ -1,7 +1,6 @@
 package install
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -94,13 +93,3 @@ func (in *Installer) Agent(version string) (*agent.Agent, error) {
 
 // NotifyOnChange sets OnChange; call it before Run.
 func (in *Installer) NotifyOnChange(f func()) { in.o.OnChange = f }
-
-// runAgent runs a beside the installer until ctx ends.
-func runAgent(ctx context.Context, a *agent.Agent) (wait func()) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		a.Run(ctx)
-	}()
-	return func() { <-done }
-}

@@ -15,6 +15,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -391,14 +392,13 @@ func (d *Daemon) startInstaller(ctx context.Context) (wait func(), err error) {
 		return nil, err
 	}
 	d.reportNode(ctx, in)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	var running sync.WaitGroup
+	running.Go(func() {
 		if err := in.Run(ctx); err != nil {
 			d.o.Log.Error("CNI config installer stopped", "err", err)
 		}
-	}()
-	return func() { <-done }, nil
+	})
+	return running.Wait, nil
 }
 
 // installer writes the shim's config: plexusd's socket, and its
