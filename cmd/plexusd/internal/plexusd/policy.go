@@ -97,15 +97,20 @@ func (r *reloadingPolicy) observe(res revision.Result, err error) {
 		return
 	}
 	r.m.policyLoaded.Set(1)
-	if !res.Changed {
-		return
+	if res.Changed {
+		r.activate(res.Engine, r.sync.Name(), res.State.Source, res.State.Revision)
 	}
+}
+
+// activate puts eng in force and exports its revision as the only one.
+func (r *reloadingPolicy) activate(eng *policies.Engine, object, source, revision string) {
 	// Decisions still running on the old engine finish on it; the garbage
 	// collector frees it after them.
-	r.current.Store(res.Engine)
+	r.current.Store(eng)
 	r.m.policyReloads.WithLabelValues("ok").Inc()
+	r.m.policyLoaded.Set(1)
 	r.m.policyRevision.Reset()
-	r.m.policyRevision.WithLabelValues(r.sync.Name(), res.State.Source, res.State.Revision).Set(1)
+	r.m.policyRevision.WithLabelValues(object, source, revision).Set(1)
 }
 
 // NodePolicy is the node's policy in force, as PlexusNode reports it.
@@ -160,14 +165,8 @@ func (r *reloadingPolicy) reloadIfChanged(ctx context.Context) {
 		r.fail(err)
 		return
 	}
-	// Decisions still running on the old engine finish on it; the garbage
-	// collector frees it after them.
-	r.current.Store(eng)
+	r.activate(eng, "", "files", digest[:12])
 	r.files.Store(&filesState{digest: digest, since: time.Now()})
-	r.m.policyReloads.WithLabelValues("ok").Inc()
-	r.m.policyLoaded.Set(1)
-	r.m.policyRevision.Reset()
-	r.m.policyRevision.WithLabelValues("", "files", digest[:12]).Set(1)
 	r.log.Info("policy reloaded", "paths", r.cfg.Paths)
 }
 
