@@ -105,7 +105,6 @@ type Daemon struct {
 	src      source.Source
 	manifest *manifests.Dir // the manifests directory, when that is the source
 	cache    *cached.Source // the Kubernetes source's caches, when that is the source
-	noSource bool
 	synced   func() bool
 	stages   pipeline.Stages
 	pub      *publisher   // network-status and events after the reply
@@ -181,7 +180,6 @@ func (d *Daemon) buildSource(ctx context.Context) error {
 	if d.conf.Kubeconfig == "" && os.Getenv("KUBERNETES_SERVICE_HOST") == "" {
 		// As the thin plugin does: no source, the default network only.
 		d.o.Log.Warn("no kubeconfig, no manifests and not in a pod: pods get the default network only")
-		d.noSource = true
 		return nil
 	}
 	rc, err := kube.Config(d.conf.Kubeconfig)
@@ -275,15 +273,12 @@ func (d *Daemon) options() cniplugin.Options {
 			d.m.podResources.WithLabelValues(method).Inc()
 		},
 	}
-	switch {
-	case d.src != nil:
-		o.Source = func(*config.Config, cniplugin.Command, *slog.Logger) (source.Source, error) { return d.src, nil }
-	case d.manifest != nil:
-		o.Source = func(*config.Config, cniplugin.Command, *slog.Logger) (source.Source, error) {
+	// The manifests, the caches, or none (the default network only).
+	o.Source = func(*config.Config, cniplugin.Command, *slog.Logger) (source.Source, error) {
+		if d.manifest != nil {
 			return d.manifest.Current()
 		}
-	case d.noSource:
-		o.Source = func(*config.Config, cniplugin.Command, *slog.Logger) (source.Source, error) { return nil, nil }
+		return d.src, nil
 	}
 	return o
 }
@@ -319,7 +314,7 @@ func (d *Daemon) serve(ctx context.Context) error {
 		ln.Close()
 		return err
 	}
-	srv := &daemon.Server{Handler: d.m.handler(d.block(dynamic(d.publishing(d.options().Handle)))), MaxParallel: d.o.MaxParallel, Ready: d.ready, Log: d.o.Log}
+	srv := &daemon.Server{Handler: d.m.handler(d.block(dynamic(d.publishing(d.options().Handle)))), MaxParallel: d.o.MaxParallel, Ready: d.synced, Log: d.o.Log}
 	d.o.Log.Info("plexusd serving", "socket", d.o.Socket, "node", d.o.NodeName)
 	err = srv.Serve(ctx, ln)
 	_ = os.Remove(d.o.Socket)
@@ -333,9 +328,6 @@ func (d *Daemon) serve(ctx context.Context) error {
 	}
 	return err
 }
-
-// ready: the caches are synced.
-func (d *Daemon) ready() bool { return d.synced() }
 
 // block holds ADDs until the default network's config exists (s6.1.2).
 func (d *Daemon) block(next daemon.Handler) daemon.Handler {
@@ -442,7 +434,7 @@ func (d *Daemon) serveHTTP(ctx context.Context) {
 	}
 	mux.HandleFunc("GET /healthz", func(http.ResponseWriter, *http.Request) {})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !d.ready() {
+		if !d.synced() {
 			http.Error(w, "caches not synced", http.StatusServiceUnavailable)
 		}
 	})
