@@ -107,8 +107,6 @@ type Reporter struct {
 	last *plexusapi.PlexusNodeStatus
 	// readySince is when Ready last changed status, as published.
 	readySince metav1.Time
-	// Writes counts successful writes (tests, logs).
-	writes int
 }
 
 // New checks the options and fills in defaults.
@@ -278,7 +276,6 @@ func (r *Reporter) PublishIfChanged(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	r.last, r.readySince = &st, since
-	r.writes++
 	r.o.Log.Info("reported the node's state", "plexusnode", r.o.Node, "configInstalled", st.ConfigInstalled,
 		"defaultNetwork", st.DefaultNetwork, "missingPlugins", st.MissingPlugins)
 	return true, nil
