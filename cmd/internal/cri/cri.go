@@ -46,12 +46,10 @@ type Client struct {
 	root   string
 }
 
-// New connects lazily to the runtime's socket (the first call dials).
-func New(socket string) (*Client, error) { return NewInRoot("", socket) }
-
-// NewInRoot is New for the host's socket path reached through root, the
-// host's root directory as this process sees it (hostroot): plexusd in a
-// pod needs no mount of the socket's directory.
+// NewInRoot connects lazily to the runtime's socket (the first call
+// dials): the host's socket path reached through root, the host's root
+// directory as this process sees it (hostroot; "" for this process's
+// own), so plexusd in a pod needs no mount of the socket's directory.
 func NewInRoot(root, socket string) (*Client, error) {
 	dial := func(ctx context.Context, _ string) (net.Conn, error) { return hostroot.DialUnix(ctx, root, socket) }
 	conn, err := grpc.NewClient("passthrough:///"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithContextDialer(dial))

@@ -83,7 +83,7 @@ func serve(t *testing.T, rt runtimeapi.RuntimeServiceServer) *Client {
 	runtimeapi.RegisterRuntimeServiceServer(srv, rt)
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(srv.Stop)
-	c, err := New(sock)
+	c, err := NewInRoot("", sock)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestSandboxIDsReportsNoAnswerAsAnError(t *testing.T) {
 		t.Fatalf("a failing runtime: ids %v err %v, want an error and no list", ids, err)
 	}
 	// Nobody listening at all.
-	gone, err := New(filepath.Join(t.TempDir(), "none.sock"))
+	gone, err := NewInRoot("", filepath.Join(t.TempDir(), "none.sock"))
 	if err != nil {
 		t.Fatal(err)
 	}
