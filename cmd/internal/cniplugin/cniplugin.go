@@ -91,10 +91,8 @@ func (c Command) String() string { return commandNames[c] }
 
 // ParseCommand maps CNI_COMMAND to a Command.
 func ParseCommand(s string) (Command, error) {
-	for i, n := range commandNames {
-		if n == s {
-			return Command(i), nil
-		}
+	if i := slices.Index(commandNames[:], s); i >= 0 {
+		return Command(i), nil
 	}
 	return 0, fmt.Errorf("CNI_COMMAND %q is not one of ADD, DEL, CHECK, GC, STATUS", s)
 }
