@@ -16,36 +16,20 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/plexus-cni/plexus/cmd/internal/nodestate"
-	"github.com/plexus-cni/plexus/core/api/client/clientset/versioned"
 	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
-	"github.com/plexus-cni/plexus/core/config"
 	"github.com/plexus-cni/plexus/policies/follow"
 	"github.com/plexus-cni/plexus/policies/revision"
 )
 
-// Options configure an Agent.
+// Options configure an Agent: its reporter's (nodestate.Options), whose
+// Client also reads the AttachmentPolicy, whose FieldManager
+// (nodestate.ManagerPlexusd or ManagerInstaller) is also the Events'
+// source, and whose Policy reports the policy in force when no object is
+// followed (files only; nil reports none); and Core, which records
+// Events (nil records none).
 type Options struct {
-	// Plexus writes the PlexusNode and reads the AttachmentPolicy; Core
-	// records Events (nil records none).
-	Plexus versioned.Interface
-	Core   kubernetes.Interface
-	// Node names the node; Component is the agent's field manager and
-	// the Events' source (nodestate.ManagerPlexusd or ManagerInstaller).
-	Node      string
-	Component string
-	// Mode and Version are reported as they are.
-	Mode    string
-	Version string
-	// Install and Extensions report what the node installed and its
-	// modules; Config is the config whose settings decide a plan
-	// (nodestate.Options).
-	Install    func() nodestate.Install
-	Extensions func() []plexusapi.NodeExtension
-	Config     *config.Config
-	// Policy reports the policy in force when no object is followed
-	// (files only); nil reports none.
-	Policy func() *plexusapi.NodePolicy
-	Log    *slog.Logger
+	nodestate.Options
+	Core kubernetes.Interface
 }
 
 // Agent follows a node's policy object and reports the node.
@@ -62,23 +46,22 @@ type Agent struct {
 // New builds the agent's reporter and event recorder; nothing is written
 // before Run.
 func New(o Options) (*Agent, error) {
-	if o.Plexus == nil {
+	if o.Client == nil {
 		return nil, errors.New("node agent: no API client")
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
 	a := &Agent{o: o, stop: func() {}}
-	r, err := nodestate.New(nodestate.Options{
-		Client: o.Plexus, Node: o.Node, FieldManager: o.Component, Mode: o.Mode, Version: o.Version,
-		Install: o.Install, Extensions: o.Extensions, Config: o.Config, Policy: a.policy, Log: o.Log,
-	})
+	ro := o.Options
+	ro.Policy = a.policy
+	r, err := nodestate.New(ro)
 	if err != nil {
 		return nil, err
 	}
 	a.reporter = r
 	if o.Core != nil {
-		a.recorder, a.stop = follow.NewRecorder(o.Core, o.Component, o.Node)
+		a.recorder, a.stop = follow.NewRecorder(o.Core, o.FieldManager, o.Node)
 	}
 	return a, nil
 }
@@ -105,7 +88,7 @@ func (a *Agent) Follow(ctx context.Context, s *revision.Syncer, onResult func(re
 		return errors.New("node agent: already follows a policy object")
 	}
 	w, err := follow.New(follow.Options{
-		Syncer: s, Client: a.o.Plexus, Recorder: a.recorder, Node: a.o.Node, Log: a.o.Log,
+		Syncer: s, Client: a.o.Client, Recorder: a.recorder, Node: a.o.Node, Log: a.o.Log,
 		OnResult: func(res revision.Result, err error) {
 			if onResult != nil {
 				onResult(res, err)

@@ -17,11 +17,11 @@ import (
 )
 
 func testOptions(c *fake.Clientset) Options {
-	return Options{
-		Plexus: c, Node: "node-a", Component: nodestate.ManagerInstaller, Mode: nodestate.ModeThin, Version: "v1",
+	return Options{Options: nodestate.Options{
+		Client: c, Node: "node-a", FieldManager: nodestate.ManagerInstaller, Mode: nodestate.ModeThin, Version: "v1",
 		Install: func() nodestate.Install { return nodestate.Install{ConfigInstalled: true, DefaultNetwork: "pod-net"} },
 		Policy:  func() *plexusapi.NodePolicy { return &plexusapi.NodePolicy{Source: "files", Revision: "abc"} },
-	}
+	}}
 }
 
 // Without a followed object, the agent reports the provider's policy in
@@ -76,7 +76,7 @@ func TestAgentFollowsOneObject(t *testing.T) {
 }
 
 func TestNewNeedsAClient(t *testing.T) {
-	if _, err := New(Options{Node: "n", Component: "c", Mode: nodestate.ModeThin, Install: func() nodestate.Install { return nodestate.Install{} }}); err == nil {
+	if _, err := New(Options{Options: nodestate.Options{Node: "n", FieldManager: "c", Mode: nodestate.ModeThin, Install: func() nodestate.Install { return nodestate.Install{} }}}); err == nil {
 		t.Error("an agent without an API client was built")
 	}
 }

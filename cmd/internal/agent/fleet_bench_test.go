@@ -208,12 +208,12 @@ func (f *fleet) startNode(ctx context.Context, node string) {
 	if _, err := sync.Start(ctx); err != nil {
 		b.Fatal(err)
 	}
-	a, err := agent.New(agent.Options{
-		Plexus: px, Core: core, Node: node, Component: nodestate.ManagerInstaller, Mode: nodestate.ModeThin, Version: "fleet",
+	a, err := agent.New(agent.Options{Core: core, Options: nodestate.Options{
+		Client: px, Node: node, FieldManager: nodestate.ManagerInstaller, Mode: nodestate.ModeThin, Version: "fleet",
 		Install: func() nodestate.Install {
 			return nodestate.Install{ConfigInstalled: true, ConfigPath: "/etc/cni/net.d/00-plexus.conflist", DefaultNetwork: "pod-net"}
 		},
-	})
+	}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -78,11 +78,11 @@ func (in *Installer) Agent(version string) (*agent.Agent, error) {
 		// Keys of the wrong type were refused when the config was written.
 		_ = json.Unmarshal(raw, &c)
 	}
-	a, err := agent.New(agent.Options{
-		Plexus: in.o.Plexus, Core: in.o.Client, Node: in.o.NodeName, Component: nodestate.ManagerInstaller,
+	a, err := agent.New(agent.Options{Core: in.o.Client, Options: nodestate.Options{
+		Client: in.o.Plexus, Node: in.o.NodeName, FieldManager: nodestate.ManagerInstaller,
 		Mode: nodestate.ModeThin, Version: version, Install: in.Observed, Log: in.o.Log,
 		Policy: in.NodePolicy, Extensions: in.NodeExtensions, Config: &c,
-	})
+	}})
 	if err != nil {
 		return nil, err
 	}

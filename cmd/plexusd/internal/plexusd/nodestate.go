@@ -34,8 +34,8 @@ func (d *Daemon) newAgent(rc *rest.Config) error {
 		return err
 	}
 	seen := &delegateTypes{}
-	a, err := agent.New(agent.Options{
-		Plexus: px, Core: core, Node: d.o.NodeName, Component: nodestate.ManagerPlexusd,
+	a, err := agent.New(agent.Options{Core: core, Options: nodestate.Options{
+		Client: px, Node: d.o.NodeName, FieldManager: nodestate.ManagerPlexusd,
 		Mode: nodestate.ModeThick, Version: d.o.Version, Log: d.o.Log,
 		Install: func() nodestate.Install {
 			var st nodestate.Install
@@ -48,7 +48,7 @@ func (d *Daemon) newAgent(rc *rest.Config) error {
 		Extensions: d.nodeExtensions,
 		Policy:     d.NodePolicy,
 		Config:     d.conf,
-	})
+	}})
 	if err != nil {
 		return err
 	}
