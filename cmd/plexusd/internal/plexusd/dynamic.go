@@ -19,6 +19,7 @@ import (
 	"github.com/plexus-cni/plexus/cmd/internal/cniplugin"
 	"github.com/plexus-cni/plexus/cmd/internal/cri"
 	"github.com/plexus-cni/plexus/cmd/internal/daemon"
+	"github.com/plexus-cni/plexus/cmd/internal/install"
 	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
 	"github.com/plexus-cni/plexus/core/codes"
 	"github.com/plexus-cni/plexus/core/config"
@@ -338,10 +339,6 @@ func failure(err error) (reason string, permanent bool) {
 	return "Failed", false
 }
 
-// defaultCNIPath is where delegates are looked for when plexusd's config
-// names no binDir: the runtime's CNI_PATH is only known to CNI calls.
-const defaultCNIPath = "/opt/cni/bin"
-
 // startDynamic starts dynamic attachments when the config asks for them:
 // the reconciler on plexusd's pod cache, with its own pipeline (plexusd's
 // source, stages and files). The returned wrapper has every ADD served
@@ -411,12 +408,13 @@ func (d *Daemon) daemonPipeline(log *slog.Logger) *pipeline.Pipeline {
 }
 
 // delegatePaths are where plexusd's own work looks for delegates: binDir,
-// then where the runtime usually keeps them.
+// then where the runtime usually keeps them (install.DefaultBinDir), as
+// the runtime's CNI_PATH is only known to CNI calls.
 func delegatePaths(conf *config.Config) []string {
 	if conf.BinDir != "" {
-		return []string{conf.BinDir, defaultCNIPath}
+		return []string{conf.BinDir, install.DefaultBinDir}
 	}
-	return []string{defaultCNIPath}
+	return []string{install.DefaultBinDir}
 }
 
 // podKey is "namespace/name" from CNI_ARGS, "" without them.
