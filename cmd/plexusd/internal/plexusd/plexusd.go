@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"k8s.io/client-go/rest"
 
 	"github.com/plexus-cni/plexus/cmd/internal/agent"
 	"github.com/plexus-cni/plexus/cmd/internal/cniplugin"
@@ -107,9 +106,8 @@ type Daemon struct {
 	cache    *cached.Source // the Kubernetes source's caches, when that is the source
 	synced   func() bool
 	stages   pipeline.Stages
-	pub      *publisher   // network-status and events after the reply
-	cri      *cri.Client  // the runtime's CRI, once dynamic attachments or GC need it
-	rest     *rest.Config // the API's, when Kubernetes is the source
+	pub      *publisher  // network-status and events after the reply
+	cri      *cri.Client // the runtime's CRI, once dynamic attachments or GC need it
 	policy   *reloadingPolicy
 	// ext lists the extension modules and their states; nil without any.
 	ext     moduleLister
@@ -189,7 +187,6 @@ func (d *Daemon) buildSource(ctx context.Context) error {
 	if d.o.NodeName == "" {
 		return errors.New("plexusd needs the node name (--node-name or NODE_NAME) to cache this node's pods")
 	}
-	d.rest = rc
 	if err := d.newAgent(rc); err != nil {
 		return fmt.Errorf("node agent: %w", err)
 	}
