@@ -4,7 +4,6 @@
 package cniplugin
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -45,8 +44,6 @@ type Options struct {
 	Stages StageBuilder
 	// Source, when set, provides the source instead of building one per call.
 	Source SourceBuilder
-	// Timeout bounds one CNI call; kubelet's own runtime timeout is longer.
-	Timeout time.Duration
 	// Log, when set, is used instead of the config's logFile (plexusd).
 	Log *slog.Logger
 	// WrapCNI, when set, wraps libcni (plexusd counts attachments).
@@ -107,7 +104,8 @@ func (o Options) Run(ctx context.Context, conf *config.Config, cmd Command, a *s
 		return types.NewError(codes.InvalidNetworkConfig, err.Error(), "")
 	}
 	defer closeLog()
-	ctx, cancel := context.WithTimeout(ctx, cmp.Or(o.Timeout, 3*time.Minute))
+	// Bounds one CNI call; kubelet's own runtime timeout is longer.
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 
 	p, cleanup, err := o.build(ctx, conf, a, cmd, log)
