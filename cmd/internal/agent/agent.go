@@ -9,7 +9,6 @@ package agent
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"sync/atomic"
 
 	"k8s.io/client-go/kubernetes"
@@ -46,12 +45,6 @@ type Agent struct {
 // New builds the agent's reporter and event recorder; nothing is written
 // before Run.
 func New(o Options) (*Agent, error) {
-	if o.Client == nil {
-		return nil, errors.New("node agent: no API client")
-	}
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
 	a := &Agent{o: o, stop: func() {}}
 	ro := o.Options
 	ro.Policy = a.policy
