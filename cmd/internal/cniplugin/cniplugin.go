@@ -215,7 +215,7 @@ func (o Options) build(ctx context.Context, conf *config.Config, a *skel.CmdArgs
 func (o Options) Pipeline(conf *config.Config, paths []string, log *slog.Logger) *pipeline.Pipeline {
 	p := &pipeline.Pipeline{
 		Config:    conf,
-		CNI:       libcni.NewCNIConfigWithCacheDir(paths, conf.CacheDir, &delegateExec{root: o.DelegateRoot}),
+		CNI:       libcni.NewCNIConfigWithCacheDir(paths, conf.CacheDir, &delegateExec{root: o.DelegateRoot, log: log}),
 		Records:   &record.Store{Dir: filepath.Join(conf.CacheDir, "records")},
 		Deleted:   &record.Tombstones{Dir: filepath.Join(conf.CacheDir, "deleted")},
 		Locks:     &lock.Locker{Dir: filepath.Join(conf.CacheDir, "locks")},

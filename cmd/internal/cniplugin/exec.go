@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
@@ -33,6 +35,8 @@ type delegateExec struct {
 	invoke.RawExec        // FindInPath without root
 	version.PluginDecoder // Decode
 	root                  string
+	// log, when it logs debug lines, gets one for each delegate run.
+	log *slog.Logger
 }
 
 // FindInPath finds plugin in the host's paths, resolving every symlink
@@ -53,7 +57,7 @@ func (e *delegateExec) ExecPlugin(ctx context.Context, path string, stdin []byte
 		environ = withHostPath(environ)
 	}
 	for i := 0; ; i++ {
-		out, err := runDelegate(ctx, e.root, path, stdin, environ)
+		out, err := runDelegate(ctx, e.root, path, stdin, environ, e.log)
 		if i < busyRetries && errors.Is(err, syscall.ETXTBSY) {
 			time.Sleep(time.Second)
 			continue
@@ -62,7 +66,7 @@ func (e *delegateExec) ExecPlugin(ctx context.Context, path string, stdin []byte
 	}
 }
 
-func runDelegate(ctx context.Context, root, path string, stdin []byte, environ []string) ([]byte, error) {
+func runDelegate(ctx context.Context, root, path string, stdin []byte, environ []string, log *slog.Logger) ([]byte, error) {
 	var stdout, stderr bytes.Buffer
 	c := exec.CommandContext(ctx, path)
 	c.Env = environ
@@ -78,14 +82,49 @@ func runDelegate(ctx context.Context, root, path string, stdin []byte, environ [
 	// process: keep this goroutine on its thread until the child is gone.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	start := time.Now()
 	if err := c.Start(); err != nil {
 		return nil, delegateError(ctx, err, stdout.Bytes(), stderr.Bytes())
 	}
 	awaitExit(c.Process.Pid)
-	if err := c.Wait(); err != nil {
+	err := c.Wait()
+	logRun(ctx, log, c, time.Since(start))
+	if err != nil {
 		return nil, delegateError(ctx, err, stdout.Bytes(), stderr.Bytes())
 	}
 	return stdout.Bytes(), nil
+}
+
+// logRun logs, at debug level, a delegate's wall time (start to reaped)
+// beside the CPU time it used (all its threads, from its rusage): wall
+// time well above CPU time is time the delegate waited, for a CPU, a
+// lock or the kernel, rather than worked.
+func logRun(ctx context.Context, log *slog.Logger, c *exec.Cmd, wall time.Duration) {
+	if log == nil || c.ProcessState == nil || !log.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	log.LogAttrs(ctx, slog.LevelDebug, "delegate ran",
+		slog.String("plugin", filepath.Base(c.Path)),
+		// The delegate's own CNI_COMMAND and CNI_IFNAME: "cmd" and
+		// "ifName" are the runtime's call's (TestLogLinesHaveOneKeyPerMeaning).
+		slog.String("operation", envValue(c.Env, "CNI_COMMAND")),
+		slog.String("container", envValue(c.Env, "CNI_CONTAINERID")),
+		slog.String("interface", envValue(c.Env, "CNI_IFNAME")),
+		slog.Duration("wall", wall),
+		slog.Duration("user", c.ProcessState.UserTime()),
+		slog.Duration("sys", c.ProcessState.SystemTime()),
+		slog.Int("exitCode", c.ProcessState.ExitCode()))
+}
+
+// envValue is name's value in env, the last one set as exec would pass
+// it; "" when unset.
+func envValue(env []string, name string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], name+"="); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 // awaitExit returns once the child pid has exited, without reaping it
