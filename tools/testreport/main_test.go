@@ -17,15 +17,10 @@ func TestReportCountsTestsNotPackages(t *testing.T) {
 {"Action":"pass","Package":"a/c","Test":"TestY"}
 {"Action":"pass","Package":"a/c"}
 `
-	var out bytes.Buffer
-	r := &report{out: &out, held: map[string][]string{}}
-	if err := r.read(strings.NewReader(in)); err != nil {
-		t.Fatal(err)
-	}
-	r.summary()
+	out := reportOf(t, in)
 	want := "\n1 skipped\nSKIPPED a/c TestX: x_test.go:5: no kernel\n1 passed, 0 failed\n"
-	if out.String() != want {
-		t.Errorf("report:\n%q\nwant\n%q", out.String(), want)
+	if out != want {
+		t.Errorf("report:\n%q\nwant\n%q", out, want)
 	}
 }
 
@@ -40,15 +35,22 @@ func TestReportEndsWithEachFailuresMessages(t *testing.T) {
 {"Action":"output","Package":"a/c","Test":"TestX","Output":"--- FAIL: TestX (1.00s)\n"}
 {"Action":"fail","Package":"a/c","Test":"TestX"}
 `
+	out := reportOf(t, in)
+	want := "\n0 skipped\nFAILED a/c TestX\n    x_test.go:9: leaked host interface veth1\n    node_test.go:40: kubelet's log:\n0 passed, 1 failed\n"
+	got := out
+	if i := strings.Index(got, "\n0 skipped"); i < 0 || got[i:] != want {
+		t.Errorf("report's end:\n%q\nwant\n%q", got, want)
+	}
+}
+
+// reportOf is what testreport prints for go test's JSON in.
+func reportOf(t *testing.T, in string) string {
+	t.Helper()
 	var out bytes.Buffer
 	r := &report{out: &out, held: map[string][]string{}}
 	if err := r.read(strings.NewReader(in)); err != nil {
 		t.Fatal(err)
 	}
 	r.summary()
-	want := "\n0 skipped\nFAILED a/c TestX\n    x_test.go:9: leaked host interface veth1\n    node_test.go:40: kubelet's log:\n0 passed, 1 failed\n"
-	got := out.String()
-	if i := strings.Index(got, "\n0 skipped"); i < 0 || got[i:] != want {
-		t.Errorf("report's end:\n%q\nwant\n%q", got, want)
-	}
+	return out.String()
 }
