@@ -44,6 +44,13 @@ func prepareReq(conf string, keys map[string]string, warn func(string)) *pipelin
 
 func newHost(t testing.TB, cfg Config) *Host {
 	t.Helper()
+	if cfg.CacheDir == "" {
+		dir, err := compiledDir()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.CacheDir = dir
+	}
 	h, err := New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -217,15 +224,12 @@ func TestHostileModules(t *testing.T) {
 		{"bigstatus", abi.HookEnrich, ModuleConfig{EnrichFailure: PolicyFail}, `status key "com.hostile.big": value of 921602 bytes exceeds the cap of 4096`},
 	}
 	trapped := map[string]bool{"loop": true, "membomb": true, "trap": true, "bigoutput": true}
-	// One compilation cache for every case: the module is the same, and
-	// compiling it anew for each case is most of the test's time.
-	cache := t.TempDir()
 	for _, c := range cases {
 		for _, longLived := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/longLived=%v", c.mode, longLived), func(t *testing.T) {
 				mc := c.mc
 				mc.Path, mc.Config = wasmPath(t, "misbehave"), json.RawMessage(`{"mode":"`+c.mode+`"}`)
-				h := newHost(t, Config{Modules: []ModuleConfig{mc}, LongLived: longLived, CacheDir: cache})
+				h := newHost(t, Config{Modules: []ModuleConfig{mc}, LongLived: longLived})
 				err := runHook(h, c.hook, nil)
 				if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), `extension "misbehave", hook `+c.hook) {
 					t.Fatalf("err = %v\nwant %q", err, c.want)

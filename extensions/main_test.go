@@ -27,6 +27,17 @@ var goModules = []struct{ moduleDir, pkg string }{
 // builtDir is the test binary's module cache: one build shared by all tests.
 var builtDir = sync.OnceValues(buildGoModules)
 
+// compiledDir is the test binary's compilation cache, which newHost
+// gives every host without its own: the same few modules are compiled
+// once, not once per test.
+var compiledDir = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "plexus-ext-compiled-")
+	if err == nil {
+		tempDirs = append(tempDirs, dir)
+	}
+	return dir, err
+})
+
 var tempDirs []string
 
 func TestMain(m *testing.M) {
