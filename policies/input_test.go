@@ -150,7 +150,7 @@ func TestDataLoading(t *testing.T) {
 		"policy/plexus/authz/ok.rego":     "package plexus.authz\n\nok := true\n",
 		"policy/plexus/authz/x_test.rego": "package plexus.authz_test\n\ntest_x if true\n",
 	})
-	loaded, err := LoadPaths([]string{dir, "admin.limits:" + filepath.Join(dir, "extra", "prefixed.yml")}, loadOptions{})
+	loaded, err := LoadPaths([]string{dir, "admin.limits:" + filepath.Join(dir, "extra", "prefixed.yml")}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,13 +18,6 @@ type Loaded struct {
 	Data    map[string]any
 }
 
-// loadOptions select which files LoadPaths keeps.
-type loadOptions struct {
-	// tests keeps *_test.rego files; the engine leaves them out because
-	// tests are not policy, the test and check commands keep them.
-	tests bool
-}
-
 // LoadPaths reads .rego modules and .json/.yaml/.yml data files, following
 // OPA's loader conventions so that a directory means the same thing to
 // plexus as to OPA's own tools:
@@ -40,7 +33,8 @@ type loadOptions struct {
 // Kubernetes ConfigMap volume holds every file twice, once under a hidden
 // "..<timestamp>" directory, and loading both would duplicate every module.
 // Other extensions are skipped inside directories and refused when named.
-func LoadPaths(paths []string, opts loadOptions) (*Loaded, error) {
+// tests keeps *_test.rego files (fileFilter).
+func LoadPaths(paths []string, tests bool) (*Loaded, error) {
 	if err := checkPaths(paths); err != nil {
 		return nil, err
 	}
@@ -48,7 +42,7 @@ func LoadPaths(paths []string, opts loadOptions) (*Loaded, error) {
 		WithRegoVersion(ast.RegoV1).
 		WithCapabilities(Capabilities()).
 		WithProcessAnnotation(true).
-		Filtered(paths, fileFilter(opts))
+		Filtered(paths, fileFilter(tests))
 	if err != nil {
 		return nil, fmt.Errorf("loading policy from %s: %w", strings.Join(paths, ", "), err)
 	}
@@ -59,8 +53,10 @@ func LoadPaths(paths []string, opts loadOptions) (*Loaded, error) {
 	return &Loaded{Modules: modules, Data: res.Documents}, nil
 }
 
-// fileFilter returns true for what LoadPaths skips.
-func fileFilter(opts loadOptions) loader.Filter {
+// fileFilter returns true for what LoadPaths skips. tests keeps *_test.rego
+// files: the engine leaves them out because tests are not policy, the test
+// and check commands keep them.
+func fileFilter(tests bool) loader.Filter {
 	return func(abspath string, info fs.FileInfo, depth int) bool {
 		name := info.Name()
 		if depth > 0 && strings.HasPrefix(name, ".") {
@@ -69,7 +65,7 @@ func fileFilter(opts loadOptions) loader.Filter {
 		if info.IsDir() {
 			return false
 		}
-		if !opts.tests && strings.HasSuffix(name, "_test.rego") {
+		if !tests && strings.HasSuffix(name, "_test.rego") {
 			return true
 		}
 		return depth > 0 && !knownExtension(name)

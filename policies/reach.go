@@ -27,7 +27,7 @@ func loadForQuery(paths []string, query ast.Body) (*Loaded, error) {
 		return nil, err
 	}
 	var files []string
-	base := fileFilter(loadOptions{})
+	base := fileFilter(false)
 	res, err := loader.NewFileLoader().
 		WithRegoVersion(ast.RegoV1).
 		Filtered(paths, func(abspath string, info fs.FileInfo, depth int) bool {

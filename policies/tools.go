@@ -35,7 +35,7 @@ func newCompiler(ctx context.Context, store storage.Store, txn storage.Transacti
 
 // Check loads paths, *_test.rego included, and compiles them strictly.
 func Check(ctx context.Context, paths []string) error {
-	loaded, err := LoadPaths(paths, loadOptions{tests: true})
+	loaded, err := LoadPaths(paths, true)
 	if err != nil {
 		return err
 	}
@@ -75,7 +75,7 @@ func (s TestSummary) OK() bool { return s.Pass > 0 && s.Fail == 0 && s.Error == 
 // report to out. Coverage is measured over the non-test modules.
 func RunTests(ctx context.Context, paths []string, opts TestOptions, out io.Writer) (TestSummary, error) {
 	var sum TestSummary
-	loaded, err := LoadPaths(paths, loadOptions{tests: true})
+	loaded, err := LoadPaths(paths, true)
 	if err != nil {
 		return sum, err
 	}
@@ -263,7 +263,7 @@ func formatFile(path string, check bool) (bool, error) {
 // walking directories as LoadPaths does.
 func regoFiles(paths []string) ([]string, error) {
 	var files []string
-	err := walk(paths, loadOptions{tests: true}, func(path string, depth int) {
+	err := walk(paths, true, func(path string, depth int) {
 		if depth == 0 || strings.HasSuffix(path, ".rego") {
 			files = append(files, path)
 		}

@@ -16,7 +16,7 @@ import (
 // plexusd hashes these files to notice a change without loading them.
 func Files(paths []string) ([]string, error) {
 	var files []string
-	err := walk(paths, loadOptions{}, func(path string, _ int) {
+	err := walk(paths, false, func(path string, _ int) {
 		files = append(files, path)
 	})
 	return files, err
@@ -26,11 +26,11 @@ func Files(paths []string) ([]string, error) {
 // depth (0: named directly), in the loader's order. It is the loader's own
 // walk with LoadPaths's filter, so the two never disagree on what a policy
 // directory holds.
-func walk(paths []string, opts loadOptions, fn func(path string, depth int)) error {
+func walk(paths []string, tests bool, fn func(path string, depth int)) error {
 	if err := checkPaths(paths); err != nil {
 		return err
 	}
-	skip := fileFilter(opts)
+	skip := fileFilter(tests)
 	_, err := loader.FilteredPaths(paths, func(path string, info fs.FileInfo, depth int) bool {
 		if skip(path, info, depth) {
 			return true

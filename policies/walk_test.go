@@ -117,7 +117,7 @@ func TestFilesAreWhatLoadPathsReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	loaded, err := LoadPaths([]string{dir}, loadOptions{})
+	loaded, err := LoadPaths([]string{dir}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
