@@ -28,6 +28,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -297,7 +298,7 @@ func (s *Syncer) verifyAndActivate(ctx context.Context, p *plexusapi.AttachmentP
 	if err != nil {
 		return Result{}, err
 	}
-	eng, passed, err := s.verify(ctx, dir, HasTests(files))
+	eng, passed, err := s.o.Engines.Verify(ctx, s.o.Config, dir, HasTests(files), s.o.TestTimeout)
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return Result{}, fmt.Errorf("revision %s: %s", rev, StripDir(err.Error(), dir, "(the revision)"))
@@ -318,18 +319,13 @@ func refusalKey(p *plexusapi.AttachmentPolicy) string {
 	return fmt.Sprintf("%s/%d/%x", p.UID, p.Generation, sum[:8])
 }
 
-// verify runs Verify on a revision's directory.
-func (s *Syncer) verify(ctx context.Context, dir string, tests bool) (*policies.Engine, int, error) {
-	return s.o.Engines.Verify(ctx, s.o.Config, dir, tests, s.o.TestTimeout)
-}
-
 // Verify checks a revision's directory as a node does before activating
 // it: every file compiles strictly with the library (cfg.Paths), its
 // *_test.rego tests pass (when tests is set) within testTimeout, and one
 // decision of a sample attachment finishes within cfg's deadline. It
 // returns the revision's engine and the tests passed.
 func Verify(ctx context.Context, cfg policies.Config, dir string, tests bool, testTimeout time.Duration) (*policies.Engine, int, error) {
-	cfg.Object, cfg.Paths = nil, append(append([]string(nil), cfg.Paths...), dir)
+	cfg = revisionConfig(cfg, dir)
 	// The engine parses only the modules its query can reach; every file
 	// of a revision must compile, tests included.
 	if err := policies.Check(ctx, cfg.Paths); err != nil {
@@ -423,16 +419,16 @@ func (s *Syncer) result(changed bool) Result {
 	return Result{Engine: s.eng, State: s.st, Changed: changed}
 }
 
-// paths are the library and a revision's directory.
-func (s *Syncer) paths(dir string) []string {
-	return append(append([]string(nil), s.o.Config.Paths...), dir)
+// revisionConfig is the engine's config of a revision: the library
+// (cfg.Paths) and the revision's directory.
+func revisionConfig(cfg policies.Config, dir string) policies.Config {
+	cfg.Object, cfg.Paths = nil, append(slices.Clone(cfg.Paths), dir)
+	return cfg
 }
 
 // compile builds the engine of a revision: the library and its files.
 func (s *Syncer) compile(ctx context.Context, dir string) (*policies.Engine, error) {
-	cfg := s.o.Config
-	cfg.Object, cfg.Paths = nil, s.paths(dir)
-	return s.o.Engines.New(ctx, cfg)
+	return s.o.Engines.New(ctx, revisionConfig(s.o.Config, dir))
 }
 
 // materialize writes files into a fresh directory and renames it to
