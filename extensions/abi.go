@@ -9,6 +9,7 @@ package extensions
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/plexus-cni/plexus/sdk/abi"
@@ -194,8 +195,13 @@ type Declaration struct {
 	Exports []Export `json:"exports"`
 }
 
-// declare validates a parsed binary against the ABI.
-func declare(b *Binary) (*Declaration, error) {
+// declare reads the header sections of the wasm binary in r (size bytes)
+// and validates them against the ABI.
+func declare(r io.ReaderAt, size int64) (*Declaration, error) {
+	b, err := ParseBinary(r, size)
+	if err != nil {
+		return nil, err
+	}
 	data, err := b.CustomNamed(abi.ManifestSection)
 	if err != nil {
 		return nil, fmt.Errorf("missing declaration: %w", err)

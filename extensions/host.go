@@ -166,11 +166,7 @@ func ReadDeclaration(path string) (*Declaration, error) {
 	if st.Size() > MaxModuleBytes {
 		return nil, fmt.Errorf("module is %d bytes, more than the %d plexus loads", st.Size(), MaxModuleBytes)
 	}
-	b, err := ParseBinary(f, st.Size())
-	if err != nil {
-		return nil, err
-	}
-	return declare(b)
+	return declare(f, st.Size())
 }
 
 // Declarations returns the declarations in config order; a module whose

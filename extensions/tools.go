@@ -36,11 +36,7 @@ func Check(ctx context.Context, path string) (*Declaration, []byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	b, err := ParseBinary(bytes.NewReader(wasm), int64(len(wasm)))
-	if err != nil {
-		return nil, nil, err
-	}
-	decl, err := declare(b)
+	decl, err := declare(bytes.NewReader(wasm), int64(len(wasm)))
 	if err != nil {
 		return nil, nil, err
 	}
