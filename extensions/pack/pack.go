@@ -16,7 +16,9 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"debug/elf"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -89,7 +91,7 @@ func Build(ctx context.Context, o Options) (v1.Image, *Info, error) {
 	}
 	info := &Info{
 		Name: decl.Name, Version: decl.Version, ABI: decl.ABI, Prefixes: decl.Prefixes, Hooks: decl.Hooks,
-		SHA256: fmt.Sprintf("%x", sha256Sum(wasm)), Arch: arch,
+		SHA256: fmt.Sprintf("%x", sha256.Sum256(wasm)), Arch: arch,
 	}
 	img, err := image(o.Created, arch, info,
 		// The copier's layer has a fixed time: every image packed with the
@@ -149,12 +151,8 @@ func readCopier(path string) ([]byte, string, error) {
 // manifestJSON is the declaration as the image's manifest.json: the
 // module's own fields, what `plexusctl ext inspect` shows of them.
 func manifestJSON(m *extensions.Manifest) ([]byte, error) {
-	var b bytes.Buffer
-	enc := newJSONEncoder(&b)
-	if err := enc.Encode(m); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
+	b, err := json.MarshalIndent(m, "", "  ")
+	return append(b, '\n'), err
 }
 
 type file struct {

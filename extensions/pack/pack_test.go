@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"log"
@@ -133,7 +134,7 @@ func TestBuildImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.Name != "vendor" || info.Version != "2.1.0" || info.Arch == "" || info.SHA256 != fmt.Sprintf("%x", sha256Sum(wasm)) {
+	if info.Name != "vendor" || info.Version != "2.1.0" || info.Arch == "" || info.SHA256 != fmt.Sprintf("%x", sha256.Sum256(wasm)) {
 		t.Errorf("info = %+v", info)
 	}
 	cf, err := img.ConfigFile()

@@ -2,7 +2,6 @@ package pack
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -39,8 +38,6 @@ func Push(ctx context.Context, img v1.Image, ref string, opts ...remote.Option) 
 	}
 	return nil
 }
-
-func sha256Sum(b []byte) [32]byte { return sha256.Sum256(b) }
 
 func newJSONEncoder(w io.Writer) *json.Encoder {
 	enc := json.NewEncoder(w)
