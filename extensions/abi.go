@@ -12,6 +12,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/plexus-cni/plexus/core/names"
 	"github.com/plexus-cni/plexus/sdk/abi"
 	"github.com/plexus-cni/plexus/sdk/wasmfmt"
 )
@@ -83,11 +84,9 @@ func validateManifest(m *Manifest) error {
 	return nil
 }
 
-func validModuleName(s string) bool { return s != "" && len(s) <= 63 && lowerAlnumDash(s) }
-
-// lowerAlnumDash reports whether s holds only a-z, 0-9 and '-'.
-func lowerAlnumDash(s string) bool {
-	return strings.Trim(s, "abcdefghijklmnopqrstuvwxyz0123456789-") == ""
+// validModuleName: 1-63 characters, each of a-z, 0-9 and '-'.
+func validModuleName(s string) bool {
+	return s != "" && len(s) <= 63 && strings.Trim(s, "abcdefghijklmnopqrstuvwxyz0123456789-") == ""
 }
 
 // ValidPrefix checks a declared prefix: reverse domain notation (s4.1.2.1,
@@ -101,7 +100,7 @@ func ValidPrefix(p string) error {
 		return fmt.Errorf("prefix %q is not reverse domain notation (want at least two labels, like \"com.example.\")", p)
 	}
 	for i, l := range labels {
-		if !dnsLabel(l) {
+		if names.Label("prefix label", l) != nil {
 			return fmt.Errorf("prefix %q: label %q is not a lower-case DNS label", p, l)
 		}
 		if i == 0 && strings.ContainsAny(l, "0123456789-") {
@@ -109,10 +108,6 @@ func ValidPrefix(p string) error {
 		}
 	}
 	return nil
-}
-
-func dnsLabel(l string) bool {
-	return validModuleName(l) && l[0] != '-' && l[len(l)-1] != '-'
 }
 
 // Owns reports whether prefix owns key. Ownership is by whole labels:
