@@ -2,7 +2,6 @@ package policies
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -33,10 +32,6 @@ var forbiddenBuiltins = map[string]string{
 	"crypto.x509.parse_and_verify_certificates_with_options": "reads the clock to check certificate validity",
 	"crypto.x509.parse_and_verify_certificates":              "reads the clock to check certificate validity",
 }
-
-// ForbiddenBuiltins lists the refused built-ins, sorted, for documentation
-// and error messages.
-func ForbiddenBuiltins() []string { return slices.Sorted(maps.Keys(forbiddenBuiltins)) }
 
 // Capabilities are OPA's capabilities for this version minus the forbidden
 // built-ins, so that the compiler itself rejects any call to one of them.
