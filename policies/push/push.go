@@ -184,8 +184,3 @@ func ListNodes(ctx context.Context, cs versioned.Interface, each func(*plexusapi
 		opts.Continue = l.Continue
 	}
 }
-
-func firstLine(s string) string {
-	first, _, _ := strings.Cut(s, "\n")
-	return first
-}

@@ -50,7 +50,8 @@ func (s *Summary) Add(n *plexusapi.PlexusNode) {
 	case pol.Generation == gen && pol.Error == "":
 		s.Current++
 	case pol.ObservedGeneration >= gen && pol.Error != "":
-		s.Refused = append(s.Refused, NodeNote{n.Name, firstLine(pol.Error)})
+		first, _, _ := strings.Cut(pol.Error, "\n")
+		s.Refused = append(s.Refused, NodeNote{n.Name, first})
 	default:
 		s.Behind = append(s.Behind, NodeNote{n.Name, fmt.Sprintf("enforces generation %d, tried %d", pol.Generation, pol.ObservedGeneration)})
 	}
