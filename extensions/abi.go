@@ -197,11 +197,13 @@ func declare(r io.ReaderAt, size int64) (*Declaration, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, err := b.CustomNamed(abi.ManifestSection)
-	if err != nil {
-		return nil, fmt.Errorf("missing declaration: %w", err)
+	switch n := len(b.Manifests); {
+	case n == 0:
+		return nil, fmt.Errorf("missing declaration: no %q custom section", abi.ManifestSection)
+	case n > 1:
+		return nil, fmt.Errorf("missing declaration: %d %q custom sections, want one", n, abi.ManifestSection)
 	}
-	m, err := ParseManifest(data)
+	m, err := ParseManifest(b.Manifests[0])
 	if err != nil {
 		return nil, err
 	}

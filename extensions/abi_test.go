@@ -27,9 +27,8 @@ func TestParseBinaryReadsHeaderSections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := b.CustomNamed(abi.ManifestSection)
-	if err != nil || string(data) != f.manifest {
-		t.Fatalf("manifest = %q, %v", data, err)
+	if len(b.Manifests) != 1 || string(b.Manifests[0]) != f.manifest {
+		t.Fatalf("manifests = %q", b.Manifests)
 	}
 	if len(b.Imports) != 1 || b.Imports[0].Name != "input_read" || !b.ExportedFunc("prepare") || b.ExportedFunc("memory") {
 		t.Fatalf("imports %v exports %v", b.Imports, b.Exports)

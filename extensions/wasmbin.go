@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 
+	"github.com/plexus-cni/plexus/sdk/abi"
 	"github.com/plexus-cni/plexus/sdk/wasmfmt"
 )
 
@@ -26,36 +27,13 @@ type (
 	Export = wasmfmt.Export
 )
 
-// CustomSection is a named custom section (id 0).
-type CustomSection struct {
-	Name string
-	Data []byte
-}
-
 // Binary is what plexus reads from a module without compiling it.
 type Binary struct {
-	Custom  []CustomSection
-	Imports []Import
-	Exports []Export
-}
-
-// CustomNamed returns the data of the only custom section with the name, or an
-// error when there is none or more than one.
-func (b *Binary) CustomNamed(name string) ([]byte, error) {
-	var found [][]byte
-	for _, c := range b.Custom {
-		if c.Name == name {
-			found = append(found, c.Data)
-		}
-	}
-	switch len(found) {
-	case 0:
-		return nil, fmt.Errorf("no %q custom section", name)
-	case 1:
-		return found[0], nil
-	default:
-		return nil, fmt.Errorf("%d %q custom sections, want one", len(found), name)
-	}
+	// Manifests are the data of the custom sections named
+	// abi.ManifestSection; a valid module has one.
+	Manifests [][]byte
+	Imports   []Import
+	Exports   []Export
 }
 
 // ExportedFunc reports whether the module exports a function with the name.
@@ -123,8 +101,9 @@ func (b *Binary) readSection(r io.ReaderAt, id byte, off, length int64) error {
 	d := wasmfmt.NewDecoder(buf)
 	switch id {
 	case wasmfmt.SectionCustom:
-		name := d.Name()
-		b.Custom = append(b.Custom, CustomSection{Name: name, Data: d.Rest()})
+		if name, data := d.Name(), d.Rest(); name == abi.ManifestSection {
+			b.Manifests = append(b.Manifests, data)
+		}
 	case wasmfmt.SectionImport:
 		b.Imports = d.Imports()
 	case wasmfmt.SectionExport:
