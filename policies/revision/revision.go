@@ -222,7 +222,7 @@ func (s *Syncer) Start(ctx context.Context) (Result, error) {
 		if cerr == nil {
 			st.dir = dir
 			s.st, s.eng = st, eng
-			return s.swap(st.Revision, eng, false)
+			return s.swap(st.Revision, false)
 		}
 		prior = fmt.Errorf("revision %s no longer compiles: %w", st.Revision, cerr)
 	}
@@ -389,7 +389,7 @@ func (s *Syncer) activate(st State, eng *policies.Engine, rev string) (Result, e
 		st.dir = filepath.Join(s.obj.StateDir, revisionsDir, rev)
 	}
 	s.st, s.eng = st, eng
-	res, err := s.swap(rev, eng, true)
+	res, err := s.swap(rev, true)
 	if err != nil {
 		return res, err
 	}
@@ -402,7 +402,7 @@ func (s *Syncer) activate(st State, eng *policies.Engine, rev string) (Result, e
 }
 
 // swap points the active link at rev, through a new link and a rename.
-func (s *Syncer) swap(rev string, eng *policies.Engine, changed bool) (Result, error) {
+func (s *Syncer) swap(rev string, changed bool) (Result, error) {
 	tmp := filepath.Join(s.obj.StateDir, ".active.tmp")
 	_ = os.Remove(tmp)
 	if err := os.Symlink(filepath.Join(revisionsDir, rev), tmp); err != nil {
@@ -412,7 +412,7 @@ func (s *Syncer) swap(rev string, eng *policies.Engine, changed bool) (Result, e
 		_ = os.Remove(tmp)
 		return Result{}, fmt.Errorf("policy state: %w", err)
 	}
-	return Result{Engine: eng, State: s.st, Changed: changed}, nil
+	return s.result(changed), nil
 }
 
 func (s *Syncer) result(changed bool) Result {
