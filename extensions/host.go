@@ -56,13 +56,12 @@ func (e *HookError) Unwrap() error { return e.Err }
 // module owns too. With cfg.Isolate such a module is refused alone (see
 // Config.Isolate); otherwise the host is.
 func New(ctx context.Context, cfg Config) (*Host, error) {
-	if err := cfg.validateHost(); err != nil {
-		return nil, err
+	validate := cfg.validate
+	if cfg.Isolate {
+		validate = cfg.validateHost // newModule refuses a module's own errors
 	}
-	if !cfg.Isolate {
-		if err := cfg.validate(); err != nil {
-			return nil, err
-		}
+	if err := validate(); err != nil {
+		return nil, err
 	}
 	cache, err := openCache(cfg.CacheDir)
 	if err != nil {
