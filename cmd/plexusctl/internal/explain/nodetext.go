@@ -71,10 +71,7 @@ func textNodePolicy(p *printer, pol *plexusapi.NodePolicy) {
 		p.line(2, "policy: %s, %s %s; %s", policySource(pol), MarkWarning, pol.Error, inForce(pol.Revision))
 		return
 	}
-	s := "policy: " + policySource(pol)
-	if pol.Revision != "" {
-		s += ", revision " + shortRevision(pol.Revision)
-	}
+	s := row("policy: "+policySource(pol), "revision ", shortRevision(pol.Revision))
 	if !pol.Since.IsZero() {
 		s += " since " + when(pol.Since)
 	}
@@ -86,11 +83,7 @@ func extensionLine(x plexusapi.NodeExtension) string {
 	if !x.Loaded {
 		return fmt.Sprintf("extension %s (%s): %s failed to load: %s", name, x.Path, MarkWarning, x.Error)
 	}
-	s := fmt.Sprintf("extension %s (%s): loaded", name, x.Path)
-	if x.Version != "" {
-		s += ", version " + x.Version
-	}
-	return s
+	return row(fmt.Sprintf("extension %s (%s): loaded", name, x.Path), "version ", x.Version)
 }
 
 // textNodePolicies writes what the node enforces of the object it

@@ -37,6 +37,12 @@ func (p *printer) line(indent int, format string, args ...any) {
 	_, p.err = fmt.Fprintf(p.w, "%s%s\n", strings.Repeat("  ", indent), Printable(fmt.Sprintf(format, args...)))
 }
 
+// section starts a section: an empty line, then its heading.
+func (p *printer) section(format string, args ...any) {
+	p.line(0, "")
+	p.line(0, format, args...)
+}
+
 // Printable escapes what a terminal would act on rather than show: C0 and
 // C1 control characters (ESC, CR, newline, BEL...), DEL, Unicode's
 // bidirectional and zero-width format characters, and invalid UTF-8, each
@@ -93,15 +99,13 @@ func textPod(p *printer, r *Report) {
 	if r.Pod.From != "cluster" {
 		from = "from manifest " + r.Pod.From
 	}
-	extra := labelled("uid ", r.Pod.UID, "node ", r.Pod.NodeName)
+	phase := r.Pod.Phase
 	if r.Pod.Started != "" {
-		extra = append(extra, r.Pod.Phase+" since "+r.Pod.Started)
-	} else if r.Pod.Phase != "" {
-		extra = append(extra, r.Pod.Phase)
+		phase += " since " + r.Pod.Started
 	}
-	detail := ""
-	if len(extra) > 0 {
-		detail = " (" + strings.Join(extra, ", ") + ")"
+	detail := strings.TrimPrefix(row("", "uid ", r.Pod.UID, "node ", r.Pod.NodeName, "", phase), ", ")
+	if detail != "" {
+		detail = " (" + detail + ")"
 	}
 	p.line(0, "Pod %s/%s%s, %s", r.Pod.Namespace, r.Pod.Name, detail, from)
 }
@@ -113,8 +117,7 @@ func textSettings(p *printer, r *Report) {
 
 func textSelection(p *printer, r *Report) {
 	a := r.Annotation
-	p.line(0, "")
-	p.line(0, "Selection: %s (s4.1)", selection.Annotation)
+	p.section("Selection: %s (s4.1)", selection.Annotation)
 	if !a.Present {
 		p.line(1, "not set: the pod asks for no secondary network")
 		return
@@ -143,30 +146,30 @@ func textElement(p *printer, a Attachment) {
 	if a.InterfaceRequested {
 		how = "requested"
 	}
-	parts := []string{fmt.Sprintf("[%d] %s on %s (%s)", a.Index, a.Network, a.Interface, how)}
+	head := fmt.Sprintf("[%d] %s on %s (%s)", a.Index, a.Network, a.Interface, how)
 	if len(a.IPs) > 0 {
-		parts = append(parts, "ips "+strings.Join(a.IPs, " "))
+		head += ", ips " + strings.Join(a.IPs, " ")
 	}
-	parts = append(parts, labelled("mac ", a.MAC, "deviceID ", a.DeviceID, "infiniband-guid ", a.InfinibandGUID, "compat keys ", compatKeys(a.Compat))...)
+	keys := ""
 	if len(a.Keys) > 0 {
-		parts = append(parts, fmt.Sprintf("%d reverse-domain key(s)", len(a.Keys)))
+		keys = fmt.Sprintf("%d reverse-domain key(s)", len(a.Keys))
 	}
-	p.line(1, "%s", strings.Join(parts, ", "))
+	p.line(1, "%s", row(head, "mac ", a.MAC, "deviceID ", a.DeviceID, "infiniband-guid ", a.InfinibandGUID, "compat keys ", compatKeys(a.Compat), "", keys))
 	for _, k := range slices.Sorted(maps.Keys(a.Ignored)) {
 		p.line(2, "key %q ignored: %s", k, a.Ignored[k])
 	}
 }
 
-// labelled is label+value for each label and value that follows it, in
-// order, leaving out the empty values.
-func labelled(labelsAndValues ...string) []string {
-	var out []string
+// row is head followed by label+value for each label and value that
+// follows it, in order, joined with ", ", leaving out the empty values.
+func row(head string, labelsAndValues ...string) string {
+	out := []string{head}
 	for i := 0; i+1 < len(labelsAndValues); i += 2 {
 		if v := labelsAndValues[i+1]; v != "" {
 			out = append(out, labelsAndValues[i]+v)
 		}
 	}
-	return out
+	return strings.Join(out, ", ")
 }
 
 func compatKeys(c *selection.Compat) string {
@@ -190,8 +193,7 @@ func compatKeys(c *selection.Compat) string {
 }
 
 func textDefaultNetwork(p *printer, r *Report) {
-	p.line(0, "")
-	p.line(0, "Default network: %s", selection.DefaultNetworkAnnotation)
+	p.section("Default network: %s", selection.DefaultNetworkAnnotation)
 	d := r.DefaultNetwork
 	if d == nil {
 		p.line(1, "not set: the cluster-wide default network (s6)")
@@ -209,8 +211,7 @@ func textDefaultNetwork(p *printer, r *Report) {
 }
 
 func textNetworks(p *printer, r *Report) {
-	p.line(0, "")
-	p.line(0, "Networks (s3.4)")
+	p.section("Networks (s3.4)")
 	for _, a := range r.DefaultNetworks {
 		p.line(1, "%s", nadLine(fmt.Sprintf("defaultNetworks %s on %s", a.Network, a.Interface), &a.NAD))
 	}
@@ -238,10 +239,7 @@ func nadLine(label string, n *NAD) string {
 	if len(n.IPAMTypes) > 0 {
 		s += ", ipam " + strings.Join(n.IPAMTypes, ", ")
 	}
-	if n.CNIVersion != "" {
-		s += ", cniVersion " + n.CNIVersion
-	}
-	return s
+	return row(s, "cniVersion ", n.CNIVersion)
 }
 
 func deviceLine(n *NAD) string {
@@ -259,8 +257,7 @@ func deviceLine(n *NAD) string {
 }
 
 func textPolicy(p *printer, r *Report) {
-	p.line(0, "")
-	p.line(0, "Policy (s7.4)")
+	p.section("Policy (s7.4)")
 	switch {
 	case !r.Policy.Given:
 		p.line(1, "%s", r.Policy.Note)
@@ -300,8 +297,7 @@ func decisionLine(label string, d *Decision) string {
 }
 
 func textExtensions(p *printer, r *Report) {
-	p.line(0, "")
-	p.line(0, "Extensions (s4.1.2.1)")
+	p.section("Extensions (s4.1.2.1)")
 	x := r.Extensions
 	switch {
 	case !x.Given:
@@ -338,8 +334,7 @@ func textLastAdd(p *printer, r *Report) {
 	if l == nil {
 		return
 	}
-	p.line(0, "")
-	p.line(0, "Last ADD")
+	p.section("Last ADD")
 	switch {
 	case !l.StatusPresent:
 		p.line(1, "%s: not set (no ADD has published status yet)", status.Annotation)
@@ -365,13 +360,11 @@ func statusLine(e StatusEntry) string {
 	if len(e.IPs) > 0 {
 		s += ", ips " + strings.Join(e.IPs, " ")
 	}
-	if e.MAC != "" {
-		s += ", mac " + e.MAC
-	}
+	def := ""
 	if e.Default {
-		s += ", default"
+		def = "default"
 	}
-	return s
+	return row(s, "mac ", e.MAC, "", def)
 }
 
 func textCondition(p *printer, c *Condition) {
@@ -412,8 +405,7 @@ func textNode(p *printer, r *Report) {
 	if n == nil {
 		return
 	}
-	p.line(0, "")
-	p.line(0, "Node %s", n.Name)
+	p.section("Node %s", n.Name)
 	if n.Error != "" {
 		p.line(1, "%s %s", MarkWarning, n.Error)
 	} else if len(n.Pods) == 0 {
