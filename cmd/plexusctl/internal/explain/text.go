@@ -146,15 +146,9 @@ func textElement(p *printer, a Attachment) {
 	if a.InterfaceRequested {
 		how = "requested"
 	}
-	head := fmt.Sprintf("[%d] %s on %s (%s)", a.Index, a.Network, a.Interface, how)
-	if len(a.IPs) > 0 {
-		head += ", ips " + strings.Join(a.IPs, " ")
-	}
-	keys := ""
-	if len(a.Keys) > 0 {
-		keys = fmt.Sprintf("%d reverse-domain key(s)", len(a.Keys))
-	}
-	p.line(1, "%s", row(head, "mac ", a.MAC, "deviceID ", a.DeviceID, "infiniband-guid ", a.InfinibandGUID, "compat keys ", compatKeys(a.Compat), "", keys))
+	p.line(1, "%s", row(fmt.Sprintf("[%d] %s on %s (%s)", a.Index, a.Network, a.Interface, how), "", list("ips ", a.IPs, " "),
+		"mac ", a.MAC, "deviceID ", a.DeviceID, "infiniband-guid ", a.InfinibandGUID, "compat keys ", compatKeys(a.Compat),
+		"", onlyIf(len(a.Keys) > 0, fmt.Sprintf("%d reverse-domain key(s)", len(a.Keys)))))
 	for _, k := range slices.Sorted(maps.Keys(a.Ignored)) {
 		p.line(2, "key %q ignored: %s", k, a.Ignored[k])
 	}
@@ -170,6 +164,22 @@ func row(head string, labelsAndValues ...string) string {
 		}
 	}
 	return strings.Join(out, ", ")
+}
+
+// onlyIf is s when cond holds, else "".
+func onlyIf(cond bool, s string) string {
+	if cond {
+		return s
+	}
+	return ""
+}
+
+// list is label and l's items joined with sep, "" when l is empty.
+func list(label string, l []string, sep string) string {
+	if len(l) == 0 {
+		return ""
+	}
+	return label + strings.Join(l, sep)
 }
 
 func compatKeys(c *selection.Compat) string {
@@ -235,11 +245,8 @@ func nadLine(label string, n *NAD) string {
 	case n.ConfigSource == "node":
 		return fmt.Sprintf("%s: found (%s); %s no spec.config: the node's conf dir decides (s3.4.1), not checked here", label, n.From, MarkWarning)
 	}
-	s := fmt.Sprintf("%s: found (%s), config from %s is valid: plugins %s", label, n.From, n.ConfigSource, strings.Join(n.PluginTypes, ", "))
-	if len(n.IPAMTypes) > 0 {
-		s += ", ipam " + strings.Join(n.IPAMTypes, ", ")
-	}
-	return row(s, "cniVersion ", n.CNIVersion)
+	return row(fmt.Sprintf("%s: found (%s), config from %s is valid: plugins %s", label, n.From, n.ConfigSource, strings.Join(n.PluginTypes, ", ")),
+		"", list("ipam ", n.IPAMTypes, ", "), "cniVersion ", n.CNIVersion)
 }
 
 func deviceLine(n *NAD) string {
@@ -357,14 +364,7 @@ func statusLine(e StatusEntry) string {
 	if e.Interface != "" {
 		s += " on " + e.Interface
 	}
-	if len(e.IPs) > 0 {
-		s += ", ips " + strings.Join(e.IPs, " ")
-	}
-	def := ""
-	if e.Default {
-		def = "default"
-	}
-	return row(s, "mac ", e.MAC, "", def)
+	return row(s, "", list("ips ", e.IPs, " "), "mac ", e.MAC, "", onlyIf(e.Default, "default"))
 }
 
 func textCondition(p *printer, c *Condition) {
@@ -389,13 +389,8 @@ func textEvents(p *printer, l *LastAdd) {
 	}
 	p.line(1, "events (warnings first, newest first):")
 	for _, e := range l.Events {
-		from := ""
-		if e.OtherNode != "" {
-			from = fmt.Sprintf(" %s from node %s, not the pod's", MarkWarning, e.OtherNode)
-		}
-		if e.Old {
-			from += " old: before the pod started"
-		}
+		from := onlyIf(e.OtherNode != "", fmt.Sprintf(" %s from node %s, not the pod's", MarkWarning, e.OtherNode)) +
+			onlyIf(e.Old, " old: before the pod started")
 		p.line(2, "%s %s (%s, %s)%s: %s", e.Type, e.Reason, e.Source, e.LastTime, from, e.Message)
 	}
 }
