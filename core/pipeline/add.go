@@ -211,35 +211,67 @@ func ipList(ips []net.IP) string {
 // hands it to the source with one event summarizing the attachments.
 func (p *Pipeline) publish(ctx context.Context, req *Request, pl *plan) *types.Error {
 	podRef := pl.podRef(req)
-	entries := make([]*status.Entry, 0, len(pl.attachments))
+	entries := map[string]*status.Entry{}
 	for _, a := range pl.attachments {
-		e, err := status.FromResult(a.Name, a.IfName, a.Default, a.Result)
+		e, err := p.freshEntry(ctx, pl, a)
+		if err == nil {
+			err = compatStatus(a, e)
+		}
 		if err != nil {
 			return newError(codes.Status, podRef, a.Name, err)
 		}
-		p.addDeviceInfo(ctx, pl, a, e)
-		p.enrich(ctx, pl.pod, a, e)
-		if err := compatStatus(a, e); err != nil {
-			return newError(codes.Status, podRef, a.Name, err)
-		}
-		entries = append(entries, e)
+		entries[label(a.Name, a.IfName)] = e
 	}
 	if pl.pod == nil {
 		return nil
 	}
-	doc, err := status.Marshal(entries)
-	if err != nil {
-		return newError(codes.Status, podRef, "", err)
-	}
-	// The event goes out beside the PATCH, not after it: in thin mode each
-	// is a round trip the runtime waits for. Should the PATCH fail, the
-	// rollback's NetworkAttachFailed event follows this one.
-	sent := p.eventAsync(ctx, pl.pod, source.EventNormal, "AddedInterfaces", summary(entries))
-	defer sent()
-	if err := p.Source.PublishStatus(ctx, pl.pod, doc); err != nil {
-		return newError(codes.Status, podRef, "", fmt.Errorf("publishing %s: %w", status.Annotation, err))
+	if err := p.writeStatus(ctx, pl.pod, pl.record, entries, true); err != nil {
+		return asCNIError(codes.Status, podRef, "", err)
 	}
 	return nil
+}
+
+// writeStatus is the one way network-status (s5) is written: by ADD
+// (publish), Update (publishUpdate, and publishRestored after a rollback)
+// and Republish. It lists rec's attachments in order, each with its entry
+// in known (by "name (interface)"), or else one from libcni's cached
+// result. With added, the AddedInterfaces event goes out beside it.
+func (p *Pipeline) writeStatus(ctx context.Context, pod *source.Pod, rec *record.Record, known map[string]*status.Entry, added bool) error {
+	entries := make([]*status.Entry, 0, len(rec.Attachments))
+	for _, ra := range rec.Attachments {
+		e, ok := known[label(ra.Name, ra.IfName)]
+		if !ok {
+			e = p.cachedEntry(pod, rec, ra)
+		}
+		entries = append(entries, e)
+	}
+	doc, err := status.Marshal(entries)
+	if err != nil {
+		return newError(codes.Status, pod.Ref(), "", err)
+	}
+	if added {
+		// The event goes out beside the PATCH, not after it: in thin mode
+		// each is a round trip the runtime waits for. Should the PATCH fail,
+		// the rollback's NetworkAttachFailed event follows this one.
+		sent := p.eventAsync(ctx, pod, source.EventNormal, "AddedInterfaces", summary(entries))
+		defer sent()
+	}
+	if err := p.Source.PublishStatus(ctx, pod, doc); err != nil {
+		return newError(codes.Status, pod.Ref(), "", fmt.Errorf("publishing %s: %w", status.Annotation, err))
+	}
+	return nil
+}
+
+// freshEntry is the entry of an attachment whose delegate has just run:
+// from its result, with its device-info and what the enricher adds.
+func (p *Pipeline) freshEntry(ctx context.Context, pl *plan, a *Attachment) (*status.Entry, error) {
+	e, err := status.FromResult(a.Name, a.IfName, a.Default, a.Result)
+	if err != nil {
+		return nil, err
+	}
+	p.addDeviceInfo(ctx, pl, a, e)
+	p.enrich(ctx, pl.pod, a, e)
+	return e, nil
 }
 
 func (p *Pipeline) enrich(ctx context.Context, pod *source.Pod, a *Attachment, e *status.Entry) {

@@ -287,21 +287,17 @@ func sortLike(as []record.Attachment, order []string) {
 // publishRestored writes network-status after a rollback re-attached
 // what the failed change had detached.
 func (p *Pipeline) publishRestored(ctx context.Context, pod *source.Pod, rec *record.Record, results map[string]types.Result) error {
-	published := publishedEntries(pod)
-	entries := make([]*status.Entry, 0, len(rec.Attachments))
+	known := publishedEntries(pod)
 	for _, ra := range rec.Attachments {
-		res, ok := results[label(ra.Name, ra.IfName)]
-		if !ok {
-			entries = append(entries, p.entryFor(pod, rec, published, ra))
-			continue
+		if res, ok := results[label(ra.Name, ra.IfName)]; ok {
+			e, err := status.FromResult(ra.Name, ra.IfName, ra.Default, res)
+			if err != nil {
+				return err
+			}
+			known[label(ra.Name, ra.IfName)] = e
 		}
-		e, err := status.FromResult(ra.Name, ra.IfName, ra.Default, res)
-		if err != nil {
-			return err
-		}
-		entries = append(entries, e)
 	}
-	return p.writeStatus(ctx, pod, entries)
+	return p.writeStatus(ctx, pod, rec, known, false)
 }
 
 // ordered is the record's attachments in the order ADD would have made
@@ -327,34 +323,20 @@ func ordered(rec *record.Record, els []*selection.Element, d *Diff) []record.Att
 // entries already published for those it kept (with what the enricher
 // added then), new ones from the delegates' results.
 func (p *Pipeline) publishUpdate(ctx context.Context, pod *source.Pod, rec *record.Record, pl *plan) error {
-	fresh := map[string]*Attachment{}
+	known := publishedEntries(pod)
 	for _, a := range pl.attachments[1:] {
-		fresh[label(a.Name, a.IfName)] = a
-	}
-	published := publishedEntries(pod)
-	var entries []*status.Entry
-	for _, ra := range rec.Attachments {
-		key := label(ra.Name, ra.IfName)
-		if a, ok := fresh[key]; ok {
-			e, err := status.FromResult(a.Name, a.IfName, false, a.Result)
-			if err != nil {
-				return newError(codes.Status, pod.Ref(), a.Name, err)
-			}
-			p.enrich(ctx, pod, a, e)
-			entries = append(entries, e)
-			continue
+		e, err := p.freshEntry(ctx, pl, a)
+		if err != nil {
+			return newError(codes.Status, pod.Ref(), a.Name, err)
 		}
-		entries = append(entries, p.entryFor(pod, rec, published, ra))
+		known[label(a.Name, a.IfName)] = e
 	}
-	return p.writeStatus(ctx, pod, entries)
+	return p.writeStatus(ctx, pod, rec, known, false)
 }
 
-// entryFor is a kept attachment's entry: as published, or else from
-// libcni's cached result.
-func (p *Pipeline) entryFor(pod *source.Pod, rec *record.Record, published map[string]*status.Entry, ra record.Attachment) *status.Entry {
-	if e, ok := published[label(ra.Name, ra.IfName)]; ok {
-		return e
-	}
+// cachedEntry is the entry of an attachment the pod's status does not
+// have, from libcni's cached result.
+func (p *Pipeline) cachedEntry(pod *source.Pod, rec *record.Record, ra record.Attachment) *status.Entry {
 	var res types.Result
 	if list, err := netconf.ConfList(ra.Config); err == nil {
 		res, _ = p.CNI.GetNetworkListCachedResult(list, &libcni.RuntimeConf{ContainerID: rec.ContainerID, IfName: ra.IfName})
@@ -383,17 +365,6 @@ func publishedEntries(pod *source.Pod) map[string]*status.Entry {
 		}
 	}
 	return out
-}
-
-func (p *Pipeline) writeStatus(ctx context.Context, pod *source.Pod, entries []*status.Entry) error {
-	doc, err := status.Marshal(entries)
-	if err != nil {
-		return newError(codes.Status, pod.Ref(), "", err)
-	}
-	if err := p.Source.PublishStatus(ctx, pod, doc); err != nil {
-		return newError(codes.Status, pod.Ref(), "", fmt.Errorf("publishing %s: %w", status.Annotation, err))
-	}
-	return nil
 }
 
 // settledRecord is the container's record when it is the pod's and its
@@ -445,12 +416,7 @@ func (p *Pipeline) republishIfStale(ctx context.Context, pod *source.Pod, rec *r
 	if statusCurrent(pod, rec) {
 		return &Change{}, nil
 	}
-	published := publishedEntries(pod)
-	entries := make([]*status.Entry, 0, len(rec.Attachments))
-	for _, ra := range rec.Attachments {
-		entries = append(entries, p.entryFor(pod, rec, published, ra))
-	}
-	if err := p.writeStatus(ctx, pod, entries); err != nil {
+	if err := p.writeStatus(ctx, pod, rec, publishedEntries(pod), false); err != nil {
 		return nil, err
 	}
 	return &Change{Republished: true}, nil
