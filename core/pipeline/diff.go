@@ -76,9 +76,9 @@ func DiffAttachments(rec *record.Record, els []*selection.Element) (*Diff, error
 	return d, nil
 }
 
-// assignNew gives every unmatched element its interface: the requested
-// one, unless the default network or a kept attachment holds it, or
-// net1, net2, ... skipping every name in use.
+// assignNew gives every unmatched element its interface as ADD does
+// (AssignInterfaces): the requested one, unless the default network or a
+// kept attachment holds it, or net1, net2, ... skipping every name in use.
 func (d *Diff) assignNew(rec *record.Record, els []*selection.Element) error {
 	used := map[string]string{}
 	for _, a := range rec.Attachments {
@@ -92,29 +92,19 @@ func (d *Diff) assignNew(rec *record.Record, els []*selection.Element) error {
 	for i, j := range d.Keep {
 		used[rec.Attachments[j].IfName] = fmt.Sprintf("selection element %d (%s)", i, els[i].Ref())
 	}
+	var adds []*selection.Element
 	for i, el := range els {
-		if _, kept := d.Keep[i]; kept {
-			continue
+		if _, kept := d.Keep[i]; !kept {
+			d.Attach = append(d.Attach, i)
+			adds = append(adds, el)
 		}
-		d.Attach = append(d.Attach, i)
-		if el.Interface == "" {
-			continue
-		}
-		if by, taken := used[el.Interface]; taken {
-			return fmt.Errorf("selection element %d (%s) requests interface %q, already used by %s (s4.1.2.1.5)", i, el.Ref(), el.Interface, by)
-		}
-		used[el.Interface] = fmt.Sprintf("selection element %d (%s)", i, el.Ref())
-		d.IfNames[i] = el.Interface
 	}
-	n := 1
-	for _, i := range d.Attach {
-		if d.IfNames[i] != "" {
-			continue
-		}
-		for ; used[fmt.Sprintf("net%d", n)] != ""; n++ {
-		}
-		d.IfNames[i] = fmt.Sprintf("net%d", n)
-		used[d.IfNames[i]] = "generated"
+	ifNames, err := AssignInterfaces(used, adds)
+	if err != nil {
+		return err
+	}
+	for k, i := range d.Attach {
+		d.IfNames[i] = ifNames[k]
 	}
 	return nil
 }

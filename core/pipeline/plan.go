@@ -335,9 +335,9 @@ func AssignInterfaces(used map[string]string, els []*selection.Element) ([]strin
 			continue
 		}
 		if by, taken := used[el.Interface]; taken {
-			return nil, fmt.Errorf("selection element %d (%s) requests interface %q, already used by %s (s4.1.2.1.5)", i, el.Ref(), el.Interface, by)
+			return nil, fmt.Errorf("selection element %d (%s) requests interface %q, already used by %s (s4.1.2.1.5)", el.Index, el.Ref(), el.Interface, by)
 		}
-		used[el.Interface] = fmt.Sprintf("selection element %d (%s)", i, el.Ref())
+		used[el.Interface] = fmt.Sprintf("selection element %d (%s)", el.Index, el.Ref())
 		out[i] = el.Interface
 	}
 	n := 1
