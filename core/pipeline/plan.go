@@ -261,7 +261,16 @@ func (p *Pipeline) planSelections(ctx context.Context, req *Request, pl *plan) e
 		}
 		ifNames = requestedInterfaces(els)
 	}
-	// Each distinct NAD is read once (s4.2: a repeated network is one NAD).
+	if err := p.addSelections(ctx, req, pl, els, ifNames); err != nil {
+		return err
+	}
+	return p.planDevices(ctx, req, pl)
+}
+
+// addSelections adds the elements' attachments, on ifNames, to the plan,
+// for ADD and Update alike. Each distinct NAD is read once (s4.2: a
+// repeated network is one NAD) and resolved (s3.4.1).
+func (p *Pipeline) addSelections(ctx context.Context, req *Request, pl *plan, els []*selection.Element, ifNames []string) error {
 	nads := map[string]*resolvedNAD{}
 	errs := map[string]*types.Error{}
 	for i, el := range els {
@@ -275,7 +284,7 @@ func (p *Pipeline) planSelections(ctx context.Context, req *Request, pl *plan) e
 			return err
 		}
 	}
-	return p.planDevices(ctx, req, pl)
+	return nil
 }
 
 // requestedInterfaces are the names the elements ask for, for a plan that
@@ -353,24 +362,6 @@ func AssignInterfaces(used map[string]string, els []*selection.Element) ([]strin
 		out[i] = fmt.Sprintf("net%d", n)
 		used[out[i]] = "generated"
 		n++
-	}
-	return out, nil
-}
-
-// resolveNADs reads each distinct NAD once and resolves it (s3.4.1).
-func (p *Pipeline) resolveNADs(ctx context.Context, pod *source.Pod, els []*selection.Element) (map[string]*resolvedNAD, error) {
-	pl := &plan{pod: pod}
-	out := map[string]*resolvedNAD{}
-	for _, el := range els {
-		ref := el.Ref()
-		if _, done := out[ref]; done {
-			continue
-		}
-		r, err := p.readNAD(ctx, pl, nadKind, el.Namespace, el.Name)
-		if err != nil {
-			return nil, err
-		}
-		out[ref] = r
 	}
 	return out, nil
 }

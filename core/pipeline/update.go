@@ -129,19 +129,17 @@ func (p *Pipeline) planUpdate(ctx context.Context, req *Request, pod *source.Pod
 	def := defaultOf(rec)
 	pl := &plan{pod: pod, selections: els, attachments: []*Attachment{{Index: -1, Default: true, Name: def.Name, IfName: def.IfName, Config: def.Config}}}
 	var adds []*selection.Element
+	var ifNames []string
 	for _, i := range d.Attach {
-		adds = append(adds, els[i])
+		adds, ifNames = append(adds, els[i]), append(ifNames, d.IfNames[i])
 	}
-	nads, err := p.resolveNADs(ctx, pod, adds)
-	if err != nil {
+	if err := p.addSelections(ctx, req, pl, adds, ifNames); err != nil {
 		return nil, err
 	}
-	for _, i := range d.Attach {
-		a := selectionAttachment(req, els[i], d.IfNames[i], nads[els[i].Ref()])
+	for _, a := range pl.attachments[1:] {
 		if err := refuseDeviceHotplug(pod, a); err != nil {
 			return nil, p.refuse(ctx, pod, err)
 		}
-		pl.attachments = append(pl.attachments, a)
 	}
 	if err := p.runStages(ctx, pl); err != nil {
 		return nil, err
