@@ -57,8 +57,8 @@ func (p *Pipeline) add(ctx context.Context, req *Request) (types.Result, error) 
 	if err != nil {
 		return nil, err
 	}
-	if err := p.attachAll(ctx, req, pl); err != nil {
-		return nil, err
+	if err := p.attachAll(ctx, req, pl, pl.record); err != nil {
+		return nil, p.rollback(ctx, req, pl, err)
 	}
 	if err := p.setDefaultRoutes(ctx, req, pl); err != nil {
 		return nil, p.rollback(ctx, req, pl, err)
@@ -84,26 +84,29 @@ func (p *Pipeline) undoPrevious(ctx context.Context, req *Request) error {
 	return nil
 }
 
-// attachAll runs each delegate in order, recording each attempt before it
-// starts so a crash at any point leaves a record DEL can work from. Each
-// save also records the previous attachment as done: one write per
+// attachAll runs each planned attachment's delegate in order, for ADD and
+// Update alike: rec ends with their entries (ADD's is pl.record; Update
+// appends them to the pod's record). Each is recorded as attempted before
+// it starts so a crash at any point leaves a record DEL can work from.
+// Each save also records the previous attachment as done: one write per
 // attachment, plus the last.
-func (p *Pipeline) attachAll(ctx context.Context, req *Request, pl *plan) error {
+func (p *Pipeline) attachAll(ctx context.Context, req *Request, pl *plan, rec *record.Record) *types.Error {
+	base := len(rec.Attachments) - len(pl.attachments)
 	for i, a := range pl.attachments {
-		if err := p.attachStep(ctx, req, pl, a, pl.record, &pl.record.Attachments[i], pl.lists[i]); err != nil {
-			return p.rollback(ctx, req, pl, err)
+		if err := p.attachStep(ctx, req, pl, a, rec, &rec.Attachments[base+i], pl.lists[i]); err != nil {
+			return err
 		}
 	}
-	if err := p.Records.Save(pl.record); err != nil {
-		return p.rollback(ctx, req, pl, newError(codes.Record, pl.podRef(req), "", err))
+	if err := p.Records.Save(rec); err != nil {
+		return newError(codes.Record, pl.podRef(req), "", err)
 	}
 	return nil
 }
 
-// attachStep runs one attachment's delegate, for ADD (attachAll) and
-// Update (attachNew) alike: ra, rec's entry of a, is saved as attempted
-// before the delegate starts, and marked attached once its result has what
-// the pod requested; the caller's next save records that.
+// attachStep runs one attachment's delegate for attachAll: ra, rec's
+// entry of a, is saved as attempted before the delegate starts, and marked
+// attached once its result has what the pod requested; the caller's next
+// save records that.
 func (p *Pipeline) attachStep(ctx context.Context, req *Request, pl *plan, a *Attachment, rec *record.Record, ra *record.Attachment, list *libcni.NetworkConfigList) *types.Error {
 	podRef := pl.podRef(req)
 	ra.State = record.Attempted

@@ -93,7 +93,7 @@ func (p *Pipeline) update(ctx context.Context, req *Request, pod *source.Pod, re
 	if d.Empty() {
 		return p.republishIfStale(ctx, pod, rec)
 	}
-	pl, err := p.planUpdate(ctx, req, pod, rec, els, d)
+	pl, err := p.planUpdate(ctx, req, pod, els, d)
 	if err != nil {
 		return nil, err
 	}
@@ -106,10 +106,11 @@ func (p *Pipeline) update(ctx context.Context, req *Request, pod *source.Pod, re
 	if err != nil {
 		return &Change{}, p.rollbackUpdate(ctx, req, pl, rec, order, 0, detached, err)
 	}
-	if err := p.attachNew(ctx, req, pl, rec); err != nil {
-		return &Change{}, p.rollbackUpdate(ctx, req, pl, rec, order, len(pl.attachments)-1, detached, err)
+	rec.Attachments = append(rec.Attachments, pl.record.Attachments...)
+	if err := p.attachAll(ctx, req, pl, rec); err != nil {
+		return &Change{}, p.rollbackUpdate(ctx, req, pl, rec, order, len(pl.attachments), detached, err)
 	}
-	for _, a := range pl.attachments[1:] {
+	for _, a := range pl.attachments {
 		ch.Attached = append(ch.Attached, label(a.Name, a.IfName))
 	}
 	rec.Attachments = ordered(rec, els, d)
@@ -124,10 +125,10 @@ func (p *Pipeline) update(ctx context.Context, req *Request, pod *source.Pod, re
 }
 
 // planUpdate runs every stage before delegation for the new elements:
-// NADs, policy, extensions, final configs. A failure changes nothing.
-func (p *Pipeline) planUpdate(ctx context.Context, req *Request, pod *source.Pod, rec *record.Record, els []*selection.Element, d *Diff) (*plan, error) {
-	def := defaultOf(rec)
-	pl := &plan{pod: pod, selections: els, attachments: []*Attachment{{Index: -1, Default: true, Name: def.Name, IfName: def.IfName, Config: def.Config}}}
+// NADs, policy, extensions, final configs in a record of Planned entries.
+// A failure changes nothing.
+func (p *Pipeline) planUpdate(ctx context.Context, req *Request, pod *source.Pod, els []*selection.Element, d *Diff) (*plan, error) {
+	pl := &plan{pod: pod, selections: els}
 	var adds []*selection.Element
 	var ifNames []string
 	for _, i := range d.Attach {
@@ -136,7 +137,7 @@ func (p *Pipeline) planUpdate(ctx context.Context, req *Request, pod *source.Pod
 	if err := p.addSelections(ctx, req, pl, adds, ifNames); err != nil {
 		return nil, err
 	}
-	for _, a := range pl.attachments[1:] {
+	for _, a := range pl.attachments {
 		if err := refuseDeviceHotplug(pod, a); err != nil {
 			return nil, p.refuse(ctx, pod, err)
 		}
@@ -144,12 +145,8 @@ func (p *Pipeline) planUpdate(ctx context.Context, req *Request, pod *source.Pod
 	if err := p.runStages(ctx, pl); err != nil {
 		return nil, err
 	}
-	for _, a := range pl.attachments[1:] {
-		list, err := finalConfig(a)
-		if err != nil {
-			return nil, newError(codes.NetworkNotFound, pod.Ref(), a.Name, err)
-		}
-		pl.lists = append(pl.lists, list)
+	if err := p.buildRecord(req, pl); err != nil {
+		return nil, err
 	}
 	return pl, nil
 }
@@ -186,26 +183,6 @@ func (p *Pipeline) detachRemoved(ctx context.Context, req *Request, rec *record.
 		failure = newError(codes.Record, podOf(rec), "", err)
 	}
 	return detached, failure
-}
-
-// attachNew runs each new attachment's delegate as attachAll does for
-// ADD (attachStep): recorded as attempted before it starts, verified after.
-func (p *Pipeline) attachNew(ctx context.Context, req *Request, pl *plan, rec *record.Record) error {
-	base := len(rec.Attachments)
-	for _, a := range pl.attachments[1:] {
-		rec.Attachments = append(rec.Attachments, record.Attachment{Name: a.Name, IfName: a.IfName, CNIArgs: a.CNIArgs, CapabilityArgs: a.CapabilityArgs, State: record.Planned})
-	}
-	for k, a := range pl.attachments[1:] {
-		ra := &rec.Attachments[base+k]
-		ra.Config = pl.lists[k].Bytes
-		if err := p.attachStep(ctx, req, pl, a, rec, ra, pl.lists[k]); err != nil {
-			return err
-		}
-	}
-	if err := p.Records.Save(rec); err != nil {
-		return newError(codes.Record, pl.pod.Ref(), "", err)
-	}
-	return nil
 }
 
 // rollbackUpdate undoes a failed Update: the added new attachments (the
@@ -322,7 +299,7 @@ func ordered(rec *record.Record, els []*selection.Element, d *Diff) []record.Att
 // added then), new ones from the delegates' results.
 func (p *Pipeline) publishUpdate(ctx context.Context, pod *source.Pod, rec *record.Record, pl *plan) error {
 	known := publishedEntries(pod)
-	for _, a := range pl.attachments[1:] {
+	for _, a := range pl.attachments {
 		e, err := p.freshEntry(ctx, pl, a)
 		if err != nil {
 			return newError(codes.Status, pod.Ref(), a.Name, err)
