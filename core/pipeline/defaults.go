@@ -72,7 +72,7 @@ func (p *Pipeline) planDefault(ctx context.Context, req *Request, pl *plan) (*At
 	}
 	if pl.opts.OffNode && p.clusterNetworkOnNode() {
 		a := standInDefault(req, OriginClusterNetwork, p.Config.ClusterNetwork)
-		pl.note(a).unread = "the cluster-wide default network is read from the node's files (s6)"
+		pl.note(a).Unread = "the cluster-wide default network is read from the node's files (s6)"
 		return a, nil
 	}
 	cluster, err := p.loadClusterNetwork(ctx)
@@ -118,7 +118,7 @@ func (p *Pipeline) podDefault(ctx context.Context, req *Request, pl *plan, value
 		return a, newError(codes.NetworkNotFound, pod.Ref(), ref.Ref(), err)
 	}
 	if r.Config == nil {
-		pl.note(a).unread = unreadNADConfig
+		pl.note(a).Unread = unreadNADConfig
 		return a, nil
 	}
 	raw, err := p.withAuxiliaryChain(r.Config, p.Config.ConfDir)
@@ -131,7 +131,7 @@ func (p *Pipeline) podDefault(ctx context.Context, req *Request, pl *plan, value
 	}
 	d := defaultAttachment(req, c)
 	d.Origin = OriginPodDefault
-	pl.note(d).configSource = r.Source
+	pl.note(d).ConfigSource = r.Source
 	return d, nil
 }
 

@@ -40,7 +40,7 @@ type plan struct {
 	// what Plan shows of each attachment beyond it.
 	err   error
 	errs  []*types.Error
-	notes map[*Attachment]*note
+	notes map[*Attachment]*Planned
 }
 
 // podRefOf names the pod for messages, with or without a pod object.
@@ -406,9 +406,9 @@ func (pl *plan) resolved(a *Attachment, r *resolvedNAD, te *types.Error) error {
 	case te != nil:
 		return pl.fail(a, te)
 	case r.resolved.Config == nil:
-		pl.note(a).unread = unreadNADConfig
+		pl.note(a).Unread = unreadNADConfig
 	default:
-		pl.note(a).configSource = r.resolved.Source
+		pl.note(a).ConfigSource = r.resolved.Source
 	}
 	return nil
 }
@@ -502,7 +502,7 @@ func (p *Pipeline) authorize(ctx context.Context, pl *plan) error {
 		if !d.Allowed && len(d.Reasons) == 0 {
 			d.Reasons = []Reason{{Code: "policy.denied", Message: "the policy gave no reason"}}
 		}
-		pl.note(a).decision = &d
+		pl.note(a).Decision = &d
 		if d.Allowed {
 			continue
 		}
@@ -548,7 +548,7 @@ func (p *Pipeline) prepare(ctx context.Context, pl *plan) error {
 			continue
 		}
 		warn := func(msg string) {
-			pl.note(a).warnings = append(pl.note(a).warnings, msg)
+			pl.note(a).Warnings = append(pl.note(a).Warnings, msg)
 			p.Log.Warn(msg, "pod", pl.pod.Ref(), "network", a.Name)
 			p.event(ctx, pl.pod, source.EventWarning, "NetworkExtensionWarning", fmt.Sprintf("network %s: %s", a.Name, msg))
 		}

@@ -81,22 +81,15 @@ func (p *Pipeline) Plan(ctx context.Context, req *Request, opts PlanOptions) (*P
 	return pl.view(), pl.err
 }
 
-// note is what the plan knows of an attachment beyond the Attachment.
-type note struct {
-	configSource string
-	unread       string
-	decision     *Decision
-	warnings     []string
-	err          *types.Error
-}
-
-func (pl *plan) note(a *Attachment) *note {
+// note is what the plan knows of a beyond the Attachment: the Planned
+// that Plan shows of it, but for the copy of a, which view adds.
+func (pl *plan) note(a *Attachment) *Planned {
 	if pl.notes == nil {
-		pl.notes = map[*Attachment]*note{}
+		pl.notes = map[*Attachment]*Planned{}
 	}
 	n := pl.notes[a]
 	if n == nil {
-		n = &note{}
+		n = &Planned{}
 		pl.notes[a] = n
 	}
 	return n
@@ -111,7 +104,7 @@ func (pl *plan) fail(a *Attachment, te *types.Error) error {
 	}
 	pl.errs = append(pl.errs, te)
 	if a != nil {
-		pl.note(a).err = te
+		pl.note(a).Err = te
 	}
 	if pl.opts.All {
 		return nil
@@ -134,24 +127,22 @@ func (pl *plan) stop(err error) error {
 // failed: a failed in an earlier step, which later steps leave it out of.
 func (pl *plan) failed(a *Attachment) bool {
 	n := pl.notes[a]
-	return n != nil && n.err != nil
+	return n != nil && n.Err != nil
 }
 
 // skip: a step needing a's config leaves it out (it failed, or its config
 // is on the node).
 func (pl *plan) skip(a *Attachment) bool {
 	n := pl.notes[a]
-	return n != nil && (n.err != nil || n.unread != "")
+	return n != nil && (n.Err != nil || n.Unread != "")
 }
 
 // view is the read-only Plan.
 func (pl *plan) view() *Plan {
 	v := &Plan{Pod: pl.pod, Selection: pl.parsed, SelectionErr: pl.parseErr, Errs: pl.errs}
 	for _, a := range pl.attachments {
-		pa := &Planned{Attachment: *a}
-		if n := pl.notes[a]; n != nil {
-			pa.ConfigSource, pa.Unread, pa.Decision, pa.Warnings, pa.Err = n.configSource, n.unread, n.decision, n.warnings, n.err
-		}
+		pa := pl.note(a)
+		pa.Attachment = *a
 		switch {
 		case a.Default:
 			v.Default = pa
