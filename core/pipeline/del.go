@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -159,20 +160,7 @@ func (p *Pipeline) detachOne(ctx context.Context, req *Request, a *record.Attach
 // a crash during an append). Every delegate DEL that succeeded removed its
 // cache entry, so what is left was attached and not undone.
 func (p *Pipeline) delLeftovers(ctx context.Context, req *Request) error {
-	cached, err := p.CNI.GetCachedAttachments(req.ContainerID)
-	if err != nil {
-		p.Log.Warn("reading libcni's cache", "err", err)
-		return nil
-	}
-	var msgs []string
-	for i := len(cached) - 1; i >= 0; i-- {
-		c := cached[i]
-		p.Log.Warn("detaching an attachment the record did not list", "network", c.Network, "interface", c.IfName)
-		if err := p.delCached(ctx, req, c); err != nil {
-			msgs = append(msgs, fmt.Sprintf("%s (%s): %v", c.Network, c.IfName, err))
-		}
-	}
-	if len(msgs) > 0 {
+	if msgs, _ := p.delAllCached(ctx, req, true); len(msgs) > 0 {
 		return newError(codes.DetachFailed, req.podRef(), "", fmt.Errorf("detaching attachments missing from the record: %s", strings.Join(msgs, "; ")))
 	}
 	return nil
@@ -182,19 +170,7 @@ func (p *Pipeline) delLeftovers(ctx context.Context, req *Request) error {
 // cached for the container, then the default network as configured now
 // (harmless when it was never attached: DEL is idempotent).
 func (p *Pipeline) delFromCache(ctx context.Context, req *Request) error {
-	cached, err := p.CNI.GetCachedAttachments(req.ContainerID)
-	if err != nil {
-		p.Log.Warn("reading libcni's cache", "err", err)
-	}
-	var msgs []string
-	seenDefault := false
-	for i := len(cached) - 1; i >= 0; i-- {
-		c := cached[i]
-		seenDefault = seenDefault || c.IfName == req.IfName
-		if err := p.delCached(ctx, req, c); err != nil {
-			msgs = append(msgs, fmt.Sprintf("%s (%s): %v", c.Network, c.IfName, err))
-		}
-	}
+	msgs, seenDefault := p.delAllCached(ctx, req, false)
 	if !seenDefault && req.IfName != "" {
 		if err := p.delDefault(ctx, req); err != nil {
 			msgs = append(msgs, err.Error())
@@ -204,6 +180,27 @@ func (p *Pipeline) delFromCache(ctx context.Context, req *Request) error {
 		return newError(codes.DetachFailed, req.podRef(), "", fmt.Errorf("detaching without a record: %s", strings.Join(msgs, "; ")))
 	}
 	return nil
+}
+
+// delAllCached detaches every attachment libcni caches for the container,
+// last first, past failures, for delLeftovers (leftovers, each logged) and
+// delFromCache. It returns the failures, and whether an attachment was on
+// req's interface.
+func (p *Pipeline) delAllCached(ctx context.Context, req *Request, leftovers bool) (msgs []string, onIfName bool) {
+	cached, err := p.CNI.GetCachedAttachments(req.ContainerID)
+	if err != nil {
+		p.Log.Warn("reading libcni's cache", "err", err)
+	}
+	for _, c := range slices.Backward(cached) {
+		if leftovers {
+			p.Log.Warn("detaching an attachment the record did not list", "network", c.Network, "interface", c.IfName)
+		}
+		onIfName = onIfName || c.IfName == req.IfName
+		if err := p.delCached(ctx, req, c); err != nil {
+			msgs = append(msgs, fmt.Sprintf("%s (%s): %v", c.Network, c.IfName, err))
+		}
+	}
+	return msgs, onIfName
 }
 
 func (p *Pipeline) delCached(ctx context.Context, req *Request, c *libcni.NetworkAttachment) error {
