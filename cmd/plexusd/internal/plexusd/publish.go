@@ -72,16 +72,17 @@ func containerOf(ctx context.Context) string {
 	return id
 }
 
-// status queues pod's network-status, replacing one of the same pod that
-// has not started.
-func (p *publisher) status(ctx context.Context, pod *source.Pod, doc []byte) {
-	j := p.newJob(ctx, pod)
-	j.doc = doc
+// queue adds a status (doc) or an event (send) about pod to the pod's
+// work. A status replaces one of the same pod that has not started;
+// events are best effort and never replaced.
+func (p *publisher) queue(ctx context.Context, pod *source.Pod, doc []byte, send func(context.Context)) {
+	jctx, cancel := context.WithCancel(p.ctx)
+	j := &publishJob{container: containerOf(ctx), pod: pod, doc: doc, event: send, ctx: jctx, cancel: cancel, done: make(chan struct{})}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	w := p.work(pod.Ref())
 	for i, q := range w.queue {
-		if q.doc != nil {
+		if doc != nil && q.doc != nil {
 			q.cancel()
 			close(q.done)
 			w.queue[i] = j
@@ -89,22 +90,6 @@ func (p *publisher) status(ctx context.Context, pod *source.Pod, doc []byte) {
 		}
 	}
 	w.queue = append(w.queue, j)
-}
-
-// event queues an event about pod; events are best effort and never
-// replaced.
-func (p *publisher) event(ctx context.Context, pod *source.Pod, send func(context.Context)) {
-	j := p.newJob(ctx, pod)
-	j.event = send
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	w := p.work(pod.Ref())
-	w.queue = append(w.queue, j)
-}
-
-func (p *publisher) newJob(ctx context.Context, pod *source.Pod) *publishJob {
-	jctx, cancel := context.WithCancel(p.ctx)
-	return &publishJob{container: containerOf(ctx), pod: pod, ctx: jctx, cancel: cancel, done: make(chan struct{})}
 }
 
 // work returns the pod's queue, starting its worker when it has none; mu
@@ -278,11 +263,11 @@ type asyncSource struct {
 
 // PublishStatus queues the status; the ADD does not wait for it.
 func (s asyncSource) PublishStatus(ctx context.Context, pod *source.Pod, doc []byte) error {
-	s.pub.status(ctx, pod, doc)
+	s.pub.queue(ctx, pod, doc, nil)
 	return nil
 }
 
 // Event queues the event behind the pod's status.
 func (s asyncSource) Event(ctx context.Context, pod *source.Pod, typ source.EventType, reason, msg string) {
-	s.pub.event(ctx, pod, func(ctx context.Context) { s.countingSource.Event(ctx, pod, typ, reason, msg) })
+	s.pub.queue(ctx, pod, nil, func(ctx context.Context) { s.countingSource.Event(ctx, pod, typ, reason, msg) })
 }
