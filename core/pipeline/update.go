@@ -53,20 +53,15 @@ func (c *Change) Empty() bool {
 // pod's DEL undoes it. A failure leaves the pod's attachments as they
 // were (what was attached is detached, what was detached is attached
 // again) and returns a CNI error whose code says why.
-func (p *Pipeline) Update(ctx context.Context, req *Request, pod *source.Pod) (*Change, error) {
-	unlock, err := p.Locks.Lock(ctx, req.ContainerID)
-	if err != nil {
-		return nil, newError(codes.Record, pod.Ref(), "", err)
-	}
-	defer func() { unlock(!p.hasRecord(req.ContainerID)) }()
-	rec, err := p.settledRecord(req.ContainerID, pod)
-	if err != nil {
-		return nil, err
-	}
-	def := defaultOf(rec)
-	r := *req
-	r.IfName, r.Args = def.IfName, def.CNIArgs
-	return p.update(ctx, &r, pod, rec)
+func (p *Pipeline) Update(ctx context.Context, req *Request, pod *source.Pod) (ch *Change, err error) {
+	err = p.withSettled(ctx, req.ContainerID, pod, func(rec *record.Record) error {
+		def := defaultOf(rec)
+		r := *req
+		r.IfName, r.Args = def.IfName, def.CNIArgs
+		ch, err = p.update(ctx, &r, pod, rec)
+		return err
+	})
+	return ch, err
 }
 
 func defaultOf(rec *record.Record) *record.Attachment {
@@ -91,7 +86,11 @@ func (p *Pipeline) update(ctx context.Context, req *Request, pod *source.Pod, re
 		return nil, p.refuse(ctx, pod, newError(codes.InterfaceConflict, pod.Ref(), "", err))
 	}
 	if d.Empty() {
-		return p.republishIfStale(ctx, pod, rec)
+		wrote, err := p.republishIfStale(ctx, pod, rec)
+		if err != nil {
+			return nil, err
+		}
+		return &Change{Republished: wrote}, nil
 	}
 	pl, err := p.planUpdate(ctx, req, pod, els, d)
 	if err != nil {
@@ -342,22 +341,28 @@ func publishedEntries(pod *source.Pod) map[string]*status.Entry {
 	return out
 }
 
-// settledRecord is the container's record when it is the pod's and its
-// ADD completed; the caller holds the container's lock.
-func (p *Pipeline) settledRecord(containerID string, pod *source.Pod) (*record.Record, error) {
+// withSettled runs fn under the container's lock (s7.3) with its record,
+// when that is the pod's and its ADD completed; else it returns
+// ErrNoRecord, ErrNotSettled or a CNI error.
+func (p *Pipeline) withSettled(ctx context.Context, containerID string, pod *source.Pod, fn func(*record.Record) error) error {
+	unlock, err := p.Locks.Lock(ctx, containerID)
+	if err != nil {
+		return newError(codes.Record, pod.Ref(), "", err)
+	}
+	defer func() { unlock(!p.hasRecord(containerID)) }()
 	rec, err := p.Records.Load(containerID)
 	switch {
 	case err != nil:
-		return nil, newError(codes.Record, pod.Ref(), "", err)
+		return newError(codes.Record, pod.Ref(), "", err)
 	case rec == nil:
-		return nil, ErrNoRecord
+		return ErrNoRecord
 	case rec.Pod == nil || rec.Pod.UID != pod.UID:
-		return nil, newError(codes.PodLookup, pod.Ref(), "", fmt.Errorf("container %s was attached for another pod (record %+v, pod UID %s)", containerID, rec.Pod, pod.UID))
+		return newError(codes.PodLookup, pod.Ref(), "", fmt.Errorf("container %s was attached for another pod (record %+v, pod UID %s)", containerID, rec.Pod, pod.UID))
 	}
 	if def := defaultOf(rec); def == nil || def.State != record.Attached {
-		return nil, ErrNotSettled
+		return ErrNotSettled
 	}
-	return rec, nil
+	return fn(rec)
 }
 
 // Republish writes the pod's network-status (s5) from the container's
@@ -367,34 +372,25 @@ func (p *Pipeline) settledRecord(containerID string, pod *source.Pod) (*record.R
 // the pod without its status, which this restores. Entries the pod's
 // status still has keep what was added to them (device-info, extension
 // keys). ErrNoRecord and ErrNotSettled as for Update.
-func (p *Pipeline) Republish(ctx context.Context, containerID string, pod *source.Pod) (bool, error) {
-	unlock, err := p.Locks.Lock(ctx, containerID)
-	if err != nil {
-		return false, newError(codes.Record, pod.Ref(), "", err)
-	}
-	defer func() { unlock(!p.hasRecord(containerID)) }()
-	rec, err := p.settledRecord(containerID, pod)
-	if err != nil {
-		return false, err
-	}
-	ch, err := p.republishIfStale(ctx, pod, rec)
-	if err != nil {
-		return false, err
-	}
-	return ch.Republished, nil
+func (p *Pipeline) Republish(ctx context.Context, containerID string, pod *source.Pod) (wrote bool, err error) {
+	err = p.withSettled(ctx, containerID, pod, func(rec *record.Record) error {
+		wrote, err = p.republishIfStale(ctx, pod, rec)
+		return err
+	})
+	return wrote, err
 }
 
 // republishIfStale writes network-status when it does not list exactly
 // the record's attachments: a crash between a change's attach and its
-// publish leaves it behind.
-func (p *Pipeline) republishIfStale(ctx context.Context, pod *source.Pod, rec *record.Record) (*Change, error) {
+// publish leaves it behind. It reports whether it wrote.
+func (p *Pipeline) republishIfStale(ctx context.Context, pod *source.Pod, rec *record.Record) (bool, error) {
 	if statusCurrent(pod, rec) {
-		return &Change{}, nil
+		return false, nil
 	}
 	if err := p.writeStatus(ctx, pod, rec, publishedEntries(pod), false); err != nil {
-		return nil, err
+		return false, err
 	}
-	return &Change{Republished: true}, nil
+	return true, nil
 }
 
 // refuse reports a change that was not made, for the failures whose stage
