@@ -97,9 +97,10 @@ func (p *Pipeline) update(ctx context.Context, req *Request, pod *source.Pod, re
 		return nil, err
 	}
 	ch := &Change{}
-	order := make([]string, len(rec.Attachments))
+	// Where each attachment is now, by label: a rollback puts them back.
+	order := map[string]int{}
 	for i, a := range rec.Attachments {
-		order[i] = label(a.Name, a.IfName)
+		order[label(a.Name, a.IfName)] = i
 	}
 	detached, err := p.detachRemoved(ctx, req, rec, d, ch)
 	if err != nil {
@@ -187,7 +188,7 @@ func (p *Pipeline) detachRemoved(ctx context.Context, req *Request, rec *record.
 // rollbackUpdate undoes a failed Update: the added new attachments (the
 // record's last) are detached and the ones detached for it attached
 // again, so the pod is as it was.
-func (p *Pipeline) rollbackUpdate(ctx context.Context, req *Request, pl *plan, rec *record.Record, order []string, added int, detached []record.Attachment, cause error) error {
+func (p *Pipeline) rollbackUpdate(ctx context.Context, req *Request, pl *plan, rec *record.Record, order map[string]int, added int, detached []record.Attachment, cause error) error {
 	te := asCNIError(codes.AttachFailed, pl.pod.Ref(), "", cause)
 	reason := "NetworkAttachFailed"
 	if te.Code == codes.DetachFailed {
@@ -231,7 +232,10 @@ func (p *Pipeline) rollbackUpdate(ctx context.Context, req *Request, pl *plan, r
 		rec.Attachments[len(rec.Attachments)-1].State = record.Attached
 		results[label(a.Name, a.IfName)] = res
 	}
-	sortLike(rec.Attachments, order)
+	sort.SliceStable(rec.Attachments, func(i, j int) bool {
+		a, b := rec.Attachments[i], rec.Attachments[j]
+		return order[label(a.Name, a.IfName)] < order[label(b.Name, b.IfName)]
+	})
 	if err := p.Records.Save(rec); err != nil {
 		msgs = append(msgs, err.Error())
 	}
@@ -245,17 +249,6 @@ func (p *Pipeline) rollbackUpdate(ctx context.Context, req *Request, pl *plan, r
 		te.Details = "restoring the pod's attachments also failed: " + labels(msgs)
 	}
 	return te
-}
-
-// sortLike puts attachments in the order of labels (as they were).
-func sortLike(as []record.Attachment, order []string) {
-	pos := map[string]int{}
-	for i, l := range order {
-		pos[l] = i
-	}
-	sort.SliceStable(as, func(i, j int) bool {
-		return pos[label(as[i].Name, as[i].IfName)] < pos[label(as[j].Name, as[j].IfName)]
-	})
 }
 
 // publishRestored writes network-status after a rollback re-attached
