@@ -178,7 +178,7 @@ func verifyRequested(a *Attachment) error {
 	}
 	for _, want := range a.Selection.IPs {
 		if !slices.ContainsFunc(got, requestedIP(want).Equal) {
-			return fmt.Errorf("requested IP %s was not assigned (result has %s); the delegate may not support the \"ips\" argument", want, ipList(got))
+			return fmt.Errorf("requested IP %s was not assigned (result has %s); the delegate may not support the \"ips\" argument", want, listOrNone(got))
 		}
 	}
 	if a.Selection.MAC != "" {
@@ -199,13 +199,14 @@ func requestedIP(s string) net.IP {
 	return ip
 }
 
-func ipList(ips []net.IP) string {
-	if len(ips) == 0 {
+// listOrNone joins the values' texts with commas, or says "none".
+func listOrNone[T fmt.Stringer](vs []T) string {
+	if len(vs) == 0 {
 		return "none"
 	}
-	s := make([]string, len(ips))
-	for i, ip := range ips {
-		s[i] = ip.String()
+	s := make([]string, len(vs))
+	for i, v := range vs {
+		s[i] = v.String()
 	}
 	return strings.Join(s, ", ")
 }

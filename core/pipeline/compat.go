@@ -7,7 +7,6 @@ import (
 	"maps"
 	"net"
 	"slices"
-	"strings"
 
 	"github.com/containernetworking/cni/pkg/types"
 	types100 "github.com/containernetworking/cni/pkg/types/100"
@@ -86,10 +85,7 @@ func (p *Pipeline) compatCapabilities(a *Attachment) error {
 			a.ignore(cap.key, fmt.Sprintf("no plugin of network %s declares the %q capability", a.Name, cap.key), false)
 			continue
 		}
-		if a.CapabilityArgs == nil {
-			a.CapabilityArgs = map[string]any{}
-		}
-		a.CapabilityArgs[cap.key] = cap.value
+		capabilityArg(a, cap.key, cap.value)
 	}
 	return nil
 }
@@ -160,8 +156,8 @@ func (p *Pipeline) setDefaultRoute(ctx context.Context, req *Request, a *Attachm
 	}
 	for _, s := range gws {
 		gw := net.ParseIP(s)
-		if !inAny(subnets, gw) {
-			return fmt.Errorf("%q gateway %s is in none of the attachment's subnets (%s)", selection.KeyDefaultRoute, s, netList(subnets))
+		if !slices.ContainsFunc(subnets, func(n *net.IPNet) bool { return n.Contains(gw) }) {
+			return fmt.Errorf("%q gateway %s is in none of the attachment's subnets (%s)", selection.KeyDefaultRoute, s, listOrNone(subnets))
 		}
 		if err := p.Routes.ReplaceDefaultRoute(ctx, req.NetNS, a.IfName, gw); err != nil {
 			return fmt.Errorf("setting the pod's default route via %s: %w", s, err)
@@ -190,26 +186,6 @@ func sandboxSubnets(a *Attachment) ([]*net.IPNet, error) {
 		out = append(out, &net.IPNet{IP: ip.Address.IP.Mask(ip.Address.Mask), Mask: ip.Address.Mask})
 	}
 	return out, nil
-}
-
-func inAny(nets []*net.IPNet, ip net.IP) bool {
-	for _, n := range nets {
-		if n.Contains(ip) {
-			return true
-		}
-	}
-	return false
-}
-
-func netList(nets []*net.IPNet) string {
-	if len(nets) == 0 {
-		return "none"
-	}
-	s := make([]string, len(nets))
-	for i, n := range nets {
-		s[i] = n.String()
-	}
-	return strings.Join(s, ", ")
 }
 
 // compatStatus adds plexus's own keys to an attachment's status entry.

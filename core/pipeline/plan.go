@@ -451,17 +451,14 @@ func selectionAttachment(req *Request, el *selection.Element, ifName string, r *
 	// cni-args cannot hold a key that a delegate reads as one of these
 	// (selection.SameArgKey), so the element's own keys are what it gets.
 	a.ConfigArgs = el.DelegateArgs()
-	if len(el.IPs) > 0 || el.MAC != "" || el.InfinibandGUID != "" {
-		a.CapabilityArgs = map[string]any{}
-	}
 	if el.InfinibandGUID != "" {
-		a.CapabilityArgs[InfinibandGUIDCapability] = el.InfinibandGUID
+		capabilityArg(a, InfinibandGUIDCapability, el.InfinibandGUID)
 	}
 	if len(el.IPs) > 0 {
-		a.CapabilityArgs["ips"] = el.IPs
+		capabilityArg(a, "ips", el.IPs)
 	}
 	if el.MAC != "" {
-		a.CapabilityArgs["mac"] = el.MAC
+		capabilityArg(a, "mac", el.MAC)
 	}
 	return a
 }
