@@ -170,7 +170,7 @@ func verifyRequested(a *Attachment) error {
 		return nil
 	}
 	if a.Result == nil {
-		return errorf("the delegate returned no result, so the requested ips/mac cannot be confirmed")
+		return errors.New("the delegate returned no result, so the requested ips/mac cannot be confirmed")
 	}
 	got, mac, err := status.AddressesOn(a.Result)
 	if err != nil {

@@ -53,7 +53,7 @@ func (p *Pipeline) loadClusterNetwork(ctx context.Context) (*clusterNetwork, err
 		return clusterFromConfig(raw, path, nil)
 	}
 	if p.Source == nil {
-		return nil, errorf("clusterNetwork %q names a NAD, which needs a pod source (kubeconfig or manifests)", ref)
+		return nil, fmt.Errorf("clusterNetwork %q names a NAD, which needs a pod source (kubeconfig or manifests)", ref)
 	}
 	if err := names.Label("clusterNetwork NAD name", ref); err != nil {
 		return nil, err

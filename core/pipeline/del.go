@@ -254,11 +254,9 @@ func (p *Pipeline) delDefault(ctx context.Context, req *Request) error {
 		p.Log.Warn("no record and no default network config: nothing to detach", "err", err)
 		return nil
 	}
-	raw := c.config
-	name := c.name
-	a := &record.Attachment{Name: name, IfName: req.IfName, Config: raw, CNIArgs: delegateArgs(req.Args), CapabilityArgs: defaultCapabilityArgs(req.RuntimeConfig, c)}
+	a := &record.Attachment{Name: c.name, IfName: req.IfName, Config: c.config, CNIArgs: delegateArgs(req.Args), CapabilityArgs: defaultCapabilityArgs(req.RuntimeConfig, c)}
 	if err := p.detachOne(ctx, req, a); err != nil {
-		return fmt.Errorf("default network %s (%s): %w", name, req.IfName, err)
+		return fmt.Errorf("default network %s (%s): %w", c.name, req.IfName, err)
 	}
 	return nil
 }

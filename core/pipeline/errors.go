@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/containernetworking/cni/pkg/types"
 )
@@ -28,5 +27,3 @@ func asCNIError(code uint, pod, network string, err error) *types.Error {
 	}
 	return newError(code, pod, network, err)
 }
-
-func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }

@@ -235,12 +235,8 @@ func defaultCapabilityArgs(rc map[string]any, c *clusterNetwork) map[string]any 
 	if _, ok := rc[PodAnnotationsCapability]; !ok || c.podAnnotations {
 		return rc
 	}
-	out := make(map[string]any, len(rc))
-	for k, v := range rc {
-		if k != PodAnnotationsCapability {
-			out[k] = v
-		}
-	}
+	out := maps.Clone(rc)
+	delete(out, PodAnnotationsCapability)
 	return out
 }
 
