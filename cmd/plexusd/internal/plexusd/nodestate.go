@@ -1,7 +1,6 @@
 package plexusd
 
 import (
-	"context"
 	"slices"
 	"sync"
 
@@ -11,7 +10,6 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/plexus-cni/plexus/cmd/internal/agent"
-	"github.com/plexus-cni/plexus/cmd/internal/install"
 	"github.com/plexus-cni/plexus/cmd/internal/nodestate"
 	"github.com/plexus-cni/plexus/core/api/client/clientset/versioned"
 	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
@@ -21,7 +19,9 @@ import (
 // newAgent builds the node agent (cmd/internal/agent) on the Kubernetes
 // source's API: it follows the AttachmentPolicy once the policy stage
 // asks it to, and publishes this node's PlexusNode from what the config
-// installer finds and the delegates plexusd was asked to run.
+// installer (nil without one) finds and the delegates plexusd was asked
+// to run. Only with the Kubernetes source: the manifests source has no
+// API to write to.
 func (d *Daemon) newAgent(rc *rest.Config) error {
 	rc = rest.CopyConfig(rc)
 	rc.UserAgent = "plexusd"
@@ -53,25 +53,11 @@ func (d *Daemon) newAgent(rc *rest.Config) error {
 		return err
 	}
 	seen.notify = a.Notify
+	if d.installed != nil {
+		d.installed.NotifyOnChange(a.Notify)
+	}
 	d.agent, d.delegates = a, seen
 	return nil
-}
-
-// reportNode runs the node agent until ctx ends, reporting what in (nil
-// without an installer) installs: in is stored before the agent, its
-// only reader, starts. Only with the Kubernetes source: the manifests
-// source has no API to write to.
-func (d *Daemon) reportNode(ctx context.Context, in *install.Installer) {
-	if d.agent == nil {
-		return
-	}
-	if in != nil {
-		d.installed = in
-		in.NotifyOnChange(d.agent.Notify)
-	} else {
-		d.agent.Notify() // no installer pass to wait for
-	}
-	go d.agent.Run(ctx)
 }
 
 // nodeExtensions reports the extension host's modules; the host is built

@@ -115,7 +115,7 @@ type Daemon struct {
 
 	// agent follows the AttachmentPolicy and publishes the node's
 	// PlexusNode, with the Kubernetes source; installed is the config
-	// installer whose passes it reports, set before it runs.
+	// installer (with InstallConfig) whose passes it reports.
 	agent     *agent.Agent
 	installed *install.Installer
 	delegates *delegateTypes
@@ -147,6 +147,11 @@ func start(ctx context.Context, o Options) (*Daemon, error) {
 		}
 	}
 	d := &Daemon{o: o, conf: conf, m: newMetrics(), synced: func() bool { return true }}
+	if o.InstallConfig {
+		if d.installed, err = d.installer(); err != nil {
+			return nil, fmt.Errorf("CNI config installer: %w", err)
+		}
+	}
 	if err := d.checkRuntimeDirs(ctx); err != nil {
 		d.close()
 		return nil, err
@@ -300,12 +305,13 @@ func (d *Daemon) serve(ctx context.Context) error {
 		go d.serveHTTP(ctx)
 	}
 	installed := func() {}
-	if d.o.InstallConfig {
+	if d.installed != nil {
 		installed, err = d.startInstaller(ctx)
-	} else {
+	} else if d.agent != nil {
 		// The policy in force and the extensions are reported without
 		// the installer; the config shows as not installed by plexus.
-		d.reportNode(ctx, nil)
+		d.agent.Notify()
+		go d.agent.Run(ctx)
 	}
 	if err != nil {
 		ln.Close()
@@ -372,18 +378,16 @@ func defaultPresent(dir, ours string) bool {
 // startInstaller runs the config installer until ctx ends; the returned
 // function waits for it to finish.
 func (d *Daemon) startInstaller(ctx context.Context) (wait func(), err error) {
-	in, err := d.installer()
-	if err != nil {
-		return nil, fmt.Errorf("CNI config installer: %w", err)
-	}
 	// The shim before the config that names it.
-	if err := in.InstallBinaries(); err != nil {
+	if err := d.installed.InstallBinaries(); err != nil {
 		return nil, err
 	}
-	d.reportNode(ctx, in)
+	if d.agent != nil {
+		go d.agent.Run(ctx) // its first write follows the installer's first pass
+	}
 	var running sync.WaitGroup
 	running.Go(func() {
-		if err := in.Run(ctx); err != nil {
+		if err := d.installed.Run(ctx); err != nil {
 			d.o.Log.Error("CNI config installer stopped", "err", err)
 		}
 	})
