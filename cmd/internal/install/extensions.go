@@ -313,8 +313,8 @@ func refuseClashes(ctx context.Context, cands []*candidate) {
 }
 
 // copyModule copies srcDir/name/module.wasm, at most
-// extensions.MaxModuleBytes, to a temporary file beside dst and returns
-// its path.
+// extensions.MaxModuleBytes, to a temporary file beside dst (writeTemp)
+// and returns its path.
 func copyModule(srcDir, name, dst string) (string, error) {
 	src, err := openModule(srcDir, name)
 	if err != nil {
@@ -324,28 +324,15 @@ func copyModule(srcDir, name, dst string) (string, error) {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return "", err
 	}
-	f, err := os.CreateTemp(filepath.Dir(dst), "."+copier.ModuleFile+".tmp-")
-	if err != nil {
-		return "", err
-	}
-	n, err := io.Copy(f, io.LimitReader(src, extensions.MaxModuleBytes+1))
+	tmp, n, err := writeTemp(dst, io.LimitReader(src, extensions.MaxModuleBytes+1), 0o644)
 	if err == nil && n > extensions.MaxModuleBytes {
+		os.Remove(tmp)
 		err = fmt.Errorf("more than the %d bytes plexus loads", extensions.MaxModuleBytes)
 	}
-	if err == nil {
-		err = f.Chmod(0o644)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
 	if err != nil {
-		os.Remove(f.Name())
 		return "", fmt.Errorf("copying %s: %w", filepath.Join(srcDir, name, copier.ModuleFile), err)
 	}
-	return f.Name(), nil
+	return tmp, nil
 }
 
 // openModule opens srcDir/name/module.wasm, refusing a symbolic link on

@@ -372,33 +372,41 @@ func writeIfChanged(path string, data []byte, mode os.FileMode) (bool, error) {
 	return true, nil
 }
 
-// writeAtomic writes a temporary file beside path and renames it over
-// path: readers (kubelet, the runtime, plexus) see the old file or the new
-// one, never a part. The temporary name has no CNI config extension, so
-// kubelet never loads it.
+// writeAtomic writes a temporary file beside path (writeTemp) and renames
+// it over path: readers (kubelet, the runtime, plexus) see the old file or
+// the new one, never a part.
 func writeAtomic(path string, data io.Reader, mode os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
+	tmp, _, err := writeTemp(path, data, mode)
 	if err != nil {
 		return err
 	}
-	tmp := f.Name()
 	defer os.Remove(tmp) // after a successful rename there is nothing left
-	if _, err := io.Copy(f, data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
 	return os.Rename(tmp, path)
+}
+
+// writeTemp writes data, synced and with mode, to a temporary file beside
+// path and returns its name and size. The name has no CNI config
+// extension, so kubelet never loads it.
+func writeTemp(path string, data io.Reader, mode os.FileMode) (string, int64, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
+	if err != nil {
+		return "", 0, err
+	}
+	n, err := io.Copy(f, data)
+	if err == nil {
+		err = f.Chmod(mode)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", 0, err
+	}
+	return f.Name(), n, nil
 }
 
 // writeImmediate is s6.1.2: plexus's config exists from the start and names
