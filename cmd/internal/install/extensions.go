@@ -13,7 +13,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 
 	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
 	"github.com/plexus-cni/plexus/core/config"
@@ -37,14 +36,6 @@ var extensionName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
 type extModule struct {
 	name  string         // NAME of ExtensionsSrcDir/NAME/module.wasm
 	entry map[string]any // its entry in "modules", path included
-}
-
-// extState is what InstallExtensions did: the plugin's "extensions" key
-// (the modules that passed, at their host paths) and each module's state.
-type extState struct {
-	mu     sync.Mutex
-	config map[string]any
-	nodes  []plexusapi.NodeExtension
 }
 
 // checkExtensions checks the options of an installer that copies
@@ -172,9 +163,9 @@ func (in *Installer) InstallExtensions(ctx context.Context) error {
 		cfg["modules"] = append([]any{}, passed...)
 	}
 	in.warmExtensions(ctx, cfg, passed)
-	in.extState.mu.Lock()
-	in.extState.config, in.extState.nodes = cfg, nodes
-	in.extState.mu.Unlock()
+	in.mu.Lock()
+	in.extConfig, in.extNodes = cfg, nodes
+	in.mu.Unlock()
 	if in.o.OnChange != nil {
 		in.o.OnChange()
 	}
@@ -413,16 +404,16 @@ func (in *Installer) uninstallExtensions() error {
 // extensionsConfig is the plugin's "extensions" key once
 // InstallExtensions has run: nil to leave --config's as it is.
 func (in *Installer) extensionsConfig() map[string]any {
-	in.extState.mu.Lock()
-	defer in.extState.mu.Unlock()
-	return in.extState.config
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.extConfig
 }
 
 // NodeExtensions is each module's state for the node's PlexusNode:
 // Loaded when installed and named in the plugin's config, Error when
 // refused.
 func (in *Installer) NodeExtensions() []plexusapi.NodeExtension {
-	in.extState.mu.Lock()
-	defer in.extState.mu.Unlock()
-	return slices.Clone(in.extState.nodes)
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return slices.Clone(in.extNodes)
 }

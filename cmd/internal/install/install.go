@@ -16,12 +16,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/plexus-cni/plexus/cmd/internal/agent"
+	"github.com/plexus-cni/plexus/cmd/internal/nodestate"
 	"github.com/plexus-cni/plexus/core/api/client/clientset/versioned"
+	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
 )
 
 // Options say where things are. Paths are the same inside the installer's
@@ -220,13 +223,19 @@ type Installer struct {
 	o    Options
 	now  func() time.Time
 	node nodeToken
-	seen observation
 	// agent reports the node and follows PolicyObject (Agent); nil
 	// without the API.
 	agent *agent.Agent
-	// ext are the extension modules to install; extState what was.
-	ext      []extModule
-	extState extState
+	// ext are the extension modules to install.
+	ext []extModule
+	// mu guards what the last passes found, for the node's PlexusNode:
+	// seen (observe), and what InstallExtensions did: extConfig, the
+	// plugin's "extensions" key (the modules that passed, at their host
+	// paths), and extNodes, each module's state.
+	mu        sync.Mutex
+	seen      nodestate.Install
+	extConfig map[string]any
+	extNodes  []plexusapi.NodeExtension
 }
 
 // New checks the options.

@@ -5,27 +5,19 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"sync"
 
 	"github.com/plexus-cni/plexus/cmd/internal/agent"
 	"github.com/plexus-cni/plexus/cmd/internal/nodestate"
 	"github.com/plexus-cni/plexus/core/config"
 )
 
-// observation is what the installer's last pass found, for the node's
-// PlexusNode (nodestate).
-type observation struct {
-	mu   sync.Mutex
-	last nodestate.Install
-}
-
 // Observed is what the last pass found: plexus's config, the default
 // network, and the plugin types both name with the bin dirs they are
 // looked up in.
 func (in *Installer) Observed() nodestate.Install {
-	in.seen.mu.Lock()
-	defer in.seen.mu.Unlock()
-	out := in.seen.last
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	out := in.seen
 	out.Plugins = append([]string(nil), out.Plugins...)
 	out.BinDirs = append([]string(nil), out.BinDirs...)
 	return out
@@ -47,10 +39,10 @@ func (in *Installer) observe(ours, def string, raw []byte) {
 			cur.Plugins = append(cur.Plugins, c.types()...)
 		}
 	}
-	in.seen.mu.Lock()
-	changed := !reflect.DeepEqual(cur, in.seen.last)
-	in.seen.last = cur
-	in.seen.mu.Unlock()
+	in.mu.Lock()
+	changed := !reflect.DeepEqual(cur, in.seen)
+	in.seen = cur
+	in.mu.Unlock()
 	if changed && in.o.OnChange != nil {
 		in.o.OnChange()
 	}
