@@ -1,6 +1,7 @@
 package nodestate
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -50,20 +51,13 @@ func ready(st *plexusapi.PlexusNodeStatus) metav1.Condition {
 // reports them; found is the default network's file the installer found,
 // reported when c names none.
 func Settings(c *config.Config, found string) *plexusapi.NodeSettings {
-	clusterNetwork := c.ClusterNetwork
-	if clusterNetwork == "" {
-		clusterNetwork = found
-	}
 	compat := config.CompatOff
 	if c.MultusCompat() {
 		compat = config.CompatMultus
 	}
-	ns := c.SystemNamespace
-	if ns == "" {
-		ns = config.DefaultSystemNamespace
-	}
 	return &plexusapi.NodeSettings{
-		ClusterNetwork: clusterNetwork, SystemNamespace: ns, Compat: compat,
+		ClusterNetwork: cmp.Or(c.ClusterNetwork, found), Compat: compat,
+		SystemNamespace:  cmp.Or(c.SystemNamespace, config.DefaultSystemNamespace),
 		StrictSelection:  c.StrictSelection,
 		DefaultNetworks:  bounded(c.DefaultNetworks),
 		SystemNamespaces: bounded(c.SystemNamespaces),
