@@ -70,7 +70,7 @@ func (c *Client) NetNS(ctx context.Context, id, podUID string) (string, error) {
 	defer cancel()
 	resp, err := c.rt.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id, Verbose: true})
 	if err != nil {
-		if isNotFound(err) {
+		if status.Code(err) == codes.NotFound {
 			return "", fmt.Errorf("sandbox %s: %w", id, ErrNotFound)
 		}
 		return "", fmt.Errorf("CRI PodSandboxStatus %s: %w", id, err)
@@ -136,10 +136,4 @@ func netnsFrom(id, podUID string, resp *runtimeapi.PodSandboxStatusResponse) (st
 		}
 	}
 	return "", fmt.Errorf("sandbox %s: the runtime reports no network namespace path (host network?)", id)
-}
-
-func isNotFound(err error) bool {
-	type grpcStatus interface{ GRPCStatus() *status.Status }
-	var s grpcStatus
-	return errors.As(err, &s) && s.GRPCStatus().Code() == codes.NotFound
 }
