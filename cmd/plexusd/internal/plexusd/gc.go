@@ -33,7 +33,7 @@ type collector struct {
 	grace time.Duration
 	every time.Duration
 	now   func() time.Time
-	// collected and failed count for the metrics; nil: not counted.
+	// collected and passed count for the metrics.
 	collected func()
 	passed    func(result string)
 	log       *slog.Logger
@@ -76,13 +76,13 @@ func (c *collector) pass(ctx context.Context) int {
 	if err != nil {
 		// No answer is not "no sandboxes": every record would look stale.
 		c.log.Warn("stale records: listing the runtime's sandboxes failed, nothing collected", "err", err)
-		c.report(passNoList)
+		c.passed(passNoList)
 		return 0
 	}
 	candidates, err := c.candidates(live)
 	if err != nil {
 		c.log.Warn("stale records: listing records failed", "err", err)
-		c.report(passPartial)
+		c.passed(passPartial)
 		return 0
 	}
 	n, failed := 0, 0
@@ -100,17 +100,11 @@ func (c *collector) pass(ctx context.Context) int {
 		}
 	}
 	if failed > 0 {
-		c.report(passPartial)
+		c.passed(passPartial)
 	} else {
-		c.report(passOK)
+		c.passed(passOK)
 	}
 	return n
-}
-
-func (c *collector) report(result string) {
-	if c.passed != nil {
-		c.passed(result)
-	}
 }
 
 // candidates are the recorded containers the runtime does not list whose
@@ -200,9 +194,7 @@ func (c *collector) collectOne(ctx context.Context, id string) (bool, error) {
 	}
 	if done {
 		c.log.Info("stale records: detached a container the runtime no longer has", "container", id, "pod", pod)
-		if c.collected != nil {
-			c.collected()
-		}
+		c.collected()
 	}
 	return done, nil
 }
