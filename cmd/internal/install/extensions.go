@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strings"
 
-	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
 	"github.com/plexus-cni/plexus/core/config"
 	"github.com/plexus-cni/plexus/extensions"
 	"github.com/plexus-cni/plexus/extensions/copier"
@@ -136,22 +135,22 @@ func (in *Installer) InstallExtensions(ctx context.Context) error {
 	}
 	refuseClashes(ctx, cands)
 	var passed []any
-	var nodes []plexusapi.NodeExtension
+	var nodes []extensions.ModuleState
 	keep := map[string]bool{}
 	for _, c := range cands {
 		if c.err == nil {
 			c.err = os.Rename(c.tmp, c.dst)
 		}
-		c.node.Path = c.dst
+		c.state.Path = c.dst
 		if c.err != nil {
-			c.node.Loaded, c.node.Error = false, c.err.Error()
+			c.state.Loaded, c.state.Err = false, c.err.Error()
 			in.o.Log.Warn("refused extension module: left out of plexus's config", "module", c.name, "err", c.err)
 		} else {
 			keep[c.name] = true
 			passed = append(passed, c.hostEntry())
-			in.o.Log.Info("installed extension module", "module", c.name, "path", c.dst, "sha256", c.node.SHA256)
+			in.o.Log.Info("installed extension module", "module", c.name, "path", c.dst, "sha256", c.state.SHA256)
 		}
-		nodes = append(nodes, c.node)
+		nodes = append(nodes, c.state)
 	}
 	if err := in.pruneExtensions(keep); err != nil {
 		return err
@@ -207,7 +206,7 @@ type candidate struct {
 	extModule
 	dst, tmp string
 	mc       extensions.ModuleConfig // at tmp
-	node     plexusapi.NodeExtension
+	state    extensions.ModuleState  // for the node's PlexusNode
 	err      error
 }
 
@@ -256,9 +255,9 @@ func (c *candidate) stage(ctx context.Context, srcDir string) {
 		return
 	}
 	st := h.Modules()[0]
-	c.node = plexusapi.NodeExtension{Name: st.Name, Version: st.Version, SHA256: st.SHA256, Loaded: st.Loaded}
+	c.state = st
 	if st.Name == c.tmp { // no declaration read: the host names it by path
-		c.node.Name = ""
+		c.state.Name = ""
 	}
 	if st.Err != "" {
 		c.err = errors.New(st.Err)
@@ -410,9 +409,9 @@ func (in *Installer) extensionsConfig() map[string]any {
 }
 
 // NodeExtensions is each module's state for the node's PlexusNode:
-// Loaded when installed and named in the plugin's config, Error when
+// Loaded when installed and named in the plugin's config, Err when
 // refused.
-func (in *Installer) NodeExtensions() []plexusapi.NodeExtension {
+func (in *Installer) NodeExtensions() []extensions.ModuleState {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	return slices.Clone(in.extNodes)

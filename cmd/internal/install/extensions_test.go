@@ -147,12 +147,12 @@ func TestExtensionsCheckedCopiedAndNamed(t *testing.T) {
 			if c.wantErr == "" {
 				got, err := os.ReadFile(host)
 				must(t, err)
-				if !st.Loaded || st.Error != "" || st.Name != "vlan" || string(got) != string(good) {
+				if !st.Loaded || st.Err != "" || st.Name != "vlan" || string(got) != string(good) {
 					t.Errorf("state %+v, installed %d bytes; want the module installed", st, len(got))
 				}
 				return
 			}
-			if st.Loaded || !strings.Contains(st.Error, c.wantErr) {
+			if st.Loaded || !strings.Contains(st.Err, c.wantErr) {
 				t.Errorf("state %+v, want refused with %q", st, c.wantErr)
 			}
 			if exists(host) {

@@ -24,7 +24,7 @@ import (
 	"github.com/plexus-cni/plexus/cmd/internal/agent"
 	"github.com/plexus-cni/plexus/cmd/internal/nodestate"
 	"github.com/plexus-cni/plexus/core/api/client/clientset/versioned"
-	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
+	"github.com/plexus-cni/plexus/extensions"
 )
 
 // Options say where things are. Paths are the same inside the installer's
@@ -235,7 +235,7 @@ type Installer struct {
 	mu        sync.Mutex
 	seen      nodestate.Install
 	extConfig map[string]any
-	extNodes  []plexusapi.NodeExtension
+	extNodes  []extensions.ModuleState
 }
 
 // New checks the options.

@@ -25,6 +25,7 @@ import (
 	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
 	"github.com/plexus-cni/plexus/core/config"
 	"github.com/plexus-cni/plexus/core/names"
+	"github.com/plexus-cni/plexus/extensions"
 )
 
 // Field managers of the two agents that write a PlexusNode.
@@ -80,7 +81,7 @@ type Options struct {
 	// Policy and Extensions report the policy in force and the extension
 	// modules; nil reports none.
 	Policy     func() *plexusapi.NodePolicy
-	Extensions func() []plexusapi.NodeExtension
+	Extensions func() []extensions.ModuleState
 	// Config is the config whose values decide a plan, reported with
 	// the default network Install found (Settings); nil reports none.
 	Config *config.Config
@@ -171,11 +172,13 @@ func (r *Reporter) Status() plexusapi.PlexusNodeStatus {
 		}
 	}
 	if r.o.Extensions != nil {
-		exts := r.o.Extensions()
-		st.Extensions = make([]plexusapi.NodeExtension, 0, min(len(exts), MaxExtensions))
-		for _, e := range exts[:min(len(exts), MaxExtensions)] {
-			e.Error = names.Truncate(e.Error, maxErrorBytes)
-			st.Extensions = append(st.Extensions, e)
+		mods := r.o.Extensions()
+		st.Extensions = make([]plexusapi.NodeExtension, 0, min(len(mods), MaxExtensions))
+		for _, m := range mods[:min(len(mods), MaxExtensions)] {
+			st.Extensions = append(st.Extensions, plexusapi.NodeExtension{
+				Name: m.Name, Version: m.Version, Path: m.Path, SHA256: m.SHA256,
+				Loaded: m.Loaded, Error: names.Truncate(m.Err, maxErrorBytes),
+			})
 		}
 	}
 	if r.o.Config != nil {

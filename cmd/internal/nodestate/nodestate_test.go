@@ -22,6 +22,7 @@ import (
 	"github.com/plexus-cni/plexus/core/api/client/clientset/versioned/fake"
 
 	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
+	"github.com/plexus-cni/plexus/extensions"
 )
 
 // fakeAPI records the apply patches a Reporter sends; a PlexusNode exists
@@ -278,11 +279,11 @@ func TestStatusKeepsWithinTheCRDBounds(t *testing.T) {
 	r := newTestReporter(t, &fakeAPI{exists: true}, in)
 	long := strings.Repeat("é", maxErrorBytes)
 	r.o.Policy = func() *plexusapi.NodePolicy { return &plexusapi.NodePolicy{Source: "object", Error: long} }
-	exts := make([]plexusapi.NodeExtension, MaxExtensions+5)
+	exts := make([]extensions.ModuleState, MaxExtensions+5)
 	for i := range exts {
-		exts[i] = plexusapi.NodeExtension{Path: fmt.Sprintf("/m%d.wasm", i), Error: long}
+		exts[i] = extensions.ModuleState{Path: fmt.Sprintf("/m%d.wasm", i), Err: long}
 	}
-	r.o.Extensions = func() []plexusapi.NodeExtension { return exts }
+	r.o.Extensions = func() []extensions.ModuleState { return exts }
 	st := r.Status()
 	if n := len(st.Policy.Error); n > maxErrorBytes || !utf8.ValidString(st.Policy.Error) {
 		t.Errorf("policy error: %d bytes, valid UTF-8 %v", n, utf8.ValidString(st.Policy.Error))
@@ -295,7 +296,26 @@ func TestStatusKeepsWithinTheCRDBounds(t *testing.T) {
 			t.Fatalf("extension error: %d bytes, ends %q", len(e.Error), e.Error[len(e.Error)-12:])
 		}
 	}
-	if exts[0].Error != long {
+	if exts[0].Err != long {
 		t.Error("the provider's slice was changed")
+	}
+}
+
+// The node's report carries every module, the refused ones with their
+// reasons.
+func TestStatusReportsRefusedModules(t *testing.T) {
+	r := newTestReporter(t, &fakeAPI{exists: true}, &Install{})
+	r.o.Extensions = func() []extensions.ModuleState {
+		return []extensions.ModuleState{
+			{Name: "vlan", Version: "1.0.0", Path: "/opt/plexus/extensions/vlan/module.wasm", SHA256: "ab", Loaded: true},
+			{Path: "/opt/plexus/extensions/bad/module.wasm", Err: "no plexus.manifest section"},
+		}
+	}
+	want := []plexusapi.NodeExtension{
+		{Name: "vlan", Version: "1.0.0", Path: "/opt/plexus/extensions/vlan/module.wasm", SHA256: "ab", Loaded: true},
+		{Path: "/opt/plexus/extensions/bad/module.wasm", Error: "no plexus.manifest section"},
+	}
+	if got := r.Status().Extensions; !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v\nwant %+v", got, want)
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/plexus-cni/plexus/cmd/internal/agent"
 	"github.com/plexus-cni/plexus/cmd/internal/nodestate"
 	"github.com/plexus-cni/plexus/core/api/client/clientset/versioned"
-	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
 	"github.com/plexus-cni/plexus/extensions"
 )
 
@@ -62,24 +61,11 @@ func (d *Daemon) newAgent(rc *rest.Config) error {
 
 // nodeExtensions reports the extension host's modules; the host is built
 // before the reporter starts and never replaced.
-func (d *Daemon) nodeExtensions() []plexusapi.NodeExtension {
+func (d *Daemon) nodeExtensions() []extensions.ModuleState {
 	if d.ext == nil {
 		return nil
 	}
-	return nodeExtensions(d.ext.Modules())
-}
-
-// nodeExtensions maps module states to the PlexusNode's entries (the
-// reporter bounds them).
-func nodeExtensions(mods []extensions.ModuleState) []plexusapi.NodeExtension {
-	out := make([]plexusapi.NodeExtension, 0, len(mods))
-	for _, m := range mods {
-		out = append(out, plexusapi.NodeExtension{
-			Name: m.Name, Version: m.Version, Path: m.Path, SHA256: m.SHA256,
-			Loaded: m.Loaded, Error: m.Err,
-		})
-	}
-	return out
+	return d.ext.Modules()
 }
 
 // delegateTypes are the plugin and IPAM types of the delegates plexusd
