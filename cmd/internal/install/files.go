@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/containernetworking/cni/pkg/version"
@@ -186,18 +185,12 @@ func (in *Installer) findDefault() (string, []byte, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	var names []string
-	for _, e := range entries {
-		switch filepath.Ext(e.Name()) {
-		case ".conf", ".conflist", ".json":
-			if e.Type().IsRegular() && e.Name() != in.o.ConfName {
-				names = append(names, e.Name())
-			}
+	for _, e := range entries { // sorted by name
+		isConf := slices.Contains([]string{".conf", ".conflist", ".json"}, filepath.Ext(e.Name()))
+		if !isConf || !e.Type().IsRegular() || e.Name() == in.o.ConfName {
+			continue
 		}
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		p := filepath.Join(in.o.DefaultConfDir, n)
+		p := filepath.Join(in.o.DefaultConfDir, e.Name())
 		raw, err := os.ReadFile(p)
 		if err != nil {
 			continue
