@@ -1,6 +1,7 @@
 package install
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -127,11 +128,12 @@ func (in *Installer) InstallExtensions(ctx context.Context) error {
 		return fmt.Errorf("extensions dir: %w", err)
 	}
 	cands := make([]*candidate, len(in.ext))
+	cache := in.extCacheDir()
 	for i, m := range in.ext {
 		c := &candidate{extModule: m, dst: filepath.Join(in.o.ExtensionsDir, m.name, copier.ModuleFile)}
 		cands[i] = c
 		defer c.discard()
-		c.stage(ctx, in.o.ExtensionsSrcDir)
+		c.stage(ctx, in.o.ExtensionsSrcDir, cache)
 	}
 	refuseClashes(ctx, cands)
 	var passed []any
@@ -161,7 +163,7 @@ func (in *Installer) InstallExtensions(ctx context.Context) error {
 		maps.Copy(cfg, raw)
 		cfg["modules"] = append([]any{}, passed...)
 	}
-	in.warmExtensions(ctx, cfg, passed)
+	in.warmExtensions(ctx, cache, passed)
 	in.mu.Lock()
 	in.extConfig, in.extNodes = cfg, nodes
 	in.mu.Unlock()
@@ -171,21 +173,29 @@ func (in *Installer) InstallExtensions(ctx context.Context) error {
 	return nil
 }
 
-// warmExtensions fills the plugin's compilation cache (the config's
-// "cacheDir", else <cacheDir>/extensions as the plugin defaults it) with
-// the installed modules, one at a time, so that the plugin's first calls
-// load compiled code instead of compiling. A failure only costs those
-// calls the compilation: it is logged.
-func (in *Installer) warmExtensions(ctx context.Context, cfg map[string]any, installed []any) {
-	dir, _ := cfg["cacheDir"].(string)
+// extCacheDir is the plugin's compilation cache for extension modules:
+// the "extensions" config's "cacheDir", else <cacheDir>/extensions as the
+// plugin defaults it; "" unless that is an absolute path.
+func (in *Installer) extCacheDir() string {
+	ext, _ := in.o.Extra["extensions"].(map[string]any)
+	dir, _ := ext["cacheDir"].(string)
 	if dir == "" {
 		base, _ := in.o.Extra["cacheDir"].(string)
-		if base == "" {
-			base = config.DefaultCacheDir
-		}
-		dir = filepath.Join(base, "extensions")
+		dir = filepath.Join(cmp.Or(base, config.DefaultCacheDir), "extensions")
 	}
 	if !filepath.IsAbs(dir) {
+		return ""
+	}
+	return dir
+}
+
+// warmExtensions fills the plugin's compilation cache dir (extCacheDir)
+// with the installed modules, one at a time, so that the plugin's first
+// calls load compiled code instead of compiling. stage compiled each into
+// it already, so this only loads them, and checks that the cache serves
+// them. A failure only costs those calls the compilation: it is logged.
+func (in *Installer) warmExtensions(ctx context.Context, dir string, installed []any) {
+	if dir == "" {
 		return
 	}
 	for _, m := range installed {
@@ -220,8 +230,10 @@ func (c *candidate) hostEntry() map[string]any {
 }
 
 // stage copies the module beside dst and loads the copy alone, as the
-// plugin would; a refusal names the module's source path, not the copy.
-func (c *candidate) stage(ctx context.Context, srcDir string) {
+// plugin would, compiling it into cache (the plugin's compilation cache,
+// keyed by the module's content, so the installed copy hits it); a
+// refusal names the module's source path, not the copy.
+func (c *candidate) stage(ctx context.Context, srcDir, cache string) {
 	src := filepath.Join(srcDir, c.name, copier.ModuleFile)
 	defer func() {
 		if c.err != nil && c.tmp != "" {
@@ -244,7 +256,7 @@ func (c *candidate) stage(ctx context.Context, srcDir string) {
 		return
 	}
 	c.mc = cfg.Modules[0]
-	h, err := extensions.New(ctx, extensions.Config{Modules: cfg.Modules, Isolate: true})
+	h, err := extensions.New(ctx, extensions.Config{Modules: cfg.Modules, Isolate: true, CacheDir: cache})
 	if err != nil {
 		c.err = err
 		return
