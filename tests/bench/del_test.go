@@ -14,7 +14,7 @@ import (
 
 // BenchmarkDelRatio times DEL alone: plexus thin and thick against the
 // delegates' own DELs run directly by the runtime (libcni in this process,
-// in reverse order, as plexus runs them), with 0 and 3 selections. Each
+// in reverse order, as plexus runs them), with 0, 3 and 8 selections. Each
 // iteration attaches, then detaches, for the three in an order drawn anew;
 // a fourth timing is the shim's start alone (VERSION), the floor any
 // exec'd plugin pays. Reported for DEL: each median (ms), the median of
@@ -24,7 +24,7 @@ import (
 //
 //	go test -run '^$' -bench DelRatio -benchtime 100x ./tests/bench/
 func BenchmarkDelRatio(b *testing.B) {
-	for _, n := range []int{0, 3} {
+	for _, n := range []int{0, 3, 8} {
 		b.Run(fmt.Sprintf("selections=%d", n), func(b *testing.B) {
 			s := newSetup(b, n)
 			floorAdd, floorDel := floorSteps(b, s)
