@@ -164,11 +164,12 @@ func (n *Node) DeletePod(namespace, name string) {
 
 // RemoveSandboxes removes every sandbox of the pod through the CRI, as
 // kubelet's garbage collection does once the pod is gone (RemovePodSandbox
-// alone). The sandboxes must be stopped.
+// alone). The sandboxes must be stopped. One that kubelet's own garbage
+// collection removed between the listing and the removal counts as removed.
 func (n *Node) RemoveSandboxes(pod *corev1.Pod) {
 	n.t.Helper()
 	for _, sb := range n.Sandboxes(pod, "") {
-		if _, err := n.Crictl(n.t.Context(), "rmp", sb.ID); err != nil {
+		if _, err := n.Crictl(n.t.Context(), "rmp", sb.ID); err != nil && !strings.Contains(err.Error(), "NotFound") {
 			n.t.Fatal(err)
 		}
 	}
