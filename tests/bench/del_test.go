@@ -2,12 +2,17 @@ package bench
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/containernetworking/cni/libcni"
 
 	"github.com/plexus-cni/plexus/tests/harness"
 )
@@ -17,7 +22,8 @@ import (
 // in reverse order, as plexus runs them), with 0, 3 and 8 selections. Each
 // iteration attaches, then detaches, for the three in an order drawn anew;
 // a fourth timing is the shim's start alone (VERSION), the floor any
-// exec'd plugin pays. Reported for DEL: each median (ms), the median of
+// exec'd plugin pays. When `make multus` has built it, Multus thin runs
+// the same delegates in the same order too (multusSteps). Reported for DEL: each median (ms), the median of
 // the paired ratios to the delegates' own DEL, and the median of the
 // paired differences from it (ms); for ADD the medians, which give the
 // delegates' own share of an ADD.
@@ -32,10 +38,11 @@ func BenchmarkDelRatio(b *testing.B) {
 			s.w.StartDaemon(deployedLogLevel...)
 			thickAdd, thickDel := plexusSteps(b, s, "thick")
 			shim := shimStart(b)
-			runs := []struct {
-				add, del func()
-				t, addT  []time.Duration
-			}{{add: floorAdd, del: floorDel}, {add: thinAdd, del: thinDel}, {add: thickAdd, del: thickDel}, {add: func() {}, del: shim}}
+			runs := []delRun{{add: floorAdd, del: floorDel}, {add: thinAdd, del: thinDel}, {add: thickAdd, del: thickDel}, {add: func() {}, del: shim}}
+			multusAdd, multusDel := multusSteps(b, s)
+			if multusAdd != nil {
+				runs = append(runs, delRun{add: multusAdd, del: multusDel})
+			}
 			for i := range runs {
 				runs[i].add() // warm up: page cache, plexusd's first call
 				runs[i].del()
@@ -60,8 +67,21 @@ func BenchmarkDelRatio(b *testing.B) {
 			b.ReportMetric(ms(medianOf(runs[0].addT)), "ms-add-delegates")
 			b.ReportMetric(ms(medianOf(runs[1].addT)), "ms-add-thin")
 			b.ReportMetric(ms(medianOf(runs[2].addT)), "ms-add-thick")
+			if len(runs) > 4 {
+				m := runs[4]
+				b.ReportMetric(ms(medianOf(m.t)), "ms-del-multus-thin")
+				b.ReportMetric(medianRatio(m.t, floor), "multus-thin/delegates")
+				b.ReportMetric(ms(medianOf(diff(m.t, floor))), "ms-multus-thin-over-delegates")
+				b.ReportMetric(ms(medianOf(m.addT)), "ms-add-multus-thin")
+			}
 		})
 	}
+}
+
+// delRun is one setup's ADD and DEL and their timings.
+type delRun struct {
+	add, del func()
+	t, addT  []time.Duration
 }
 
 // shimStart is one exec of plexus-shim answering VERSION.
@@ -86,4 +106,43 @@ func diff(a, b []time.Duration) []time.Duration {
 		d[i] = a[i] - b[i]
 	}
 	return d
+}
+
+// multusSteps are the ADD and the DEL of one container through Multus thin
+// ($PLEXUS_BIN/multus/multus, nil when it is not built) with the same
+// delegates as the floor: with no kubeconfig Multus reads no pod and
+// attaches the delegates its config lists, the first as eth0 and the
+// others as net1, net2, ... in order, and detaches them in reverse.
+func multusSteps(b *testing.B, s *setup) (add, del func()) {
+	dir := filepath.Join(os.Getenv("PLEXUS_BIN"), "multus")
+	if _, err := os.Stat(filepath.Join(dir, "multus")); os.Getenv("PLEXUS_BIN") == "" || err != nil {
+		b.Logf("Multus thin not run: %v (make multus)", err)
+		return nil, nil
+	}
+	delegates := []json.RawMessage{s.defConf}
+	for _, raw := range s.nads {
+		delegates = append(delegates, raw)
+	}
+	conf, err := json.Marshal(map[string]any{
+		"cniVersion": "1.0.0", "name": "multus-bench", "type": "multus",
+		"cniDir": filepath.Join(s.w.Dir, "multus-cache"), "binDir": harness.BinDir,
+		"delegates": delegates,
+	})
+	harness.Must(b, err)
+	l := list(b, conf)
+	cni := libcni.NewCNIConfigWithCacheDir([]string{dir}, filepath.Join(s.w.Dir, "runtime-multus"), nil)
+	rt := &libcni.RuntimeConf{ContainerID: "multus", NetNS: s.c.NS.Path(), IfName: "eth0",
+		Args: [][2]string{{"IgnoreUnknown", "1"}, {"K8S_POD_NAMESPACE", "demo"}, {"K8S_POD_NAME", "bench"}}}
+	ctx := context.Background()
+	add = func() {
+		if _, err := cni.AddNetworkList(ctx, l, rt); err != nil {
+			b.Fatalf("Multus thin ADD: %v", err)
+		}
+	}
+	del = func() {
+		if err := cni.DelNetworkList(ctx, l, rt); err != nil {
+			b.Fatalf("Multus thin DEL: %v", err)
+		}
+	}
+	return add, del
 }
