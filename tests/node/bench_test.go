@@ -33,7 +33,8 @@ type benchConfig struct {
 // and thick (multus.go), each in front of a default network of its own, and
 // three bridge NADs in namespace "bench", and the setups to compare: the
 // default network installed alone, plexus thin and thick and Multus thin
-// and thick with 0 and 3 selections. The daemons' resident memory after
+// and thick with 0 and 3 selections (8 when named, opt-in: thin-8,
+// thick-8, multus-thin-8, multus-thick-8). The daemons' resident memory after
 // their start is reported (MiB-rest-plexusd, MiB-rest-multus-daemon).
 //
 // PLEXUS_BENCH_BASELINES names other plexus binaries (earlier builds),
@@ -99,11 +100,17 @@ func benchSetup(b *testing.B, name string) (*Node, []benchConfig) {
 		{"multus-thin-3", func() { n.InstallMultusThin(multusThin, kubeconfig, mcache) }, "blue,red,green", false, nil},
 		{"multus-thick-0", func() { n.InstallMultusThick(md) }, "", false, nil},
 		{"multus-thick-3", func() { n.InstallMultusThick(md) }, "blue,red,green", false, nil},
+		// Eight selections, the three NADs in turn: the delegates' share
+		// at its largest, beside Multus's.
+		{"thin-8", func() { n.InstallPlexus(thin) }, eightSelections, true, nil},
+		{"thick-8", func() { n.InstallPlexus(thick) }, eightSelections, true, nil},
+		{"multus-thin-8", func() { n.InstallMultusThin(multusThin, kubeconfig, mcache) }, eightSelections, true, nil},
+		{"multus-thick-8", func() { n.InstallMultusThick(md) }, eightSelections, true, nil},
 		{"thin-0-noapi", func() { n.InstallPlexus(noAPI) }, "", true, nil},
 		{"thick-0-noapi", func() { n.InstallPlexus(noAPIThick) }, "", true, dNoAPI},
 	}
 	for i := range all {
-		if all[i].name == "thick-0" || all[i].name == "thick-3" {
+		if all[i].name == "thick-0" || all[i].name == "thick-3" || all[i].name == "thick-8" {
 			all[i].daemon = d
 		}
 	}
@@ -161,7 +168,12 @@ func selectSetups(b *testing.B, all []benchConfig, names string) []benchConfig {
 	return out
 }
 
-const benchNS = "bench"
+const (
+	benchNS = "bench"
+	// eightSelections selects the bench NADs eight times, each under an
+	// interface name of its own.
+	eightSelections = "blue,red,green,blue,red,green,blue,red"
+)
 
 // reportMedians reports each setup's median in ms and logs every sample.
 // Setups other than the default network alone also report the median of
