@@ -124,18 +124,6 @@ func prefixesOverlap(a, b string) bool {
 	return Owns(a, b) || Owns(b, a)
 }
 
-// checkOverlaps refuses two modules owning a common key, naming both.
-func checkOverlaps(ms []*Manifest) error {
-	for i, a := range ms {
-		for _, b := range ms[i+1:] {
-			if err := clash(a, b); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
 // clash says how two modules clash: the same name, or a key both would own.
 func clash(a, b *Manifest) error {
 	if a.Name == b.Name {

@@ -106,11 +106,11 @@ func TestOverlapNamesBothModules(t *testing.T) {
 	a := &Manifest{Name: "vlan", Prefixes: []string{"com.example."}}
 	b := &Manifest{Name: "qos", Prefixes: []string{"org.qos.", "com.example.qos."}}
 	c := &Manifest{Name: "other", Prefixes: []string{"com.examples."}}
-	err := checkOverlaps([]*Manifest{a, c, b})
+	err := clash(a, b)
 	if err == nil || !strings.Contains(err.Error(), `module "vlan" prefix "com.example." overlaps module "qos" prefix "com.example.qos."`) {
 		t.Fatalf("err = %v", err)
 	}
-	if err := checkOverlaps([]*Manifest{a, c}); err != nil {
+	if err := clash(a, c); err != nil {
 		t.Fatalf("disjoint prefixes: %v", err)
 	}
 }

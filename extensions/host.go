@@ -75,16 +75,9 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		}
 		h.modules = append(h.modules, m)
 	}
-	if cfg.Isolate {
-		h.refuseClashes()
-		return h, nil
-	}
-	manifests := make([]*Manifest, len(h.modules))
-	for i, m := range h.modules {
-		manifests[i] = &m.decl.Manifest
-	}
-	if err := checkOverlaps(manifests); err != nil {
-		return nil, fmt.Errorf("extensions: %w", err)
+	h.refuseClashes()
+	if refused := h.Refused(); !cfg.Isolate && len(refused) > 0 {
+		return nil, refused[0]
 	}
 	return h, nil
 }
@@ -119,6 +112,7 @@ func newModule(cfg *Config, i int, cache wazero.CompilationCache) (*module, erro
 // refuseClashes refuses, in config order, each module whose name or keys
 // clash with a module before it that is not refused: the first keeps its
 // keys, so adding a module never takes keys from one already working.
+// Without Config.Isolate, New fails with the first refusal.
 func (h *Host) refuseClashes() {
 	for i, m := range h.modules {
 		if m.refused != nil {
