@@ -56,11 +56,8 @@ func (e *HookError) Unwrap() error { return e.Err }
 // module owns too. With cfg.Isolate such a module is refused alone (see
 // Config.Isolate); otherwise the host is.
 func New(ctx context.Context, cfg Config) (*Host, error) {
-	validate := cfg.validate
-	if cfg.Isolate {
-		validate = cfg.validateHost // newModule refuses a module's own errors
-	}
-	if err := validate(); err != nil {
+	// newModule checks each module's own keys, as Config.validate does.
+	if err := cfg.validateHost(); err != nil {
 		return nil, err
 	}
 	cache, err := openCache(cfg.CacheDir)
