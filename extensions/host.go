@@ -271,8 +271,12 @@ func (h *Host) partition(keys map[string]json.RawMessage) (map[*module]map[strin
 	return groups, unowned
 }
 
-// invoke encodes input, runs the hook and decodes its output.
+// invoke encodes input, runs the hook and decodes its output. A refused
+// module fails every call, each through the hook's failure policy.
 func (m *module) invoke(ctx context.Context, hook string, input any) (*wireOutput, error) {
+	if m.refused != nil {
+		return nil, fmt.Errorf("module refused at load: %w", m.refused)
+	}
 	in, err := json.Marshal(input)
 	if err != nil {
 		return nil, fmt.Errorf("encoding input: %w", err)

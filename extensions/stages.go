@@ -35,12 +35,6 @@ func (h *Host) Prepare(ctx context.Context, req *pipeline.PrepareRequest) error 
 		if !ok || !m.decl.Has(abi.HookPrepare) {
 			continue
 		}
-		if m.refused != nil {
-			if err := m.failed(abi.HookPrepare, refusedError(m), warn); err != nil {
-				return err
-			}
-			continue
-		}
 		if err := m.prepare(ctx, req, keys, warn); err != nil {
 			return err
 		}
@@ -87,13 +81,8 @@ func (h *Host) Enrich(ctx context.Context, req *pipeline.EnrichRequest) error {
 		if !m.decl.Has(abi.HookEnrich) || (!ok && !m.decl.EnrichAll) {
 			continue
 		}
-		if m.refused != nil {
+		if m.refused != nil && !ok {
 			// Logged once at load; only the pods that chose its keys hear.
-			if ok {
-				if err := m.failed(abi.HookEnrich, refusedError(m), warn); err != nil {
-					return err
-				}
-			}
 			continue
 		}
 		if err := m.enrich(ctx, req, keys, warn); err != nil {
@@ -123,9 +112,4 @@ func (m *module) enrich(ctx context.Context, req *pipeline.EnrichRequest, keys m
 		return m.failed(abi.HookEnrich, err, warn)
 	}
 	return nil
-}
-
-// refusedError is a refused module's failure on each call.
-func refusedError(m *module) error {
-	return fmt.Errorf("module refused at load: %w", m.refused)
 }
