@@ -3,6 +3,7 @@ package pack
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,7 +12,13 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/spf13/pflag"
+
+	"github.com/plexus-cni/plexus/extensions/pack/ociarchive"
 )
 
 // CommandOptions are "plexusctl ext pack"'s flags.
@@ -65,18 +72,34 @@ func Run(ctx context.Context, a CommandOptions, stdout io.Writer) error {
 		return err
 	}
 	info.Ref = cmp.Or(a.Tag, "localhost/plexus-extensions/"+info.Name+":"+info.Version)
-	if _, err := ParseRef(info.Ref); err != nil {
-		return err
+	ref, err := name.ParseReference(info.Ref, name.StrictValidation)
+	if err != nil {
+		return fmt.Errorf("image reference %q: %w", info.Ref, err)
 	}
 	if a.Push {
-		err = Push(ctx, img, info.Ref)
+		err = Push(ctx, img, ref)
 	} else {
-		err = WriteArchive(img, info.Ref, a.Out)
+		// The archive's index names ref, from which `ctr -n k8s.io images
+		// import` names the image, and records the image's own digest,
+		// the one a push gives.
+		err = ociarchive.WriteFile(a.Out, img, ref.Name())
 	}
 	if err != nil {
 		return err
 	}
-	return newJSONEncoder(stdout).Encode(info)
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(info)
+}
+
+// Push pushes img to the registry ref names, with the credentials docker
+// login (or a credential helper it names) keeps.
+func Push(ctx context.Context, img v1.Image, ref name.Reference) error {
+	err := remote.Write(ref, img, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain))
+	if err != nil {
+		return fmt.Errorf("pushing %s: %w", ref, err)
+	}
+	return nil
 }
 
 // sourceDate is SOURCE_DATE_EPOCH's time, or the Unix epoch when unset.

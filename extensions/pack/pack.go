@@ -27,7 +27,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -261,13 +260,4 @@ func imageBytes(img v1.Image) (int64, error) {
 		n += l.Size
 	}
 	return n, nil
-}
-
-// ParseRef parses an image reference, naming what is wrong with it.
-func ParseRef(ref string) (name.Reference, error) {
-	r, err := name.ParseReference(ref, name.StrictValidation)
-	if err != nil {
-		return nil, fmt.Errorf("image reference %q: %w", ref, err)
-	}
-	return r, nil
 }
