@@ -442,25 +442,23 @@ func (s *Syncer) materialize(rev string, files map[string][]byte) (string, error
 	if err != nil {
 		return "", fmt.Errorf("policy state: %w", err)
 	}
+	// Gone once renamed into place; removed on every other way out.
+	defer os.RemoveAll(tmp)
 	if err := os.Chmod(tmp, 0o755); err != nil {
-		_ = os.RemoveAll(tmp)
 		return "", fmt.Errorf("policy state: %w", err)
 	}
 	for name, b := range files {
 		if err := os.WriteFile(filepath.Join(tmp, name), b, 0o644); err != nil {
-			_ = os.RemoveAll(tmp)
 			return "", fmt.Errorf("policy state: %w", err)
 		}
 	}
 	dir := filepath.Join(root, rev)
 	if s.st.dir == dir {
 		// The active revision's directory is never replaced in place.
-		_ = os.RemoveAll(tmp)
 		return dir, nil
 	}
 	_ = os.RemoveAll(dir)
 	if err := os.Rename(tmp, dir); err != nil {
-		_ = os.RemoveAll(tmp)
 		return "", fmt.Errorf("policy state: %w", err)
 	}
 	return dir, nil
