@@ -1,10 +1,6 @@
 package policies
 
-import (
-	"slices"
-
-	"github.com/open-policy-agent/opa/v1/ast"
-)
+import "github.com/open-policy-agent/opa/v1/ast"
 
 // inputUse says which parts of the input document, costly to provide, the
 // policy may read. The analysis is conservative: a dynamic key, the whole
@@ -24,27 +20,8 @@ func inputUseOf(modules map[string]*ast.Module, query ast.Body) inputUse {
 		refs = append(refs, rootedRefs(ast.InputRootDocument, m.Imports, m)...)
 	}
 	return inputUse{
-		namespaceLabels: anyMayReach(refs, "namespace", "labels"),
-		nadConfig:       anyMayReach(refs, "nad", "config"),
-		selections:      anyMayReach(refs, "selections"),
+		namespaceLabels: reachesAny(refs, ast.MustParseRef("input.namespace.labels")),
+		nadConfig:       reachesAny(refs, ast.MustParseRef("input.nad.config")),
+		selections:      reachesAny(refs, ast.MustParseRef("input.selections")),
 	}
-}
-
-func anyMayReach(refs []ast.Ref, path ...string) bool {
-	return slices.ContainsFunc(refs, func(r ast.Ref) bool { return refMayReach(r[1:], path...) })
-}
-
-// refMayReach reports whether the ref suffix could denote path or a value
-// containing it: it stops short of path, or matches it with variables.
-func refMayReach(suffix ast.Ref, path ...string) bool {
-	for i, p := range path {
-		if i >= len(suffix) {
-			return true
-		}
-		s, ok := suffix[i].Value.(ast.String)
-		if ok && string(s) != p {
-			return false
-		}
-	}
-	return true
 }

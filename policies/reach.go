@@ -166,16 +166,17 @@ func ruleName(pkg ast.Ref) (string, bool) {
 	return string(s), ok
 }
 
-// reachesAny says whether a reference may denote the package or a document
-// in or below it: one is a prefix of the other, where a term that is not a
-// string (a variable) matches any name.
-func reachesAny(refs []ast.Ref, pkg ast.Ref) bool {
-	return slices.ContainsFunc(refs, func(r ast.Ref) bool { return reaches(r, pkg) })
+// reachesAny says whether a reference may denote the document at path (a
+// package, or a part of the input) or a document in or below it or
+// containing it: below their common root, one is a prefix of the other,
+// where a term that is not a string (a variable) matches any name.
+func reachesAny(refs []ast.Ref, path ast.Ref) bool {
+	return slices.ContainsFunc(refs, func(r ast.Ref) bool { return reaches(r, path) })
 }
 
-func reaches(r, pkg ast.Ref) bool {
-	for i := 1; i < min(len(r), len(pkg)); i++ {
-		if _, ok := r[i].Value.(ast.String); ok && !r[i].Equal(pkg[i]) {
+func reaches(r, path ast.Ref) bool {
+	for i := 1; i < min(len(r), len(path)); i++ {
+		if _, ok := r[i].Value.(ast.String); ok && !r[i].Equal(path[i]) {
 			return false
 		}
 	}
