@@ -203,21 +203,29 @@ func countImports(body []byte) (funcs, globals int, err error) {
 
 // globalSection renumbers function references in the initializers.
 func (r *rewriter) globalSection(body []byte) ([]byte, error) {
-	n, i, err := readU32(body, 0)
-	if err != nil {
-		return nil, err
-	}
-	out := wasmfmt.AppendU32(nil, uint32(n))
-	for range n {
+	out, _, err := vector(nil, body, 0, func(out []byte, i int) ([]byte, int, error) {
 		if i+2 > len(body) {
-			return nil, fmt.Errorf("%w: global section ends early", ErrFormat)
+			return nil, 0, fmt.Errorf("%w: global section ends early", ErrFormat)
 		}
-		out = append(out, body[i], body[i+1]) // valtype, mutability
-		if out, i, err = r.expr(out, body, i+2); err != nil {
-			return nil, err
+		return r.expr(append(out, body[i], body[i+1]), body, i+2) // valtype, mutability
+	})
+	return out, err
+}
+
+// vector copies the vector at i in body to out: its count, then each
+// entry as entry copies it from where it starts, returning where it ends.
+func vector(out, body []byte, i int, entry func(out []byte, i int) ([]byte, int, error)) ([]byte, int, error) {
+	n, i, err := readU32(body, i)
+	if err != nil {
+		return nil, 0, err
+	}
+	out = wasmfmt.AppendU32(out, uint32(n))
+	for range n {
+		if out, i, err = entry(out, i); err != nil {
+			return nil, 0, err
 		}
 	}
-	return out, nil
+	return out, i, nil
 }
 
 func (r *rewriter) exportSection(body []byte) ([]byte, error) {
@@ -240,63 +248,45 @@ func (r *rewriter) exportSection(body []byte) ([]byte, error) {
 // elementSection renumbers the functions of every element segment, in
 // each of the eight encodings.
 func (r *rewriter) elementSection(body []byte) ([]byte, error) {
-	n, i, err := readU32(body, 0)
-	if err != nil {
-		return nil, err
-	}
-	out := wasmfmt.AppendU32(nil, uint32(n))
-	for range n {
-		var flags, table int
-		if flags, i, err = readU32(body, i); err != nil || flags > 7 {
-			return nil, fmt.Errorf("%w: element segment kind", ErrFormat)
+	out, _, err := vector(nil, body, 0, func(out []byte, i int) ([]byte, int, error) {
+		flags, i, err := readU32(body, i)
+		if err != nil || flags > 7 {
+			return nil, 0, fmt.Errorf("%w: element segment kind", ErrFormat)
 		}
 		out = wasmfmt.AppendU32(out, uint32(flags))
 		if flags == 2 || flags == 6 { // an explicit table
+			var table int
 			if table, i, err = readU32(body, i); err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 			out = wasmfmt.AppendU32(out, uint32(table))
 		}
 		if flags&1 == 0 { // active: an offset
 			if out, i, err = r.expr(out, body, i); err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 		}
 		if flags&3 != 0 { // an element kind or reference type
 			if i >= len(body) {
-				return nil, fmt.Errorf("%w: element segment ends early", ErrFormat)
+				return nil, 0, fmt.Errorf("%w: element segment ends early", ErrFormat)
 			}
 			out = append(out, body[i])
 			i++
 		}
-		if out, i, err = r.elements(out, body, i, flags&4 != 0); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+		return r.elements(out, body, i, flags&4 != 0)
+	})
+	return out, err
 }
 
 // elements copies a vector of function indices, or of expressions.
 func (r *rewriter) elements(out, body []byte, i int, exprs bool) ([]byte, int, error) {
-	n, i, err := readU32(body, i)
-	if err != nil {
-		return nil, 0, err
-	}
-	out = wasmfmt.AppendU32(out, uint32(n))
-	for range n {
+	return vector(out, body, i, func(out []byte, i int) ([]byte, int, error) {
 		if exprs {
-			if out, i, err = r.expr(out, body, i); err != nil {
-				return nil, 0, err
-			}
-			continue
+			return r.expr(out, body, i)
 		}
-		var x int
-		if x, i, err = readU32(body, i); err != nil {
-			return nil, 0, err
-		}
-		out = wasmfmt.AppendU32(out, r.fn(x))
-	}
-	return out, i, nil
+		x, i, err := readU32(body, i)
+		return wasmfmt.AppendU32(out, r.fn(x)), i, err
+	})
 }
 
 // expr copies a constant expression, through its end.
@@ -318,25 +308,20 @@ func (r *rewriter) expr(out, b []byte, i int) ([]byte, int, error) {
 
 // codeSection rewrites every function body.
 func (r *rewriter) codeSection(body []byte) ([]byte, error) {
-	n, i, err := readU32(body, 0)
-	if err != nil {
-		return nil, err
-	}
-	out := wasmfmt.AppendU32(nil, uint32(n))
-	for f := range n {
+	f := 0
+	out, _, err := vector(nil, body, 0, func(out []byte, i int) ([]byte, int, error) {
 		size, start, err := readU32(body, i)
 		if err != nil || start+size > len(body) {
-			return nil, fmt.Errorf("%w: function %d body", ErrFormat, f)
+			return nil, 0, fmt.Errorf("%w: function %d body", ErrFormat, f)
 		}
 		fn, err := r.function(body[start : start+size])
 		if err != nil {
-			return nil, fmt.Errorf("function %d: %w", f, err)
+			return nil, 0, fmt.Errorf("function %d: %w", f, err)
 		}
-		out = wasmfmt.AppendU32(out, uint32(len(fn)))
-		out = append(out, fn...)
-		i = start + size
-	}
-	return out, nil
+		f++
+		return append(wasmfmt.AppendU32(out, uint32(len(fn))), fn...), start + size, nil
+	})
+	return out, err
 }
 
 func (r *rewriter) function(fn []byte) ([]byte, error) {
