@@ -51,7 +51,8 @@ func checkForbidden(modules map[string]*ast.Module) error {
 	var found []string
 	for _, m := range modules {
 		ast.WalkRefs(m, func(r ast.Ref) bool {
-			name := builtinName(r)
+			// "" for refs into data or input, which never match the table.
+			name, _ := ast.BuiltinNameFromRef(r)
 			if why, bad := forbiddenBuiltins[name]; bad {
 				found = append(found, fmt.Sprintf("%s: built-in %s is forbidden in plexus policies: it %s", r[0].Location, name, why))
 			}
@@ -63,24 +64,4 @@ func checkForbidden(modules map[string]*ast.Module) error {
 	}
 	slices.Sort(found)
 	return fmt.Errorf("%s", strings.Join(found, "\n"))
-}
-
-// builtinName renders a ref such as http.send as the built-in name it would
-// call; refs into data or input never match the table.
-func builtinName(r ast.Ref) string {
-	parts := make([]string, 0, len(r))
-	for i, t := range r {
-		switch v := t.Value.(type) {
-		case ast.Var:
-			if i > 0 {
-				return ""
-			}
-			parts = append(parts, string(v))
-		case ast.String:
-			parts = append(parts, string(v))
-		default:
-			return ""
-		}
-	}
-	return strings.Join(parts, ".")
 }
