@@ -84,28 +84,12 @@ type Options struct {
 	Keep int
 	// TestTimeout bounds a revision's Rego tests; 30s when zero.
 	TestTimeout time.Duration
-	// Engines builds the engines; nil builds each here. A simulation of
-	// many nodes in one process shares them by content.
-	Engines Engines
-	Log     *slog.Logger
-}
-
-// Engines compiles policies: New as policies.New, Verify as this
-// package's Verify.
-type Engines interface {
-	New(ctx context.Context, cfg policies.Config) (*policies.Engine, error)
-	Verify(ctx context.Context, cfg policies.Config, dir string, tests bool, testTimeout time.Duration) (*policies.Engine, int, error)
-}
-
-// ownEngines builds every engine itself, as a node does.
-type ownEngines struct{}
-
-func (ownEngines) New(ctx context.Context, cfg policies.Config) (*policies.Engine, error) {
-	return policies.New(ctx, cfg)
-}
-
-func (ownEngines) Verify(ctx context.Context, cfg policies.Config, dir string, tests bool, testTimeout time.Duration) (*policies.Engine, int, error) {
-	return Verify(ctx, cfg, dir, tests, testTimeout)
+	// NewEngine and VerifyEngine build the engines: policies.New and this
+	// package's Verify when nil, as a node does. A simulation of many
+	// nodes in one process shares them by content.
+	NewEngine    func(ctx context.Context, cfg policies.Config) (*policies.Engine, error)
+	VerifyEngine func(ctx context.Context, cfg policies.Config, dir string, tests bool, testTimeout time.Duration) (*policies.Engine, int, error)
+	Log          *slog.Logger
 }
 
 // State is what a node enforces, persisted in .state.json.
@@ -175,8 +159,11 @@ func New(o Options) (*Syncer, error) {
 	if o.TestTimeout <= 0 {
 		o.TestTimeout = 30 * time.Second
 	}
-	if o.Engines == nil {
-		o.Engines = ownEngines{}
+	if o.NewEngine == nil {
+		o.NewEngine = policies.New
+	}
+	if o.VerifyEngine == nil {
+		o.VerifyEngine = Verify
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
@@ -298,7 +285,7 @@ func (s *Syncer) verifyAndActivate(ctx context.Context, p *plexusapi.AttachmentP
 	if err != nil {
 		return Result{}, err
 	}
-	eng, passed, err := s.o.Engines.Verify(ctx, s.o.Config, dir, HasTests(files), s.o.TestTimeout)
+	eng, passed, err := s.o.VerifyEngine(ctx, s.o.Config, dir, HasTests(files), s.o.TestTimeout)
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return Result{}, fmt.Errorf("revision %s: %s", rev, StripDir(err.Error(), dir, "(the revision)"))
@@ -428,7 +415,7 @@ func revisionConfig(cfg policies.Config, dir string) policies.Config {
 
 // compile builds the engine of a revision: the library and its files.
 func (s *Syncer) compile(ctx context.Context, dir string) (*policies.Engine, error) {
-	return s.o.Engines.New(ctx, revisionConfig(s.o.Config, dir))
+	return s.o.NewEngine(ctx, revisionConfig(s.o.Config, dir))
 }
 
 // materialize writes files into a fresh directory and renames it to

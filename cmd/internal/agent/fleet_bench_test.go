@@ -199,8 +199,8 @@ func (f *fleet) startNode(ctx context.Context, node string) {
 	library, _ := filepath.Abs(filepath.Join("..", "..", "..", "policies", "library"))
 	baseline, _ := filepath.Abs(filepath.Join("..", "..", "..", "policies", "baseline.yaml"))
 	sync, err := revision.New(revision.Options{
-		Config:  policies.Config{Paths: []string{library}, Object: &policies.ObjectConfig{Name: "cluster", StateDir: filepath.Join(f.dir, node), DefaultPaths: []string{baseline}}},
-		Engines: f.engines,
+		Config:    policies.Config{Paths: []string{library}, Object: &policies.ObjectConfig{Name: "cluster", StateDir: filepath.Join(f.dir, node), DefaultPaths: []string{baseline}}},
+		NewEngine: f.engines.New, VerifyEngine: f.engines.Verify,
 	})
 	if err != nil {
 		b.Fatal(err)
