@@ -72,31 +72,24 @@ func fileFilter(tests bool) loader.Filter {
 	}
 }
 
-// checkPaths requires at least one path and checks each (checkNamedFile).
+// checkPaths requires at least one path, each of which exists. It refuses
+// a file named on the command line or in the config that is neither Rego
+// nor data, instead of letting OPA guess its type.
 func checkPaths(paths []string) error {
 	if len(paths) == 0 {
 		return fmt.Errorf("no policy paths given")
 	}
 	for _, p := range paths {
-		if err := checkNamedFile(p); err != nil {
-			return err
+		_, path := loader.SplitPrefix(p)
+		info, err := os.Stat(path)
+		if err != nil {
+			return fmt.Errorf("policy path %s: %w", p, err)
+		}
+		if !info.IsDir() && !knownExtension(path) {
+			return fmt.Errorf("policy path %s: not a .rego, .json, .yaml or .yml file", p)
 		}
 	}
 	return nil
-}
-
-// checkNamedFile refuses a file named on the command line or in the config
-// that is neither Rego nor data, instead of letting OPA guess its type.
-func checkNamedFile(p string) error {
-	_, path := loader.SplitPrefix(p)
-	info, err := os.Stat(path)
-	if err != nil {
-		return fmt.Errorf("policy path %s: %w", p, err)
-	}
-	if info.IsDir() || knownExtension(path) {
-		return nil
-	}
-	return fmt.Errorf("policy path %s: not a .rego, .json, .yaml or .yml file", p)
 }
 
 func knownExtension(name string) bool {
