@@ -44,7 +44,7 @@ AttachmentPolicy nodes follow, and print its revision.`,
 // pushPolicy verifies before it connects: a policy that fails its tests
 // needs no cluster to say so.
 func (a *app) pushPolicy(ctx context.Context, dir string, p pushArgs, stdout io.Writer) error {
-	spec, err := push.Read(dir)
+	spec, files, err := push.Read(dir)
 	if err != nil {
 		return err
 	}
@@ -60,7 +60,7 @@ func (a *app) pushPolicy(ctx context.Context, dir string, p pushArgs, stdout io.
 			return fmt.Errorf("unpacking the built-in library: %w", err)
 		}
 	}
-	passed, err := push.Verify(ctx, library, spec)
+	_, passed, err := push.Verify(ctx, library, files, "(the directory)")
 	if err != nil {
 		return fmt.Errorf("%s: nothing pushed: %w", dir, err)
 	}

@@ -7,6 +7,7 @@ package push
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -24,13 +25,15 @@ import (
 )
 
 // Read reads dir's .rego modules and .json/.yaml/.yml data files, not its
-// subdirectories, into an object's spec. A policy file whose name an
-// object may not hold is an error; other files (a README) are skipped.
-func Read(dir string) (plexusapi.AttachmentPolicySpec, error) {
+// subdirectories, into an object's spec, and returns the spec's files as
+// a node reads them (revision.SpecFiles), to verify. A policy file whose
+// name an object may not hold is an error; other files (a README) are
+// skipped.
+func Read(dir string) (plexusapi.AttachmentPolicySpec, map[string][]byte, error) {
 	var spec plexusapi.AttachmentPolicySpec
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return spec, fmt.Errorf("policy directory: %w", err)
+		return spec, nil, fmt.Errorf("policy directory: %w", err)
 	}
 	spec.Modules, spec.Data = map[string]string{}, map[string]string{}
 	for _, e := range entries {
@@ -47,22 +50,23 @@ func Read(dir string) (plexusapi.AttachmentPolicySpec, error) {
 			continue
 		}
 		if len(spec.Modules)+len(spec.Data) >= 2*revision.MaxFiles {
-			return spec, fmt.Errorf("policy directory %s: more than %d files", dir, 2*revision.MaxFiles)
+			return spec, nil, fmt.Errorf("policy directory %s: more than %d files", dir, 2*revision.MaxFiles)
 		}
 		b, err := readBounded(filepath.Join(dir, name))
 		if err != nil {
-			return spec, err
+			return spec, nil, err
 		}
 		target[name] = string(b)
 	}
 	if len(spec.Modules)+len(spec.Data) == 0 {
-		return spec, fmt.Errorf("policy directory %s: no .rego, .json, .yaml or .yml files", dir)
+		return spec, nil, fmt.Errorf("policy directory %s: no .rego, .json, .yaml or .yml files", dir)
 	}
 	// The checks a node makes; the revision's generation does not matter here.
-	if _, err := revision.SpecFiles(&plexusapi.AttachmentPolicy{ObjectMeta: metav1.ObjectMeta{Name: "push"}, Spec: spec}); err != nil {
-		return spec, fmt.Errorf("policy directory %s: %w", dir, err)
+	files, err := revision.SpecFiles(&plexusapi.AttachmentPolicy{ObjectMeta: metav1.ObjectMeta{Name: "push"}, Spec: spec})
+	if err != nil {
+		return spec, nil, fmt.Errorf("policy directory %s: %w", dir, err)
 	}
-	return spec, nil
+	return spec, files, nil
 }
 
 func readBounded(path string) ([]byte, error) {
@@ -76,22 +80,13 @@ func readBounded(path string) ([]byte, error) {
 	return os.ReadFile(path)
 }
 
-// Verify checks spec as a node will, with the rule library at library:
-// every file compiles, its tests pass, a sample decision finishes within
-// the default deadline. It returns the number of tests passed.
-func Verify(ctx context.Context, library string, spec plexusapi.AttachmentPolicySpec) (int, error) {
-	files, err := revision.SpecFiles(&plexusapi.AttachmentPolicy{ObjectMeta: metav1.ObjectMeta{Name: "push"}, Spec: spec})
-	if err != nil {
-		return 0, err
-	}
-	_, passed, err := VerifyFiles(ctx, library, files, "(the directory)")
-	return passed, err
-}
-
-// VerifyFiles is Verify of an object's files (revision.SpecFiles), which
-// it writes to a temporary directory; it returns the compiled engine too
-// (explain decides with it). Its errors name that directory dirName.
-func VerifyFiles(ctx context.Context, library string, files map[string][]byte, dirName string) (*policies.Engine, int, error) {
+// Verify checks an object's files (revision.SpecFiles) as a node
+// will, with the rule library at library: every file compiles, its tests
+// pass, a sample decision finishes within the default deadline. It writes
+// the files to a temporary directory, which its errors name dirName, and
+// returns the compiled engine (explain decides with it) and the number of
+// tests passed.
+func Verify(ctx context.Context, library string, files map[string][]byte, dirName string) (*policies.Engine, int, error) {
 	dir, err := os.MkdirTemp("", "plexus-push-")
 	if err != nil {
 		return nil, 0, err
@@ -106,14 +101,10 @@ func VerifyFiles(ctx context.Context, library string, files map[string][]byte, d
 	}
 	e, passed, err := revision.Verify(ctx, policies.Config{Paths: []string{library}}, dir, revision.HasTests(files), 30*time.Second)
 	if err != nil {
-		return nil, 0, strippedError{revision.StripDir(err.Error(), dir, dirName)}
+		return nil, 0, errors.New(revision.StripDir(err.Error(), dir, dirName))
 	}
 	return e, passed, nil
 }
-
-type strippedError struct{ msg string }
-
-func (e strippedError) Error() string { return e.msg }
 
 // Push creates the object named name with spec, or updates its spec
 // (optimistically: the update names the version read). It returns the

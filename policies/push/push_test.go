@@ -41,7 +41,7 @@ func TestReadTakesTheFilesAnObjectMayHold(t *testing.T) {
 		{name: "nothing to push", files: map[string]string{"README.md": "#"}, wantErr: "no .rego, .json, .yaml or .yml files"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			spec, err := Read(writeDir(t, tc.files))
+			spec, _, err := Read(writeDir(t, tc.files))
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("Read: %v, want an error containing %q", err, tc.wantErr)
@@ -68,11 +68,11 @@ func TestVerifyRefusesWhatANodeWould(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, err := Read(writeDir(t, map[string]string{"broken.rego": "package x\n\nallow if {"}))
+	_, files, err := Read(writeDir(t, map[string]string{"broken.rego": "package x\n\nallow if {"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Verify(context.Background(), lib, spec)
+	_, _, err = Verify(context.Background(), lib, files, "(the directory)")
 	if err == nil || !strings.Contains(err.Error(), "broken.rego:") || strings.Contains(err.Error(), "plexus-push-") {
 		t.Fatalf("Verify: %v, want an error naming broken.rego without its temporary path", err)
 	}

@@ -75,7 +75,7 @@ func (b *builder) compileObject(ctx context.Context, obj *plexusapi.AttachmentPo
 	files, err := revision.SpecFiles(obj)
 	if err == nil {
 		p.Revision = revision.Revision(obj.Generation, files) // as nodes report it
-		b.engine, _, err = push.VerifyFiles(ctx, library, files, "(the object)")
+		b.engine, _, err = push.Verify(ctx, library, files, "(the object)")
 	}
 	if err != nil {
 		p.Error = fmt.Sprintf("AttachmentPolicy %q: %v", obj.Name, err)
