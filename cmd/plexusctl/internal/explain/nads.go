@@ -30,8 +30,9 @@ type nadRead struct {
 	obj  *source.NAD
 	from string // "cluster" or the manifest's path
 	err  error
-	// hint is, for a missing NAD, what its namespace has (nearby).
-	hint string
+	// why is err as the report says it (s3.4): not found, with what the
+	// namespace has (nearby), or cannot be read.
+	why string
 }
 
 func newNADReader(files []string, cluster *Cluster) (*nadReader, error) {
@@ -65,8 +66,11 @@ func (r *nadReader) read(ctx context.Context, namespace, name string) *nadRead {
 		n.obj, n.err = r.cluster.nad(ctx, namespace, name)
 		n.from = "cluster"
 	}
-	if errors.Is(n.err, source.ErrNotFound) {
-		n.hint = r.nearby(ctx, namespace, name)
+	switch {
+	case errors.Is(n.err, source.ErrNotFound):
+		n.why = "not found (s3.4): " + n.err.Error() + r.nearby(ctx, namespace, name)
+	case n.err != nil:
+		n.why = "cannot be read (s3.4): " + n.err.Error()
 	}
 	return n
 }
@@ -151,14 +155,6 @@ func nearest(want string, names []string) string {
 	return best
 }
 
-// notFoundText says "not found" plainly for a missing NAD; err names it.
-func notFoundText(err error) string {
-	if errors.Is(err, source.ErrNotFound) {
-		return "not found (s3.4): " + err.Error()
-	}
-	return "cannot be read (s3.4): " + err.Error()
-}
-
 // nadReport is the NAD of attachment a as read and as the plan resolved it
 // (s3.4.1, s3.4.2), with the devices it names.
 func (b *builder) nadReport(namespace, name string, a *pipeline.Planned) NAD {
@@ -168,7 +164,7 @@ func (b *builder) nadReport(namespace, name string, a *pipeline.Planned) NAD {
 	case n == nil:
 		return out // the plan did not get as far
 	case n.err != nil:
-		out.Error = notFoundText(n.err) + n.hint
+		out.Error = n.why
 		return out
 	}
 	out.Found, out.From = true, n.from

@@ -209,7 +209,7 @@ func (b *builder) failure(v *pipeline.Plan, e *types.Error) {
 		ns, name := nadOf(a)
 		detail := cause(e, b.pod.Ref(), a.Name)
 		if n := b.nads.seen[ns+"/"+name]; n != nil && n.err != nil {
-			detail = notFoundText(n.err) + n.hint
+			detail = n.why
 		} else if e.Code == codes.NetworkNotFound && n != nil {
 			detail = "invalid config (s3.4.1): " + detail
 		}
