@@ -131,7 +131,7 @@ func podArg(opts *explain.Options, rest []string, namespace string) error {
 // cluster named (no connection flag, $KUBECONFIG unset): then NADs come
 // from --nad only.
 func (a *app) explainCluster(manifest bool) (*explain.Cluster, error) {
-	if manifest && a.kube.given() == "" && os.Getenv("KUBECONFIG") == "" {
+	if manifest && a.kube.given(false) == "" && os.Getenv("KUBECONFIG") == "" {
 		return nil, nil
 	}
 	return a.kube.clients()

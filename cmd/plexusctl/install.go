@@ -30,7 +30,7 @@ other connection flags do not apply here and are refused.`,
 	}
 	flags := install.AddFlags(c.Flags(), os.Getenv)
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
-		if name := a.kube.anyGiven(); name != "" {
+		if name := a.kube.given(true); name != "" {
 			return usageErrorf("--%s: install connects with --server, --token-file and --ca-file", name)
 		}
 		o, err := flags.Options(os.Getenv)

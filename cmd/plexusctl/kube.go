@@ -70,18 +70,12 @@ func (k *kubeFlags) kubeconfigName() string {
 }
 
 // given names the first connection flag on the command line, "" when
-// none is: then a command that can work without the cluster does.
-func (k *kubeFlags) given() string { return k.firstChanged(connecting) }
-
-// anyGiven names the first of kubectl's flags on the command line.
-func (k *kubeFlags) anyGiven() string { return k.firstChanged(func(string) bool { return true }) }
-
-// firstChanged names the first flag, by name, that the command line gave
-// and match accepts.
-func (k *kubeFlags) firstChanged(match func(flag string) bool) string {
+// none is: then a command that can work without the cluster does. With
+// all, it names the first of kubectl's flags, connection flag or not.
+func (k *kubeFlags) given(all bool) string {
 	name := ""
 	k.flags.VisitAll(func(f *pflag.Flag) {
-		if name == "" && f.Changed && match(f.Name) {
+		if name == "" && f.Changed && (all || connecting(f.Name)) {
 			name = f.Name
 		}
 	})

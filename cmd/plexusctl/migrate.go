@@ -45,7 +45,7 @@ read, through $KUBECONFIG or ~/.kube/config when no flag names it.`,
 			if m.Namespace == "" {
 				return usageErrorf("--namespace is empty")
 			}
-			cluster := m.From == "" || a.kube.given() != ""
+			cluster := m.From == "" || a.kube.given(false) != ""
 			if err := m.Validate(cluster); err != nil {
 				return usageError(err)
 			}
