@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -106,8 +105,11 @@ denied.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.NamespaceLabels = nsLabels.labels
-			if err := checkEval(opts); err != nil {
-				return usageError(err)
+			switch {
+			case opts.PodFile == "" || opts.NADFile == "":
+				return usageErrorf("--pod and --nad are required")
+			case len(opts.Policies) == 0:
+				return usageErrorf("name the policy with --policy")
 			}
 			return policyEval(cmd, opts)
 		},
@@ -121,16 +123,6 @@ denied.`,
 	fs.StringArrayVar(&opts.Policies, "policy", nil, "policy file or directory (repeatable)")
 	fs.StringVar(&opts.Query, "query", "", "decision query (default "+policies.DefaultQuery+")")
 	return c
-}
-
-func checkEval(opts policies.EvalOptions) error {
-	switch {
-	case opts.PodFile == "" || opts.NADFile == "":
-		return errors.New("--pod and --nad are required")
-	case len(opts.Policies) == 0:
-		return errors.New("name the policy with --policy")
-	}
-	return nil
 }
 
 func policyEval(cmd *cobra.Command, opts policies.EvalOptions) error {
