@@ -266,8 +266,10 @@ func (c *converter) clusterNetwork(raw json.RawMessage) error {
 // delegates: the first element is the default network in both; Multus
 // attached the others to every pod as well.
 func (c *converter) delegates(raw json.RawMessage) error {
-	var list []json.RawMessage
-	if err := json.Unmarshal(raw, &list); err != nil {
+	var list []any // numbers as written, as copyKey keeps them
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&list); err != nil {
 		return fmt.Errorf("want a list of CNI configs: %w", err)
 	}
 	if _, has := c.in["clusterNetwork"]; has {
@@ -277,13 +279,7 @@ func (c *converter) delegates(raw json.RawMessage) error {
 	if len(list) == 0 {
 		return nil
 	}
-	var first any
-	dec := json.NewDecoder(bytes.NewReader(list[0]))
-	dec.UseNumber()
-	if err := dec.Decode(&first); err != nil {
-		return err
-	}
-	c.res.Config["delegates"] = []any{first}
+	c.res.Config["delegates"] = list[:1]
 	if len(list) > 1 {
 		c.note("delegates", "only the first delegate (the default network) was carried over; Multus attached the other %d to every pod: create a NAD for each and list them in defaultNetworks", len(list)-1)
 	}
