@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/plexus-cni/plexus/cmd/plexusctl/internal/explain"
 	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
-	"github.com/plexus-cni/plexus/policies"
 	"github.com/plexus-cni/plexus/policies/push"
 )
 
@@ -49,18 +47,7 @@ func (a *app) pushPolicy(ctx context.Context, dir string, p pushArgs, stdout io.
 		return err
 	}
 	spec.OnDelete = p.onDelete
-	library := p.library
-	if library == "" {
-		tmp, err := os.MkdirTemp("", "plexus-library-")
-		if err != nil {
-			return fmt.Errorf("unpacking the built-in library: %w", err)
-		}
-		defer os.RemoveAll(tmp)
-		if library, _, err = policies.WriteBaseline(tmp); err != nil {
-			return fmt.Errorf("unpacking the built-in library: %w", err)
-		}
-	}
-	_, passed, err := push.Verify(ctx, library, files, "(the directory)")
+	_, passed, err := push.Verify(ctx, p.library, files, "(the directory)")
 	if err != nil {
 		return fmt.Errorf("%s: nothing pushed: %w", dir, err)
 	}

@@ -81,18 +81,28 @@ func readBounded(path string) ([]byte, error) {
 }
 
 // Verify checks an object's files (revision.SpecFiles) as a node
-// will, with the rule library at library: every file compiles, its tests
-// pass, a sample decision finishes within the default deadline. It writes
-// the files to a temporary directory, which its errors name dirName, and
-// returns the compiled engine (explain decides with it) and the number of
-// tests passed.
+// will, with the rule library at library, or the one built into this
+// binary (as the image ships it) when library is "": every file compiles,
+// its tests pass, a sample decision finishes within the default deadline.
+// It writes the files to a temporary directory, which its errors name
+// dirName, and returns the compiled engine (explain decides with it) and
+// the number of tests passed.
 func Verify(ctx context.Context, library string, files map[string][]byte, dirName string) (*policies.Engine, int, error) {
-	dir, err := os.MkdirTemp("", "plexus-push-")
+	tmp, err := os.MkdirTemp("", "plexus-push-")
 	if err != nil {
 		return nil, 0, err
 	}
 	// The engine keeps nothing of the files once compiled.
-	defer os.RemoveAll(dir)
+	defer os.RemoveAll(tmp)
+	if library == "" {
+		if library, _, err = policies.WriteBaseline(filepath.Join(tmp, "builtin")); err != nil {
+			return nil, 0, fmt.Errorf("unpacking the built-in library: %w", err)
+		}
+	}
+	dir := filepath.Join(tmp, "policy")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return nil, 0, err
+	}
 	for name, b := range files {
 		// SpecFiles allows plain file names only.
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
