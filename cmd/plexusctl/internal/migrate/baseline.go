@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -55,7 +56,6 @@ func baselineReasons(ctx context.Context, policy pipeline.Authorizer, p *corev1.
 		atts = append(atts, selectionAttachment(el))
 	}
 	var out []string
-	seen := map[string]bool{}
 	for _, a := range atts {
 		d, err := policy.Authorize(ctx, &pipeline.AuthorizeRequest{Pod: pod, Attachment: a, Selections: els})
 		if err != nil {
@@ -65,9 +65,7 @@ func baselineReasons(ctx context.Context, policy pipeline.Authorizer, p *corev1.
 			continue
 		}
 		for _, r := range d.Reasons {
-			line := r.Code + ": " + r.Message
-			if !seen[line] {
-				seen[line] = true
+			if line := r.Code + ": " + r.Message; !slices.Contains(out, line) {
 				out = append(out, line)
 			}
 		}
