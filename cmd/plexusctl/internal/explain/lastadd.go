@@ -121,7 +121,7 @@ func relevantEvents(evs []corev1.Event, podNode string, started time.Time) []Eve
 	})
 	var out []Event
 	for _, e := range evs[:min(len(evs), maxEvents)] {
-		ev := Event{Type: e.Type, Reason: e.Reason, Message: e.Message, Count: e.Count, Source: eventSource(e)}
+		ev := Event{Type: e.Type, Reason: e.Reason, Message: e.Message, Count: e.Count, Source: cmp.Or(e.Source.Component, e.ReportingController)}
 		if host := eventHost(e); isPlexus(ev.Source) && podNode != "" && host != podNode {
 			ev.OtherNode = cmp.Or(host, "(none named)")
 		}
@@ -154,8 +154,4 @@ func eventHost(e corev1.Event) string { return cmp.Or(e.Source.Host, e.Reporting
 // isPlexus: the event's component is one of plexus's programs.
 func isPlexus(component string) bool {
 	return component == "plexus" || component == "plexusd" || strings.HasPrefix(component, "plexus.io/")
-}
-
-func eventSource(e corev1.Event) string {
-	return cmp.Or(e.Source.Component, e.ReportingController)
 }
