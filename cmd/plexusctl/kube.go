@@ -60,13 +60,9 @@ func (k *kubeFlags) clients() (*explain.Cluster, error) {
 		c.Plexus, err = versioned.NewForConfig(cfg)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("kubeconfig %s: %w", k.kubeconfigName(), err)
+		return nil, fmt.Errorf("kubeconfig %s: %w", cmp.Or(*k.config.KubeConfig, "$KUBECONFIG or ~/.kube/config"), err)
 	}
 	return c, nil
-}
-
-func (k *kubeFlags) kubeconfigName() string {
-	return cmp.Or(*k.config.KubeConfig, "$KUBECONFIG or ~/.kube/config")
 }
 
 // given names the first connection flag on the command line, "" when
