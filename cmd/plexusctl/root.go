@@ -181,13 +181,11 @@ func argsBetween(least, most int, missing string) cobra.PositionalArgs {
 	}
 }
 
-// examples formats command lines under the program's name.
+// examples formats command lines (at least one) under the program's
+// name.
 func examples(prog string, lines ...string) string {
-	out := make([]string, len(lines))
-	for i, l := range lines {
-		out[i] = "  " + prog + " " + l
-	}
-	return strings.Join(out, "\n")
+	prefix := "  " + prog + " "
+	return prefix + strings.Join(lines, "\n"+prefix)
 }
 
 // newHelpCmd is `help [command]`. Unlike cobra's own, it refuses a topic
