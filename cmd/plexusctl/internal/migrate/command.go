@@ -2,6 +2,7 @@ package migrate
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -86,29 +87,25 @@ func baselineReport(ctx context.Context, res *Result, pods []corev1.Pod, stdout 
 }
 
 func load(ctx context.Context, a Args, client kubernetes.Interface) (*Result, error) {
+	var m map[string]json.RawMessage
+	var where string // where the Multus config was found
 	if a.From != "" {
 		data, err := os.ReadFile(a.From)
 		if err != nil {
 			return nil, err
 		}
-		m, where, err := Read(data)
-		if err != nil {
+		if m, where, err = Read(data); err != nil {
 			return nil, fmt.Errorf("%s: %w", a.From, err)
 		}
-		res, err := Convert(m, a.PolicyDir)
+		where = a.From + where
+	} else {
+		cm, err := client.CoreV1().ConfigMaps(a.Namespace).Get(ctx, a.ConfigMap, metav1.GetOptions{})
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", a.From, err)
+			return nil, fmt.Errorf("reading the Multus ConfigMap: %w", err)
 		}
-		res.Source = a.From + where
-		return res, nil
-	}
-	cm, err := client.CoreV1().ConfigMaps(a.Namespace).Get(ctx, a.ConfigMap, metav1.GetOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("reading the Multus ConfigMap: %w", err)
-	}
-	m, where, err := FromConfigMap(cm)
-	if err != nil {
-		return nil, err
+		if m, where, err = FromConfigMap(cm); err != nil {
+			return nil, err
+		}
 	}
 	res, err := Convert(m, a.PolicyDir)
 	if err != nil {
