@@ -6,18 +6,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// NodeUnavailable lists the node-side checks explain cannot make yet:
-// they need the node's files or plexusd's socket, not the API (the
-// node's PlexusNode reports its config, default network and plugins).
-func NodeUnavailable() []string {
-	return []string{
-		"plexusd's readiness (s6.1) as the runtime sees it",
-		"the node's attachment records of the pod (what DEL would undo)",
-		"CNI configs in the node's conf dir, for NADs without spec.config (s3.4.1)",
-		"the devices kubelet allocated to the pod (pod-resources API)",
-	}
-}
-
 // node reports the plexus DaemonSet pod on --node, as the API shows it,
 // and what the node's plexus reported of itself (PlexusNode,
 // AttachmentPolicy status).
@@ -25,7 +13,15 @@ func (b *builder) node(ctx context.Context) {
 	if b.opts.Node == "" {
 		return
 	}
-	n := &Node{Name: b.opts.Node, Pods: []NodePod{}, Unavailable: NodeUnavailable()}
+	n := &Node{Name: b.opts.Node, Pods: []NodePod{}, Unavailable: []string{
+		// The node-side checks explain cannot make yet: they need the
+		// node's files or plexusd's socket, not the API (the node's
+		// PlexusNode reports its config, default network and plugins).
+		"plexusd's readiness (s6.1) as the runtime sees it",
+		"the node's attachment records of the pod (what DEL would undo)",
+		"CNI configs in the node's conf dir, for NADs without spec.config (s3.4.1)",
+		"the devices kubelet allocated to the pod (pod-resources API)",
+	}}
 	b.r.Node = n
 	if b.opts.Cluster == nil {
 		n.Error = "no kubeconfig: the node's plexus pod cannot be read"
