@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/plexus-cni/plexus/core/source"
+	"github.com/plexus-cni/plexus/extensions"
 	"github.com/plexus-cni/plexus/policies"
 )
 
@@ -71,7 +72,9 @@ type builder struct {
 	obj    *corev1.Pod // nil for a manifest
 	nads   *nadReader
 	engine *policies.Engine
-	ext    *extHost
+	// ext is the extensions config as loaded: declarations only, no
+	// module is compiled or run.
+	ext *extensions.Host
 }
 
 func newBuilder(ctx context.Context, opts Options) (*builder, error) {
@@ -117,7 +120,7 @@ func (b *builder) loadPod(ctx context.Context) error {
 
 func (b *builder) close(ctx context.Context) {
 	if b.ext != nil {
-		_ = b.ext.host.Close(ctx)
+		_ = b.ext.Close(ctx)
 	}
 }
 

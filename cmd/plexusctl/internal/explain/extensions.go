@@ -13,14 +13,6 @@ import (
 	"github.com/plexus-cni/plexus/sdk/abi"
 )
 
-// extHost is the extensions config as loaded: declarations only, no
-// module is compiled or run.
-type extHost struct {
-	host        *extensions.Host
-	modules     []*extensions.Declaration
-	unownedFail bool
-}
-
 // loadExtensions reads the config and every module's declaration the way
 // plexus does at start (extensions.New), which refuses overlapping
 // prefixes and modules without a valid declaration.
@@ -44,8 +36,8 @@ func (b *builder) loadExtensions(ctx context.Context) {
 		b.problem("extensions: %v: the thin plugin fails every ADD with this config; plexusd refuses the failing module and serves with the rest", err)
 		return
 	}
-	b.ext = &extHost{host: h, modules: h.Declarations(), unownedFail: cfg.UnownedKeys == extensions.PolicyFail}
-	for i, d := range b.ext.modules {
+	b.ext = h
+	for i, d := range h.Declarations() {
 		x.Modules = append(x.Modules, Module{Name: d.Name, Path: cfg.Modules[i].Path, Prefixes: d.Prefixes, Hooks: d.Hooks})
 	}
 }
@@ -87,7 +79,7 @@ func (b *builder) ownKey(out *Attachment, key string, a *pipeline.Planned) Key {
 		b.warn("%s: %s", at, k.Outcome)
 		return k
 	}
-	for _, d := range b.ext.modules {
+	for _, d := range b.ext.Declarations() {
 		for _, p := range d.Prefixes {
 			if !extensions.Owns(p, key) {
 				continue
@@ -101,7 +93,7 @@ func (b *builder) ownKey(out *Attachment, key string, a *pipeline.Planned) Key {
 			return k
 		}
 	}
-	if _, ignored := a.Ignored[key]; ignored || !b.ext.unownedFail {
+	if _, ignored := a.Ignored[key]; ignored || b.r.Extensions.UnownedKeys != extensions.PolicyFail {
 		k.Outcome = "no extension owns it: ignored with a warning (it would fail with unownedKeys: fail)"
 		b.warn("%s: %s", at, k.Outcome)
 		return k

@@ -62,7 +62,7 @@ func (b *builder) stages() pipeline.Stages {
 		s.Authorizer = b.engine
 	}
 	if b.ext != nil {
-		s.Preparer = b.ext.host
+		s.Preparer = b.ext
 	}
 	return s
 }
