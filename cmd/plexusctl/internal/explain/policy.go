@@ -14,9 +14,7 @@ const NoPolicyNote = "no policy given: plexus allows every attachment when none 
 func (b *builder) loadPolicy(ctx context.Context) {
 	p := &b.r.Policy
 	if len(b.opts.Policies) == 0 {
-		if !b.loadPolicyObject(ctx) {
-			p.Note = NoPolicyNote
-		}
+		b.loadPolicyObject(ctx)
 		return
 	}
 	p.Given, p.Paths = true, b.opts.Policies

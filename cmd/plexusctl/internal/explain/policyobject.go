@@ -22,13 +22,14 @@ const DefaultPolicyObject = "cluster"
 // opts.PolicyObject beside the rule library built into this binary, or,
 // while no such object exists, the baseline nodes fall back to. What
 // each node has activated is in its status entry (--node); the report
-// names the revision evaluated here so the two can be compared.
-func (b *builder) loadPolicyObject(ctx context.Context) bool {
-	name := b.opts.PolicyObject
+// names the revision evaluated here so the two can be compared. Without
+// an object name or a cluster, there is no policy.
+func (b *builder) loadPolicyObject(ctx context.Context) {
+	name, p := b.opts.PolicyObject, &b.r.Policy
 	if name == "" || b.opts.Cluster == nil {
-		return false
+		p.Note = NoPolicyNote
+		return
 	}
-	p := &b.r.Policy
 	p.Given, p.Object = true, name
 	obj, err := b.opts.Cluster.Plexus.PlexusV1alpha1().AttachmentPolicies().Get(ctx, name, metav1.GetOptions{})
 	switch {
@@ -37,14 +38,12 @@ func (b *builder) loadPolicyObject(ctx context.Context) bool {
 		p.Note = fmt.Sprintf("AttachmentPolicy %q not found: decided with the image's baseline, which a node enforces until an object exists; "+
 			"a node that enforced a revision of a deleted %q keeps it (onDelete Keep) until plexus is uninstalled there with PLEXUS_UNINSTALL=true: --node says which", name, name)
 		b.compileObject(ctx, nil)
-		return true
 	case err != nil:
 		p.Error = fmt.Sprintf("reading AttachmentPolicy %q: %v", name, err)
 		b.problem("policy: %s", p.Error)
-		return true
+	default:
+		b.compileObject(ctx, obj)
 	}
-	b.compileObject(ctx, obj)
-	return true
 }
 
 // compileObject compiles the library with obj's files, verified as a
