@@ -163,33 +163,6 @@ func (c countingCNI) AddNetworkList(ctx context.Context, l *libcni.NetworkConfig
 	return res, err
 }
 
-// countingAuthorizer times decisions and counts denials by reason code.
-type countingAuthorizer struct {
-	pipeline.Authorizer
-	m *metrics
-}
-
-func (a countingAuthorizer) Authorize(ctx context.Context, req *pipeline.AuthorizeRequest) (pipeline.Decision, error) {
-	start := time.Now()
-	d, err := a.Authorizer.Authorize(ctx, req)
-	a.m.decisions.Observe(time.Since(start).Seconds())
-	if !d.Allowed || err != nil {
-		code := "policy.error"
-		if len(d.Reasons) > 0 {
-			code = d.Reasons[0].Code
-		}
-		a.m.denials.WithLabelValues(code).Inc()
-	}
-	return d, err
-}
-
-// NeedsNamespaceLabels passes the engine's answer through.
-func (a countingAuthorizer) NeedsNamespaceLabels() bool {
-	u, ok := a.Authorizer.(pipeline.NamespaceLabelsUser)
-	return !ok || u.NeedsNamespaceLabels()
-}
-
-// countingExtensions counts hook failures by module.
 // warningDropper is the extension host: it counts the warnings modules
 // returned past the cap of one call (extensions.Host.DroppedWarnings).
 type warningDropper interface{ DroppedWarnings() uint64 }
@@ -228,6 +201,7 @@ func (m *metrics) reportModules(l moduleLister, log *slog.Logger) {
 	}
 }
 
+// countingExtensions counts hook failures by module.
 type countingExtensions struct {
 	prep pipeline.Preparer
 	enr  pipeline.Enricher

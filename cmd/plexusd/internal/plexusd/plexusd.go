@@ -231,7 +231,7 @@ func (d *Daemon) buildStages(ctx context.Context) error {
 }
 
 // authorizer is the policy stage: reloaded when its files change, its
-// decisions counted.
+// decisions counted (reloadingPolicy.Authorize).
 func (d *Daemon) authorizer(ctx context.Context, pc policies.Config) (pipeline.Authorizer, error) {
 	rp, err := newReloadingPolicy(ctx, pc, d.m, d.o.Log)
 	if err != nil {
@@ -245,7 +245,7 @@ func (d *Daemon) authorizer(ctx context.Context, pc policies.Config) (pipeline.A
 	} else if err := d.agent.Follow(ctx, rp.sync, rp.observe); err != nil {
 		return nil, err
 	}
-	return countingAuthorizer{Authorizer: rp, m: d.m}, nil
+	return rp, nil
 }
 
 // NodePolicy is the policy this node enforces, for its PlexusNode; nil

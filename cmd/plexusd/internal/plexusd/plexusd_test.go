@@ -17,9 +17,9 @@ import (
 
 	"github.com/plexus-cni/plexus/cmd/internal/daemon"
 	"github.com/plexus-cni/plexus/core/config"
-	"github.com/plexus-cni/plexus/core/pipeline"
 	"github.com/plexus-cni/plexus/core/source"
 	"github.com/plexus-cni/plexus/extensions"
+	"github.com/plexus-cni/plexus/policies"
 )
 
 func TestDigestChangesWithContentNotWithHiddenFiles(t *testing.T) {
@@ -65,26 +65,33 @@ func TestMetricsCountResultsByCode(t *testing.T) {
 	}
 }
 
-type denyAll struct{}
-
-func (denyAll) Authorize(context.Context, *pipeline.AuthorizeRequest) (pipeline.Decision, error) {
-	return pipeline.Decision{Reasons: []pipeline.Reason{{Code: "nad-allowlist", Message: "no"}}}, nil
-}
-
+// The policy stage times every decision and counts a denial by the code
+// of its first reason.
 func TestDenialsCountedByReasonCode(t *testing.T) {
-	m := newMetrics()
-	a := countingAuthorizer{Authorizer: denyAll{}, m: m}
-	if d, _ := a.Authorize(context.Background(), &pipeline.AuthorizeRequest{}); d.Allowed {
-		t.Fatal("the decorator changed the decision")
+	ctx := context.Background()
+	baseline := filepath.Join(t.TempDir(), "baseline.yaml")
+	// The sample asks for a NAD in its own namespace; this denies it.
+	if err := os.WriteFile(baseline, []byte("plexus:\n  config:\n    nad_allowlist:\n      enabled: true\n      require_allowlist: true\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	if n := testutil.ToFloat64(m.denials.WithLabelValues("nad-allowlist")); n != 1 {
-		t.Errorf("denials = %v", n)
+	lib, err := filepath.Abs("../../../../policies/library")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newMetrics()
+	rp, err := newReloadingPolicy(ctx, policies.Config{Paths: []string{lib, baseline}}, m, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := rp.Authorize(ctx, policies.SampleRequest())
+	if err != nil || d.Allowed || len(d.Reasons) == 0 {
+		t.Fatalf("decision = %+v, %v; want a denial with a reason", d, err)
+	}
+	if n := testutil.ToFloat64(m.denials.WithLabelValues(d.Reasons[0].Code)); n != 1 {
+		t.Errorf("denials{code=%s} = %v", d.Reasons[0].Code, n)
 	}
 	if n := decisionCount(t, m); n != 1 {
 		t.Errorf("decisions timed = %d, want 1", n)
-	}
-	if !a.NeedsNamespaceLabels() {
-		t.Error("an authorizer that cannot say must get namespace labels")
 	}
 }
 

@@ -122,13 +122,23 @@ func (r *reloadingPolicy) NodePolicy() plexusapi.NodePolicy {
 	return plexusapi.NodePolicy{Source: "files", Revision: fs.digest[:12], Since: metav1.NewTime(fs.since), Error: fs.err}
 }
 
-// Authorize implements pipeline.Authorizer.
+// Authorize implements pipeline.Authorizer: the engine in force decides.
+// Decisions are timed and denials counted by reason code.
 func (r *reloadingPolicy) Authorize(ctx context.Context, req *pipeline.AuthorizeRequest) (pipeline.Decision, error) {
-	eng := r.current.Load()
-	if eng == nil {
-		return pipeline.Decision{Allowed: true}, nil
+	start := time.Now()
+	d, err := pipeline.Decision{Allowed: true}, error(nil)
+	if eng := r.current.Load(); eng != nil {
+		d, err = eng.Authorize(ctx, req)
 	}
-	return eng.Authorize(ctx, req)
+	r.m.decisions.Observe(time.Since(start).Seconds())
+	if !d.Allowed || err != nil {
+		code := "policy.error"
+		if len(d.Reasons) > 0 {
+			code = d.Reasons[0].Code
+		}
+		r.m.denials.WithLabelValues(code).Inc()
+	}
+	return d, err
 }
 
 // NeedsNamespaceLabels implements pipeline.NamespaceLabelsUser.
