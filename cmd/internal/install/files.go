@@ -140,7 +140,11 @@ func (in *Installer) writeKubeconfig(ctx context.Context) error {
 
 // reconcileConfig writes plexus's config while the default network's
 // config exists and removes it while it does not (s6.1: kubelet must not
-// see plexus ready before the default network is).
+// see plexus ready before the default network is). With Immediate
+// (s6.1.2), plexus's config exists from the start and names the default
+// network's directory, resolved on each call; until a default config
+// appears it carries version 1.0.0 and no capabilities, and it is
+// rewritten when one does.
 func (in *Installer) reconcileConfig() error {
 	ours := filepath.Join(in.o.ConfDir, in.o.ConfName)
 	def, raw, err := in.findDefault()
@@ -148,10 +152,14 @@ func (in *Installer) reconcileConfig() error {
 		return err
 	}
 	defer in.observe(ours, def, raw)
-	if in.o.Immediate {
-		return in.writeImmediate(ours, raw)
-	}
-	if def == "" {
+	clusterNetwork, msg, attrs := def, "wrote plexus's CNI config", []any{"path", ours, "clusterNetwork", def}
+	switch {
+	case in.o.Immediate:
+		clusterNetwork, msg, attrs = in.o.DefaultConfDir, "wrote plexus's CNI config (s6.1.2: attachments wait for the default network)", attrs[:2]
+		if raw == nil {
+			raw = []byte(`{"cniVersion":"1.0.0","name":"pending","type":"pending"}`)
+		}
+	case def == "":
 		if err := os.Remove(ours); err == nil {
 			in.o.Log.Warn("the default network's config is gone: removed plexus's (s6.1)", "path", ours)
 		} else if !errors.Is(err, os.ErrNotExist) {
@@ -159,17 +167,16 @@ func (in *Installer) reconcileConfig() error {
 		}
 		in.o.Log.Info("waiting for the cluster-wide default network's CNI config (s6.1)", "dir", in.o.DefaultConfDir)
 		return nil
-	}
-	if in.o.ConfDir == in.o.DefaultConfDir && filepath.Base(def) < in.o.ConfName {
+	case in.o.ConfDir == in.o.DefaultConfDir && filepath.Base(def) < in.o.ConfName:
 		return fmt.Errorf("the default network's config %s sorts before %s, so kubelet would not use plexus: choose a config name that sorts first", def, in.o.ConfName)
 	}
-	data, err := in.plexusConfig(def, raw)
+	data, err := in.plexusConfig(clusterNetwork, raw)
 	if err != nil {
 		return err
 	}
 	changed, err := writeIfChanged(ours, data, 0o644)
 	if changed {
-		in.o.Log.Info("wrote plexus's CNI config", "path", ours, "clusterNetwork", def)
+		in.o.Log.Info(msg, attrs...)
 	}
 	return err
 }
@@ -400,25 +407,6 @@ func writeTemp(path string, data io.Reader, mode os.FileMode) (string, int64, er
 		return "", 0, err
 	}
 	return f.Name(), n, nil
-}
-
-// writeImmediate is s6.1.2: plexus's config exists from the start and names
-// the default network's directory, resolved on each call; until a default
-// config appears it carries version 1.0.0 and no capabilities, and it is
-// rewritten when one does.
-func (in *Installer) writeImmediate(ours string, raw []byte) error {
-	if raw == nil {
-		raw = []byte(`{"cniVersion":"1.0.0","name":"pending","type":"pending"}`)
-	}
-	data, err := in.plexusConfig(in.o.DefaultConfDir, raw)
-	if err != nil {
-		return err
-	}
-	changed, err := writeIfChanged(ours, data, 0o644)
-	if changed {
-		in.o.Log.Info("wrote plexus's CNI config (s6.1.2: attachments wait for the default network)", "path", ours)
-	}
-	return err
 }
 
 // pluginType is the config's "type": PluginType when set, else plexus,
