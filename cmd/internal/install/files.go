@@ -3,6 +3,7 @@ package install
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,7 +26,7 @@ import (
 
 // InstallBinaries copies each binary to BinDir through a temporary file
 // and a rename, so the runtime never executes a half-written plugin. An
-// identical file is left alone.
+// identical file is left alone (copyIfChanged).
 func (in *Installer) InstallBinaries() error {
 	for _, b := range in.o.Binaries { // plain file names: New checked them
 		src, dst := filepath.Join(in.o.SrcBinDir, b), filepath.Join(in.o.BinDir, b)
@@ -40,67 +41,14 @@ func (in *Installer) InstallBinaries() error {
 	return nil
 }
 
-// copyIfChanged copies src over dst (writeAtomic) unless dst has the same
-// bytes. Both are streamed, never held in memory: the binaries are tens of
-// megabytes and the installer runs under a small memory limit, which
-// reading both whole would exceed on an upgrade.
+// copyIfChanged copies src over dst (writeIfChanged).
 func copyIfChanged(src, dst string, mode os.FileMode) (bool, error) {
-	same, err := sameContent(src, dst)
-	if err != nil {
-		return false, err
-	}
-	if same {
-		return false, nil
-	}
 	f, err := os.Open(src)
 	if err != nil {
 		return false, err
 	}
 	defer f.Close()
-	if err := writeAtomic(dst, f, mode); err != nil {
-		return false, fmt.Errorf("installing %s: %w", dst, err)
-	}
-	return true, nil
-}
-
-// sameContent reports whether dst exists with src's bytes, comparing
-// chunk by chunk.
-func sameContent(src, dst string) (bool, error) {
-	a, err := os.Open(src)
-	if err != nil {
-		return false, err
-	}
-	defer a.Close()
-	b, err := os.Open(dst)
-	if err != nil {
-		return false, nil // absent or unreadable: (re)write it
-	}
-	defer b.Close()
-	ai, err := a.Stat()
-	if err != nil {
-		return false, err
-	}
-	if bi, err := b.Stat(); err != nil || bi.Size() != ai.Size() {
-		return false, nil
-	}
-	const chunk = 64 << 10
-	bufA, bufB := make([]byte, chunk), make([]byte, chunk)
-	for {
-		na, errA := io.ReadFull(a, bufA)
-		nb, errB := io.ReadFull(b, bufB)
-		if na != nb || !bytes.Equal(bufA[:na], bufB[:nb]) {
-			return false, nil
-		}
-		if errA == io.EOF || errA == io.ErrUnexpectedEOF {
-			return errB == io.EOF || errB == io.ErrUnexpectedEOF, nil
-		}
-		if errA != nil {
-			return false, errA
-		}
-		if errB != nil {
-			return false, nil
-		}
-	}
+	return writeIfChanged(dst, f, mode)
 }
 
 // writeKubeconfig writes the plugin's kubeconfig from the current token and
@@ -130,8 +78,11 @@ func (in *Installer) writeKubeconfig(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("kubeconfig: %w", err)
 	}
+	if err := os.MkdirAll(filepath.Dir(in.o.Kubeconfig), 0o755); err != nil {
+		return err
+	}
 	// Holds a credential: readable by root only.
-	changed, err := writeIfChanged(in.o.Kubeconfig, data, 0o600)
+	changed, err := writeIfChanged(in.o.Kubeconfig, bytes.NewReader(data), 0o600)
 	if changed {
 		in.o.Log.Info("wrote kubeconfig", "path", in.o.Kubeconfig)
 	}
@@ -174,7 +125,10 @@ func (in *Installer) reconcileConfig() error {
 	if err != nil {
 		return err
 	}
-	changed, err := writeIfChanged(ours, data, 0o644)
+	if err := os.MkdirAll(in.o.ConfDir, 0o755); err != nil {
+		return err
+	}
+	changed, err := writeIfChanged(ours, bytes.NewReader(data), 0o644)
 	if changed {
 		in.o.Log.Info(msg, attrs...)
 	}
@@ -358,18 +312,39 @@ func CheckCNIVersion(v string) error {
 	return nil
 }
 
-// writeIfChanged writes atomically unless the file already has data.
-func writeIfChanged(path string, data []byte, mode os.FileMode) (bool, error) {
-	if cur, err := os.ReadFile(path); err == nil && bytes.Equal(cur, data) {
-		return false, nil
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+// writeIfChanged writes data atomically (writeAtomic) unless path
+// already has data's bytes. Both are streamed and compared by digest,
+// never held in memory: the binaries are tens of megabytes and the
+// installer runs under a small memory limit, which reading both whole
+// would exceed on an upgrade.
+func writeIfChanged(path string, data io.ReadSeeker, mode os.FileMode) (bool, error) {
+	want, err := digest(data)
+	if err != nil {
 		return false, err
 	}
-	if err := writeAtomic(path, bytes.NewReader(data), mode); err != nil {
+	if cur, err := os.Open(path); err == nil { // absent or unreadable: (re)write it
+		have, err := digest(cur)
+		cur.Close()
+		if err == nil && bytes.Equal(have, want) {
+			return false, nil
+		}
+	}
+	if _, err := data.Seek(0, io.SeekStart); err != nil {
+		return false, err
+	}
+	if err := writeAtomic(path, data, mode); err != nil {
 		return false, fmt.Errorf("writing %s: %w", path, err)
 	}
 	return true, nil
+}
+
+// digest is the SHA-256 of what r holds.
+func digest(r io.Reader) ([]byte, error) {
+	h := sha256.New()
+	if _, err := io.Copy(h, r); err != nil {
+		return nil, err
+	}
+	return h.Sum(nil), nil
 }
 
 // writeAtomic writes a temporary file beside path (writeTemp) and renames
