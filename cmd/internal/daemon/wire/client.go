@@ -80,20 +80,20 @@ func (c *Client) WaitReady(deadline time.Time) error {
 func (c *Client) exchange(req []byte, timeout time.Duration) (*Answer, error) {
 	conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: c.Socket, Net: "unix"})
 	if err != nil {
-		return nil, &unreachable{c.Socket, "connecting", err}
+		return nil, unreachable(c.Socket, "connecting", err)
 	}
 	defer conn.Close()
 	if timeout > 0 {
 		if err := conn.SetDeadline(time.Now().Add(timeout)); err != nil {
-			return nil, &unreachable{c.Socket, "connecting", err}
+			return nil, unreachable(c.Socket, "connecting", err)
 		}
 	}
 	// Go ignores SIGPIPE on sockets: a plexusd gone mid-write is an error.
 	if _, err := conn.Write(req); err != nil {
-		return nil, &unreachable{c.Socket, "sending the call", err}
+		return nil, unreachable(c.Socket, "sending the call", err)
 	}
 	if err := conn.CloseWrite(); err != nil {
-		return nil, &unreachable{c.Socket, "sending the call", err}
+		return nil, unreachable(c.Socket, "sending the call", err)
 	}
 	b, err := readAll(conn, len(replyMagic)+1+4+MaxCallBytes)
 	if err == nil && len(b) == 0 {
@@ -123,18 +123,9 @@ func readAll(r io.Reader, max int) ([]byte, error) {
 }
 
 // unreachable is ErrUnreachable with where and why.
-type unreachable struct {
-	socket, doing string
-	err           error
+func unreachable(socket, doing string, err error) error {
+	return fmt.Errorf("%w at %s: %s: %w", ErrUnreachable, socket, doing, unwrapOp(err))
 }
-
-func (u *unreachable) Error() string {
-	return ErrUnreachable.Error() + " at " + u.socket + ": " + u.doing + ": " + unwrapOp(u.err).Error()
-}
-
-func (u *unreachable) Is(target error) bool { return target == ErrUnreachable }
-
-func (u *unreachable) Unwrap() error { return u.err }
 
 // unwrapOp is the system's reason alone: the message already says where
 // and what was being done.
