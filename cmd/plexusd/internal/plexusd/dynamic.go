@@ -188,18 +188,14 @@ func (r *reconciler) reconcile(ctx context.Context, key string) (retry bool) {
 		return false // stopping or gone: its DEL undoes what it has
 	}
 	if err != nil {
-		r.failed(ctx, pod, ann, fmt.Errorf("finding the pod's network namespace: %w", err), true)
-		return true
+		return r.failed(ctx, pod, ann, fmt.Errorf("finding the pod's network namespace: %w", err))
 	}
 	ch, err := r.update(ctx, &pipeline.Request{ContainerID: rec.ContainerID, NetNS: path}, pod)
 	switch {
 	case errors.Is(err, pipeline.ErrNoRecord), errors.Is(err, pipeline.ErrNotSettled):
 		return false
 	case err != nil:
-		_, permanent := failure(err)
-		transient := !permanent
-		r.failed(ctx, pod, ann, err, transient)
-		return transient
+		return r.failed(ctx, pod, ann, err)
 	}
 	r.succeeded(ctx, pod, ch)
 	return false
@@ -275,17 +271,19 @@ func (r *reconciler) wasRefused(uid, ann string) bool {
 }
 
 // failed reports a change not made: the pipeline already sent its Warning
-// event; the condition says why, and a permanent failure is remembered so
-// the same annotation is not tried again.
-func (r *reconciler) failed(ctx context.Context, pod *source.Pod, ann string, err error, transient bool) {
-	r.log.Warn("dynamic attachments: change not applied", "pod", pod.Ref(), "transient", transient, "err", err)
-	if !transient {
+// event; the condition says why, and a permanent failure (failure) is
+// remembered so the same annotation is not tried again. It reports whether
+// the failure is transient, to be retried.
+func (r *reconciler) failed(ctx context.Context, pod *source.Pod, ann string, err error) (transient bool) {
+	reason, permanent := failure(err)
+	r.log.Warn("dynamic attachments: change not applied", "pod", pod.Ref(), "transient", !permanent, "err", err)
+	if permanent {
 		r.mu.Lock()
 		r.refused[pod.UID] = ann
 		r.mu.Unlock()
 	}
-	reason, _ := failure(err)
 	r.condition(ctx, pod, kube.PodCondition{Type: plexusapi.PodConditionNetworkAttachments, Status: "False", Reason: reason, Message: err.Error()})
+	return !permanent
 }
 
 func (r *reconciler) succeeded(ctx context.Context, pod *source.Pod, ch *pipeline.Change) {
