@@ -162,16 +162,12 @@ func DecodeAnswer(b []byte) (*Answer, error) {
 		return nil, err
 	}
 	switch status {
-	case statusOK:
-		return &Answer{Reply: &Reply{Stdout: payload}}, nil
-	case statusFailed:
-		return &Answer{Reply: &Reply{Stdout: payload, Failed: true}}, nil
+	case statusOK, statusFailed:
+		return &Answer{Reply: &Reply{Stdout: payload, Failed: status == statusFailed}}, nil
 	case statusRefused:
 		return &Answer{Refused: string(payload)}, nil
-	case statusReady:
-		return &Answer{Ready: true}, nil
-	case statusNotReady:
-		return &Answer{}, nil
+	case statusReady, statusNotReady:
+		return &Answer{Ready: status == statusReady}, nil
 	}
 	return nil, errors.New("reply with unknown status " + strconv.Quote(string(status)))
 }
