@@ -15,6 +15,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -364,15 +365,10 @@ func (d *Daemon) waitDefault(ctx context.Context) error {
 
 // defaultPresent reports a CNI config in dir other than plexus's own.
 func defaultPresent(dir, ours string) bool {
-	for _, pat := range []string{"*.conf", "*.conflist", "*.json"} {
-		m, _ := filepath.Glob(filepath.Join(dir, pat))
-		for _, f := range m {
-			if filepath.Base(f) != ours {
-				return true
-			}
-		}
-	}
-	return false
+	entries, _ := os.ReadDir(dir)
+	return slices.ContainsFunc(entries, func(e os.DirEntry) bool {
+		return e.Name() != ours && slices.Contains([]string{".conf", ".conflist", ".json"}, filepath.Ext(e.Name()))
+	})
 }
 
 // startInstaller runs the config installer until ctx ends; the returned
