@@ -297,6 +297,10 @@ func (d *Daemon) serve(ctx context.Context) error {
 	if err == nil {
 		err = d.startGC(ctx)
 	}
+	var installed func()
+	if err == nil {
+		installed, err = d.startInstaller(ctx)
+	}
 	if err != nil {
 		ln.Close()
 		return err
@@ -304,19 +308,6 @@ func (d *Daemon) serve(ctx context.Context) error {
 	d.startStatusRepair(ctx, started)
 	if d.o.MetricsAddr != "" {
 		go d.serveHTTP(ctx)
-	}
-	installed := func() {}
-	if d.installed != nil {
-		installed, err = d.startInstaller(ctx)
-	} else if d.agent != nil {
-		// The policy in force and the extensions are reported without
-		// the installer; the config shows as not installed by plexus.
-		d.agent.Notify()
-		go d.agent.Run(ctx)
-	}
-	if err != nil {
-		ln.Close()
-		return err
 	}
 	srv := &daemon.Server{Handler: d.m.handler(d.block(dynamic(d.publishing(d.options().Handle)))), MaxParallel: d.o.MaxParallel, Ready: d.synced, Log: d.o.Log}
 	d.o.Log.Info("plexusd serving", "socket", d.o.Socket, "node", d.o.NodeName)
@@ -371,22 +362,29 @@ func defaultPresent(dir, ours string) bool {
 	})
 }
 
-// startInstaller runs the config installer until ctx ends; the returned
-// function waits for it to finish.
+// startInstaller runs the config installer, when plexusd has one, and
+// the node agent, when it has one, until ctx ends; the returned function
+// waits for the installer to finish.
 func (d *Daemon) startInstaller(ctx context.Context) (wait func(), err error) {
-	// The shim before the config that names it.
-	if err := d.installed.InstallBinaries(); err != nil {
-		return nil, err
+	var running sync.WaitGroup
+	if d.installed != nil {
+		// The shim before the config that names it.
+		if err := d.installed.InstallBinaries(); err != nil {
+			return nil, err
+		}
+		running.Go(func() {
+			if err := d.installed.Run(ctx); err != nil {
+				d.o.Log.Error("CNI config installer stopped", "err", err)
+			}
+		})
+	} else if d.agent != nil {
+		// The policy in force and the extensions are reported without
+		// the installer; the config shows as not installed by plexus.
+		d.agent.Notify()
 	}
 	if d.agent != nil {
-		go d.agent.Run(ctx) // its first write follows the installer's first pass
+		go d.agent.Run(ctx) // with the installer, its first write follows the installer's first pass
 	}
-	var running sync.WaitGroup
-	running.Go(func() {
-		if err := d.installed.Run(ctx); err != nil {
-			d.o.Log.Error("CNI config installer stopped", "err", err)
-		}
-	})
 	return running.Wait, nil
 }
 
