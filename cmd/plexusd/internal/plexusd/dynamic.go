@@ -357,10 +357,8 @@ func (d *Daemon) startDynamic(ctx context.Context) (func(daemon.Handler) daemon.
 	p := d.daemonPipeline(log)
 	p.Source, p.Stages = d.src, d.stages
 	r := newReconciler(d.cache, p.Records, log)
-	r.netns, r.update, r.conds, r.parse = client.NetNS, p.Update, d.cache, p.ParseOptions()
-	if d.pub != nil {
-		r.publishing = d.pub.pending
-	}
+	// With the Kubernetes source (d.cache), plexusd has a publisher.
+	r.netns, r.update, r.conds, r.parse, r.publishing = client.NetNS, p.Update, d.cache, p.ParseOptions(), d.pub.pending
 	if err := d.cache.OnPodChange(selection.Annotation, r.enqueue); err != nil {
 		return nil, err
 	}

@@ -309,7 +309,7 @@ func (d *Daemon) serve(ctx context.Context) error {
 	if d.o.MetricsAddr != "" {
 		go d.serveHTTP(ctx)
 	}
-	srv := &daemon.Server{Handler: d.m.handler(d.block(dynamic(d.publishing(d.options().Handle)))), MaxParallel: d.o.MaxParallel, Ready: d.synced, Log: d.o.Log}
+	srv := &daemon.Server{Handler: d.m.handler(d.block(dynamic(d.pub.handler(d.options().Handle)))), MaxParallel: d.o.MaxParallel, Ready: d.synced, Log: d.o.Log}
 	d.o.Log.Info("plexusd serving", "socket", d.o.Socket, "node", d.o.NodeName)
 	err = srv.Serve(ctx, ln)
 	_ = os.Remove(d.o.Socket)

@@ -208,8 +208,13 @@ func (p *publisher) forget(container string) {
 }
 
 // handler marks every call's context with its container, and makes a DEL
-// cancel its container's pending work before it runs.
+// cancel its container's pending work before it runs. Without a publisher
+// (nil: plexusd has one with the Kubernetes source only; a manifests
+// source writes a local file at once) it is next.
 func (p *publisher) handler(next daemon.Handler) daemon.Handler {
+	if p == nil {
+		return next
+	}
 	return func(ctx context.Context, c *daemon.Call) *daemon.Reply {
 		id := c.CmdArgs().ContainerID
 		if c.Command() == "DEL" {
@@ -217,15 +222,6 @@ func (p *publisher) handler(next daemon.Handler) daemon.Handler {
 		}
 		return next(withContainer(ctx, id), c)
 	}
-}
-
-// publishing is next with the publisher's handling, when plexusd has one
-// (the Kubernetes source: a manifests source writes a local file at once).
-func (d *Daemon) publishing(next daemon.Handler) daemon.Handler {
-	if d.pub == nil {
-		return next
-	}
-	return d.pub.handler(next)
 }
 
 // publishGrace is how long a stopping plexusd keeps sending what it queued.
