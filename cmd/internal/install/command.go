@@ -1,6 +1,7 @@
 package install
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -68,9 +69,7 @@ func (f *Flags) Options(getenv func(string) string) (Options, error) {
 		}
 		o.Uninstall = o.Uninstall || b
 	}
-	if o.ConfDir == "" {
-		o.ConfDir = o.DefaultConfDir
-	}
+	o.ConfDir = cmp.Or(o.ConfDir, o.DefaultConfDir)
 	o.Binaries = BinaryList(f.binaries)
 	o.PolicyDefaults = BinaryList(f.defaults)
 	if f.extra != "" {

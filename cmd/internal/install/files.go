@@ -2,6 +2,7 @@ package install
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -248,10 +249,7 @@ func (in *Installer) plexusConfig(def string, raw []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("default network config %s: %w", def, err)
 	}
-	version := in.o.CNIVersion
-	if version == "" {
-		version = defaultVersion(c.CNIVersion)
-	}
+	version := cmp.Or(in.o.CNIVersion, defaultVersion(c.CNIVersion))
 	plugin := map[string]any{}
 	maps.Copy(plugin, in.o.Extra)
 	if in.o.ExtensionsDir != "" {
@@ -386,9 +384,4 @@ func writeTemp(path string, data io.Reader, mode os.FileMode) (string, int64, er
 
 // pluginType is the config's "type": PluginType when set, else plexus,
 // which runs the policy and extension stages itself.
-func (in *Installer) pluginType() string {
-	if in.o.PluginType != "" {
-		return in.o.PluginType
-	}
-	return "plexus"
-}
+func (in *Installer) pluginType() string { return cmp.Or(in.o.PluginType, "plexus") }

@@ -7,6 +7,7 @@
 package install
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -197,12 +198,8 @@ func (o *Options) check() error {
 	if o.Poll <= 0 {
 		o.Poll = DefaultPoll
 	}
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
-	if o.TokenTTL == 0 {
-		o.TokenTTL = DefaultTokenTTL
-	}
+	o.Log = cmp.Or(o.Log, slog.New(slog.DiscardHandler))
+	o.TokenTTL = cmp.Or(o.TokenTTL, DefaultTokenTTL)
 	if o.TokenTTL < minTokenTTL {
 		return fmt.Errorf("token TTL %s: TokenRequest accepts no less than %s", o.TokenTTL, minTokenTTL)
 	}
