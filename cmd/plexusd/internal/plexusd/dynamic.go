@@ -91,9 +91,6 @@ func newReconciler(pods podCache, records *record.Store, log *slog.Logger) *reco
 	}
 }
 
-// enqueue asks for the pod "namespace/name" to be looked at.
-func (r *reconciler) enqueue(key string) { r.queue.Add(key) }
-
 // enqueueAll looks at every cached pod: at start (changes made while
 // plexusd was down) and periodically.
 func (r *reconciler) enqueueAll() {
@@ -359,7 +356,8 @@ func (d *Daemon) startDynamic(ctx context.Context) (func(daemon.Handler) daemon.
 	r := newReconciler(d.cache, p.Records, log)
 	// With the Kubernetes source (d.cache), plexusd has a publisher.
 	r.netns, r.update, r.conds, r.parse, r.publishing = client.NetNS, p.Update, d.cache, p.ParseOptions(), d.pub.pending
-	if err := d.cache.OnPodChange(selection.Annotation, r.enqueue); err != nil {
+	// A change of a pod's selection queues its "namespace/name".
+	if err := d.cache.OnPodChange(selection.Annotation, r.queue.Add); err != nil {
 		return nil, err
 	}
 	go r.run(ctx, d.cache.WaitForSync)
@@ -369,7 +367,7 @@ func (d *Daemon) startDynamic(ctx context.Context) (func(daemon.Handler) daemon.
 			reply := next(ctx, c)
 			if c.Command() == "ADD" && !reply.Failed {
 				if key := podKey(c.CmdArgs().Args); key != "" {
-					r.enqueue(key)
+					r.queue.Add(key)
 				}
 			}
 			return reply
