@@ -162,12 +162,7 @@ func (p *Pipeline) planDefaultNetwork(ctx context.Context, pl *plan, a *Attachme
 		ns = p.Config.SystemNamespace
 	}
 	a.Name = ns + "/" + name
-	r, te := p.readNAD(ctx, pl, "defaultNetworks", ns, name)
-	a.NAD = r.nad
-	if r.resolved != nil {
-		a.Config = r.resolved.Config
-	}
-	return pl.resolved(a, r, te)
+	return pl.useNAD(a, p.readNAD(ctx, pl, "defaultNetworks", ns, name))
 }
 
 // usedInterfaces are the names the attachments planned so far hold, which

@@ -268,15 +268,15 @@ func (p *Pipeline) planSelections(ctx context.Context, req *Request, pl *plan) e
 // repeated network is one NAD) and resolved (s3.4.1).
 func (p *Pipeline) addSelections(ctx context.Context, req *Request, pl *plan, els []*selection.Element, ifNames []string) error {
 	nads := map[string]*resolvedNAD{}
-	errs := map[string]*types.Error{}
 	for i, el := range els {
-		ref := el.Ref()
-		if _, done := nads[ref]; !done {
-			nads[ref], errs[ref] = p.readNAD(ctx, pl, nadKind, el.Namespace, el.Name)
+		r, done := nads[el.Ref()]
+		if !done {
+			r = p.readNAD(ctx, pl, nadKind, el.Namespace, el.Name)
+			nads[el.Ref()] = r
 		}
-		a := selectionAttachment(req, el, ifNames[i], nads[ref])
+		a := selectionAttachment(req, el, ifNames[i])
 		pl.attachments = append(pl.attachments, a)
-		if err := pl.resolved(a, nads[ref], errs[ref]); err != nil {
+		if err := pl.useNAD(a, r); err != nil {
 			return err
 		}
 	}
@@ -368,19 +368,19 @@ const nadKind = "NetworkAttachmentDefinition"
 // readNAD reads one NAD and resolves it (s3.4.1); what names it in the
 // event when it cannot be read. The NAD is kept when it was read, for a
 // plan that goes on past a failure.
-func (p *Pipeline) readNAD(ctx context.Context, pl *plan, what, namespace, name string) (*resolvedNAD, *types.Error) {
+func (p *Pipeline) readNAD(ctx context.Context, pl *plan, what, namespace, name string) *resolvedNAD {
 	ref := namespace + "/" + name
 	n, err := p.Source.NAD(ctx, namespace, name)
 	if err != nil {
 		p.event(ctx, pl.pod, source.EventWarning, "NetworkNotFound", fmt.Sprintf("%s %s: %v", what, ref, err))
-		return &resolvedNAD{}, newError(codes.NetworkNotFound, pl.pod.Ref(), ref, err)
+		return &resolvedNAD{err: newError(codes.NetworkNotFound, pl.pod.Ref(), ref, err)}
 	}
 	r, err := p.resolve(pl, n)
 	if err != nil {
 		p.event(ctx, pl.pod, source.EventWarning, "NetworkNotFound", err.Error())
-		return &resolvedNAD{nad: n}, newError(codes.NetworkNotFound, pl.pod.Ref(), ref, err)
+		return &resolvedNAD{nad: n, err: newError(codes.NetworkNotFound, pl.pod.Ref(), ref, err)}
 	}
-	return &resolvedNAD{nad: n, resolved: r}, nil
+	return &resolvedNAD{nad: n, Resolved: *r}
 }
 
 // unreadNADConfig is a plan's note on a NAD it left unresolved off the node.
@@ -395,23 +395,28 @@ func (p *Pipeline) resolve(pl *plan, n *source.NAD) (*nad.Resolved, error) {
 	return nad.Resolve(n, p.Config.ConfDir)
 }
 
-// resolved notes how a's NAD resolved: its failure, or where its config
-// came from (none: left to the node).
-func (pl *plan) resolved(a *Attachment, r *resolvedNAD, te *types.Error) error {
+// useNAD gives a its NAD and config as readNAD found them, and notes how
+// the NAD resolved: its failure, or where its config came from (none:
+// left to the node).
+func (pl *plan) useNAD(a *Attachment, r *resolvedNAD) error {
+	a.NAD, a.Config = r.nad, r.Config
 	switch {
-	case te != nil:
-		return pl.fail(a, te)
-	case r.resolved.Config == nil:
+	case r.err != nil:
+		return pl.fail(a, r.err)
+	case r.Config == nil:
 		pl.note(a).Unread = unreadNADConfig
 	default:
-		pl.note(a).ConfigSource = r.resolved.Source
+		pl.note(a).ConfigSource = r.Source
 	}
 	return nil
 }
 
+// resolvedNAD is readNAD's answer: the NAD when it was read, its config
+// when it resolved (zero on a failure), and the failure.
 type resolvedNAD struct {
-	nad      *source.NAD
-	resolved *nad.Resolved
+	nad *source.NAD
+	nad.Resolved
+	err *types.Error
 }
 
 // delegateArgs is the runtime's CNI_ARGS with IgnoreUnknown=1 added when
@@ -428,18 +433,14 @@ func delegateArgs(args [][2]string) [][2]string {
 // selectionAttachment builds a secondary attachment; requested ips and mac
 // go to args.cni and to runtimeConfig for delegates with those
 // capabilities (s4.1.2.1.3.2, s4.1.2.1.4.2).
-func selectionAttachment(req *Request, el *selection.Element, ifName string, r *resolvedNAD) *Attachment {
+func selectionAttachment(req *Request, el *selection.Element, ifName string) *Attachment {
 	a := &Attachment{
 		Index:     el.Index,
 		Origin:    OriginSelection,
 		Selection: el,
-		NAD:       r.nad,
 		Name:      el.Ref(),
 		IfName:    ifName,
 		CNIArgs:   delegateArgs(req.Args),
-	}
-	if r.resolved != nil {
-		a.Config = r.resolved.Config
 	}
 	for k, reason := range el.Ignored {
 		a.ignore(k, reason, true) // the parse warned
