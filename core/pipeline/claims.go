@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/plexus-cni/plexus/core/codes"
-	"github.com/plexus-cni/plexus/core/devinfo"
 	"github.com/plexus-cni/plexus/core/source"
 )
 
@@ -46,16 +45,11 @@ func (p *Pipeline) assignClaim(ctx context.Context, pl *plan, ref string, atts [
 	if err != nil {
 		return err
 	}
-	files := devinfo.Files{Dir: p.Config.DeviceInfoDir}
 	for i, a := range atts {
 		a.ResourceClaim, a.Driver = claim.Name, drivers[assigned[i]]
-		cni, err := files.CNIFile(containerID, a.IfName)
-		if err != nil {
+		if err := p.setDeviceInfo(a, "", assigned[i], containerID); err != nil {
 			return fail(err)
 		}
-		a.DeviceInfoFile = cni
-		capabilityArg(a, devinfo.Capability, cni)
-		setDevice(a, assigned[i])
 	}
 	return nil
 }

@@ -72,7 +72,6 @@ func (p *Pipeline) assignDevices(ctx context.Context, pl *plan, containerID stri
 			if err := p.setDeviceInfo(a, res, ids[i], containerID); err != nil {
 				return newError(codes.Devices, pl.pod.Ref(), a.Name, err)
 			}
-			setDevice(a, ids[i])
 		}
 	}
 	return nil
@@ -102,20 +101,32 @@ func groupDeviceNADs(pl *plan) (resources, claims deviceGroup, err error) {
 		if a.NAD == nil || pl.failed(a) {
 			continue
 		}
-		res, ref, isClaim, err := DeviceAnnotations(a.NAD.Annotations)
+		ref, isClaim, err := deviceNAD(a)
 		switch {
 		case err != nil:
 			return resources, claims, newError(codes.Devices, pl.pod.Ref(), a.Name, err)
 		case isClaim:
 			claims.add(ref, a)
-		case res != "":
-			a.ResourceName = res
-			resources.add(res, a)
-		case requestedDevice(a) != "":
-			setDevice(a, requestedDevice(a))
+		case a.ResourceName != "":
+			resources.add(a.ResourceName, a)
 		}
 	}
 	return resources, claims, nil
+}
+
+// deviceNAD reads the devices a's NAD asks for (DeviceAnnotations): a
+// claim of the pod, or a resource, which becomes a.ResourceName. A
+// requested deviceID on a NAD with neither is handed on as it is.
+func deviceNAD(a *Attachment) (claim string, isClaim bool, err error) {
+	res, claim, isClaim, err := DeviceAnnotations(a.NAD.Annotations)
+	switch {
+	case err != nil || isClaim:
+	case res != "":
+		a.ResourceName = res
+	case requestedDevice(a) != "":
+		setDevice(a, requestedDevice(a))
+	}
+	return claim, isClaim, err
 }
 
 // checkDevices is assignDevices off the node, where kubelet's allocation
@@ -136,22 +147,15 @@ func (p *Pipeline) checkDevices(pl *plan) error {
 }
 
 func checkDeviceNAD(pod *source.Pod, a *Attachment) error {
-	res, ref, isClaim, err := DeviceAnnotations(a.NAD.Annotations)
-	switch {
-	case err != nil:
+	ref, isClaim, err := deviceNAD(a)
+	if err != nil || !isClaim {
 		return err
-	case isClaim:
-		podClaim, _, err := ParseClaimRef(ref)
-		if err == nil && pod.ResourceClaims != nil {
-			_, err = claimOf(pod, podClaim)
-		}
-		return err
-	case res != "":
-		a.ResourceName = res
-	case requestedDevice(a) != "":
-		setDevice(a, requestedDevice(a))
 	}
-	return nil
+	podClaim, _, err := ParseClaimRef(ref)
+	if err == nil && pod.ResourceClaims != nil {
+		_, err = claimOf(pod, podClaim)
+	}
+	return err
 }
 
 // assign hands out the devices of one resource or claim (what) to its
@@ -220,21 +224,27 @@ func setDevice(a *Attachment, id string) {
 	capabilityArg(a, DeviceIDCapability, id)
 }
 
-// setDeviceInfo fixes the device-info spec's files for the attachment: the
-// device plugin's (s4.1), copied at attach time to the attachment's CNI
-// file (s4.2.1), whose path goes to delegates declaring the capability (s5.1.1).
+// setDeviceInfo hands device id to the attachment (setDevice) and fixes
+// the device-info spec's files for it: the device plugin's of resource res
+// (s4.1; none for a claim's device, res ""), copied at attach time to the
+// attachment's CNI file (s4.2.1), whose path goes to delegates declaring
+// the capability (s5.1.1).
 func (p *Pipeline) setDeviceInfo(a *Attachment, res, id, containerID string) error {
 	files := devinfo.Files{Dir: p.Config.DeviceInfoDir}
-	dp, err := files.DevicePluginFile(res, id)
-	if err != nil {
-		return err
+	if res != "" {
+		dp, err := files.DevicePluginFile(res, id)
+		if err != nil {
+			return err
+		}
+		a.DevicePluginFile = dp
 	}
 	cni, err := files.CNIFile(containerID, a.IfName)
 	if err != nil {
 		return err
 	}
-	a.DevicePluginFile, a.DeviceInfoFile = dp, cni
+	a.DeviceInfoFile = cni
 	capabilityArg(a, devinfo.Capability, cni)
+	setDevice(a, id)
 	return nil
 }
 
