@@ -167,17 +167,21 @@ func (p *Pipeline) planDefaultNetwork(ctx context.Context, pl *plan, a *Attachme
 
 // usedInterfaces are the names the attachments planned so far hold, which
 // the selections must not take (s4.1.2.1.5).
-func (p *Pipeline) usedInterfaces(pl *plan) map[string]string {
+func usedInterfaces(pl *plan) map[string]string {
 	used := make(map[string]string, len(pl.attachments))
 	for _, a := range pl.attachments {
-		switch {
-		case a.Default:
-			used[a.IfName] = "the default network"
-		default:
-			used[a.IfName] = "defaultNetworks " + a.Name
-		}
+		used[a.IfName] = interfaceOwner(a.Default, a.Name)
 	}
 	return used
+}
+
+// interfaceOwner names, for AssignInterfaces, the network the config gave
+// an interface: the default network, or network name of defaultNetworks.
+func interfaceOwner(isDefault bool, name string) string {
+	if isDefault {
+		return "the default network"
+	}
+	return "defaultNetworks " + name
 }
 
 // defaultNotFound is the NetworkNotFound event's message for the pod's

@@ -82,11 +82,8 @@ func DiffAttachments(rec *record.Record, els []*selection.Element) (*Diff, error
 func (d *Diff) assignNew(rec *record.Record, els []*selection.Element) error {
 	used := map[string]string{}
 	for _, a := range rec.Attachments {
-		if a.Default {
-			used[a.IfName] = "the default network"
-		}
-		if a.Fixed {
-			used[a.IfName] = "network " + a.Name + " of defaultNetworks"
+		if a.Default || a.Fixed {
+			used[a.IfName] = interfaceOwner(a.Default, a.Name)
 		}
 	}
 	for i, j := range d.Keep {

@@ -250,7 +250,7 @@ func (p *Pipeline) planSelections(ctx context.Context, req *Request, pl *plan) e
 		return nil
 	}
 	pl.selections = els
-	ifNames, err := AssignInterfaces(p.usedInterfaces(pl), els)
+	ifNames, err := AssignInterfaces(usedInterfaces(pl), els)
 	if err != nil {
 		if err := pl.fail(nil, newError(codes.InterfaceConflict, pl.pod.Ref(), "", err)); err != nil {
 			return err
