@@ -106,10 +106,23 @@ func (p *Pipeline) teardown(ctx context.Context, req *Request, rec *record.Recor
 		r.NetNS = rec.NetNS
 		req = &r
 	}
-	var failed []record.Attachment
-	var msgs []string
-	for i := len(rec.Attachments) - 1; i >= 0; i-- {
-		a := rec.Attachments[i]
+	failed, msgs := p.detachEach(ctx, req, rec.Attachments)
+	if len(failed) == 0 {
+		return p.Records.Remove(rec.ContainerID)
+	}
+	rec.Attachments = failed
+	if err := p.Records.Save(rec); err != nil {
+		msgs = append(msgs, "keeping the record of the failed ones: "+err.Error())
+	}
+	return newError(codes.DetachFailed, podOf(rec), "", fmt.Errorf("detaching %d of the container's networks failed: %s", len(failed), strings.Join(msgs, "; ")))
+}
+
+// detachEach detaches the attempted ones of atts in reverse order,
+// continuing past failures, for teardown and for the rollback of an
+// Update. It returns the ones that failed, in atts' order, each with its
+// error in msgs.
+func (p *Pipeline) detachEach(ctx context.Context, req *Request, atts []record.Attachment) (failed []record.Attachment, msgs []string) {
+	for _, a := range slices.Backward(atts) {
 		if a.State == record.Planned {
 			continue
 		}
@@ -123,17 +136,10 @@ func (p *Pipeline) teardown(ctx context.Context, req *Request, rec *record.Recor
 		}
 		if err != nil {
 			failed = append([]record.Attachment{a}, failed...)
-			msgs = append(msgs, fmt.Sprintf("%s (%s): %v", a.Name, a.IfName, err))
+			msgs = append(msgs, label(a.Name, a.IfName)+": "+err.Error())
 		}
 	}
-	if len(failed) == 0 {
-		return p.Records.Remove(rec.ContainerID)
-	}
-	rec.Attachments = failed
-	if err := p.Records.Save(rec); err != nil {
-		msgs = append(msgs, "keeping the record of the failed ones: "+err.Error())
-	}
-	return newError(codes.DetachFailed, podOf(rec), "", fmt.Errorf("detaching %d of the container's networks failed: %s", len(failed), strings.Join(msgs, "; ")))
+	return failed, msgs
 }
 
 func podOf(rec *record.Record) string {

@@ -198,20 +198,9 @@ func (p *Pipeline) rollbackUpdate(ctx context.Context, req *Request, pl *plan, r
 	p.event(ctx, pl.pod, source.EventWarning, reason, te.Msg+"; the pod's attachments are left as they were")
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout)
 	defer cancel()
-	var msgs []string
 	base := len(rec.Attachments) - added
-	keep := append([]record.Attachment(nil), rec.Attachments[:base]...)
-	for j := len(rec.Attachments) - 1; j >= base; j-- {
-		a := rec.Attachments[j]
-		if a.State == record.Planned {
-			continue
-		}
-		if err := p.detachOne(dctx, req, &a); err != nil {
-			keep = append(keep, a)
-			msgs = append(msgs, label(a.Name, a.IfName)+": "+err.Error())
-		}
-	}
-	rec.Attachments = keep
+	failed, msgs := p.detachEach(dctx, req, rec.Attachments[base:])
+	rec.Attachments = append(rec.Attachments[:base:base], failed...)
 	results := map[string]types.Result{}
 	for i := len(detached) - 1; i >= 0; i-- {
 		a := detached[i]
