@@ -186,14 +186,9 @@ func (p *Pipeline) assign(pl *plan, what string, allocated []string, atts []*Att
 		}
 		used[want] = a
 	}
+	// Every requested device is in used, once: the rest need a free one.
 	free := slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return used[id] != nil })
-	need := 0
-	for _, a := range atts {
-		if requestedDevice(a) == "" {
-			need++
-		}
-	}
-	if need > len(free) {
+	if len(atts)-len(used) > len(free) {
 		return nil, newError(codes.Devices, pl.pod.Ref(), atts[0].Name, fmt.Errorf("%s: the pod was allocated %d device(s) (%s) but %d attachment(s) need one", what, len(ids), strings.Join(ids, ", "), len(atts)))
 	}
 	out := make([]string, len(atts))
