@@ -110,17 +110,12 @@ func readClusterFile(path string) ([]byte, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("clusterNetwork: %w", err)
 	}
-	var files []string
 	for _, e := range entries {
-		switch filepath.Ext(e.Name()) {
-		case ".conf", ".conflist", ".json":
-			if e.Type().IsRegular() {
-				files = append(files, e.Name())
-			}
+		ext := filepath.Ext(e.Name())
+		if !e.Type().IsRegular() || (ext != ".conf" && ext != ".conflist" && ext != ".json") {
+			continue
 		}
-	}
-	for _, f := range files {
-		full := filepath.Join(path, f)
+		full := filepath.Join(path, e.Name())
 		raw, err := os.ReadFile(full)
 		if err != nil {
 			continue
