@@ -38,19 +38,23 @@ type Router interface {
 }
 
 // applyCompat finishes the selections' Multus keys once their configs are
-// final, and tells the pod what was ignored.
+// final, and counts every ignored key for the metric (OnIgnored).
 func (p *Pipeline) applyCompat(ctx context.Context, pl *plan) error {
 	for _, a := range pl.attachments {
 		if a.Selection == nil || pl.skip(a) {
 			continue
 		}
-		if err := p.compatCapabilities(a); err != nil {
+		if err := p.compatCapabilities(ctx, pl.pod, a); err != nil {
 			if err := pl.fail(a, newError(codes.NetworkNotFound, pl.pod.Ref(), a.Name, err)); err != nil {
 				return err
 			}
 			continue
 		}
-		p.reportIgnored(ctx, pl.pod, a)
+		for _, k := range slices.Sorted(maps.Keys(a.Ignored)) {
+			if p.OnIgnored != nil {
+				p.OnIgnored(k)
+			}
+		}
 	}
 	return nil
 }
@@ -63,8 +67,10 @@ func (p *Pipeline) ParseOptions() selection.ParseOptions {
 // compatCapabilities passes the element's portMappings and bandwidth as
 // runtimeConfig, once the delegate's config is final (after prepare).
 // libcni hands runtimeConfig only to plugins declaring the capability, so
-// a key no plugin declares would vanish silently: it is recorded as ignored.
-func (p *Pipeline) compatCapabilities(a *Attachment) error {
+// a key no plugin declares would vanish silently: it is recorded as
+// ignored, and the pod's owner told (every other key was ignored with a
+// warning where it was ignored: the parse, the extension stage).
+func (p *Pipeline) compatCapabilities(ctx context.Context, pod *source.Pod, a *Attachment) error {
 	c := a.Selection.Compat
 	if c == nil || (c.PortMappings == nil && c.Bandwidth == nil) {
 		return nil
@@ -77,12 +83,16 @@ func (p *Pipeline) compatCapabilities(a *Attachment) error {
 		key   string
 		value any
 		set   bool
-	}{{selection.KeyPortMappings, c.PortMappings, c.PortMappings != nil}, {selection.KeyBandwidth, c.Bandwidth, c.Bandwidth != nil}} {
+	}{{selection.KeyBandwidth, c.Bandwidth, c.Bandwidth != nil}, {selection.KeyPortMappings, c.PortMappings, c.PortMappings != nil}} {
 		if !cap.set {
 			continue
 		}
 		if !conf.HasCapability(cap.key) {
-			a.ignore(cap.key, fmt.Sprintf("no plugin of network %s declares the %q capability", a.Name, cap.key), false)
+			reason := fmt.Sprintf("no plugin of network %s declares the %q capability", a.Name, cap.key)
+			a.ignore(cap.key, reason)
+			msg := fmt.Sprintf("selection element %d (%s): key %q ignored: %s", a.Index, a.Name, cap.key, reason)
+			p.Log.Warn(msg, "pod", pod.Ref())
+			p.event(ctx, pod, source.EventWarning, "NetworkSelectionWarning", msg)
 			continue
 		}
 		capabilityArg(a, cap.key, cap.value)
@@ -91,34 +101,12 @@ func (p *Pipeline) compatCapabilities(a *Attachment) error {
 }
 
 // ignore records a key of the attachment's selection plexus does not act
-// on; warned says the pod's owner was told already.
-func (a *Attachment) ignore(key, reason string, warned bool) {
+// on; whoever ignores it tells the pod's owner.
+func (a *Attachment) ignore(key, reason string) {
 	if a.Ignored == nil {
 		a.Ignored = map[string]string{}
 	}
 	a.Ignored[key] = reason
-	if warned {
-		if a.warned == nil {
-			a.warned = map[string]bool{}
-		}
-		a.warned[key] = true
-	}
-}
-
-// reportIgnored tells the pod's owner about every ignored key the parse
-// did not already warn about, and counts each for the metric.
-func (p *Pipeline) reportIgnored(ctx context.Context, pod *source.Pod, a *Attachment) {
-	for _, k := range slices.Sorted(maps.Keys(a.Ignored)) {
-		if p.OnIgnored != nil {
-			p.OnIgnored(k)
-		}
-		if a.warned[k] {
-			continue
-		}
-		msg := fmt.Sprintf("selection element %d (%s): key %q ignored: %s", a.Index, a.Name, k, a.Ignored[k])
-		p.Log.Warn(msg, "pod", pod.Ref())
-		p.event(ctx, pod, source.EventWarning, "NetworkSelectionWarning", msg)
-	}
 }
 
 // defaultRouteGateways are the attachment's "default-route" gateways.

@@ -443,7 +443,7 @@ func selectionAttachment(req *Request, el *selection.Element, ifName string) *At
 		CNIArgs:   delegateArgs(req.Args),
 	}
 	for k, reason := range el.Ignored {
-		a.ignore(k, reason, true) // the parse warned
+		a.ignore(k, reason) // the parse warned
 	}
 	// cni-args cannot hold a key that a delegate reads as one of these
 	// (selection.SameArgKey), so the element's own keys are what it gets.
@@ -546,7 +546,7 @@ func (p *Pipeline) prepare(ctx context.Context, pl *plan) error {
 			p.Log.Warn(msg, "pod", pl.pod.Ref(), "network", a.Name)
 			p.event(ctx, pl.pod, source.EventWarning, "NetworkExtensionWarning", fmt.Sprintf("network %s: %s", a.Name, msg))
 		}
-		ignore := func(key, reason string) { a.ignore(key, reason, true) }
+		ignore := func(key, reason string) { a.ignore(key, reason) }
 		if err := p.Stages.Preparer.Prepare(ctx, &PrepareRequest{Pod: pl.pod, Attachment: a, Warn: warn, Ignore: ignore}); err != nil {
 			p.event(ctx, pl.pod, source.EventWarning, "NetworkExtensionRejected", fmt.Sprintf("network %s: %v", a.Name, err))
 			if err := pl.fail(a, asCNIError(codes.Extension, pl.pod.Ref(), a.Name, err)); err != nil {
@@ -563,7 +563,7 @@ func (p *Pipeline) warnUnowned(ctx context.Context, pod *source.Pod, a *Attachme
 		return
 	}
 	for _, k := range keys {
-		a.ignore(k, "no extension owns this key", true)
+		a.ignore(k, "no extension owns this key")
 	}
 	msg := fmt.Sprintf("selection element %d (%s): no extension owns %s; ignored", a.Index, a.Name, strings.Join(keys, ", "))
 	p.Log.Warn(msg, "pod", pod.Ref())

@@ -65,7 +65,6 @@ type Attachment struct {
 	// attachment to the reason; it reaches the status entry
 	// (StatusIgnoredKey).
 	Ignored map[string]string
-	warned  map[string]bool
 }
 
 // Origin is who chose an attachment's network.
