@@ -36,21 +36,14 @@ func isPath(ref string) bool {
 func (p *Pipeline) loadClusterNetwork(ctx context.Context) (*clusterNetwork, error) {
 	ref := p.Config.ClusterNetwork
 	if ref == "" && len(p.Config.Delegates) > 0 {
-		raw, err := p.withAuxiliaryChain(p.Config.Delegates[0], p.Config.ConfDir)
-		if err != nil {
-			return nil, err
-		}
-		return clusterFromConfig(raw, `"delegates[0]"`, nil)
+		return p.clusterFromConfig(p.Config.Delegates[0], p.Config.ConfDir, `"delegates[0]"`, nil)
 	}
 	if isPath(ref) {
 		raw, path, err := readClusterFile(ref)
 		if err != nil {
 			return nil, err
 		}
-		if raw, err = p.withAuxiliaryChain(raw, filepath.Dir(path)); err != nil {
-			return nil, err
-		}
-		return clusterFromConfig(raw, path, nil)
+		return p.clusterFromConfig(raw, filepath.Dir(path), path, nil)
 	}
 	if p.Source == nil {
 		return nil, fmt.Errorf("clusterNetwork %q names a NAD, which needs a pod source (kubeconfig or manifests)", ref)
@@ -66,14 +59,17 @@ func (p *Pipeline) loadClusterNetwork(ctx context.Context) (*clusterNetwork, err
 	if err != nil {
 		return nil, fmt.Errorf("clusterNetwork: %w", err)
 	}
-	raw, err := p.withAuxiliaryChain(r.Config, p.Config.ConfDir)
+	return p.clusterFromConfig(r.Config, p.Config.ConfDir, r.Source, n)
+}
+
+// clusterFromConfig is the default network of config raw, with the
+// auxiliaryCNIChainName chain of dir appended; where names the config in
+// errors, n is its NAD (nil for one from a file or "delegates").
+func (p *Pipeline) clusterFromConfig(raw []byte, dir, where string, n *source.NAD) (*clusterNetwork, error) {
+	raw, err := p.withAuxiliaryChain(raw, dir)
 	if err != nil {
 		return nil, err
 	}
-	return clusterFromConfig(raw, r.Source, n)
-}
-
-func clusterFromConfig(raw []byte, where string, n *source.NAD) (*clusterNetwork, error) {
 	c, err := netconf.Parse(raw)
 	if err != nil {
 		return nil, fmt.Errorf("clusterNetwork %s: %w", where, err)

@@ -121,11 +121,7 @@ func (p *Pipeline) podDefault(ctx context.Context, req *Request, pl *plan, value
 		pl.note(a).Unread = unreadNADConfig
 		return a, nil
 	}
-	raw, err := p.withAuxiliaryChain(r.Config, p.Config.ConfDir)
-	if err != nil {
-		return a, newError(codes.NetworkNotFound, pod.Ref(), ref.Ref(), err)
-	}
-	c, err := clusterFromConfig(raw, "default network "+ref.Ref(), a.NAD)
+	c, err := p.clusterFromConfig(r.Config, p.Config.ConfDir, "default network "+ref.Ref(), a.NAD)
 	if err != nil {
 		return a, newError(codes.NetworkNotFound, pod.Ref(), ref.Ref(), err)
 	}
