@@ -68,9 +68,9 @@ func (p *Pipeline) planAdd(ctx context.Context, req *Request) (*plan, error) {
 // default network, defaultNetworks, its selections, the stages, then each
 // attachment's final config.
 func (p *Pipeline) makePlan(ctx context.Context, req *Request, pl *plan) error {
-	var err error
-	if pl.pod, err = p.lookupPod(ctx, req); err != nil {
-		return pl.stop(err)
+	var te *types.Error
+	if pl.pod, te = p.lookupPod(ctx, req); te != nil {
+		return pl.stop(te)
 	}
 	def, te := p.planDefault(ctx, req, pl)
 	pl.attachments = append(pl.attachments, def)
@@ -95,7 +95,7 @@ func (p *Pipeline) makePlan(ctx context.Context, req *Request, pl *plan) error {
 
 // lookupPod reads the pod named by CNI_ARGS; without pod arguments or a
 // source, plexus attaches the default network only.
-func (p *Pipeline) lookupPod(ctx context.Context, req *Request) (*source.Pod, error) {
+func (p *Pipeline) lookupPod(ctx context.Context, req *Request) (*source.Pod, *types.Error) {
 	ns, name := req.Arg(ArgPodNamespace), req.Arg(ArgPodName)
 	if name == "" || p.Source == nil {
 		p.Log.Info("no pod to read: attaching the default network only", "hasPodArgs", name != "", "hasSource", p.Source != nil)
@@ -242,9 +242,9 @@ func defaultCapabilityArgs(rc map[string]any, c *clusterNetwork) map[string]any 
 
 // planSelections turns the pod's annotation into secondary attachments.
 func (p *Pipeline) planSelections(ctx context.Context, req *Request, pl *plan) error {
-	els, err := p.parseSelection(ctx, pl)
-	if err != nil {
-		return pl.stop(err)
+	els, te := p.parseSelection(ctx, pl)
+	if te != nil {
+		return pl.stop(te)
 	}
 	if len(els) == 0 {
 		return nil
@@ -309,7 +309,7 @@ func (p *Pipeline) planDevices(ctx context.Context, req *Request, pl *plan) erro
 // parseSelection applies s4.1. An invalid annotation "shall be invalid and
 // ignored": the pod gets the default network only and a warning, unless
 // strictSelection makes it an error.
-func (p *Pipeline) parseSelection(ctx context.Context, pl *plan) ([]*selection.Element, error) {
+func (p *Pipeline) parseSelection(ctx context.Context, pl *plan) ([]*selection.Element, *types.Error) {
 	pod := pl.pod
 	res, err := selection.ParseWith(pod.Annotations[selection.Annotation], pod.Namespace, p.ParseOptions())
 	pl.parsed, pl.parseErr = res, err

@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"errors"
 
 	"github.com/containernetworking/cni/pkg/types"
 
@@ -112,16 +111,11 @@ func (pl *plan) fail(a *Attachment, te *types.Error) error {
 	return te
 }
 
-// stop records a failure after which nothing more can be planned.
-func (pl *plan) stop(err error) error {
-	if pl.err == nil {
-		pl.err = err
-	}
-	var te *types.Error
-	if errors.As(err, &te) {
-		pl.errs = append(pl.errs, te)
-	}
-	return err
+// stop records a failure of the pod as a whole after which nothing more
+// can be planned, even with PlanOptions.All.
+func (pl *plan) stop(te *types.Error) error {
+	pl.fail(nil, te)
+	return te
 }
 
 // failed: a failed in an earlier step, which later steps leave it out of.
