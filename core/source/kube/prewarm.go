@@ -43,7 +43,6 @@ func prewarm(cfg *rest.Config, timeout time.Duration) (*rest.Config, *warmDialer
 		return cfg, nil
 	}
 	d := &warmDialer{addr: net.JoinHostPort(u.Hostname(), cmp.Or(u.Port(), "443")), tls: tlsConf, protos: alpn(tlsConf.NextProtos)}
-	d.http2 = slices.Contains(d.protos, "h2")
 	d.start(timeout)
 	c := rest.CopyConfig(cfg)
 	// The TLS settings now live in the dialer: client-go refuses a custom
@@ -51,7 +50,7 @@ func prewarm(cfg *rest.Config, timeout time.Duration) (*rest.Config, *warmDialer
 	c.TLSClientConfig = rest.TLSClientConfig{}
 	c.Transport = &http.Transport{
 		DialTLSContext:      d.DialTLSContext,
-		ForceAttemptHTTP2:   d.http2,
+		ForceAttemptHTTP2:   slices.Contains(d.protos, "h2"),
 		MaxIdleConnsPerHost: 25,
 		IdleConnTimeout:     90 * time.Second,
 	}
@@ -64,7 +63,6 @@ type warmDialer struct {
 	addr   string
 	tls    *tls.Config
 	protos []string // offered in the handshake (ALPN)
-	http2  bool
 
 	warm   chan net.Conn // the connection dialed ahead (nil if that failed), once
 	cancel context.CancelFunc
