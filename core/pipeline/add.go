@@ -98,7 +98,7 @@ func (p *Pipeline) attachAll(ctx context.Context, req *Request, pl *plan, rec *r
 		}
 	}
 	if err := p.Records.Save(rec); err != nil {
-		return newError(codes.Record, pl.podRef(req), "", err)
+		return newError(codes.Record, req.podRef(), "", err)
 	}
 	return nil
 }
@@ -108,7 +108,7 @@ func (p *Pipeline) attachAll(ctx context.Context, req *Request, pl *plan, rec *r
 // attached once its result has what the pod requested; the caller's next
 // save records that.
 func (p *Pipeline) attachStep(ctx context.Context, req *Request, pl *plan, a *Attachment, rec *record.Record, ra *record.Attachment, list *libcni.NetworkConfigList) *types.Error {
-	podRef := pl.podRef(req)
+	podRef := req.podRef()
 	ra.State = record.Attempted
 	if err := p.Records.Save(rec); err != nil {
 		ra.State = record.Planned
@@ -214,7 +214,7 @@ func listOrNone[T fmt.Stringer](vs []T) string {
 // publish builds the status list (s5), lets the enricher add to it, and
 // hands it to the source with one event summarizing the attachments.
 func (p *Pipeline) publish(ctx context.Context, req *Request, pl *plan) *types.Error {
-	podRef := pl.podRef(req)
+	podRef := req.podRef()
 	entries := map[string]*status.Entry{}
 	for _, a := range pl.attachments {
 		e, err := p.freshEntry(ctx, pl, a)

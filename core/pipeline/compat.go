@@ -128,7 +128,7 @@ func (p *Pipeline) setDefaultRoutes(ctx context.Context, req *Request, pl *plan)
 			continue
 		}
 		if err := p.setDefaultRoute(ctx, req, a, gws); err != nil {
-			return newError(codes.DefaultRoute, pl.podRef(req), attachmentLabel(a), err)
+			return newError(codes.DefaultRoute, req.podRef(), attachmentLabel(a), err)
 		}
 	}
 	return nil

@@ -43,14 +43,6 @@ type plan struct {
 	notes map[*Attachment]*Planned
 }
 
-// podRefOf names the pod for messages, with or without a pod object.
-func (pl *plan) podRef(req *Request) string {
-	if pl.pod != nil {
-		return pl.pod.Ref()
-	}
-	return req.podRef()
-}
-
 // planAdd runs every stage that precedes delegation, so a failure here
 // leaves nothing to undo.
 func (p *Pipeline) planAdd(ctx context.Context, req *Request) (*plan, error) {
@@ -583,7 +575,7 @@ func (p *Pipeline) buildRecord(req *Request, pl *plan) error {
 		}
 		list, err := finalConfig(a)
 		if err != nil {
-			if err := pl.fail(a, newError(codes.NetworkNotFound, pl.podRef(req), a.Name, err)); err != nil {
+			if err := pl.fail(a, newError(codes.NetworkNotFound, req.podRef(), a.Name, err)); err != nil {
 				return err
 			}
 			continue
