@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/containernetworking/cni/libcni"
@@ -156,29 +157,20 @@ func (p *Pipeline) planUpdate(ctx context.Context, req *Request, pod *source.Pod
 // record then still lists what was not detached.
 func (p *Pipeline) detachRemoved(ctx context.Context, req *Request, rec *record.Record, d *Diff, ch *Change) ([]record.Attachment, error) {
 	var detached []record.Attachment
-	gone := map[int]bool{}
 	var failure error
-	for k := len(d.Detach) - 1; k >= 0; k-- {
-		j := d.Detach[k]
+	for _, j := range slices.Backward(d.Detach) { // last first: j indexes rec still
 		a := rec.Attachments[j]
 		if err := p.detachOne(ctx, req, &a); err != nil {
 			failure = newError(codes.DetachFailed, podOf(rec), label(a.Name, a.IfName), err)
 			break
 		}
-		gone[j] = true
+		rec.Attachments = slices.Delete(rec.Attachments, j, j+1)
 		detached = append(detached, a)
 		ch.Detached = append(ch.Detached, label(a.Name, a.IfName))
 	}
-	if len(gone) == 0 {
+	if len(detached) == 0 {
 		return nil, failure
 	}
-	keep := rec.Attachments[:0:0]
-	for j, a := range rec.Attachments {
-		if !gone[j] {
-			keep = append(keep, a)
-		}
-	}
-	rec.Attachments = keep
 	if err := p.Records.Save(rec); err != nil && failure == nil {
 		failure = newError(codes.Record, podOf(rec), "", err)
 	}
