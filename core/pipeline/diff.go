@@ -38,31 +38,27 @@ func (d *Diff) Empty() bool { return len(d.Detach) == 0 && len(d.Attach) == 0 }
 // new interfaces follow s4.1.2.1.5 and s4.2.1 around the kept ones.
 func DiffAttachments(rec *record.Record, els []*selection.Element) (*Diff, error) {
 	d := &Diff{Keep: map[int]int{}, IfNames: make([]string, len(els))}
-	requested := map[string]bool{}
+	requested := map[string]bool{} // and "", which no attachment's interface is
 	for _, el := range els {
-		if el.Interface != "" {
-			requested[el.Interface] = true
-		}
+		requested[el.Interface] = true
 	}
 	matched := map[int]bool{}
-	match := func(i int, el *selection.Element, ok func(a *record.Attachment) bool) {
+	match := func(i int, el *selection.Element) {
 		for j := range rec.Attachments {
 			a := &rec.Attachments[j]
-			if matched[j] || a.Default || a.Fixed || a.State != record.Attached || a.Name != el.Ref() || !sameRequests(a, el) || !ok(a) {
+			onIt := a.IfName == el.Interface || el.Interface == "" && !requested[a.IfName]
+			if matched[j] || a.Default || a.Fixed || a.State != record.Attached || a.Name != el.Ref() || !sameRequests(a, el) || !onIt {
 				continue
 			}
 			matched[j], d.Keep[i], d.IfNames[i] = true, j, a.IfName
 			return
 		}
 	}
-	for i, el := range els {
-		if el.Interface != "" {
-			match(i, el, func(a *record.Attachment) bool { return a.IfName == el.Interface })
-		}
-	}
-	for i, el := range els {
-		if el.Interface == "" {
-			match(i, el, func(a *record.Attachment) bool { return !requested[a.IfName] })
+	for _, requests := range []bool{true, false} { // requested interfaces first
+		for i, el := range els {
+			if (el.Interface != "") == requests {
+				match(i, el)
+			}
 		}
 	}
 	for j, a := range rec.Attachments {
