@@ -38,11 +38,6 @@ type Change struct {
 	Republished bool
 }
 
-// Empty reports an Update that changed nothing.
-func (c *Change) Empty() bool {
-	return len(c.Attached) == 0 && len(c.Detached) == 0 && !c.Republished
-}
-
 // Update brings a running pod's secondary attachments in line with its
 // selection annotation now (dynamic attachments; the spec's open question
 // 2): it detaches what is no longer selected and attaches what is new

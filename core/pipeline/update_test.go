@@ -174,7 +174,7 @@ func TestUpdateAttachesAndDetachesLeavingTheDefaultAlone(t *testing.T) {
 func TestUpdateUnchangedDoesNothing(t *testing.T) {
 	f := updateFixture(t, "net-a", "net-a")
 	ch, err := f.update(t)
-	if err != nil || !ch.Empty() || len(f.cni.calls) != 0 {
+	if err != nil || !reflect.DeepEqual(ch, &Change{}) || len(f.cni.calls) != 0 {
 		t.Fatalf("change %+v err %v calls %v", ch, err, f.cni.calls)
 	}
 }
