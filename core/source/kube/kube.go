@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/plexus-cni/plexus/core/names"
 	"github.com/plexus-cni/plexus/core/source"
 	"github.com/plexus-cni/plexus/core/status"
 )
@@ -228,9 +229,7 @@ const maxEventMessage = 1024
 // shows. It is marshalled here rather than encoded by the client: the
 // client's scheme knows no API types (see the package comment).
 func (s *Source) event(pod *source.Pod, typ source.EventType, reason, message string) *corev1.Event {
-	if len(message) > maxEventMessage {
-		message = message[:maxEventMessage-3] + "..."
-	}
+	message = names.Truncate(message, maxEventMessage)
 	now := metav1.Now()
 	host := cmp.Or(s.opts.NodeName, pod.NodeName)
 	return &corev1.Event{
@@ -313,9 +312,7 @@ type PodCondition struct {
 // SetPodCondition sets one condition with a strategic merge patch of the
 // status subresource: conditions merge by type, so the others stay.
 func (s *Source) SetPodCondition(ctx context.Context, pod *source.Pod, c PodCondition) error {
-	if len(c.Message) > maxEventMessage {
-		c.Message = c.Message[:maxEventMessage-3] + "..."
-	}
+	c.Message = names.Truncate(c.Message, maxEventMessage)
 	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []map[string]any{{
 		"type": c.Type, "status": c.Status, "reason": c.Reason, "message": c.Message,
 		"lastTransitionTime": metav1.Now(),
