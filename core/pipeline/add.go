@@ -140,8 +140,7 @@ func attachmentLabel(a *Attachment) string {
 func (p *Pipeline) attachOne(ctx context.Context, req *Request, ra *record.Attachment, list *libcni.NetworkConfigList) (types.Result, error) {
 	p.Log.Debug("delegate ADD", "network", ra.Name, "interface", ra.IfName, "plugins", len(list.Plugins))
 	var res types.Result
-	var err error
-	err = p.delegateCall(ctx, func(ctx context.Context) error {
+	err := p.delegateCall(ctx, func(ctx context.Context) (err error) {
 		res, err = p.CNI.AddNetworkList(ctx, list, p.runtimeConf(req, ra))
 		return err
 	})
