@@ -112,8 +112,7 @@ func (s *Source) Pod(ctx context.Context, namespace, name string) (*source.Pod, 
 	if p := s.CachedPod(namespace, name); p != nil {
 		return p, nil
 	}
-	s.Misses("pod")
-	return s.Source.Pod(ctx, namespace, name)
+	return s.FreshPod(ctx, namespace, name)
 }
 
 // FreshPod reads the pod from the API, bypassing the cache: the pipeline
