@@ -247,7 +247,6 @@ func (p *Pipeline) planSelections(ctx context.Context, req *Request, pl *plan) e
 		if err := pl.fail(nil, newError(codes.InterfaceConflict, pl.pod.Ref(), "", err)); err != nil {
 			return err
 		}
-		ifNames = requestedInterfaces(els)
 	}
 	if err := p.addSelections(ctx, req, pl, els, ifNames); err != nil {
 		return err
@@ -273,16 +272,6 @@ func (p *Pipeline) addSelections(ctx context.Context, req *Request, pl *plan, el
 		}
 	}
 	return nil
-}
-
-// requestedInterfaces are the names the elements ask for, for a plan that
-// goes on past an interface conflict (PlanOptions.All).
-func requestedInterfaces(els []*selection.Element) []string {
-	out := make([]string, len(els))
-	for i, el := range els {
-		out[i] = el.Interface
-	}
-	return out
 }
 
 // planDevices gives the attachments their devices (devices.go); off the
@@ -324,18 +313,24 @@ func (p *Pipeline) parseSelection(ctx context.Context, pl *plan) ([]*selection.E
 // AssignInterfaces implements s4.1.2.1.5 and s4.2.1: requested names are
 // used as given and must not repeat; the rest get net1, net2, ... skipping
 // every name already taken. used holds the names taken before the
-// selections, with their owners, and gains the selections'.
+// selections, with their owners, and gains the selections'. A requested
+// name already taken is the error, returned with only the requested
+// names, for a plan that goes on past it (PlanOptions.All).
 func AssignInterfaces(used map[string]string, els []*selection.Element) ([]string, error) {
 	out := make([]string, len(els))
+	var err error
 	for i, el := range els {
 		if el.Interface == "" {
 			continue
 		}
-		if by, taken := used[el.Interface]; taken {
-			return nil, fmt.Errorf("selection element %d (%s) requests interface %q, already used by %s (s4.1.2.1.5)", el.Index, el.Ref(), el.Interface, by)
+		if by, taken := used[el.Interface]; taken && err == nil {
+			err = fmt.Errorf("selection element %d (%s) requests interface %q, already used by %s (s4.1.2.1.5)", el.Index, el.Ref(), el.Interface, by)
 		}
 		used[el.Interface] = fmt.Sprintf("selection element %d (%s)", el.Index, el.Ref())
 		out[i] = el.Interface
+	}
+	if err != nil {
+		return out, err
 	}
 	n := 1
 	for i := range els {
