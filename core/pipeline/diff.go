@@ -105,11 +105,6 @@ func (d *Diff) assignNew(rec *record.Record, els []*selection.Element) error {
 // sameRequests compares the ips and mac an attachment was made with (its
 // capability args, set from the element) with the element's.
 func sameRequests(a *record.Attachment, el *selection.Element) bool {
-	ips, mac := recordedRequests(a)
-	return mac == el.MAC && slices.Equal(ips, el.IPs)
-}
-
-func recordedRequests(a *record.Attachment) ([]string, string) {
 	var ips []string
 	switch v := a.CapabilityArgs["ips"].(type) {
 	case []string:
@@ -121,7 +116,7 @@ func recordedRequests(a *record.Attachment) ([]string, string) {
 		}
 	}
 	mac, _ := a.CapabilityArgs["mac"].(string)
-	return ips, mac
+	return mac == el.MAC && slices.Equal(ips, el.IPs)
 }
 
 // label names an attachment in messages and events.
