@@ -83,9 +83,8 @@ func appendChain(raw []byte, top map[string]json.RawMessage, dir, chain string) 
 	for _, pc := range extra {
 		plugins = append(plugins, pc.Bytes)
 	}
-	var err2 error
-	if top["plugins"], err2 = json.Marshal(plugins); err2 != nil {
-		return nil, err2
+	if top["plugins"], err = json.Marshal(plugins); err != nil {
+		return nil, err
 	}
 	top["loadOnlyInlinedPlugins"] = json.RawMessage("true")
 	return json.Marshal(top)
