@@ -161,16 +161,6 @@ func (p *Pipeline) planDefaultNetwork(ctx context.Context, pl *plan, a *Attachme
 	return pl.useNAD(a, p.readNAD(ctx, pl, "defaultNetworks", ns, name))
 }
 
-// usedInterfaces are the names the attachments planned so far hold, which
-// the selections must not take (s4.1.2.1.5).
-func usedInterfaces(pl *plan) map[string]string {
-	used := make(map[string]string, len(pl.attachments))
-	for _, a := range pl.attachments {
-		used[a.IfName] = interfaceOwner(a.Default, a.Name)
-	}
-	return used
-}
-
 // interfaceOwner names, for AssignInterfaces, the network the config gave
 // an interface: the default network, or network name of defaultNetworks.
 func interfaceOwner(isDefault bool, name string) string {

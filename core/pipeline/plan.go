@@ -242,7 +242,13 @@ func (p *Pipeline) planSelections(ctx context.Context, req *Request, pl *plan) e
 		return nil
 	}
 	pl.selections = els
-	ifNames, err := AssignInterfaces(usedInterfaces(pl), els)
+	// The names the attachments planned so far hold, which the selections
+	// must not take (s4.1.2.1.5).
+	used := make(map[string]string, len(pl.attachments))
+	for _, a := range pl.attachments {
+		used[a.IfName] = interfaceOwner(a.Default, a.Name)
+	}
+	ifNames, err := AssignInterfaces(used, els)
 	if err != nil {
 		if err := pl.fail(nil, newError(codes.InterfaceConflict, pl.pod.Ref(), "", err)); err != nil {
 			return err
