@@ -584,6 +584,35 @@ func (d *Deployment) WaitPod(t testing.TB, image string) *corev1.Pod {
 	return got
 }
 
+// WaitExited waits for the DaemonSet's one pod to have container exit
+// non-zero at least once: a program that refuses to run crash-loops, so
+// the pod may be Running, Waiting or restarted when it is looked at.
+func (d *Deployment) WaitExited(t testing.TB, container string) *corev1.Pod {
+	t.Helper()
+	var got *corev1.Pod
+	d.waitFor(t, "container "+container+" exited non-zero", func(ctx context.Context) (bool, string) {
+		pods := d.pods(ctx)
+		if len(pods) != 1 {
+			return false, fmt.Sprintf("%d pods", len(pods))
+		}
+		p := pods[0]
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.Name != container {
+				continue
+			}
+			for _, term := range []*corev1.ContainerStateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
+				if term != nil && term.ExitCode != 0 {
+					got = &p
+					return true, ""
+				}
+			}
+			return false, fmt.Sprintf("container %s: %+v", container, cs.State)
+		}
+		return false, "pod " + p.Name + " has no status for " + container
+	})
+	return got
+}
+
 // WaitRollout waits as `kubectl rollout status daemonset` does: the
 // controller saw the latest generation and the node's pod is updated and
 // available; and then for the one pod of the new template (WaitPod).

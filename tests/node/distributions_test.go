@@ -50,8 +50,9 @@ func TestDeployDistribution(t *testing.T) {
 		d.ShareRuntimeSocket(t)
 		d.Apply(t)
 		ours := d.HostPath("/var/lib/rancher/k3s/agent/etc/cni/net.d")
-		d.WaitLog(t, d.WaitPod(t, deployImage), "plexusd",
+		pod := d.WaitExited(t, "plexusd")
+		d.WaitLog(t, pod, "plexusd",
 			fmt.Sprintf("reads CNI configs from %s, not from --cni-conf-dir %s", node.ConfDir, ours))
-		d.WaitLog(t, d.WaitPod(t, deployImage), "plexusd", "docs/install.md#distributions")
+		d.WaitLog(t, pod, "plexusd", "docs/install.md#distributions")
 	})
 }
