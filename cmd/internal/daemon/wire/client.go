@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"strconv"
 	"time"
 )
 
@@ -95,31 +94,17 @@ func (c *Client) exchange(req []byte, timeout time.Duration) (*Answer, error) {
 	if err := conn.CloseWrite(); err != nil {
 		return nil, unreachable(c.Socket, "sending the call", err)
 	}
-	b, err := readAll(conn, len(replyMagic)+1+4+MaxCallBytes)
-	if err == nil && len(b) == 0 {
-		return nil, fmt.Errorf("%w at %s (it stopped or restarted during the call)", ErrClosedEarly, c.Socket)
-	}
-	if err == nil {
-		var a *Answer
-		if a, err = DecodeAnswer(b); err == nil {
-			return a, nil
-		}
-	}
-	return nil, errors.New("reading plexusd's reply from " + c.Socket + ": " + err.Error())
-}
-
-// readAll reads r to its end, failing past max bytes.
-func readAll(r io.Reader, max int) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r, int64(max)+1))
+	a, err := ReadAnswer(conn)
 	switch {
+	case errors.Is(err, io.EOF):
+		return nil, fmt.Errorf("%w at %s (it stopped or restarted during the call)", ErrClosedEarly, c.Socket)
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		return nil, errors.New("no reply in time")
-	case err != nil:
-		return nil, err
-	case len(b) > max:
-		return nil, errors.New("over " + strconv.Itoa(max) + " bytes")
+		err = errors.New("no reply in time")
 	}
-	return b, nil
+	if err != nil {
+		return nil, errors.New("reading plexusd's reply from " + c.Socket + ": " + err.Error())
+	}
+	return a, nil
 }
 
 // unreachable is ErrUnreachable with where and why.

@@ -18,7 +18,9 @@
 package wire
 
 import (
+	"encoding/binary"
 	"errors"
+	"io"
 	"strconv"
 	"strings"
 )
@@ -150,11 +152,48 @@ func EncodeAnswer(a *Answer) []byte {
 	return append(b, payload...)
 }
 
+// ReadAnswer reads one reply from r and stops at its end: the forwarder
+// answers the runtime as soon as the reply is in, not once plexusd has
+// closed the connection. io.EOF means r ended before the reply started.
+func ReadAnswer(r io.Reader) (*Answer, error) {
+	head := make([]byte, len(replyMagic)+1+4)
+	n, err := io.ReadFull(r, head)
+	switch {
+	case n == 0 && err == io.EOF:
+		return nil, io.EOF
+	case !strings.HasPrefix(replyMagic, string(head[:min(n, len(replyMagic))])):
+		return nil, notAReply(head[:n])
+	case err != nil:
+		return nil, truncated(err)
+	}
+	size := int(binary.BigEndian.Uint32(head[len(head)-4:]))
+	if size > MaxCallBytes {
+		return nil, errors.New("reply of " + strconv.Itoa(size) + " bytes, over " + strconv.Itoa(MaxCallBytes))
+	}
+	b := append(head, make([]byte, size)...)
+	if _, err := io.ReadFull(r, b[len(head):]); err != nil {
+		return nil, truncated(err)
+	}
+	return DecodeAnswer(b)
+}
+
+// truncated says a reply ended early, keeping a deadline's error.
+func truncated(err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return errors.New("truncated")
+	}
+	return err
+}
+
+func notAReply(b []byte) error {
+	return errors.New("not a plexusd reply (another plexus version on the socket?): " + quote(b, 64))
+}
+
 // DecodeAnswer reads a reply.
 func DecodeAnswer(b []byte) (*Answer, error) {
 	r := reader{b: b}
 	if !r.magic(replyMagic) {
-		return nil, errors.New("not a plexusd reply (another plexus version on the socket?): " + quote(b, 64))
+		return nil, notAReply(b)
 	}
 	status := r.byte()
 	payload := r.bytes()

@@ -114,10 +114,9 @@ func TestClientBoundsTheReply(t *testing.T) {
 		want  string
 	}{
 		"silent during a readiness question": {nil, (*Client).Ready, "no reply in time"},
-		"a reply over the limit": {make([]byte, len(replyMagic)+5+MaxCallBytes+1), func(c *Client) error {
-			_, err := c.Do(&Call{})
-			return err
-		}, "over "},
+		"a reply over the limit":             {appendUint32([]byte(replyMagic+"O"), MaxCallBytes+1), do, "reply of 4194305 bytes, over 4194304"},
+		"a reply cut short":                  {append(appendUint32([]byte(replyMagic+"O"), 10), "{}"...), do, "truncated"},
+		"another protocol":                   {[]byte("HTTP/1.1 400"), do, "not a plexusd reply"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			sock := filepath.Join(t.TempDir(), "p.sock")
@@ -146,6 +145,38 @@ func TestClientBoundsTheReply(t *testing.T) {
 				t.Fatalf("got %v, want %q", err, tt.want)
 			}
 		})
+	}
+}
+
+func do(c *Client) error {
+	_, err := c.Do(&Call{})
+	return err
+}
+
+// The client takes a reply as soon as it is whole: it does not wait for
+// plexusd to close the connection.
+func TestClientTakesTheReplyWithoutWaitingForClose(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "p.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		io.Copy(io.Discard, conn)
+		conn.Write(EncodeAnswer(&Answer{Reply: &Reply{Stdout: []byte(`{"cniVersion":"1.1.0"}`)}}))
+		<-done // open until the test ends
+	}()
+	r, err := (&Client{Socket: sock}).Do(&Call{})
+	if err != nil || string(r.Stdout) != `{"cniVersion":"1.1.0"}` {
+		t.Fatalf("got %+v, %v", r, err)
 	}
 }
 
