@@ -1,8 +1,16 @@
 package cniplugin
 
 import (
+	"fmt"
+	"log/slog"
+	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
+
+	"github.com/plexus-cni/plexus/core/config"
+	"github.com/plexus-cni/plexus/core/source"
+	"github.com/plexus-cni/plexus/core/source/manifests"
 )
 
 // BenchmarkHandlerLifecycle is plexusd's own cost per pod lifecycle (ADD
@@ -20,5 +28,40 @@ func BenchmarkHandlerLifecycle(b *testing.B) {
 		i++
 		f.call(b, "ADD", id, false, nil)
 		f.call(b, "DEL", id, false, nil)
+	}
+}
+
+// BenchmarkHandlerCall is plexusd's own time in one call, ADD and DEL
+// apart, with 0 and 1 selections: its handler as plexusd runs it, the
+// source loaded once, and a delegate that attaches nothing. Beside
+// BenchmarkShimCall (the shim's forwarding against a socket that answers
+// at once), it is the least thick mode can add to a call beyond the
+// shim's start and the delegates' own time.
+//
+//	go test -run '^$' -bench HandlerCall ./cmd/internal/cniplugin/
+func BenchmarkHandlerCall(b *testing.B) {
+	for _, pod := range []string{"plain", "web"} {
+		b.Run(fmt.Sprintf("selections=%d", map[string]int{"plain": 0, "web": 1}[pod]), func(b *testing.B) {
+			f := newStateFixture(b)
+			f.pod = pod
+			src, err := manifests.Load(filepath.Join(f.dir, "manifests"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			f.o.Source = func(*config.Config, Command, *slog.Logger) (source.Source, error) { return src, nil }
+			var add, del time.Duration
+			i := 0
+			for b.Loop() {
+				id := "c" + strconv.Itoa(i)
+				i++
+				start := time.Now()
+				f.call(b, "ADD", id, false, nil)
+				mid := time.Now()
+				f.call(b, "DEL", id, false, nil)
+				add, del = add+mid.Sub(start), del+time.Since(mid)
+			}
+			b.ReportMetric(float64(add.Microseconds())/float64(i)/1000, "ms-add")
+			b.ReportMetric(float64(del.Microseconds())/float64(i)/1000, "ms-del")
+		})
 	}
 }

@@ -56,6 +56,8 @@ func (cheapDelegate) Decode(b []byte) (version.PluginInfo, error) {
 type stateFixture struct {
 	dir, cache string
 	o          Options
+	// pod is the pod of the calls: web (one selection) unless set.
+	pod string
 }
 
 func newStateFixture(t testing.TB) *stateFixture {
@@ -75,6 +77,11 @@ func newStateFixture(t testing.TB) *stateFixture {
 	write(filepath.Join(manifests, "pod.yaml"), `apiVersion: v1
 kind: Pod
 metadata: {name: web, namespace: demo, uid: "1234", annotations: {k8s.v1.cni.cncf.io/networks: net-a}}
+spec: {nodeName: node1}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: plain, namespace: demo, uid: "5678"}
 spec: {nodeName: node1}
 ---
 apiVersion: k8s.cni.cncf.io/v1
@@ -107,6 +114,9 @@ func (f *stateFixture) call(t testing.TB, command, id string, gone bool, valid [
 	if id != "" {
 		env["CNI_CONTAINERID"], env["CNI_IFNAME"] = id, "eth0"
 		env["CNI_ARGS"] = "K8S_POD_NAMESPACE=demo;K8S_POD_NAME=web;K8S_POD_UID=1234"
+		if f.pod == "plain" {
+			env["CNI_ARGS"] = "K8S_POD_NAMESPACE=demo;K8S_POD_NAME=plain;K8S_POD_UID=5678"
+		}
 		if !gone {
 			env["CNI_NETNS"] = filepath.Join(f.dir, "netns")
 		}
