@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/containernetworking/cni/pkg/skel"
 )
@@ -119,33 +120,43 @@ func TestClientBoundsTheReply(t *testing.T) {
 		"another protocol":                   {[]byte("HTTP/1.1 400"), do, "not a plexusd reply"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			sock := filepath.Join(t.TempDir(), "p.sock")
-			ln, err := net.Listen("unix", sock)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ln.Close()
-			asked := make(chan struct{})
-			defer close(asked)
-			go func() {
-				conn, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				defer conn.Close()
-				io.Copy(io.Discard, conn)
-				if tt.reply == nil {
-					<-asked // silent until the client has given up
-					return
-				}
-				conn.Write(tt.reply)
-			}()
-			err = tt.ask(&Client{Socket: sock})
+			// Silent: open until the client has given up.
+			sock := serveOnce(t, tt.reply, tt.reply == nil)
+			err := tt.ask(&Client{Socket: sock})
 			if err == nil || errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "reading plexusd's reply from "+sock+": "+tt.want) {
 				t.Fatalf("got %v, want %q", err, tt.want)
 			}
 		})
 	}
+}
+
+// serveOnce answers one connection on a new socket: it reads the request
+// to its end, writes reply (nothing when nil), and closes the connection,
+// or with open keeps it until the test ends.
+func serveOnce(t *testing.T, reply []byte, open bool) string {
+	sock := filepath.Join(t.TempDir(), "p.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() {
+		close(done)
+		ln.Close()
+	})
+	go func() {
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		io.Copy(io.Discard, conn)
+		conn.Write(reply)
+		if open {
+			<-done
+		}
+	}()
+	return sock
 }
 
 func do(c *Client) error {
@@ -156,27 +167,22 @@ func do(c *Client) error {
 // The client takes a reply as soon as it is whole: it does not wait for
 // plexusd to close the connection.
 func TestClientTakesTheReplyWithoutWaitingForClose(t *testing.T) {
-	sock := filepath.Join(t.TempDir(), "p.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	done := make(chan struct{})
-	defer close(done)
+	sock := serveOnce(t, EncodeAnswer(&Answer{Reply: &Reply{Stdout: []byte(`{"cniVersion":"1.1.0"}`)}}), true)
+	got := make(chan error, 1)
 	go func() {
-		conn, err := ln.Accept()
-		if err != nil {
-			return
+		r, err := (&Client{Socket: sock}).Do(&Call{})
+		if err == nil && string(r.Stdout) != `{"cniVersion":"1.1.0"}` {
+			err = errors.New("reply " + string(r.Stdout))
 		}
-		defer conn.Close()
-		io.Copy(io.Discard, conn)
-		conn.Write(EncodeAnswer(&Answer{Reply: &Reply{Stdout: []byte(`{"cniVersion":"1.1.0"}`)}}))
-		<-done // open until the test ends
+		got <- err
 	}()
-	r, err := (&Client{Socket: sock}).Do(&Call{})
-	if err != nil || string(r.Stdout) != `{"cniVersion":"1.1.0"}` {
-		t.Fatalf("got %+v, %v", r, err)
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second): // a bound on a hang, not a timing
+		t.Fatal("no reply while plexusd keeps the connection open")
 	}
 }
 
@@ -198,21 +204,8 @@ func TestCallCarriesSkelsArguments(t *testing.T) {
 // A plexusd that takes the call and closes without a word has dropped it:
 // the client says so, neither "unreachable" nor a malformed reply.
 func TestClientSaysPlexusdClosedBeforeAnswering(t *testing.T) {
-	sock := filepath.Join(t.TempDir(), "p.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		conn, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		io.Copy(io.Discard, conn)
-		conn.Close()
-	}()
-	_, err = (&Client{Socket: sock}).Do(&Call{})
+	sock := serveOnce(t, nil, false)
+	_, err := (&Client{Socket: sock}).Do(&Call{})
 	if !errors.Is(err, ErrClosedEarly) || errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "closed the connection before answering at "+sock) {
 		t.Fatalf("got %v, want ErrClosedEarly naming the socket", err)
 	}
