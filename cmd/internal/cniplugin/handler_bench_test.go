@@ -40,10 +40,16 @@ func BenchmarkHandlerLifecycle(b *testing.B) {
 //
 //	go test -run '^$' -bench HandlerCall ./cmd/internal/cniplugin/
 func BenchmarkHandlerCall(b *testing.B) {
-	for _, pod := range []string{"plain", "web"} {
-		b.Run(fmt.Sprintf("selections=%d", map[string]int{"plain": 0, "web": 1}[pod]), func(b *testing.B) {
+	for _, c := range []struct {
+		selections int
+		args       string
+	}{
+		{0, "K8S_POD_NAMESPACE=demo;K8S_POD_NAME=plain;K8S_POD_UID=5678"},
+		{1, ""}, // web
+	} {
+		b.Run(fmt.Sprintf("selections=%d", c.selections), func(b *testing.B) {
 			f := newStateFixture(b)
-			f.pod = pod
+			f.args = c.args
 			src, err := manifests.Load(filepath.Join(f.dir, "manifests"))
 			if err != nil {
 				b.Fatal(err)

@@ -1,6 +1,7 @@
 package cniplugin
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -56,8 +57,9 @@ func (cheapDelegate) Decode(b []byte) (version.PluginInfo, error) {
 type stateFixture struct {
 	dir, cache string
 	o          Options
-	// pod is the pod of the calls: web (one selection) unless set.
-	pod string
+	// args are the calls' CNI_ARGS: pod web's (one selection) unless
+	// set.
+	args string
 }
 
 func newStateFixture(t testing.TB) *stateFixture {
@@ -113,10 +115,7 @@ func (f *stateFixture) call(t testing.TB, command, id string, gone bool, valid [
 	env := map[string]string{"CNI_COMMAND": command, "CNI_PATH": f.dir}
 	if id != "" {
 		env["CNI_CONTAINERID"], env["CNI_IFNAME"] = id, "eth0"
-		env["CNI_ARGS"] = "K8S_POD_NAMESPACE=demo;K8S_POD_NAME=web;K8S_POD_UID=1234"
-		if f.pod == "plain" {
-			env["CNI_ARGS"] = "K8S_POD_NAMESPACE=demo;K8S_POD_NAME=plain;K8S_POD_UID=5678"
-		}
+		env["CNI_ARGS"] = cmp.Or(f.args, "K8S_POD_NAMESPACE=demo;K8S_POD_NAME=web;K8S_POD_UID=1234")
 		if !gone {
 			env["CNI_NETNS"] = filepath.Join(f.dir, "netns")
 		}
