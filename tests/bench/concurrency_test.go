@@ -23,7 +23,7 @@ func BenchmarkConcurrentAdd50(b *testing.B) {
 			w.BridgeNAD("demo", "net-a")
 			cs := w.Pods("demo", 50, "net-a")
 			if mode == "thick" {
-				w.StartDaemon(deployedLogLevel...)
+				w.StartDaemon(deployedArgs()...)
 			}
 			conf, err := json.Marshal(w.Plexus)
 			harness.Must(b, err)

@@ -36,7 +36,7 @@ func BenchmarkDelRatio(b *testing.B) {
 			s := newSetup(b, n)
 			floorAdd, floorDel := floorSteps(b, s)
 			thinAdd, thinDel := plexusSteps(b, s, "thin")
-			s.w.StartDaemon(deployedLogLevel...)
+			s.w.StartDaemon(deployedArgs()...)
 			thickAdd, thickDel := plexusSteps(b, s, "thick")
 			shim := shimStart(b)
 			runs := []delRun{{add: floorAdd, del: floorDel}, {add: thinAdd, del: thinDel}, {add: thickAdd, del: thickDel}, {add: func() {}, del: shim}}

@@ -53,8 +53,18 @@ func newSetup(b *testing.B, n int) *setup {
 	return s
 }
 
-// deployedLogLevel overrides the harness's debug level for plexusd.
-var deployedLogLevel = []string{"--log-level", "info"}
+// deployedArgs are plexusd's flags as deploy/ sets them: the info log
+// level (the harness's is debug), and delegates chrooted to the host's /
+// (--delegate-root), which this process's root stands for, as in
+// tests/node. PLEXUS_BENCH_DELEGATE_ROOT=off runs the delegates unchrooted,
+// for the mechanism's cost beside the same run.
+func deployedArgs() []string {
+	args := []string{"--log-level", "info"}
+	if os.Getenv("PLEXUS_BENCH_DELEGATE_ROOT") != "off" {
+		args = append(args, fmt.Sprintf("--delegate-root=/proc/%d/root", os.Getpid()))
+	}
+	return args
+}
 
 // nadConfig reads back the spec.config the harness wrote.
 func nadConfig(b *testing.B, w *harness.World, name string) []byte {
@@ -144,7 +154,7 @@ func benchStages(b *testing.B, thick bool) {
 					useExtension(b, s)
 				}
 				if thick {
-					s.w.StartDaemon(deployedLogLevel...)
+					s.w.StartDaemon(deployedArgs()...)
 				}
 				runtimeLifecycle(b, s)
 			})
@@ -215,7 +225,7 @@ func BenchmarkLifecycleThick(b *testing.B) {
 	for _, n := range []int{1, 4, 16} {
 		b.Run(fmt.Sprintf("selections=%d", n), func(b *testing.B) {
 			s := newSetup(b, n)
-			s.w.StartDaemon(deployedLogLevel...)
+			s.w.StartDaemon(deployedArgs()...)
 			runtimeLifecycle(b, s)
 		})
 	}
@@ -243,7 +253,7 @@ func BenchmarkRatioReferencePod(b *testing.B) {
 	useExtension(b, s)
 	floor := floorRunner(b, s)
 	thin := plexusRunner(b, s, "thin")
-	d := s.w.StartDaemon(deployedLogLevel...)
+	d := s.w.StartDaemon(deployedArgs()...)
 	thick := plexusRunner(b, s, "thick")
 	var tf, tt, tk []time.Duration
 	runs := []struct {
