@@ -1,11 +1,12 @@
 package cniplugin
 
 import (
-	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -67,11 +68,14 @@ func (e *delegateExec) ExecPlugin(ctx context.Context, path string, stdin []byte
 }
 
 func runDelegate(ctx context.Context, root, path string, stdin []byte, environ []string, log *slog.Logger) ([]byte, error) {
-	var stdout, stderr bytes.Buffer
-	c := exec.CommandContext(ctx, path)
+	dio, err := newDelegateIO(stdin)
+	if err != nil {
+		return nil, err
+	}
+	defer dio.close()
+	c := exec.Command(path)
 	c.Env = environ
-	c.Stdin = bytes.NewReader(stdin)
-	c.Stdout, c.Stderr = &stdout, &stderr
+	c.Stdin, c.Stdout, c.Stderr = dio.in, dio.out, dio.err
 	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if root != "" {
 		// The child chroots before it execs path, so path is looked up in
@@ -84,15 +88,102 @@ func runDelegate(ctx context.Context, root, path string, stdin []byte, environ [
 	defer runtime.UnlockOSThread()
 	start := time.Now()
 	if err := c.Start(); err != nil {
-		return nil, delegateError(ctx, err, stdout.Bytes(), stderr.Bytes())
+		return nil, delegateError(ctx, err, nil, nil)
 	}
+	// The call's end kills the delegate, as exec.CommandContext would,
+	// without a goroutine that waits for it.
+	stop := context.AfterFunc(ctx, func() { _ = c.Process.Kill() })
 	awaitExit(c.Process.Pid)
-	err := c.Wait()
+	stop()
+	err = c.Wait()
 	logRun(ctx, log, c, time.Since(start))
-	if err != nil {
-		return nil, delegateError(ctx, err, stdout.Bytes(), stderr.Bytes())
+	stdout, rerr := readOutput(dio.out)
+	if err != nil || rerr != nil {
+		return nil, delegateError(ctx, cmp.Or(err, rerr), stdout, tail(dio.err, stderrTail))
 	}
-	return stdout.Bytes(), nil
+	return stdout, nil
+}
+
+// delegateIO are a delegate's stdin, stdout and stderr: memory files, not
+// pipes. A pipe needs a goroutine in this process to feed or drain it
+// while the delegate runs, and each of its wakeups is a context switch on
+// the node's busiest moment; a file is written by the delegate alone and
+// read once it has exited.
+type delegateIO struct{ in, out, err *os.File }
+
+func newDelegateIO(stdin []byte) (*delegateIO, error) {
+	d := &delegateIO{}
+	var err error
+	for _, f := range []struct {
+		name string
+		to   **os.File
+	}{{"delegate-stdin", &d.in}, {"delegate-stdout", &d.out}, {"delegate-stderr", &d.err}} {
+		if *f.to, err = memFile(f.name); err != nil {
+			d.close()
+			return nil, err
+		}
+	}
+	// The delegate reads from the offset it inherits: the start.
+	if _, err := d.in.WriteAt(stdin, 0); err != nil {
+		d.close()
+		return nil, fmt.Errorf("writing the delegate's stdin: %w", err)
+	}
+	return d, nil
+}
+
+func (d *delegateIO) close() {
+	for _, f := range []*os.File{d.in, d.out, d.err} {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+func memFile(name string) (*os.File, error) {
+	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("creating the delegate's %s: %w", name, err)
+	}
+	return os.NewFile(uintptr(fd), name), nil
+}
+
+const (
+	// stderrTail is how much of a failed delegate's stderr its error quotes.
+	stderrTail = 2048
+	// maxDelegateOutput bounds what plexus reads of a delegate's stdout: a
+	// CNI result is kilobytes.
+	maxDelegateOutput = 16 << 20
+)
+
+// readOutput is what the delegate wrote to stdout.
+func readOutput(f *os.File) ([]byte, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("reading the delegate's output: %w", err)
+	}
+	if fi.Size() > maxDelegateOutput {
+		return nil, fmt.Errorf("the delegate wrote %d bytes to stdout, over plexus's limit of %d", fi.Size(), maxDelegateOutput)
+	}
+	b := make([]byte, fi.Size())
+	if _, err := f.ReadAt(b, 0); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("reading the delegate's output: %w", err)
+	}
+	return b, nil
+}
+
+// tail is the last n bytes written to f, "..." first when cut.
+func tail(f *os.File, n int64) []byte {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil
+	}
+	off := max(fi.Size()-n, 0)
+	b := make([]byte, fi.Size()-off)
+	k, _ := f.ReadAt(b, off)
+	if off > 0 {
+		return append([]byte("..."), b[:k]...)
+	}
+	return b[:k]
 }
 
 // logRun logs, at debug level, a delegate's wall time (start to reaped)
@@ -164,9 +255,6 @@ func delegateError(ctx context.Context, err error, stdout, stderr []byte) error 
 		return fmt.Errorf("killed after %w (%v)", context.Cause(ctx), err)
 	}
 	msg := strings.TrimSpace(string(stderr))
-	if len(msg) > 2048 {
-		msg = "..." + msg[len(msg)-2048:]
-	}
 	if msg == "" {
 		return fmt.Errorf("plugin failed without an error message: %w", err)
 	}
