@@ -32,7 +32,16 @@ cleanup() {
 	ip netns del "$NETNS" 2>/dev/null || true
 	for br in $BRIDGES; do ip link del "$br" 2>/dev/null || true; done
 	rm -rf "$WORK"
+	# Deepest first; a directory another program wrote to meanwhile stays.
+	for d in $CNI_DIRS_CREATED; do rmdir "$d" 2>/dev/null || true; done
 }
+
+# cnitool keeps libcni's result cache in /var/lib/cni and has no setting
+# for another place: the demo removes the directories it created there.
+CNI_DIRS_CREATED=""
+for d in /var/lib/cni /var/lib/cni/results; do
+	[ -e "$d" ] || CNI_DIRS_CREATED="$d $CNI_DIRS_CREATED"
+done
 
 # A previous run that was interrupted leaves these behind.
 cleanup
