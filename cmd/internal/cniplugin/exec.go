@@ -1,7 +1,6 @@
 package cniplugin
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -98,10 +97,10 @@ func runDelegate(ctx context.Context, root, path string, stdin []byte, environ [
 	err = c.Wait()
 	logRun(ctx, log, c, time.Since(start))
 	stdout, rerr := readOutput(dio.out)
-	if err != nil || rerr != nil {
-		return nil, delegateError(ctx, cmp.Or(err, rerr), stdout, tail(dio.err, stderrTail))
+	if err != nil {
+		return nil, delegateError(ctx, err, stdout, tail(dio.err, stderrTail))
 	}
-	return stdout, nil
+	return stdout, rerr
 }
 
 // delegateIO are a delegate's stdin, stdout and stderr: memory files, not
