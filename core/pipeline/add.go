@@ -53,8 +53,11 @@ func (p *Pipeline) add(ctx context.Context, req *Request) (types.Result, error) 
 	if err := p.undoPrevious(ctx, req); err != nil {
 		return nil, err
 	}
-	pl, err := p.planAdd(ctx, req)
-	if err != nil {
+	if err := p.awaitReadiness(ctx); err != nil {
+		return nil, newError(codes.ClusterNetwork, req.podRef(), "", err)
+	}
+	pl := &plan{}
+	if err := p.makePlan(ctx, req, pl); err != nil {
 		return nil, err
 	}
 	if err := p.attachAll(ctx, req, pl, pl.record); err != nil {

@@ -25,15 +25,11 @@ type plan struct {
 	pod         *source.Pod
 	selections  []*selection.Element
 	attachments []*Attachment
-	// record has one entry per attachment, all Planned.
-	record *record.Record
-	// lists are the attachments' final configs as libcni runs them,
-	// parsed once here for attachAll.
+	record      *record.Record // one Planned entry per attachment
+	// lists are the attachments' final configs, parsed once for attachAll.
 	lists []*libcni.NetworkConfigList
 
-	// opts are Plan's; an ADD's are zero.
-	opts PlanOptions
-	// parsed and parseErr are the selection annotation as parsed.
+	opts     PlanOptions // Plan's; an ADD's are zero
 	parsed   *selection.Result
 	parseErr error
 	// err is the first failure, the one the ADD fails with; notes hold
@@ -43,22 +39,9 @@ type plan struct {
 	notes map[*Attachment]*Planned
 }
 
-// planAdd runs every stage that precedes delegation, so a failure here
-// leaves nothing to undo.
-func (p *Pipeline) planAdd(ctx context.Context, req *Request) (*plan, error) {
-	if err := p.awaitReadiness(ctx); err != nil {
-		return nil, newError(codes.ClusterNetwork, req.podRef(), "", err)
-	}
-	pl := &plan{}
-	if err := p.makePlan(ctx, req, pl); err != nil {
-		return nil, err
-	}
-	return pl, nil
-}
-
 // makePlan is the plan step of an ADD, which Plan runs too: the pod, its
 // default network, defaultNetworks, its selections, the stages, then each
-// attachment's final config.
+// attachment's final config. Nothing is delegated yet.
 func (p *Pipeline) makePlan(ctx context.Context, req *Request, pl *plan) error {
 	var te *types.Error
 	if pl.pod, te = p.lookupPod(ctx, req); te != nil {
@@ -119,24 +102,19 @@ func (p *Pipeline) lookupPod(ctx context.Context, req *Request) (*source.Pod, *t
 	return pod, nil
 }
 
-// PodAnnotationsCapability is the capability under which the runtime
-// passes the pod's annotations, as kubelet gave them in the sandbox config,
-// in runtimeConfig (containerd and CRI-O do, for a config declaring it).
+// PodAnnotationsCapability is the capability under which containerd and
+// CRI-O pass the pod's annotations, as kubelet gave them, in runtimeConfig.
 const PodAnnotationsCapability = "io.kubernetes.cri.pod-annotations"
 
-// configSourceAnnotation is set by kubelet on every pod it runs: "api" for a
-// pod from the API server, "file" or "http" for a static pod
-// (k8s.io/kubernetes pkg/kubelet/config/config.go, pkg/kubelet/types).
+// configSourceAnnotation is kubelet's: "api" for a pod from the API server,
+// "file" or "http" for a static pod (k8s.io/kubernetes pkg/kubelet/types).
 const configSourceAnnotation = "kubernetes.io/config.source"
 
-// podFromRuntime is the pod as the runtime describes it, when that is all
-// the ADD needs, so no pod is read from the source: the runtime passed the
-// pod's annotations (the selection) and its UID (K8S_POD_UID, which the
-// status update then requires of the pod it changes), no stage is
-// configured (the policy, extensions and enricher read the pod's labels,
-// service account and node, and the policy namespace labels), and the pod
-// is not a static pod (its API object is the mirror, whose own UID the
-// source must tell). nil means: read the pod.
+// podFromRuntime is the pod as the runtime describes it, so that no pod is
+// read, when that is all the ADD needs: the runtime passed the annotations
+// and K8S_POD_UID (which the status update requires of the pod), no stage
+// is configured (they read labels, service account, node), and the pod is
+// not static (its API object is the mirror, with its own UID). nil: read it.
 func (p *Pipeline) podFromRuntime(req *Request, ns, name string) *source.Pod {
 	uid := req.Arg(ArgPodUID)
 	if uid == "" || p.Stages.Authorizer != nil || p.Stages.Preparer != nil || p.Stages.Enricher != nil {
@@ -159,8 +137,7 @@ func (p *Pipeline) podFromRuntime(req *Request, ns, name string) *source.Pod {
 }
 
 // annotations checks the runtime's annotations: an object of strings, or
-// null, which is how containerd passes a sandbox without annotations (no
-// selection, so nothing to read the pod for).
+// null, containerd's for a sandbox without annotations.
 func annotations(raw any) (map[string]string, error) {
 	if raw == nil {
 		return map[string]string{}, nil
@@ -180,17 +157,14 @@ func annotations(raw any) (map[string]string, error) {
 	return out, nil
 }
 
-// MirrorAnnotation is set by kubelet on the mirror pod it creates in the
-// API for a static pod (k8s.io/kubernetes pkg/kubelet/pod/mirror_client.go,
-// CreateMirrorPod: the value is the static pod's kubernetes.io/config.hash,
-// which pkg/kubelet/config/common.go applyDefaults sets to the static pod's
-// UID). The runtime knows the static pod, so its K8S_POD_UID is that UID,
-// never the mirror pod's own.
+// MirrorAnnotation is set by kubelet on a static pod's mirror pod; its
+// value is the static pod's UID (pkg/kubelet/pod/mirror_client.go), which
+// is the runtime's K8S_POD_UID, never the mirror's own.
 const MirrorAnnotation = "kubernetes.io/config.mirror"
 
 // isRuntimesPod reports whether the pod read by name is the one the runtime
-// means by K8S_POD_UID: the same UID, or the mirror of that static pod.
-// Anything else is a pod re-created under the same name.
+// means by K8S_POD_UID (the same UID, or that static pod's mirror), not one
+// re-created under the same name.
 func isRuntimesPod(pod *source.Pod, uid string) bool {
 	if uid == "" || pod.UID == "" || pod.UID == uid {
 		return true
@@ -220,9 +194,8 @@ func defaultAttachment(req *Request, c *clusterNetwork) *Attachment {
 }
 
 // defaultCapabilityArgs is the runtime's runtimeConfig for the default
-// network. The pod's annotations are plexus's own capability: they go on
-// (and into the record) only when a default network plugin declares it;
-// libcni hands every other key only to plugins declaring it.
+// network, with the pod's annotations (plexus's own capability) only when
+// a default network plugin declares it, so they stay out of the record.
 func defaultCapabilityArgs(rc map[string]any, c *clusterNetwork) map[string]any {
 	if _, ok := rc[PodAnnotationsCapability]; !ok || c.podAnnotations {
 		return rc
@@ -242,9 +215,7 @@ func (p *Pipeline) planSelections(ctx context.Context, req *Request, pl *plan) e
 		return nil
 	}
 	pl.selections = els
-	// The names the attachments planned so far hold, which the selections
-	// must not take (s4.1.2.1.5).
-	used := make(map[string]string, len(pl.attachments))
+	used := make(map[string]string, len(pl.attachments)) // not for selections (s4.1.2.1.5)
 	for _, a := range pl.attachments {
 		used[a.IfName] = interfaceOwner(a.Default, a.Name)
 	}
@@ -260,9 +231,8 @@ func (p *Pipeline) planSelections(ctx context.Context, req *Request, pl *plan) e
 	return p.planDevices(ctx, req, pl)
 }
 
-// addSelections adds the elements' attachments, on ifNames, to the plan,
-// for ADD and Update alike. Each distinct NAD is read once (s4.2: a
-// repeated network is one NAD) and resolved (s3.4.1).
+// addSelections adds the elements' attachments on ifNames, for ADD and
+// Update; each distinct NAD is read and resolved once (s4.2, s3.4.1).
 func (p *Pipeline) addSelections(ctx context.Context, req *Request, pl *plan, els []*selection.Element, ifNames []string) error {
 	nads := map[string]*resolvedNAD{}
 	for i, el := range els {
@@ -280,8 +250,8 @@ func (p *Pipeline) addSelections(ctx context.Context, req *Request, pl *plan, el
 	return nil
 }
 
-// planDevices gives the attachments their devices (devices.go); off the
-// node only what the NADs and the pod say is checked.
+// planDevices gives the attachments their devices; off the node it only
+// checks the NADs and the pod.
 func (p *Pipeline) planDevices(ctx context.Context, req *Request, pl *plan) error {
 	if pl.opts.OffNode {
 		return p.checkDevices(pl)
@@ -318,10 +288,8 @@ func (p *Pipeline) parseSelection(ctx context.Context, pl *plan) ([]*selection.E
 
 // AssignInterfaces implements s4.1.2.1.5 and s4.2.1: requested names are
 // used as given and must not repeat; the rest get net1, net2, ... skipping
-// every name already taken. used holds the names taken before the
-// selections, with their owners, and gains the selections'. A requested
-// name already taken is the error, returned with only the requested
-// names, for a plan that goes on past it (PlanOptions.All).
+// every name taken. used maps the names taken before to their owners and
+// gains the selections'. On a conflict out holds only the requested names.
 func AssignInterfaces(used map[string]string, els []*selection.Element) ([]string, error) {
 	out := make([]string, len(els))
 	var err error
@@ -359,8 +327,7 @@ func AssignInterfaces(used map[string]string, els []*selection.Element) ([]strin
 const nadKind = "NetworkAttachmentDefinition"
 
 // readNAD reads one NAD and resolves it (s3.4.1); what names it in the
-// event when it cannot be read. The NAD is kept when it was read, for a
-// plan that goes on past a failure.
+// event when it cannot be read. A NAD read but not resolved is kept.
 func (p *Pipeline) readNAD(ctx context.Context, pl *plan, what, namespace, name string) *resolvedNAD {
 	ref := namespace + "/" + name
 	n, err := p.Source.NAD(ctx, namespace, name)
@@ -389,8 +356,7 @@ func (p *Pipeline) resolve(pl *plan, n *source.NAD) (*nad.Resolved, error) {
 }
 
 // useNAD gives a its NAD and config as readNAD found them, and notes how
-// the NAD resolved: its failure, or where its config came from (none:
-// left to the node).
+// the NAD resolved.
 func (pl *plan) useNAD(a *Attachment, r *resolvedNAD) error {
 	a.NAD, a.Config = r.nad, r.Config
 	switch {
@@ -404,8 +370,7 @@ func (pl *plan) useNAD(a *Attachment, r *resolvedNAD) error {
 	return nil
 }
 
-// resolvedNAD is readNAD's answer: the NAD when it was read, its config
-// when it resolved (zero on a failure), and the failure.
+// resolvedNAD is readNAD's answer: the NAD when read, its config when resolved.
 type resolvedNAD struct {
 	nad *source.NAD
 	nad.Resolved
@@ -438,9 +403,7 @@ func selectionAttachment(req *Request, el *selection.Element, ifName string) *At
 	for k, reason := range el.Ignored {
 		a.ignore(k, reason) // the parse warned
 	}
-	// cni-args cannot hold a key that a delegate reads as one of these
-	// (selection.SameArgKey), so the element's own keys are what it gets.
-	a.ConfigArgs = el.DelegateArgs()
+	a.ConfigArgs = el.DelegateArgs() // no cni-args key shadows these (selection.SameArgKey)
 	if el.InfinibandGUID != "" {
 		capabilityArg(a, InfinibandGUIDCapability, el.InfinibandGUID)
 	}
@@ -457,13 +420,12 @@ func selectionAttachment(req *Request, el *selection.Element, ifName string) *At
 // any delegate: the s7.4 decision, the extensions (s4.1.2.1), then what
 // Multus's keys need once the configs are final.
 func (p *Pipeline) runStages(ctx context.Context, pl *plan) error {
-	if err := p.authorize(ctx, pl); err != nil {
-		return err
+	for _, stage := range []func(context.Context, *plan) error{p.authorize, p.prepare, p.applyCompat} {
+		if err := stage(ctx, pl); err != nil {
+			return err
+		}
 	}
-	if err := p.prepare(ctx, pl); err != nil {
-		return err
-	}
-	return p.applyCompat(ctx, pl)
+	return nil
 }
 
 // authorize makes the s7.4 decision for every attachment the pod chose
@@ -563,8 +525,7 @@ func (p *Pipeline) warnUnowned(ctx context.Context, pod *source.Pod, a *Attachme
 	p.event(ctx, pod, source.EventWarning, "NetworkSelectionWarning", msg)
 }
 
-// buildRecord fixes each attachment's final delegate config (args injected,
-// as a conflist) in a record of Planned entries.
+// buildRecord fixes each attachment's final config in a record of Planned entries.
 func (p *Pipeline) buildRecord(req *Request, pl *plan) error {
 	rec := &record.Record{ContainerID: req.ContainerID, NetNS: req.NetNS}
 	if pl.pod != nil {
@@ -593,8 +554,8 @@ func (p *Pipeline) buildRecord(req *Request, pl *plan) error {
 	return nil
 }
 
-// finalConfig is the attachment's config with its config args injected,
-// as the list libcni runs; its Bytes go into the record.
+// finalConfig is the attachment's config with its args and plugin keys
+// set, as the list libcni runs; its Bytes go into the record.
 func finalConfig(a *Attachment) (*libcni.NetworkConfigList, error) {
 	c, err := netconf.Parse(a.Config)
 	if err != nil {

@@ -12,15 +12,12 @@ import (
 // PlanOptions say where Plan departs from the ADD's own plan step.
 type PlanOptions struct {
 	// All plans past a failure, so that every problem is found; the first
-	// failure stays the one the ADD fails with (Plan's error). Later steps
-	// leave out an attachment that failed in an earlier one.
+	// failure stays Plan's error. Later steps leave out what failed.
 	All bool
-	// OffNode plans away from the node (plexusctl explain), where its
-	// files and kubelet cannot be read: a clusterNetwork naming a file or
-	// directory is not read, a NAD without spec.config is left
-	// unresolved (s3.4.1 rules 2-3 read the node's confDir) and the steps
-	// needing its config leave it out, and devices are not assigned, only
-	// the NADs' device annotations checked.
+	// OffNode plans away from the node (plexusctl explain): a clusterNetwork
+	// file or directory is not read, a NAD without spec.config is left
+	// unresolved (s3.4.1 rules 2-3 read the node's confDir), and devices
+	// are not assigned, only the NADs' device annotations checked.
 	OffNode bool
 }
 
@@ -28,24 +25,21 @@ type PlanOptions struct {
 // pod's default network, the config's defaultNetworks and the pod's
 // selections, each with its interface, NAD, config and policy decision.
 type Plan struct {
-	// Pod is nil when the ADD has no pod to read (the default network only).
-	Pod *source.Pod
+	Pod *source.Pod // nil without a pod to read (the default network only)
 	// Selection is the networks annotation as parsed (s4.1); SelectionErr
-	// says why it is invalid: ignored (the default network only), or the
-	// ADD's error with strictSelection.
+	// says why it is invalid (ignored, or the ADD's error with strictSelection).
 	Selection    *selection.Result
 	SelectionErr error
-	// Default is the pod's default network: the cluster-wide one (s6) or
-	// the one its v1.multus-cni.io/default-network annotation names.
+	// Default is the cluster-wide default network (s6) or the one the pod's
+	// v1.multus-cni.io/default-network annotation names.
 	Default         *Planned
 	DefaultNetworks []*Planned
-	// Selections are the selection elements' attachments, in order.
-	Selections []*Planned
-	// Failed is the attachment the ADD fails on; nil when the ADD does not
-	// fail or fails for the pod as a whole.
+	Selections      []*Planned // in selection order
+	// Failed is the attachment the ADD fails on; nil when it does not fail
+	// or fails for the pod as a whole.
 	Failed *Planned
-	// Errs are the failures found, in the order the ADD meets them: the
-	// first is the ADD's, the others only PlanOptions.All finds.
+	// Errs are the failures in the order the ADD meets them: the first is
+	// the ADD's, the others only PlanOptions.All finds.
 	Errs []*types.Error
 }
 
@@ -53,25 +47,21 @@ type Plan struct {
 // changes no ADD.
 type Planned struct {
 	Attachment
-	// ConfigSource is where the delegate config came from (s3.4.1):
-	// "spec.config" or a file; "" when the NAD was not resolved.
+	// ConfigSource is where the config came from (s3.4.1): "spec.config"
+	// or a file; "" when the NAD was not resolved.
 	ConfigSource string
-	// Unread says what of the attachment a plan off the node could not
-	// read; its Config is then nil.
+	// Unread says what a plan off the node could not read; Config is then nil.
 	Unread string
-	// Decision is the s7.4 policy's; nil when it was not asked (no
-	// Authorizer, a network the admin chose, or an earlier failure).
+	// Decision is the s7.4 policy's; nil when it was not asked.
 	Decision *Decision
-	// Warnings are what the extensions told the pod's owner about it.
-	Warnings []string
+	Warnings []string // what the extensions told the pod's owner
 	// Err is the attachment's failure; the first of all is the ADD's.
 	Err *types.Error
 }
 
-// Plan makes the plan an ADD would make for req, with the steps the ADD
-// runs (makePlan), and returns it with the error the ADD would fail with,
-// a *types.Error. Nothing is locked, recorded or attached, and
-// readinessindicatorfile is not waited for.
+// Plan makes the plan an ADD would make for req (makePlan) and returns it
+// with the *types.Error the ADD would fail with. Nothing is locked,
+// recorded or attached, and readinessindicatorfile is not waited for.
 func (p *Pipeline) Plan(ctx context.Context, req *Request, opts PlanOptions) (*Plan, error) {
 	pl := &plan{opts: opts}
 	if err := p.makePlan(ctx, req, pl); err != nil && pl.err == nil {
@@ -80,8 +70,7 @@ func (p *Pipeline) Plan(ctx context.Context, req *Request, opts PlanOptions) (*P
 	return pl.view(), pl.err
 }
 
-// note is what the plan knows of a beyond the Attachment: the Planned
-// that Plan shows of it, but for the copy of a, which view adds.
+// note is the Planned that Plan shows of a, but for the copy of a (view).
 func (pl *plan) note(a *Attachment) *Planned {
 	if pl.notes == nil {
 		pl.notes = map[*Attachment]*Planned{}
@@ -94,9 +83,8 @@ func (pl *plan) note(a *Attachment) *Planned {
 	return n
 }
 
-// fail records a failure of attachment a (nil: of the pod as a whole).
-// The ADD stops at the first, which fail returns; with PlanOptions.All
-// the plan goes on and fail returns nil.
+// fail records a failure of attachment a (nil: of the pod) and returns
+// it, or nil with PlanOptions.All, where the plan goes on.
 func (pl *plan) fail(a *Attachment, te *types.Error) error {
 	if pl.err == nil {
 		pl.err = te
@@ -111,8 +99,7 @@ func (pl *plan) fail(a *Attachment, te *types.Error) error {
 	return te
 }
 
-// stop records a failure of the pod as a whole after which nothing more
-// can be planned, even with PlanOptions.All.
+// stop records a failure of the pod after which nothing can be planned.
 func (pl *plan) stop(te *types.Error) error {
 	pl.fail(nil, te)
 	return te
@@ -124,8 +111,7 @@ func (pl *plan) failed(a *Attachment) bool {
 	return n != nil && n.Err != nil
 }
 
-// skip: a step needing a's config leaves it out (it failed, or its config
-// is on the node).
+// skip: a step needing a's config leaves it out (failed, or config on the node).
 func (pl *plan) skip(a *Attachment) bool {
 	n := pl.notes[a]
 	return n != nil && (n.Err != nil || n.Unread != "")

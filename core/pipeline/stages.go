@@ -19,36 +19,28 @@ type Attachment struct {
 	// the default network and defaultNetworks.
 	Index   int
 	Default bool
-	// Origin says who chose the network: the admin (clusterNetwork,
-	// defaultNetworks) or the pod (its default-network annotation, a
-	// selection element). The policy decides on the pod's choices only.
-	Origin Origin
-	// Selection is the element as parsed; nil for the default network.
-	Selection *selection.Element
-	// NAD is the NetworkAttachmentDefinition; nil when the default network
-	// comes from a file.
-	NAD *source.NAD
-	// Name is the status name (s5.3.1): "namespace/name" for a selection.
-	Name string
-	// IfName is the CNI_IFNAME used for every operation (s4.1.2.1.5, s4.2.1).
-	IfName string
+	// Origin says who chose the network, the admin or the pod; the policy
+	// decides on the pod's choices only.
+	Origin    Origin
+	Selection *selection.Element // nil for the default network
+	// NAD is nil when the default network comes from a file.
+	NAD    *source.NAD
+	Name   string // the status name (s5.3.1): "namespace/name" for a selection
+	IfName string // CNI_IFNAME for every operation (s4.1.2.1.5, s4.2.1)
 	// Config is the delegate's CNI config or config list after s3.4.2 name
-	// injection. The prepare stage may replace it; type, name and
-	// cniVersion of every plugin must stay as they are.
+	// injection. The prepare stage may replace it, keeping every plugin's
+	// type, name and cniVersion.
 	Config json.RawMessage
 	// ConfigArgs are set as "args": {"cni": {...}} in every delegate
 	// plugin's config (s4.1.2.1.3.2, s4.1.2.1.4.2); the prepare stage may add.
-	ConfigArgs map[string]any
-	// CNIArgs are the delegate's CNI_ARGS.
-	CNIArgs [][2]string
-	// CapabilityArgs become runtimeConfig for delegates declaring them.
-	CapabilityArgs map[string]any
-	// PluginKeys are set at the top of every delegate plugin's config
-	// ("deviceID").
+	ConfigArgs     map[string]any
+	CNIArgs        [][2]string    // the delegate's CNI_ARGS
+	CapabilityArgs map[string]any // runtimeConfig for delegates declaring them
+	// PluginKeys are set at the top of every delegate plugin's config ("deviceID").
 	PluginKeys map[string]any
 	// ResourceName is the NAD's k8s.v1.cni.cncf.io/resourceName, and
-	// DeviceID the device the attachment uses: one kubelet allocated to
-	// the pod, or the selection's deviceID. Set before authorization.
+	// DeviceID the device the attachment uses (kubelet's, or the
+	// selection's deviceID). Set before authorization.
 	ResourceName string
 	DeviceID     string
 	// ResourceClaim and Driver are the ResourceClaim and DRA driver of a
@@ -56,14 +48,12 @@ type Attachment struct {
 	ResourceClaim string
 	Driver        string
 	// DevicePluginFile and DeviceInfoFile are the device-info spec's files
-	// for a device of ResourceName (s4.1, s4.2); empty without one.
+	// (s4.1, s4.2); empty without a device.
 	DevicePluginFile string
 	DeviceInfoFile   string
-	// Result is the delegate's ADD result, set after the attachment.
-	Result types.Result
-	// Ignored maps each selection key plexus does not act on for this
-	// attachment to the reason; it reaches the status entry
-	// (StatusIgnoredKey).
+	Result           types.Result // the delegate's ADD result
+	// Ignored maps each selection key plexus does not act on to the
+	// reason, for the status entry (StatusIgnoredKey).
 	Ignored map[string]string
 }
 
@@ -71,16 +61,12 @@ type Attachment struct {
 type Origin string
 
 const (
-	// OriginClusterNetwork: the cluster-wide default network (s6), from
-	// clusterNetwork or delegates.
+	// OriginClusterNetwork: the cluster-wide default network (s6).
 	OriginClusterNetwork Origin = "clusterNetwork"
-	// OriginPodDefault: the pod's default network, chosen with the
-	// v1.multus-cni.io/default-network annotation in place of s6's.
-	OriginPodDefault Origin = "podDefaultNetwork"
-	// OriginDefaultNetworks: a network of the defaultNetworks config key.
+	// OriginPodDefault: the pod's v1.multus-cni.io/default-network.
+	OriginPodDefault      Origin = "podDefaultNetwork"
 	OriginDefaultNetworks Origin = "defaultNetworks"
-	// OriginSelection: a selection element (s4).
-	OriginSelection Origin = "selection"
+	OriginSelection       Origin = "selection" // a selection element (s4)
 )
 
 // ChosenByPod reports whether the pod chose the network, so the s7.4
@@ -101,24 +87,20 @@ type Decision struct {
 
 // AuthorizeRequest is everything an Authorizer may consider.
 type AuthorizeRequest struct {
-	Pod *source.Pod
-	// NamespaceLabels are the pod namespace's labels; nil when the source has none.
-	NamespaceLabels map[string]string
+	Pod             *source.Pod
+	NamespaceLabels map[string]string // nil when the source has none
 	Attachment      *Attachment
-	// Selections are all of the pod's selection elements, in order.
-	Selections []*selection.Element
+	Selections      []*selection.Element // all of the pod's, in order
 }
 
-// Authorizer makes the s7.4 decision for one attachment on ADD. The
-// Decision is always meaningful: a denial carries reasons even when err is
-// nil. An error with an allowing decision is still a denial (fail closed).
+// Authorizer makes the s7.4 decision for one attachment on ADD. A denial
+// carries reasons even when err is nil; an error is a denial (fail closed).
 type Authorizer interface {
 	Authorize(ctx context.Context, req *AuthorizeRequest) (Decision, error)
 }
 
 // NamespaceLabelsUser is implemented by Authorizers that know whether their
-// policies read the namespace's labels; when they do not, the pipeline
-// skips the lookup (one API request per ADD).
+// policies read the namespace's labels, so the pipeline can skip the lookup.
 type NamespaceLabelsUser interface {
 	NeedsNamespaceLabels() bool
 }
@@ -127,18 +109,15 @@ type NamespaceLabelsUser interface {
 type PrepareRequest struct {
 	Pod        *source.Pod
 	Attachment *Attachment
-	// Warn records something the pod's owner should know.
-	Warn func(msg string)
+	Warn       func(msg string) // tells the pod's owner
 	// Ignore records a selection key the stage does not act on, with the
-	// reason, for the attachment's status entry (Attachment.Ignored); the
-	// stage warns about it itself. May be nil.
+	// reason (Attachment.Ignored); the stage warns itself. May be nil.
 	Ignore func(key, reason string)
 }
 
 // Preparer handles the reverse-domain keys of a selection element
-// (s4.1.2.1): it may change Attachment.Config, ConfigArgs and CNIArgs, or
-// reject the attachment by returning an error. It is called for every
-// secondary attachment, including those without extension keys.
+// (s4.1.2.1) for every secondary attachment: it may change
+// Attachment.Config, ConfigArgs and CNIArgs, or reject it with an error.
 type Preparer interface {
 	Prepare(ctx context.Context, req *PrepareRequest) error
 }
@@ -147,8 +126,8 @@ type Preparer interface {
 type EnrichRequest struct {
 	Pod        *source.Pod
 	Attachment *Attachment
-	// Entry is the attachment's status entry; the enricher may add
-	// reverse-domain keys to Entry.Extra (s5.3).
+	// Entry is the status entry; the enricher may add reverse-domain keys
+	// to Entry.Extra (s5.3).
 	Entry *status.Entry
 	Warn  func(msg string)
 }
