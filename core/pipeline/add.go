@@ -88,11 +88,9 @@ func (p *Pipeline) undoPrevious(ctx context.Context, req *Request) error {
 }
 
 // attachAll runs each planned attachment's delegate in order, for ADD and
-// Update alike: rec ends with their entries (ADD's is pl.record; Update
-// appends them to the pod's record). Each is recorded as attempted before
-// it starts so a crash at any point leaves a record DEL can work from.
-// Each save also records the previous attachment as done: one write per
-// attachment, plus the last.
+// Update: rec ends with their entries. Each is recorded as attempted
+// before it starts, so a crash leaves a record DEL can work from; that
+// save also records the previous one as done.
 func (p *Pipeline) attachAll(ctx context.Context, req *Request, pl *plan, rec *record.Record) *types.Error {
 	base := len(rec.Attachments) - len(pl.attachments)
 	for i, a := range pl.attachments {
@@ -106,10 +104,9 @@ func (p *Pipeline) attachAll(ctx context.Context, req *Request, pl *plan, rec *r
 	return nil
 }
 
-// attachStep runs one attachment's delegate for attachAll: ra, rec's
-// entry of a, is saved as attempted before the delegate starts, and marked
-// attached once its result has what the pod requested; the caller's next
-// save records that.
+// attachStep runs a's delegate: ra, rec's entry of a, is saved as
+// attempted first and marked attached once the result has what the pod
+// requested; the caller's next save records that.
 func (p *Pipeline) attachStep(ctx context.Context, req *Request, pl *plan, a *Attachment, rec *record.Record, ra *record.Attachment, list *libcni.NetworkConfigList) *types.Error {
 	podRef := req.podRef()
 	ra.State = record.Attempted
@@ -165,8 +162,8 @@ func (p *Pipeline) rollback(ctx context.Context, req *Request, pl *plan, cause *
 }
 
 // verifyRequested makes sure requested ips and mac are on the attachment's
-// sandbox interface in the result (s4.1.2.1.3.2, s4.1.2.1.4.2): CNI args
-// may be ignored by a delegate, the spec's requirement may not.
+// sandbox interface in the result (s4.1.2.1.3.2, s4.1.2.1.4.2): a delegate
+// may ignore CNI args, the spec's requirement may not be.
 func verifyRequested(a *Attachment) error {
 	if a.Selection == nil || (len(a.Selection.IPs) == 0 && a.Selection.MAC == "") {
 		return nil
@@ -237,11 +234,10 @@ func (p *Pipeline) publish(ctx context.Context, req *Request, pl *plan) *types.E
 	return nil
 }
 
-// writeStatus is the one way network-status (s5) is written: by ADD
-// (publish), Update (publishUpdate, and publishRestored after a rollback)
-// and Republish. It lists rec's attachments in order, each with its entry
-// in known (by "name (interface)"), or else one from libcni's cached
-// result. With added, the AddedInterfaces event goes out beside it.
+// writeStatus is the one way network-status (s5) is written, by ADD,
+// Update and Republish: rec's attachments in order, each with its entry
+// in known (by label) or else from libcni's cached result. With added,
+// the AddedInterfaces event goes out beside it.
 func (p *Pipeline) writeStatus(ctx context.Context, pod *source.Pod, rec *record.Record, known map[string]*status.Entry, added bool) error {
 	entries := make([]*status.Entry, 0, len(rec.Attachments))
 	for _, ra := range rec.Attachments {
@@ -256,9 +252,8 @@ func (p *Pipeline) writeStatus(ctx context.Context, pod *source.Pod, rec *record
 		return newError(codes.Status, pod.Ref(), "", err)
 	}
 	if added {
-		// The event goes out beside the PATCH, not after it: in thin mode
-		// each is a round trip the runtime waits for. Should the PATCH fail,
-		// the rollback's NetworkAttachFailed event follows this one.
+		// Beside the PATCH, not after it: in thin mode each is a round trip
+		// the runtime waits for. A failed PATCH's rollback event follows.
 		sent := p.eventAsync(ctx, pod, source.EventNormal, "AddedInterfaces", summary(entries))
 		defer sent()
 	}
@@ -268,8 +263,7 @@ func (p *Pipeline) writeStatus(ctx context.Context, pod *source.Pod, rec *record
 	return nil
 }
 
-// freshEntry is the entry of an attachment whose delegate has just run:
-// from its result, with its device-info and what the enricher adds.
+// freshEntry is the entry from a's result, with device-info and enrichment.
 func (p *Pipeline) freshEntry(ctx context.Context, pl *plan, a *Attachment) (*status.Entry, error) {
 	e, err := status.FromResult(a.Name, a.IfName, a.Default, a.Result)
 	if err != nil {

@@ -89,24 +89,25 @@ func (p *Pipeline) compatCapabilities(ctx context.Context, pod *source.Pod, a *A
 		}
 		if !conf.HasCapability(cap.key) {
 			reason := fmt.Sprintf("no plugin of network %s declares the %q capability", a.Name, cap.key)
-			a.ignore(cap.key, reason)
+			setKey(&a.Ignored, cap.key, reason)
 			msg := fmt.Sprintf("selection element %d (%s): key %q ignored: %s", a.Index, a.Name, cap.key, reason)
 			p.Log.Warn(msg, "pod", pod.Ref())
 			p.event(ctx, pod, source.EventWarning, "NetworkSelectionWarning", msg)
 			continue
 		}
-		capabilityArg(a, cap.key, cap.value)
+		setKey(&a.CapabilityArgs, cap.key, cap.value)
 	}
 	return nil
 }
 
-// ignore records a key of the attachment's selection plexus does not act
-// on; whoever ignores it tells the pod's owner.
-func (a *Attachment) ignore(key, reason string) {
-	if a.Ignored == nil {
-		a.Ignored = map[string]string{}
+// setKey sets (*m)[k], making the map first: for an attachment's
+// CapabilityArgs, PluginKeys and Ignored keys (whoever ignores a key tells
+// the pod's owner).
+func setKey[V any](m *map[string]V, k string, v V) {
+	if *m == nil {
+		*m = map[string]V{}
 	}
-	a.Ignored[key] = reason
+	(*m)[k] = v
 }
 
 // defaultRouteGateways are the attachment's "default-route" gateways.

@@ -45,9 +45,8 @@ func (p *Pipeline) Del(ctx context.Context, req *Request) error {
 	return nil
 }
 
-// rememberDeleted leaves a tombstone once a DEL has detached everything,
-// for the runtime's repeated DEL. Best effort: without it, that DEL runs
-// the default network's delegates again, which is still correct.
+// rememberDeleted leaves a tombstone for the runtime's repeated DEL. Best
+// effort: without it, that DEL runs the default network's delegates again.
 func (p *Pipeline) rememberDeleted(req *Request) {
 	if p.Deleted == nil || req.IfName == "" {
 		return
@@ -57,10 +56,9 @@ func (p *Pipeline) rememberDeleted(req *Request) {
 	}
 }
 
-// deletedBefore reports a DEL this container's earlier DEL already did:
-// its tombstone names this interface and libcni caches no attachment of
-// the container (every delegate DEL that succeeded removed its entry), so
-// there is nothing a delegate could still detach.
+// deletedBefore reports a DEL an earlier DEL already did: its tombstone
+// names this interface and libcni caches nothing of the container (every
+// successful delegate DEL removed its entry).
 func (p *Pipeline) deletedBefore(req *Request) bool {
 	if p.Deleted == nil || !p.Deleted.Has(req.ContainerID, req.IfName) {
 		return false
@@ -98,8 +96,7 @@ func (p *Pipeline) del(ctx context.Context, req *Request) error {
 }
 
 // teardown detaches the record's attempted attachments in reverse order,
-// continuing past failures, and forgets the record only when all succeeded;
-// otherwise it keeps just the failed ones for the next DEL.
+// past failures, and keeps only the failed ones for the next DEL.
 func (p *Pipeline) teardown(ctx context.Context, req *Request, rec *record.Record) error {
 	if req.NetNS == "" {
 		r := *req
@@ -117,10 +114,8 @@ func (p *Pipeline) teardown(ctx context.Context, req *Request, rec *record.Recor
 	return newError(codes.DetachFailed, podOf(rec), "", fmt.Errorf("detaching %d of the container's networks failed: %s", len(failed), strings.Join(msgs, "; ")))
 }
 
-// detachEach detaches the attempted ones of atts in reverse order,
-// continuing past failures, for teardown and for the rollback of an
-// Update. It returns the ones that failed, in atts' order, each with its
-// error in msgs.
+// detachEach detaches the attempted ones of atts in reverse order, past
+// failures, and returns the failed ones in atts' order with their errors.
 func (p *Pipeline) detachEach(ctx context.Context, req *Request, atts []record.Attachment) (failed []record.Attachment, msgs []string) {
 	for _, a := range slices.Backward(atts) {
 		if a.State == record.Planned {
@@ -161,10 +156,8 @@ func (p *Pipeline) detachOne(ctx context.Context, req *Request, a *record.Attach
 }
 
 // delLeftovers detaches what libcni's cache still holds for the container
-// after the record's attachments are gone: nothing, unless the record was
-// older than the attachments (a journal cut short by something other than
-// a crash during an append). Every delegate DEL that succeeded removed its
-// cache entry, so what is left was attached and not undone.
+// once the record's attachments are gone: nothing, unless the record was
+// older than the attachments (a journal cut short other than by a crash).
 func (p *Pipeline) delLeftovers(ctx context.Context, req *Request) error {
 	if msgs, _ := p.delAllCached(ctx, req, true); len(msgs) > 0 {
 		return newError(codes.DetachFailed, req.podRef(), "", fmt.Errorf("detaching attachments missing from the record: %s", strings.Join(msgs, "; ")))
@@ -189,9 +182,8 @@ func (p *Pipeline) delFromCache(ctx context.Context, req *Request) error {
 }
 
 // delAllCached detaches every attachment libcni caches for the container,
-// last first, past failures, for delLeftovers (leftovers, each logged) and
-// delFromCache. It returns the failures, and whether an attachment was on
-// req's interface.
+// last first, past failures (leftovers are logged). It returns the
+// failures, and whether one was on req's interface.
 func (p *Pipeline) delAllCached(ctx context.Context, req *Request, leftovers bool) (msgs []string, onIfName bool) {
 	cached, err := p.CNI.GetCachedAttachments(req.ContainerID)
 	if err != nil {
@@ -215,9 +207,7 @@ func (p *Pipeline) delCached(ctx context.Context, req *Request, c *libcni.Networ
 		return err
 	}
 	if isPlexus(conf) {
-		// Only a cacheDir shared with the runtime's own libcni cache puts
-		// plexus's own attachment here; undoing it would call plexus from
-		// inside plexus.
+		// A cacheDir shared with the runtime's: undoing it would recurse.
 		p.Log.Warn("skipping plexus's own entry in libcni's cache: cacheDir is shared with the runtime's", "network", c.Network)
 		return nil
 	}
@@ -237,10 +227,9 @@ func (p *Pipeline) delCached(ctx context.Context, req *Request, c *libcni.Networ
 	return p.removeDeviceInfo(req.ContainerID, c.IfName)
 }
 
-// removeDeviceInfo deletes the attachment's CNI device-info file (device-
-// info spec s4.2.1) when the record that names it is lost: its path follows
-// from the container and interface alone. Names that cannot form the path
-// cannot have a file either.
+// removeDeviceInfo deletes the attachment's CNI device-info file (s4.2.1)
+// when the record naming it is lost: the container and interface give its
+// path, and names that cannot form one have no file.
 func (p *Pipeline) removeDeviceInfo(containerID, ifName string) error {
 	path, err := devinfo.Files{Dir: p.Config.DeviceInfoDir}.CNIFile(containerID, ifName)
 	if err != nil {

@@ -26,22 +26,18 @@ const (
 )
 
 // PodDevices are the device IDs kubelet allocated to a pod's containers,
-// per resource name. An alias, so that a lister (cmd/internal/podresources)
-// can return it without importing the pipeline.
+// per resource name; an alias, so a lister need not import the pipeline.
 type PodDevices = map[string][]string
 
-// DeviceLister tells which devices kubelet allocated to a pod. The
-// pipeline asks at most once per ADD, and only for a pod with an
-// attachment whose NAD names a resource.
+// DeviceLister tells which devices kubelet allocated to a pod; asked at
+// most once per ADD, only when a NAD names a resource.
 type DeviceLister interface {
 	PodDevices(ctx context.Context, namespace, name string) (PodDevices, error)
 }
 
-// assignDevices gives every attachment of a NAD with a resource name its
-// own device of the pod's, in a stable order (device IDs sorted): an
-// element's requested deviceID first, the rest in selection order. NADs
-// naming a claim of the pod get its devices the same way (claims.go). A
-// requested deviceID on a NAD with neither passes through.
+// assignDevices gives every attachment of a NAD naming a resource or a
+// claim of the pod its own device, in a stable order (device IDs sorted):
+// requested deviceIDs first, the rest in selection order.
 func (p *Pipeline) assignDevices(ctx context.Context, pl *plan, containerID string) error {
 	resources, claims, err := groupDeviceNADs(pl)
 	if err != nil {
@@ -93,9 +89,8 @@ func (g *deviceGroup) add(key string, a *Attachment) {
 	g.by[key] = append(g.by[key], a)
 }
 
-// groupDeviceNADs sorts the secondary attachments by the resource or
-// claim their NAD names, validating resource names; a plain NAD's
-// requested deviceID is handed on as it is.
+// groupDeviceNADs groups the secondary attachments by the resource or
+// claim their NAD names.
 func groupDeviceNADs(pl *plan) (resources, claims deviceGroup, err error) {
 	for _, a := range pl.attachments[1:] {
 		if a.NAD == nil || pl.failed(a) {
@@ -129,9 +124,9 @@ func deviceNAD(a *Attachment) (claim string, isClaim bool, err error) {
 	return claim, isClaim, err
 }
 
-// checkDevices is assignDevices off the node, where kubelet's allocation
-// cannot be asked: each NAD's device annotations are checked, and a claim
-// against the pod's spec.resourceClaims when the pod says.
+// checkDevices is assignDevices off the node, where kubelet cannot be
+// asked: it checks the NADs' device annotations, and claims against the
+// pod's spec.resourceClaims when known.
 func (p *Pipeline) checkDevices(pl *plan) error {
 	for _, a := range pl.attachments[1:] {
 		if a.NAD == nil || pl.failed(a) {
@@ -212,18 +207,14 @@ func noDeviceHint(what string) string {
 // config, and in runtimeConfig for plugins with the deviceID capability.
 func setDevice(a *Attachment, id string) {
 	a.DeviceID = id
-	if a.PluginKeys == nil {
-		a.PluginKeys = map[string]any{}
-	}
-	a.PluginKeys[selection.DeviceIDKey] = id
-	capabilityArg(a, DeviceIDCapability, id)
+	setKey(&a.PluginKeys, selection.DeviceIDKey, any(id))
+	setKey(&a.CapabilityArgs, DeviceIDCapability, any(id))
 }
 
-// setDeviceInfo hands device id to the attachment (setDevice) and fixes
-// the device-info spec's files for it: the device plugin's of resource res
-// (s4.1; none for a claim's device, res ""), copied at attach time to the
-// attachment's CNI file (s4.2.1), whose path goes to delegates declaring
-// the capability (s5.1.1).
+// setDeviceInfo hands device id to the attachment and fixes its
+// device-info files: the device plugin's of resource res (s4.1; none for a
+// claim's, res ""), copied at attach time to the CNI file (s4.2.1), whose
+// path goes to delegates declaring the capability (s5.1.1).
 func (p *Pipeline) setDeviceInfo(a *Attachment, res, id, containerID string) error {
 	files := devinfo.Files{Dir: p.Config.DeviceInfoDir}
 	if res != "" {
@@ -238,21 +229,13 @@ func (p *Pipeline) setDeviceInfo(a *Attachment, res, id, containerID string) err
 		return err
 	}
 	a.DeviceInfoFile = cni
-	capabilityArg(a, devinfo.Capability, cni)
+	setKey(&a.CapabilityArgs, devinfo.Capability, any(cni))
 	setDevice(a, id)
 	return nil
 }
 
-func capabilityArg(a *Attachment, key string, v any) {
-	if a.CapabilityArgs == nil {
-		a.CapabilityArgs = map[string]any{}
-	}
-	a.CapabilityArgs[key] = v
-}
-
 // prepareDeviceInfo writes the attachment's CNI device-info file just
-// before its delegate runs (s4.2.1); the record already names it, so a
-// failure from here on removes it.
+// before its delegate runs (s4.2.1); the record already names it.
 func prepareDeviceInfo(a *Attachment) error {
 	if a.DeviceInfoFile == "" {
 		return nil
@@ -267,10 +250,8 @@ func prepareDeviceInfo(a *Attachment) error {
 	return nil
 }
 
-// addDeviceInfo puts the CNI device-info file's content, as the device
-// plugin or the delegate left it, in the status entry (s6.1.1). A file
-// that is not device-info is left out with a warning: the attachment
-// itself worked.
+// addDeviceInfo puts the CNI device-info file's content in the status
+// entry (s6.1.1); an invalid file is left out with a warning.
 func (p *Pipeline) addDeviceInfo(ctx context.Context, pl *plan, a *Attachment, e *status.Entry) {
 	if a.DeviceInfoFile == "" {
 		return
@@ -295,9 +276,7 @@ func requestedDevice(a *Attachment) string {
 }
 
 // DeviceAnnotations reads the devices a NAD's annotations ask for: a
-// device plugin resource (ResourceNameAnnotation) or a claim of the pod
-// (ResourceClaimAnnotation), never both; a resource name is validated.
-// claim is "" with isClaim false when the NAD names none.
+// device plugin resource (validated) or a claim of the pod, never both.
 func DeviceAnnotations(annotations map[string]string) (resource, claim string, isClaim bool, err error) {
 	resource = annotations[ResourceNameAnnotation]
 	claim, isClaim = annotations[ResourceClaimAnnotation]

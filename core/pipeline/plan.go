@@ -401,17 +401,17 @@ func selectionAttachment(req *Request, el *selection.Element, ifName string) *At
 		CNIArgs:   delegateArgs(req.Args),
 	}
 	for k, reason := range el.Ignored {
-		a.ignore(k, reason) // the parse warned
+		setKey(&a.Ignored, k, reason) // the parse warned
 	}
 	a.ConfigArgs = el.DelegateArgs() // no cni-args key shadows these (selection.SameArgKey)
 	if el.InfinibandGUID != "" {
-		capabilityArg(a, InfinibandGUIDCapability, el.InfinibandGUID)
+		setKey(&a.CapabilityArgs, InfinibandGUIDCapability, any(el.InfinibandGUID))
 	}
 	if len(el.IPs) > 0 {
-		capabilityArg(a, "ips", el.IPs)
+		setKey(&a.CapabilityArgs, "ips", any(el.IPs))
 	}
 	if el.MAC != "" {
-		capabilityArg(a, "mac", el.MAC)
+		setKey(&a.CapabilityArgs, "mac", any(el.MAC))
 	}
 	return a
 }
@@ -501,7 +501,7 @@ func (p *Pipeline) prepare(ctx context.Context, pl *plan) error {
 			p.Log.Warn(msg, "pod", pl.pod.Ref(), "network", a.Name)
 			p.event(ctx, pl.pod, source.EventWarning, "NetworkExtensionWarning", fmt.Sprintf("network %s: %s", a.Name, msg))
 		}
-		ignore := func(key, reason string) { a.ignore(key, reason) }
+		ignore := func(key, reason string) { setKey(&a.Ignored, key, reason) }
 		if err := p.Stages.Preparer.Prepare(ctx, &PrepareRequest{Pod: pl.pod, Attachment: a, Warn: warn, Ignore: ignore}); err != nil {
 			p.event(ctx, pl.pod, source.EventWarning, "NetworkExtensionRejected", fmt.Sprintf("network %s: %v", a.Name, err))
 			if err := pl.fail(a, asCNIError(codes.Extension, pl.pod.Ref(), a.Name, err)); err != nil {
@@ -518,7 +518,7 @@ func (p *Pipeline) warnUnowned(ctx context.Context, pod *source.Pod, a *Attachme
 		return
 	}
 	for _, k := range keys {
-		a.ignore(k, "no extension owns this key")
+		setKey(&a.Ignored, k, "no extension owns this key")
 	}
 	msg := fmt.Sprintf("selection element %d (%s): no extension owns %s; ignored", a.Index, a.Name, strings.Join(keys, ", "))
 	p.Log.Warn(msg, "pod", pod.Ref())

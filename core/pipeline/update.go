@@ -21,11 +21,8 @@ import (
 
 // Update outcomes that are not failures: nothing was changed.
 var (
-	// ErrNoRecord: the container has no attachment record (its ADD has not
-	// run or failed, or its DEL already ran).
 	ErrNoRecord = errors.New("no attachment record: the pod's ADD has not completed or its DEL has run")
-	// ErrNotSettled: the container's ADD did not complete (the record's
-	// default network is not attached).
+	// ErrNotSettled: the record's default network is not attached.
 	ErrNotSettled = errors.New("the pod's ADD did not complete")
 )
 
@@ -33,22 +30,19 @@ var (
 type Change struct {
 	Attached []string // "namespace/name (ifName)"
 	Detached []string
-	// Republished: only network-status was written (it did not list the
-	// record's attachments, e.g. after a crash between attach and publish).
+	// Republished: only network-status was written, as it did not list
+	// the record's attachments (a crash between attach and publish).
 	Republished bool
 }
 
 // Update brings a running pod's secondary attachments in line with its
 // selection annotation now (dynamic attachments; the spec's open question
 // 2): it detaches what is no longer selected and attaches what is new
-// (DiffAttachments), never touching the default network. req names the
-// sandbox (ContainerID) and its network namespace as the runtime reports
-// it; the rest comes from the record. Each new attachment goes through the
-// stages of ADD (policy, extensions, requested ips/mac verified), under
-// the container's lock (s7.3), recorded before its delegate runs, so the
-// pod's DEL undoes it. A failure leaves the pod's attachments as they
-// were (what was attached is detached, what was detached is attached
-// again) and returns a CNI error whose code says why.
+// (DiffAttachments), never the default network. req names the sandbox and
+// its netns; the rest comes from the record. New attachments go through
+// ADD's stages under the container's lock (s7.3), recorded before their
+// delegate runs. A failure restores the pod's attachments and returns a
+// CNI error whose code says why.
 func (p *Pipeline) Update(ctx context.Context, req *Request, pod *source.Pod) (ch *Change, err error) {
 	err = p.withSettled(ctx, req.ContainerID, pod, func(rec *record.Record) error {
 		def := defaultOf(rec)
@@ -61,12 +55,11 @@ func (p *Pipeline) Update(ctx context.Context, req *Request, pod *source.Pod) (c
 }
 
 func defaultOf(rec *record.Record) *record.Attachment {
-	for i := range rec.Attachments {
-		if rec.Attachments[i].Default {
-			return &rec.Attachments[i]
-		}
+	i := slices.IndexFunc(rec.Attachments, func(a record.Attachment) bool { return a.Default })
+	if i < 0 {
+		return nil
 	}
-	return nil
+	return &rec.Attachments[i]
 }
 
 func (p *Pipeline) update(ctx context.Context, req *Request, pod *source.Pod, rec *record.Record) (*Change, error) {
@@ -120,9 +113,8 @@ func (p *Pipeline) update(ctx context.Context, req *Request, pod *source.Pod, re
 	return ch, nil
 }
 
-// planUpdate runs every stage before delegation for the new elements:
-// NADs, policy, extensions, final configs in a record of Planned entries.
-// A failure changes nothing.
+// planUpdate runs every stage before delegation for the new elements; a
+// failure changes nothing.
 func (p *Pipeline) planUpdate(ctx context.Context, req *Request, pod *source.Pod, els []*selection.Element, d *Diff) (*plan, error) {
 	pl := &plan{pod: pod, selections: els}
 	var adds []*selection.Element
@@ -148,8 +140,7 @@ func (p *Pipeline) planUpdate(ctx context.Context, req *Request, pod *source.Pod
 }
 
 // detachRemoved undoes the attachments no longer selected, last first, and
-// saves the record without them. It stops at the first failure: the
-// record then still lists what was not detached.
+// saves the record without them; it stops at the first failure.
 func (p *Pipeline) detachRemoved(ctx context.Context, req *Request, rec *record.Record, d *Diff, ch *Change) ([]record.Attachment, error) {
 	var detached []record.Attachment
 	var failure error
@@ -172,9 +163,8 @@ func (p *Pipeline) detachRemoved(ctx context.Context, req *Request, rec *record.
 	return detached, failure
 }
 
-// rollbackUpdate undoes a failed Update: the added new attachments (the
-// record's last) are detached and the ones detached for it attached
-// again, so the pod is as it was.
+// rollbackUpdate undoes a failed Update: the added attachments (the
+// record's last) are detached and the detached ones attached again.
 func (p *Pipeline) rollbackUpdate(ctx context.Context, req *Request, pl *plan, rec *record.Record, order map[string]int, added int, detached []record.Attachment, cause error) error {
 	te := asCNIError(codes.AttachFailed, pl.pod.Ref(), "", cause)
 	reason := "NetworkAttachFailed"
@@ -227,8 +217,7 @@ func (p *Pipeline) rollbackUpdate(ctx context.Context, req *Request, pl *plan, r
 	return te
 }
 
-// publishRestored writes network-status after a rollback re-attached
-// what the failed change had detached.
+// publishRestored writes network-status after a rollback re-attached some.
 func (p *Pipeline) publishRestored(ctx context.Context, pod *source.Pod, rec *record.Record, results map[string]types.Result) error {
 	known := publishedEntries(pod)
 	for _, ra := range rec.Attachments {
@@ -262,9 +251,8 @@ func ordered(rec *record.Record, els []*selection.Element, d *Diff) []record.Att
 	return out
 }
 
-// publishUpdate writes network-status for the pod's attachments now: the
-// entries already published for those it kept (with what the enricher
-// added then), new ones from the delegates' results.
+// publishUpdate writes network-status: the published entries of the kept
+// attachments (with what the enricher added), new ones from the results.
 func (p *Pipeline) publishUpdate(ctx context.Context, pod *source.Pod, rec *record.Record, pl *plan) error {
 	known := publishedEntries(pod)
 	for _, a := range pl.attachments {
@@ -277,8 +265,7 @@ func (p *Pipeline) publishUpdate(ctx context.Context, pod *source.Pod, rec *reco
 	return p.writeStatus(ctx, pod, rec, known, false)
 }
 
-// cachedEntry is the entry of an attachment the pod's status does not
-// have, from libcni's cached result.
+// cachedEntry is an entry the pod's status lacks, from libcni's cached result.
 func (p *Pipeline) cachedEntry(pod *source.Pod, rec *record.Record, ra record.Attachment) *status.Entry {
 	var res types.Result
 	if list, err := netconf.ConfList(ra.Config); err == nil {
@@ -292,9 +279,8 @@ func (p *Pipeline) cachedEntry(pod *source.Pod, rec *record.Record, ra record.At
 	return e
 }
 
-// publishedEntries are the pod's network-status entries by "name (interface)",
-// with bare addresses in "ips" (s5.3.3) also where the entry was published
-// with prefixes.
+// publishedEntries are the pod's network-status entries by "name
+// (interface)", with bare addresses in "ips" (s5.3.3).
 func publishedEntries(pod *source.Pod) map[string]*status.Entry {
 	out := map[string]*status.Entry{}
 	var list []*status.Entry
@@ -311,8 +297,7 @@ func publishedEntries(pod *source.Pod) map[string]*status.Entry {
 }
 
 // withSettled runs fn under the container's lock (s7.3) with its record,
-// when that is the pod's and its ADD completed; else it returns
-// ErrNoRecord, ErrNotSettled or a CNI error.
+// when that is the pod's and its ADD completed.
 func (p *Pipeline) withSettled(ctx context.Context, containerID string, pod *source.Pod, fn func(*record.Record) error) error {
 	unlock, err := p.Locks.Lock(ctx, containerID)
 	if err != nil {
@@ -335,12 +320,10 @@ func (p *Pipeline) withSettled(ctx context.Context, containerID string, pod *sou
 }
 
 // Republish writes the pod's network-status (s5) from the container's
-// record, under the container's lock, when the status does not list
-// exactly the record's attachments, and reports whether it wrote. plexusd
-// publishes after answering an ADD; a plexusd stopped in between leaves
-// the pod without its status, which this restores. Entries the pod's
-// status still has keep what was added to them (device-info, extension
-// keys). ErrNoRecord and ErrNotSettled as for Update.
+// record, under its lock, when the status does not list exactly the
+// record's attachments (plexusd stopped between answering an ADD and
+// publishing), and reports whether it wrote. Published entries keep what
+// was added to them. ErrNoRecord and ErrNotSettled as for Update.
 func (p *Pipeline) Republish(ctx context.Context, containerID string, pod *source.Pod) (wrote bool, err error) {
 	err = p.withSettled(ctx, containerID, pod, func(rec *record.Record) error {
 		wrote, err = p.republishIfStale(ctx, pod, rec)
@@ -350,8 +333,7 @@ func (p *Pipeline) Republish(ctx context.Context, containerID string, pod *sourc
 }
 
 // republishIfStale writes network-status when it does not list exactly
-// the record's attachments: a crash between a change's attach and its
-// publish leaves it behind. It reports whether it wrote.
+// the record's attachments, and reports whether it wrote.
 func (p *Pipeline) republishIfStale(ctx context.Context, pod *source.Pod, rec *record.Record) (bool, error) {
 	if statusCurrent(pod, rec) {
 		return false, nil
@@ -362,8 +344,7 @@ func (p *Pipeline) republishIfStale(ctx context.Context, pod *source.Pod, rec *r
 	return true, nil
 }
 
-// refuse reports a change that was not made, for the failures whose stage
-// does not report them itself.
+// refuse reports a change that was not made, where no stage reported it.
 func (p *Pipeline) refuse(ctx context.Context, pod *source.Pod, err *types.Error) error {
 	p.event(ctx, pod, source.EventWarning, "NetworkChangeFailed", err.Msg)
 	return err
@@ -379,9 +360,8 @@ func (p *Pipeline) changeEvents(ctx context.Context, pod *source.Pod, ch *Change
 }
 
 // NeedsUpdate tells, without the lock, delegates or the API, whether
-// Update would do something for the pod: its selection differs from the
-// record, is invalid, or network-status does not list the record's
-// attachments. A record whose ADD did not complete needs nothing yet. opts
+// Update would do something: the selection is invalid or differs from a
+// settled record, or network-status does not list its attachments. opts
 // are the config's (Pipeline.ParseOptions).
 func NeedsUpdate(rec *record.Record, pod *source.Pod, opts selection.ParseOptions) bool {
 	if def := defaultOf(rec); def == nil || def.State != record.Attached {
@@ -400,8 +380,7 @@ func NeedsUpdate(rec *record.Record, pod *source.Pod, opts selection.ParseOption
 
 // statusCurrent: network-status lists the record's networks, as many
 // times each (by name: a delegate may report no interface), with bare
-// addresses in "ips" (s5.3.3): a status whose "ips" hold prefixes is
-// written again, with the addresses.
+// addresses in "ips" (s5.3.3).
 func statusCurrent(pod *source.Pod, rec *record.Record) bool {
 	var list []*status.Entry
 	if json.Unmarshal([]byte(pod.Annotations[status.Annotation]), &list) != nil || len(list) != len(rec.Attachments) {
@@ -428,10 +407,8 @@ func statusCurrent(pod *source.Pod, rec *record.Record) bool {
 }
 
 // refuseDeviceHotplug refuses to add a device network to a running pod:
-// its devices were allocated when the pod started, and handing one out
-// needs what the pod's other attachments already hold, which Update does
-// not track yet. Refusing names the network rather than attach it to no
-// device or to one in use.
+// its devices were allocated at start, and Update does not track which
+// the other attachments hold, so it could pick none or one in use.
 func refuseDeviceHotplug(pod *source.Pod, a *Attachment) *types.Error {
 	if a.NAD == nil || (a.NAD.Annotations[ResourceNameAnnotation] == "" && a.NAD.Annotations[ResourceClaimAnnotation] == "") {
 		return nil
