@@ -13,11 +13,9 @@ import (
 // Subdirectory chains (libcni since CNI 1.1, NetworkPluginConfsFromFiles):
 // a config list in a directory gets, unless it sets
 // loadOnlyInlinedPlugins, the plugin configs in <dir>/<network name>/*.conf
-// appended to its own, in file name order. Default networks installed
-// that way (a CNI that drops its chained plugins beside another's config)
-// would otherwise reach plexus without them. plexus inlines the files when
-// it reads the config, so the record holds the exact chain ADD ran and DEL
-// undoes it even after the files change.
+// appended, in file name order. plexus inlines them when it reads the
+// config, so the record holds the exact chain ADD ran even after the
+// files change.
 
 // withSubdirChain inlines the subdirectory chain of a config file in dir.
 // A single-plugin conf (it has a top-level "type") has no such chain.
@@ -63,9 +61,8 @@ func (p *Pipeline) withAuxiliaryChain(raw []byte, dir string) ([]byte, error) {
 	return out, nil
 }
 
-// appendChain appends the plugins in <dir>/<chain>/*.conf to a config list
-// and marks it loadOnlyInlinedPlugins, since it now holds them. No files:
-// raw is returned unchanged.
+// appendChain appends the plugins in <dir>/<chain>/*.conf, if any, to a
+// config list and marks it loadOnlyInlinedPlugins.
 func appendChain(raw []byte, top map[string]json.RawMessage, dir, chain string) ([]byte, error) {
 	extra, err := libcni.NetworkPluginConfsFromFiles(dir, chain)
 	if err != nil {

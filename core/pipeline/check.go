@@ -32,7 +32,7 @@ func (p *Pipeline) Check(ctx context.Context, req *Request) error {
 			return newError(codes.CheckFailed, podOf(rec), a.Name, fmt.Errorf("attachment %s was never completed", a.IfName))
 		}
 		if err := p.checkOne(ctx, req, a); err != nil {
-			return newError(codes.CheckFailed, podOf(rec), a.Name+" ("+a.IfName+")", err)
+			return newError(codes.CheckFailed, podOf(rec), label(a.Name, a.IfName), err)
 		}
 	}
 	return nil

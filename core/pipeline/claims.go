@@ -11,10 +11,9 @@ import (
 	"github.com/plexus-cni/plexus/core/source"
 )
 
-// ResourceClaimAnnotation on a NAD names a claim of the pod (Dynamic
-// Resource Allocation, resource.k8s.io/v1): "<claim>" or
-// "<claim>/<request>", the claim as the pod's spec.resourceClaims names
-// it. Each attachment of the NAD gets one device allocated for it.
+// ResourceClaimAnnotation on a NAD names a claim of the pod (DRA,
+// resource.k8s.io/v1) as spec.resourceClaims does: "<claim>" or
+// "<claim>/<request>". Each attachment of the NAD gets one of its devices.
 const ResourceClaimAnnotation = "plexus.io/resource-claim"
 
 // assignClaim resolves a claim of the pod to the devices allocated for it
@@ -54,9 +53,8 @@ func (p *Pipeline) assignClaim(ctx context.Context, pl *plan, ref string, atts [
 	return nil
 }
 
-// readClaim finds the ResourceClaim behind the pod's claim and reads it:
-// one API request per claim. It must be reserved for this pod, so a NAD
-// cannot hand a pod another pod's device.
+// readClaim reads the ResourceClaim behind the pod's claim, which must be
+// reserved for this pod: a NAD cannot hand it another pod's device.
 func (p *Pipeline) readClaim(ctx context.Context, pl *plan, podClaim string) (*source.ResourceClaim, error) {
 	reader, ok := p.Source.(source.ResourceClaimReader)
 	if !ok {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/plexus-cni/plexus/core/config"
@@ -63,8 +64,8 @@ func (p *Pipeline) loadClusterNetwork(ctx context.Context) (*clusterNetwork, err
 }
 
 // clusterFromConfig is the default network of config raw, with the
-// auxiliaryCNIChainName chain of dir appended; where names the config in
-// errors, n is its NAD (nil for one from a file or "delegates").
+// auxiliaryCNIChainName chain of dir appended; where names it in errors,
+// n is its NAD, if any.
 func (p *Pipeline) clusterFromConfig(raw []byte, dir, where string, n *source.NAD) (*clusterNetwork, error) {
 	raw, err := p.withAuxiliaryChain(raw, dir)
 	if err != nil {
@@ -85,8 +86,7 @@ func (p *Pipeline) clusterFromConfig(raw []byte, dir, where string, n *source.NA
 }
 
 // readClusterFile reads a conf or conflist file, or the first config by
-// name in a directory, skipping plexus's own config (kubelet's directory
-// holds both).
+// name in a directory other than plexus's own.
 func readClusterFile(path string) ([]byte, string, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -129,10 +129,5 @@ func readClusterFile(path string) ([]byte, string, error) {
 }
 
 func isPlexus(c *netconf.Conf) bool {
-	for _, t := range c.PluginTypes() {
-		if config.IsPlexusPlugin(t) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(c.PluginTypes(), config.IsPlexusPlugin)
 }

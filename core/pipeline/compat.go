@@ -21,12 +21,11 @@ import (
 // Status keys plexus adds to an attachment's network-status entry, in
 // reverse domain notation as s5.3 requires of implementation keys.
 const (
-	// StatusIgnoredKey maps each selection key plexus ignored for this
-	// attachment to the reason, so the pod shows it without its events.
+	// StatusIgnoredKey maps each selection key plexus ignored to the reason.
 	StatusIgnoredKey = "io.plexus.ignored"
 	// StatusDefaultRouteKey lists the gateways of the pod's default route
-	// when this attachment carries it ("default-route"). "default" stays
-	// the cluster-wide default network's (s5.3.5).
+	// this attachment carries ("default-route"); "default" stays the
+	// cluster-wide default network's (s5.3.5).
 	StatusDefaultRouteKey = "io.plexus.default-route"
 )
 
@@ -65,11 +64,9 @@ func (p *Pipeline) ParseOptions() selection.ParseOptions {
 }
 
 // compatCapabilities passes the element's portMappings and bandwidth as
-// runtimeConfig, once the delegate's config is final (after prepare).
-// libcni hands runtimeConfig only to plugins declaring the capability, so
-// a key no plugin declares would vanish silently: it is recorded as
-// ignored, and the pod's owner told (every other key was ignored with a
-// warning where it was ignored: the parse, the extension stage).
+// runtimeConfig once the config is final (after prepare). libcni hands it
+// only to plugins declaring the capability, so a key none declares is
+// recorded as ignored and the pod's owner told, not dropped silently.
 func (p *Pipeline) compatCapabilities(ctx context.Context, pod *source.Pod, a *Attachment) error {
 	c := a.Selection.Compat
 	if c == nil || (c.PortMappings == nil && c.Bandwidth == nil) {
@@ -120,8 +117,8 @@ func defaultRouteGateways(a *Attachment) []string {
 
 // setDefaultRoutes runs once every delegate has succeeded: the pod's
 // default route of each requested family goes via the requesting
-// attachment's gateway, replacing the default network's. Routes are
-// changed in the pod's namespace itself; a CNI result only reports routes.
+// attachment's gateway, in the pod's namespace (a CNI result only reports
+// routes).
 func (p *Pipeline) setDefaultRoutes(ctx context.Context, req *Request, pl *plan) *types.Error {
 	for _, a := range pl.attachments {
 		gws := defaultRouteGateways(a)

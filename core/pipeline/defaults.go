@@ -18,9 +18,8 @@ import (
 // readinessPoll is how often ADD looks for readinessindicatorfile.
 const readinessPoll = 100 * time.Millisecond
 
-// awaitReadiness waits, bounded by readinessTimeout, for the admin's
-// readinessindicatorfile: the default network's sign that it is ready.
-// Nothing has been delegated yet, so failing here leaves nothing behind.
+// awaitReadiness waits, bounded by readinessTimeout, for the
+// readinessindicatorfile that says the default network is ready.
 func (p *Pipeline) awaitReadiness(ctx context.Context) error {
 	path := p.Config.ReadinessIndicatorFile
 	if path == "" {
@@ -63,7 +62,7 @@ func (p *Pipeline) exists(path string) (bool, error) {
 
 // planDefault is the pod's default network: the one its
 // DefaultNetworkAnnotation names (Multus compatibility), else the
-// cluster-wide one (s6). On failure it is a stand-in naming what it could.
+// cluster-wide one (s6); on failure a stand-in.
 func (p *Pipeline) planDefault(ctx context.Context, req *Request, pl *plan) (*Attachment, *types.Error) {
 	if pl.pod != nil && p.Config.MultusCompat() {
 		if v, ok := pl.pod.Annotations[selection.DefaultNetworkAnnotation]; ok {
@@ -82,23 +81,21 @@ func (p *Pipeline) planDefault(ctx context.Context, req *Request, pl *plan) (*At
 	return defaultAttachment(req, cluster), nil
 }
 
-// clusterNetworkOnNode: the cluster-wide default network is a file or a
-// directory on the node (or, unnamed, the one plexusd found there).
+// clusterNetworkOnNode: the cluster-wide default network is a file or
+// directory on the node (unnamed: the one plexusd found there).
 func (p *Pipeline) clusterNetworkOnNode() bool {
 	ref := p.Config.ClusterNetwork
 	return isPath(ref) || (ref == "" && len(p.Config.Delegates) == 0)
 }
 
-// standInDefault holds the default network's place in a plan when it
-// could not be planned: the interface is the runtime's all the same.
+// standInDefault holds the default network's place when it could not be planned.
 func standInDefault(req *Request, o Origin, name string) *Attachment {
 	return &Attachment{Index: -1, Default: true, Origin: o, Name: name, IfName: req.IfName}
 }
 
 // podDefault resolves the pod's own default network. An invalid or
-// unresolvable annotation fails the ADD whatever strictSelection says: the
-// default network gives the pod its cluster address, and a pod started on
-// another than the one it asked for runs on the wrong network.
+// unresolvable annotation fails the ADD whatever strictSelection says: a
+// pod started on another default network has the wrong cluster address.
 func (p *Pipeline) podDefault(ctx context.Context, req *Request, pl *plan, value string) (*Attachment, *types.Error) {
 	pod := pl.pod
 	a := standInDefault(req, OriginPodDefault, "")
@@ -132,8 +129,7 @@ func (p *Pipeline) podDefault(ctx context.Context, req *Request, pl *plan, value
 }
 
 // planDefaultNetworks adds the defaultNetworks every pod outside
-// systemNamespaces gets, after its default network and before its
-// selections, on net1, net2, ...
+// systemNamespaces gets, on net1, net2, ...
 func (p *Pipeline) planDefaultNetworks(ctx context.Context, req *Request, pl *plan) error {
 	if len(p.Config.DefaultNetworks) == 0 || p.Config.IsSystemNamespace(pl.pod.Namespace) {
 		return nil
@@ -162,7 +158,7 @@ func (p *Pipeline) planDefaultNetwork(ctx context.Context, pl *plan, a *Attachme
 }
 
 // interfaceOwner names, for AssignInterfaces, the network the config gave
-// an interface: the default network, or network name of defaultNetworks.
+// an interface.
 func interfaceOwner(isDefault bool, name string) string {
 	if isDefault {
 		return "the default network"
@@ -171,8 +167,7 @@ func interfaceOwner(isDefault bool, name string) string {
 }
 
 // defaultNotFound is the NetworkNotFound event's message for the pod's
-// default network: a not-found error names the NAD already, any other
-// (the API failed) is told which one it was about.
+// default network; a not-found error names the NAD already.
 func defaultNotFound(ref string, err error) string {
 	if errors.Is(err, source.ErrNotFound) {
 		return fmt.Sprintf("default network (%s): %v", selection.DefaultNetworkAnnotation, err)

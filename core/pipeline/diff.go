@@ -10,32 +10,24 @@ import (
 )
 
 // Diff is how a running pod's secondary attachments (its record) differ
-// from its selection annotation now (dynamic attachments). The default
-// network is never part of it.
+// from its selection annotation now (dynamic attachments).
 type Diff struct {
 	// Keep maps an element's index to the record attachment it already
-	// has: same network, same interface, same requested ips and mac.
-	Keep map[int]int
-	// Detach are record indices to undo, in record order.
-	Detach []int
-	// Attach are element indices to attach, in selection order.
-	Attach []int
-	// IfNames is, per element, the interface it has (kept) or gets.
-	IfNames []string
+	// has: same network, interface, requested ips and mac.
+	Keep    map[int]int
+	Detach  []int    // record indices to undo, in record order
+	Attach  []int    // element indices to attach, in selection order
+	IfNames []string // per element, the interface it has or gets
 }
 
 // Empty reports a diff with nothing to do.
 func (d *Diff) Empty() bool { return len(d.Detach) == 0 && len(d.Attach) == 0 }
 
-// DiffAttachments matches the record's secondary attachments to the
-// elements. An element with a requested interface matches an attachment
-// of its network on that interface; one without matches any attachment of
-// its network on an interface no element requests, so removing an element
-// does not rename the others' generated interfaces. Either way the
-// requested ips and mac must be the same, and only completed (Attached)
-// attachments match: one a crash left Attempted is detached and, if still
-// selected, attached again. What does not match is detached or attached;
-// new interfaces follow s4.1.2.1.5 and s4.2.1 around the kept ones.
+// DiffAttachments matches the record's completed secondary attachments to
+// the elements, by network, requested ips and mac, and interface: the
+// requested one, or any no element requests, so removing an element does
+// not rename the others' generated interfaces. The rest is detached or
+// attached; new interfaces follow s4.1.2.1.5 and s4.2.1.
 func DiffAttachments(rec *record.Record, els []*selection.Element) (*Diff, error) {
 	d := &Diff{Keep: map[int]int{}, IfNames: make([]string, len(els))}
 	requested := map[string]bool{} // and "", which no attachment's interface is
@@ -73,8 +65,7 @@ func DiffAttachments(rec *record.Record, els []*selection.Element) (*Diff, error
 }
 
 // assignNew gives every unmatched element its interface as ADD does
-// (AssignInterfaces): the requested one, unless the default network or a
-// kept attachment holds it, or net1, net2, ... skipping every name in use.
+// (AssignInterfaces), around the default network's and the kept ones.
 func (d *Diff) assignNew(rec *record.Record, els []*selection.Element) error {
 	used := map[string]string{}
 	for _, a := range rec.Attachments {

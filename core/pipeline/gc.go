@@ -13,9 +13,8 @@ import (
 	"github.com/plexus-cni/plexus/core/record"
 )
 
-// GC (CNI 1.1) receives the runtime's still-valid (container, ifname)
-// pairs for plexus's network. Containers with a record but not in that list
-// are detached from their record; then every delegate network is GCed with
+// GC (CNI 1.1) detaches the containers with a record that are not among
+// the runtime's valid attachments, then GCs every delegate network with
 // its own valid pairs, so live secondary interfaces survive.
 func (p *Pipeline) GC(ctx context.Context, valid []types.GCAttachment) error {
 	live := map[string]bool{}
@@ -58,22 +57,17 @@ func (p *Pipeline) GC(ctx context.Context, valid []types.GCAttachment) error {
 	return nil
 }
 
-// Collect detaches the container id from its record as GC does for a
-// stale container, for a runtime that never sends GC (containerd 1.6, 2.x):
-// plexusd calls it for records whose sandbox the runtime no longer lists.
-// The choice is made again with the container's lock held (s7.3), since
-// an ADD or DEL of the container may have held the lock meanwhile and
-// written or removed the record: stale is asked then, and false leaves
-// the container alone. It reports whether the container was detached.
+// Collect detaches a stale container as GC does, for runtimes that never
+// send GC (containerd 1.6, 2.x). stale is asked again under the
+// container's lock (s7.3), since an ADD or DEL may have changed the record
+// meanwhile; false leaves it alone. It reports whether it detached.
 func (p *Pipeline) Collect(ctx context.Context, id string, stale func() bool) (bool, error) {
 	unlock, err := p.Locks.Lock(ctx, id)
 	if err != nil {
 		return false, newError(codes.GarbageCollection, "", "", err)
 	}
 	if !stale() {
-		// As ADD does: a lock file goes with the record (a DEL that
-		// finished meanwhile removed both; ours would be left).
-		unlock(!p.hasRecord(id))
+		unlock(!p.hasRecord(id)) // the lock file goes with the record, as in ADD
 		return false, nil
 	}
 	if err := p.del(ctx, &Request{ContainerID: id}); err != nil {

@@ -19,8 +19,7 @@ import (
 // Pipeline is the pipeline with its configuration and collaborators.
 type Pipeline struct {
 	Config *config.Config
-	// Source provides pods and NADs; nil means no source (only the default
-	// network is attached).
+	// Source provides pods and NADs; nil attaches the default network only.
 	Source  source.Source
 	Stages  Stages
 	CNI     libcni.CNI
@@ -32,18 +31,16 @@ type Pipeline struct {
 	// Routes changes routes in the pod's namespace ("default-route");
 	// nil refuses such requests.
 	Routes Router
-	// OnIgnored, when set, is called for every selection key an ADD
-	// ignores (plexusd counts them).
+	// OnIgnored is called for every selection key an ADD ignores.
 	OnIgnored func(key string)
-	// Devices asks kubelet which devices a pod got, for NADs naming a
-	// resource; nil: such NADs fail the ADD.
+	// Devices asks kubelet which devices a pod got; nil fails NADs naming
+	// a resource.
 	Devices DeviceLister
-	// Exists tells whether a file the config names exists on the node
+	// Exists tells whether a file exists on the node
 	// (readinessindicatorfile); nil looks in this process's filesystem.
 	Exists func(path string) (bool, error)
-	// Log carries the call's "cmd", "container" (CNI_CONTAINERID) and
-	// "ifName" (CNI_IFNAME) when set; the pipeline's own lines add
-	// "interface" for an attachment's interface and never repeat those keys.
+	// Log carries the call's "cmd", "container" and "ifName"; the
+	// pipeline's lines add "interface" and never repeat those keys.
 	Log *slog.Logger
 }
 
@@ -53,8 +50,8 @@ type NetNSChecker interface {
 	CheckNetNS(path string) error
 }
 
-// checkNetNS asks the Router, when it can tell, whether the request's
-// CNI_NETNS is a network namespace; nil without one or without a checker.
+// checkNetNS asks the Router, when it can tell, whether CNI_NETNS is a
+// network namespace.
 func (p *Pipeline) checkNetNS(req *Request) error {
 	c, ok := p.Routes.(NetNSChecker)
 	if !ok || req.NetNS == "" {
@@ -70,11 +67,10 @@ type Request struct {
 	IfName      string
 	// Args is CNI_ARGS, passed on to every delegate.
 	Args [][2]string
-	// RuntimeConfig is the runtimeConfig the runtime sent to plexus for its
-	// declared capabilities; it reaches the default network's delegates.
+	// RuntimeConfig is what the runtime sent for plexus's capabilities; it
+	// reaches the default network's delegates.
 	RuntimeConfig map[string]any
-	// CNIVersion is the runtime's version: the result is converted to it.
-	CNIVersion string
+	CNIVersion    string // the runtime's: the result is converted to it
 }
 
 // CNI_ARGS keys kubelet sets.
@@ -134,8 +130,7 @@ func (p *Pipeline) eventAsync(ctx context.Context, pod *source.Pod, typ source.E
 }
 
 // delegateCall runs one delegate operation bounded by delegateTimeout, and
-// says so when that bound is what stopped it: libcni only reports the
-// killed plugin's exit status.
+// says so when that stopped it: libcni only reports the exit status.
 func (p *Pipeline) delegateCall(ctx context.Context, call func(context.Context) error) error {
 	d := time.Duration(p.Config.DelegateTimeout)
 	if d <= 0 {

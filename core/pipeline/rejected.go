@@ -13,10 +13,9 @@ import (
 	"github.com/plexus-cni/plexus/core/record"
 )
 
-// delegateRejection is the error a delegate answered with, as
-// "code: message", or "" when the failure was not the delegate's own
-// answer: a timeout, a kill, an exec failure, or "try again later" (code
-// 11), after which the delegate may have done part of its work.
+// delegateRejection is the delegate's error answer as "code: message", or
+// "" for other failures (timeout, kill, exec) and "try again later" (code
+// 11), after which it may have done part of its work.
 func delegateRejection(err error) string {
 	var te *types.Error
 	if !errors.As(err, &te) || te.Code == types.ErrTryAgainLater || te.Code == 0 {
@@ -32,12 +31,10 @@ func rejectedAgain(a *record.Attachment, err error) bool {
 }
 
 // detachRejected undoes an attachment whose delegate rejects its config at
-// ADD and at DEL alike (a cniVersion it does not know, an invalid subnet):
-// a plugin checks its config before it acts, so the one that rejects it
-// created nothing. Each plugin of the list is asked on its own, in reverse
-// order, so that the plugins before it, which may have acted, are still
-// undone; only plugins answering with the same rejection are passed over.
-// Without this, every DEL of the container would fail the same way.
+// ADD and DEL alike (an unknown cniVersion, an invalid subnet), which would
+// fail every DEL. A plugin checks its config before it acts, so each is
+// asked on its own, in reverse order, and only those answering with the
+// same rejection are passed over.
 func (p *Pipeline) detachRejected(ctx context.Context, req *Request, a *record.Attachment) error {
 	list, err := netconf.ConfList(a.Config)
 	if err != nil {
