@@ -26,16 +26,15 @@ const (
 
 // Compat holds an element's compat keys, validated.
 type Compat struct {
-	// DefaultRoute lists the gateways (at most one IPv4 and one IPv6) the
+	// DefaultRoute lists the gateways (at most one per IP family) the
 	// pod's default route must use instead of the default network's.
 	DefaultRoute []string `json:"defaultRoute,omitempty"`
-	// CNIArgs is merged into the delegate's args.cni. It never holds a
-	// key that a delegate would read as one plexus sets from the element
-	// (ArgKeys): the element's own keys are checked by policy and verified
-	// after ADD, these would not be.
+	// CNIArgs is merged into the delegate's args.cni. It never holds a key
+	// a delegate would read as one of ArgKeys: those the policy checks and
+	// plexus verifies after ADD come only from the element's own keys.
 	CNIArgs map[string]any `json:"cniArgs,omitempty"`
-	// PortMappings and Bandwidth are runtimeConfig for the attachment's
-	// delegates declaring the "portMappings" and "bandwidth" capabilities.
+	// PortMappings and Bandwidth are runtimeConfig for delegates declaring
+	// those capabilities.
 	PortMappings []PortMapping `json:"portMappings,omitempty"`
 	Bandwidth    *Bandwidth    `json:"bandwidth,omitempty"`
 }
@@ -67,21 +66,18 @@ func IsCompatKey(k string) bool {
 	return false
 }
 
-// ArgKeys are the args.cni keys plexus sets from an element's own keys:
-// the specification's (s4.1.2.1.3.2, s4.1.2.1.4.2) and Multus's
-// InfiniBand GUID.
+// ArgKeys are the args.cni keys plexus sets from an element's own keys
+// (s4.1.2.1.3.2, s4.1.2.1.4.2, and Multus's InfiniBand GUID).
 func ArgKeys() []string { return []string{"ips", "mac", InfinibandGUIDKey} }
 
 // SameArgKey reports whether a delegate decoding args.cni with
-// encoding/json could read key a as key b: encoding/json matches object
-// keys to fields case-insensitively with Unicode simple folding ("IPs",
-// "ipſ"). Dashes and underscores are ignored as well, as json/v2's
-// case-insensitive matching does, so a key is refused under either.
+// encoding/json could read key a as key b: it matches keys with Unicode
+// simple folding ("IPs", "ipſ"), and json/v2 also ignores dashes and
+// underscores.
 func SameArgKey(a, b string) bool { return FoldArgKey(a) == FoldArgKey(b) }
 
 // FoldArgKey maps every key SameArgKey equates to one string: dashes and
-// underscores dropped, each rune replaced by the smallest of its simple
-// fold orbit (as encoding/json folds names).
+// underscores dropped, each rune the smallest of its simple fold orbit.
 func FoldArgKey(k string) string {
 	var b strings.Builder
 	b.Grow(len(k))
@@ -186,9 +182,7 @@ func checkDefaultRoutes(els []*Element) error {
 }
 
 // decodeCNIArgs: a JSON object whose keys a delegate reads as distinct and
-// as none that plexus sets. A key the delegate would take for "ips", "mac"
-// or "infiniband-guid" is refused: those come only from the element's own
-// keys, which the policy sees and plexus verifies after ADD.
+// as none of ArgKeys (see Compat.CNIArgs).
 func decodeCNIArgs(v json.RawMessage) (map[string]any, error) {
 	if t := bytes.TrimSpace(v); len(t) == 0 || t[0] != '{' {
 		return nil, fmt.Errorf("must be a JSON object")

@@ -11,9 +11,8 @@ import (
 )
 
 // DefaultNetworkAnnotation chooses a pod's default network in place of the
-// cluster-wide one (s6). It is not in the spec (its reserved keys have no
-// period): it is Multus's, which clusters migrating between default
-// networks use, and plexus reads it in the same forms.
+// cluster-wide one (s6). It is Multus's, not the spec's, and plexus reads
+// it in the same forms.
 const DefaultNetworkAnnotation = "v1.multus-cni.io/default-network"
 
 // maxDefaultNetworkBytes bounds the annotation: its longest valid value is
@@ -31,12 +30,10 @@ func (d *DefaultNetwork) Ref() string { return d.Namespace + "/" + d.Name }
 
 // ParseDefaultNetwork reads the DefaultNetworkAnnotation: "name",
 // "namespace/name", a JSON object {"name": ..., "namespace": ...} or a JSON
-// list of exactly one such object (the selection annotation's form, which
-// Multus also accepts here). A reference without a namespace means
-// defaultNamespace: the namespace of the cluster-wide default network's
-// NAD, where Multus looks too. Anything else is refused: an interface
-// request (the runtime names the default network's interface), ips, mac
-// or other keys, more than one network.
+// list of exactly one such object. Without a namespace it means
+// defaultNamespace, the cluster-wide default network's, as in Multus.
+// Anything else is refused: an interface (the runtime names it), other
+// keys, more than one network.
 func ParseDefaultNetwork(value, defaultNamespace string) (*DefaultNetwork, error) {
 	if len(value) > maxDefaultNetworkBytes {
 		return nil, defaultNetErr("%d bytes exceeds the limit of %d", len(value), maxDefaultNetworkBytes)

@@ -17,7 +17,7 @@ import (
 // Annotation is the pod annotation that selects secondary networks (s4.1).
 const Annotation = "k8s.v1.cni.cncf.io/networks"
 
-// Limits keep a hostile annotation from costing unbounded memory or time.
+// Limits keep a hostile annotation from costing unbounded memory or time;
 // Kubernetes caps all of a pod's annotations at 256 KiB together.
 const (
 	MaxAnnotationBytes = 256 << 10
@@ -43,21 +43,18 @@ type Element struct {
 	IPs       []string `json:"ips,omitempty"`
 	MAC       string   `json:"mac,omitempty"`
 	Interface string   `json:"interface,omitempty"`
-	// DeviceID and InfinibandGUID are the Multus-style "deviceID" and
-	// "infiniband-guid" keys (not in NPWG v1), already validated: a device
-	// for the delegate, and an InfiniBand port GUID for ib-sriov.
+	// DeviceID and InfinibandGUID are Multus's "deviceID" and
+	// "infiniband-guid" keys (not in NPWG v1), already validated.
 	DeviceID       string `json:"deviceID,omitempty"`
 	InfinibandGUID string `json:"infiniband-guid,omitempty"`
 	// Extensions holds the reverse-domain keys (s4.1.2.1) for the extension stage.
 	Extensions map[string]json.RawMessage `json:"extensions,omitempty"`
-	// Compat holds the keys without a period that plexus accepts with
-	// ParseOptions.Compat (not in the spec; see compat.go); nil without any.
+	// Compat holds the keys without a period accepted with
+	// ParseOptions.Compat (compat.go); nil without any.
 	Compat *Compat `json:"compat,omitempty"`
-	// Ignored maps each key of this element that plexus ignored to the
-	// reason, so the pod can be told without reading events.
+	// Ignored maps each key plexus ignored to the reason.
 	Ignored map[string]string `json:"ignored,omitempty"`
-	// Raw is the element as the user wrote it (the JSON object, or
-	// {"name":..,"namespace":..} for the comma format).
+	// Raw is the element as written (for the comma format, as JSON).
 	Raw json.RawMessage `json:"raw"`
 }
 
@@ -68,8 +65,7 @@ func (e *Element) Ref() string { return e.Namespace + "/" + e.Name }
 type Result struct {
 	Format   Format
 	Elements []*Element
-	// Warnings name things that were ignored but did not invalidate the
-	// annotation, such as unknown keys without a period.
+	// Warnings name what was ignored without invalidating the annotation.
 	Warnings []string
 }
 
@@ -93,9 +89,8 @@ func errAt(i int, format string, args ...any) *Error {
 
 // ParseOptions choose what Parse accepts beyond the specification.
 type ParseOptions struct {
-	// Compat accepts what pods written for the reference implementation
-	// (Multus) use: "name@ifname" in the comma format and the keys of
-	// compat.go. Without it those keys are reserved (s4.1.2.1) and ignored.
+	// Compat accepts what pods written for Multus use: "name@ifname" in the
+	// comma format and the keys of compat.go, otherwise reserved (s4.1.2.1).
 	Compat bool
 }
 
@@ -206,8 +201,10 @@ func parseElement(i int, raw json.RawMessage, podNamespace string, o ParseOption
 		switch {
 		case k == "name":
 			err = decodeString(v, &el.Name)
-		case k == "namespace":
-			err = decodeNamespace(v, &el.Namespace)
+		case k == "namespace": // empty: the pod's (s4.1.2.1.1)
+			var ns string
+			err = decodeString(v, &ns)
+			el.Namespace = cmp.Or(ns, el.Namespace)
 		case k == "ips":
 			el.IPs, err = decodeIPs(v)
 		case k == "mac":
@@ -215,7 +212,7 @@ func parseElement(i int, raw json.RawMessage, podNamespace string, o ParseOption
 		case k == "interface":
 			el.Interface, err = decodeChecked(v, names.SecondaryInterface) // s4.1.2.1.5
 		case k == DeviceIDKey && o.Compat:
-			el.DeviceID, err = decodeChecked(v, checkDeviceID)
+			el.DeviceID, err = decodeChecked(v, func(s string) error { return names.DeviceID("device ID", s) })
 		case k == InfinibandGUIDKey && o.Compat:
 			el.InfinibandGUID, err = decodeChecked(v, checkGUID)
 		case strings.Contains(k, "."):
@@ -264,18 +261,6 @@ func decodeString(v json.RawMessage, dst *string) error {
 	return nil
 }
 
-// decodeNamespace keeps the pod's namespace when the key is empty (s4.1.2.1.1).
-func decodeNamespace(v json.RawMessage, dst *string) error {
-	var ns string
-	if err := decodeString(v, &ns); err != nil {
-		return err
-	}
-	if ns != "" {
-		*dst = ns
-	}
-	return nil
-}
-
 // decodeIPs implements s4.1.2.1.3: at least one element, each a valid IPv4
 // or IPv6 address (a CIDR is accepted too; its address part is what is requested).
 func decodeIPs(v json.RawMessage) ([]string, error) {
@@ -312,19 +297,15 @@ func checkMAC(s string) error {
 	return nil
 }
 
-// Keys outside NPWG v1 that plexus accepts, as the reference implementation
-// does; they reach the delegate as config and runtimeConfig.
+// Keys outside NPWG v1 that plexus accepts, as Multus does: a device ID
+// (PCI address, name or UUID) for the delegate, and an InfiniBand port
+// GUID for ib-sriov. They reach the delegate as config and runtimeConfig.
 const (
 	DeviceIDKey       = "deviceID"
 	InfinibandGUIDKey = "infiniband-guid"
 )
 
-// checkDeviceID checks a requested device: a device ID from kubelet's
-// device manager (PCI address, name or UUID).
-func checkDeviceID(s string) error { return names.DeviceID("device ID", s) }
-
-// checkGUID checks an InfiniBand port GUID: 8 bytes (EUI-64) written as
-// colon-separated hex pairs.
+// checkGUID checks an InfiniBand port GUID: 8 bytes (EUI-64) as hex pairs.
 func checkGUID(s string) error {
 	if hw, err := net.ParseMAC(s); err != nil || len(hw) != 8 {
 		return fmt.Errorf("%q is not an 8-byte InfiniBand GUID (xx:xx:xx:xx:xx:xx:xx:xx)", s)
