@@ -13,24 +13,19 @@ import (
 )
 
 // The keys in this file come from Multus's configuration, so that a
-// cluster moving to plexus keeps its settings (docs/migrating.md). They
-// are not in the spec and are validated as strictly as the rest.
+// cluster moving to plexus keeps its settings (docs/migrating.md).
 
 // DefaultReadinessTimeout is how long an ADD waits for
-// readinessindicatorfile when readinessTimeout is unset: well inside the
-// runtime's own timeout, so the failure is plexus's clear one.
+// readinessindicatorfile by default: well inside the runtime's own
+// timeout, so the failure is plexus's clear one.
 const DefaultReadinessTimeout = 10 * time.Second
 
 // LogOptions rotate logFile by size (the "logOptions" key).
 type LogOptions struct {
-	// MaxSize is the size in megabytes at which the file is rotated.
-	MaxSize int `json:"maxSize,omitempty"`
-	// MaxBackups is how many rotated files are kept (0: all).
-	MaxBackups int `json:"maxBackups,omitempty"`
-	// MaxAge is how many days a rotated file is kept (0: no limit).
-	MaxAge int `json:"maxAge,omitempty"`
-	// Compress gzips rotated files.
-	Compress bool `json:"compress,omitempty"`
+	MaxSize    int  `json:"maxSize,omitempty"`    // megabytes
+	MaxBackups int  `json:"maxBackups,omitempty"` // 0: all
+	MaxAge     int  `json:"maxAge,omitempty"`     // days, 0: no limit
+	Compress   bool `json:"compress,omitempty"`   // gzip rotated files
 }
 
 // Limits that catch a unit mistake (bytes for megabytes) rather than
@@ -120,10 +115,8 @@ func (c *Config) validateDelegates() error {
 	if d.Name() == "" {
 		return fmt.Errorf(`"delegates[0]": the CNI config has no "name"`)
 	}
-	for _, t := range d.PluginTypes() {
-		if IsPlexusPlugin(t) {
-			return fmt.Errorf(`"delegates[0]" is plexus itself (type %q), not the default network`, t)
-		}
+	if i := slices.IndexFunc(d.PluginTypes(), IsPlexusPlugin); i >= 0 {
+		return fmt.Errorf(`"delegates[0]" is plexus itself (type %q), not the default network`, d.PluginTypes()[i])
 	}
 	return nil
 }
@@ -147,8 +140,7 @@ func (c *Config) validateLogOptions() error {
 	return nil
 }
 
-// decodeLogOptions refuses unknown keys in logOptions, which the top-level
-// key check does not see.
+// decodeLogOptions refuses unknown keys in logOptions.
 func decodeLogOptions(keys map[string]json.RawMessage) error {
 	raw, ok := keys["logOptions"]
 	if !ok || string(raw) == "null" {
@@ -167,8 +159,7 @@ func decodeLogOptions(keys map[string]json.RawMessage) error {
 }
 
 // multusKeySet names a Multus key the config sets, or "". logOptions is
-// not one (rotating plexus's own log is not a Multus behaviour), nor is
-// systemNamespaces, which only qualifies defaultNetworks.
+// plexus's own; systemNamespaces only qualifies defaultNetworks.
 func (c *Config) multusKeySet() string {
 	switch {
 	case len(c.DefaultNetworks) > 0:

@@ -38,8 +38,7 @@ type Config struct {
 	Name         string          `json:"name"`
 	Type         string          `json:"type"`
 	Capabilities map[string]bool `json:"capabilities,omitempty"`
-	// RuntimeConfig is what the runtime sends for the declared
-	// capabilities; it goes to the default network's delegates.
+	// RuntimeConfig goes to the default network's delegates.
 	RuntimeConfig map[string]any `json:"runtimeConfig,omitempty"`
 	// ValidAttachments is what a runtime's GC keeps (CNI spec, GC).
 	ValidAttachments []types.GCAttachment `json:"cni.dev/valid-attachments,omitempty"`
@@ -49,15 +48,13 @@ type Config struct {
 	// of a NAD in SystemNamespace.
 	ClusterNetwork  string `json:"clusterNetwork"`
 	SystemNamespace string `json:"systemNamespace,omitempty"`
-	// CallSettings are the keys that shape each call, at the top level of
-	// the JSON object.
+	// CallSettings are the keys that shape each call, at the top level.
 	CallSettings
 	// Kubeconfig selects the Kubernetes source ("" with Manifests unset
 	// means in-cluster configuration).
 	Kubeconfig string `json:"kubeconfig,omitempty"`
-	// NodeName is the node plexus runs on, named as the source of its
-	// events (admission binds them to the credential's node); without it,
-	// the pod's spec.nodeName, unknown when the pod is not read.
+	// NodeName is the node plexus runs on, the source of its events
+	// (admission binds them to the credential's node); unset: the pod's.
 	NodeName string `json:"nodeName,omitempty"`
 	// Manifests selects the standalone source: a directory of Pod and
 	// NetworkAttachmentDefinition YAML documents.
@@ -66,92 +63,78 @@ type Config struct {
 	// with its retries; unset means the source's defaults.
 	APITimeout Duration `json:"apiTimeout,omitempty"`
 	APIBudget  Duration `json:"apiBudget,omitempty"`
-	// DelegateTimeout bounds each delegate ADD, DEL and CHECK; a delegate
-	// still running then is killed and the ADD fails and is undone (s7.2).
-	// Unset: only the whole call is bounded.
+	// DelegateTimeout bounds each delegate ADD, DEL and CHECK; one still
+	// running then is killed and the ADD undone (s7.2).
 	DelegateTimeout Duration `json:"delegateTimeout,omitempty"`
 	// PodResourcesSocket is kubelet's pod-resources API, asked which
 	// devices a pod got for a NAD with k8s.v1.cni.cncf.io/resourceName.
 	PodResourcesSocket string `json:"podResourcesSocket,omitempty"`
-	// DeviceInfoDir is the device-info spec's root directory, holding the
-	// device plugins' dp/ and the CNI files' cni/.
+	// DeviceInfoDir is the device-info spec's root (dp/ and cni/).
 	DeviceInfoDir string `json:"deviceInfoDir,omitempty"`
-	// Policy and Extensions configure the optional stages; core only
-	// carries them to whoever builds the stages.
+	// Policy and Extensions configure the optional stages, which core
+	// does not build.
 	Policy     json.RawMessage `json:"policy,omitempty"`
 	Extensions json.RawMessage `json:"extensions,omitempty"`
 
-	// Delegates is an inline default network: its first element is the
-	// CNI config used when clusterNetwork is unset.
+	// Delegates is an inline default network, its first element, used
+	// when clusterNetwork is unset.
 	Delegates []json.RawMessage `json:"delegates,omitempty"`
 
 	// DaemonSocket and DaemonWait (CallSettings) switch the plugin to
-	// thick mode's forwarder (Daemon; the shim reads them with
-	// daemonconf.Parse).
+	// thick mode's forwarder (daemonconf.Parse).
 	DaemonSocket string `json:"daemonSocket,omitempty"`
 
-	// DynamicAttachments makes plexusd (thick mode only) follow changes of
-	// a running pod's selection annotation: it attaches added and detaches
-	// removed networks in the pod's namespace (spec open question 2).
+	// DynamicAttachments makes plexusd follow changes of a running pod's
+	// selection annotation (spec open question 2).
 	DynamicAttachments bool `json:"dynamicAttachments,omitempty"`
 	// CRISocket is the runtime's CRI socket, where plexusd finds a running
-	// sandbox's network namespace for dynamic attachments ("": containerd's).
+	// sandbox's network namespace ("": containerd's).
 	CRISocket string `json:"criSocket,omitempty"`
 	// GCInterval and GCGrace shape plexusd's collection of stale records
-	// (on when criSocket is set): every GCInterval, the records of
-	// containers the runtime no longer lists and not written for GCGrace
-	// are detached, for runtimes that never send CNI GC (containerd 1.6 and 2.x).
-	// Unset: DefaultGCInterval, DefaultGCGrace.
+	// (on with criSocket), for runtimes that never send CNI GC: every
+	// GCInterval, records of containers the runtime no longer lists and
+	// not written for GCGrace are detached.
 	GCInterval Duration `json:"gcInterval,omitempty"`
 	GCGrace    Duration `json:"gcGrace,omitempty"`
 }
 
-// CallSettings are the keys that shape a CNI call beyond its network:
-// where plexus keeps and finds files, how it logs, how it reads
-// selections, and the Multus keys. In thick mode the runtime sends the
-// shim's config with every call, and the shim runs the full plugin with
-// it for a DEL while plexusd is down, so plexusd writes its own
-// CallSettings into the shim's config: this type is the list of keys it
-// forwards.
+// CallSettings are the keys that shape a CNI call beyond its network. In
+// thick mode the shim runs the full plugin with its own config for a DEL
+// while plexusd is down, so plexusd writes its CallSettings into the
+// shim's config: this type is the list of keys it forwards.
 type CallSettings struct {
 	// ConfDir holds on-disk networks for s3.4.1 rules 2-3.
 	ConfDir string `json:"confDir,omitempty"`
 	// CacheDir holds attachment records, locks and libcni's result cache.
 	CacheDir string `json:"cacheDir,omitempty"`
-	// BinDir is searched for delegate plugins before CNI_PATH.
-	BinDir   string `json:"binDir,omitempty"`
+	BinDir   string `json:"binDir,omitempty"` // searched before CNI_PATH
 	LogLevel string `json:"logLevel,omitempty"`
 	LogFile  string `json:"logFile,omitempty"`
 	// StrictSelection fails ADD on an invalid selection annotation instead
 	// of attaching the default network only.
 	StrictSelection bool `json:"strictSelection,omitempty"`
-	// Compat is CompatMultus (accept what pods and configs written for
-	// the reference implementation say, beyond the spec) or CompatOff
-	// (the spec alone). Unset: multus, or off with StrictSelection.
+	// Compat is CompatMultus (accept what was written for Multus, beyond
+	// the spec) or CompatOff. Unset: multus, or off with StrictSelection.
 	Compat string `json:"compat,omitempty"`
 	// DefaultNetworks are NADs ("name" in SystemNamespace, or
-	// "namespace/name") every pod gets after its default network and
-	// before its own selections, except pods in SystemNamespaces.
+	// "namespace/name") every pod outside SystemNamespaces gets after its
+	// default network.
 	DefaultNetworks  []string `json:"defaultNetworks,omitempty"`
 	SystemNamespaces []string `json:"systemNamespaces,omitempty"`
 	// ReadinessIndicatorFile: ADD waits up to ReadinessTimeout for this
-	// file to exist before delegating (the default network is ready).
+	// file before delegating.
 	ReadinessIndicatorFile string   `json:"readinessindicatorfile,omitempty"`
 	ReadinessTimeout       Duration `json:"readinessTimeout,omitempty"`
-	// AuxiliaryCNIChainName names a libcni subdirectory chain whose plugins
-	// are appended to the default network's.
-	AuxiliaryCNIChainName string `json:"auxiliaryCNIChainName,omitempty"`
-	// LogOptions rotate logFile by size.
-	LogOptions *LogOptions `json:"logOptions,omitempty"`
-	DaemonWait Duration    `json:"daemonWait,omitempty"`
+	// AuxiliaryCNIChainName names a libcni subdirectory chain appended to
+	// the default network's plugins.
+	AuxiliaryCNIChainName string      `json:"auxiliaryCNIChainName,omitempty"`
+	LogOptions            *LogOptions `json:"logOptions,omitempty"`
+	DaemonWait            Duration    `json:"daemonWait,omitempty"`
 }
 
-// The defaults of gcInterval and gcGrace. The grace covers the time
-// between an ADD's last record write and the runtime listing its sandbox
-// (containerd 1.6 and 2.x list a sandbox only once its CNI ADD
-// returned), which is milliseconds; a running ADD holds the container's
-// lock, under which the choice is made again, so it is waited for, not
-// collected.
+// The defaults of gcInterval and gcGrace. The grace covers the
+// milliseconds between an ADD's last record write and the runtime listing
+// its sandbox; a running ADD holds the lock the choice is made under.
 const (
 	DefaultGCInterval = 10 * time.Minute
 	DefaultGCGrace    = 2 * time.Minute
@@ -300,10 +283,8 @@ func (c *Config) Level() (slog.Level, error) {
 	return 0, fmt.Errorf(`"logLevel" %q is not one of debug, info, warn, error`, c.LogLevel)
 }
 
-// IsPlexusPlugin reports whether a CNI plugin type is plexus itself: the
-// plugin or the thick-mode shim. The
-// cluster-wide default network must never be one of them, or plexus would
-// delegate to itself.
+// IsPlexusPlugin reports whether a CNI plugin type is plexus itself (the
+// plugin or the shim), which the default network must never be.
 func IsPlexusPlugin(typ string) bool {
 	return typ == "plexus" || typ == "plexus-shim"
 }

@@ -1,9 +1,7 @@
 // Package daemonconf holds the keys of a plexus config that thick mode's
-// shim reads, daemonSocket and daemonWait, and the Duration type every
-// duration key of the config has. Package config uses both, so the shim
-// and config.Parse decode and check these keys with the same code; they
-// live apart from config so that the shim, which the runtime starts for
-// every call, loads neither the CNI library nor slog.
+// shim reads, daemonSocket and daemonWait, and the Duration type of every
+// duration key. Package config uses both; they live apart so that the
+// shim, started for every call, loads neither the CNI library nor slog.
 package daemonconf
 
 import (
@@ -12,17 +10,16 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
 )
 
-// Duration is the type of every duration key in plexus's config (apiTimeout,
-// apiBudget, delegateTimeout, daemonWait, the policy's deadline, an
-// extension's timeout): a Go duration string in JSON ("500ms", "1m30s"),
-// positive. A key left out is zero, which means its default. A bare number
-// is refused: its unit would be a guess.
+// Duration is the type of every duration key in plexus's config: a
+// positive Go duration string in JSON ("500ms", "1m30s"). A key left out
+// is zero, its default. A bare number is refused: its unit would be a guess.
 type Duration time.Duration
 
 var durationType = reflect.TypeFor[Duration]()
@@ -32,10 +29,9 @@ func (d Duration) MarshalJSON() ([]byte, error) {
 	return json.Marshal(time.Duration(d).String())
 }
 
-// UnmarshalJSON reads a duration string; null leaves d as it is, as it
-// does any other value. A bad value is a *json.UnmarshalTypeError, which
-// encoding/json completes with the key's path, and Unmarshal turns into
-// "key": why.
+// UnmarshalJSON reads a duration string; null leaves d as it is. A bad
+// value is a *json.UnmarshalTypeError, which encoding/json completes with
+// the key's path for Unmarshal's message.
 func (d *Duration) UnmarshalJSON(b []byte) error {
 	if string(b) == "null" {
 		return nil
@@ -87,38 +83,28 @@ func Unmarshal(data []byte, v any) error {
 	return fmt.Errorf("%q: want %s, got %s", te.Field, te.Type, te.Value)
 }
 
-// keyPath is encoding/json's path of a field as the config's keys: it
-// names a field of an embedded struct after the struct's type
-// (CallSettings.logOptions.compress), which is no key; plexus's keys all
-// start in lower case.
+// keyPath is encoding/json's path of a field as the config's keys, which
+// all start in lower case: it drops the embedded structs' type names
+// (CallSettings.logOptions.compress).
 func keyPath(field string) string {
-	parts := strings.Split(field, ".")
-	keep := parts[:0]
-	for _, p := range parts {
-		if p == "" || !unicode.IsUpper(rune(p[0])) {
-			keep = append(keep, p)
-		}
-	}
-	return strings.Join(keep, ".")
+	isType := func(p string) bool { return p != "" && unicode.IsUpper(rune(p[0])) }
+	return strings.Join(slices.DeleteFunc(strings.Split(field, "."), isType), ".")
 }
 
-// DefaultWait is how long an ADD waits for plexusd when daemonWait is not
-// set.
+// DefaultWait is how long an ADD waits for plexusd when daemonWait is not set.
 const DefaultWait = 10 * time.Second
 
 // Daemon holds the keys of thick mode: where plexusd listens, and how long
-// an ADD waits for an unreachable or unready plexusd. config.Config has
-// the same fields.
+// an ADD waits for it. config.Config has the same fields.
 type Daemon struct {
-	// DaemonSocket switches the plugin to a forwarder that sends every
-	// call to plexusd at this unix socket.
+	// DaemonSocket switches the plugin to a forwarder to plexusd at this
+	// unix socket.
 	DaemonSocket string   `json:"daemonSocket,omitempty"`
 	DaemonWait   Duration `json:"daemonWait,omitempty"`
 }
 
-// Parse reads daemonSocket and daemonWait from a plexus config and checks
-// them as config.Parse does; other keys are not checked (plexusd parses the
-// whole config when it serves the call).
+// Parse reads and checks daemonSocket and daemonWait from a plexus config;
+// plexusd checks the rest when it serves the call.
 func Parse(stdin []byte) (*Daemon, error) {
 	d := &Daemon{}
 	if err := Decode(stdin, d); err != nil {
