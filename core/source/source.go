@@ -20,9 +20,9 @@ type Pod struct {
 	Annotations        map[string]string `json:"annotations"`
 	ServiceAccountName string            `json:"serviceAccountName"`
 	NodeName           string            `json:"nodeName"`
-	// ResourceClaims maps the pod's claim names (spec.resourceClaims) to
-	// the ResourceClaim objects they stand for, once known (DRA); nil
-	// when the source did not say (the pod came from the runtime).
+	// ResourceClaims maps the pod's claims (spec.resourceClaims) to their
+	// ResourceClaims' names, "" until known (DRA); nil when the pod came
+	// from the runtime.
 	ResourceClaims map[string]string `json:"resourceClaims,omitempty"`
 }
 
@@ -50,8 +50,7 @@ type PodObject struct {
 }
 
 // podClaim is a pod's spec.resourceClaims or status.resourceClaimStatuses
-// entry: a claim of the pod and the ResourceClaim it is (named directly,
-// or generated from a template and then reported in the status).
+// entry (a template's generated claim is named in the status).
 type podClaim struct {
 	Name              string  `json:"name"`
 	ResourceClaimName *string `json:"resourceClaimName"`
@@ -83,13 +82,11 @@ func claimNames(spec, status []podClaim) map[string]string {
 	return out
 }
 
-// ResourceClaim is what plexus uses of a resource.k8s.io/v1 ResourceClaim:
-// the devices allocated for it, with what their driver reported.
+// ResourceClaim is what plexus uses of a resource.k8s.io/v1 ResourceClaim.
 type ResourceClaim struct {
-	Namespace string
-	Name      string
-	// ReservedFor are the UIDs of the pods the claim is reserved for.
-	ReservedFor []string
+	Namespace   string
+	Name        string
+	ReservedFor []string // pod UIDs
 	Devices     []ClaimDevice
 }
 
@@ -107,7 +104,7 @@ type ClaimDevice struct {
 }
 
 // ResourceClaimReader is implemented by sources that can read
-// ResourceClaims (Kubernetes), for NADs naming a claim of the pod (DRA).
+// ResourceClaims (Kubernetes).
 type ResourceClaimReader interface {
 	ResourceClaim(ctx context.Context, namespace, name string) (*ResourceClaim, error)
 }
@@ -151,15 +148,13 @@ type EventRecorder interface {
 	Event(ctx context.Context, pod *Pod, typ EventType, reason, message string)
 }
 
-// NamespaceLabeler is implemented by sources that know namespace labels;
-// only asked for when a stage needs them (the policy input).
+// NamespaceLabeler is implemented by sources that know namespace labels.
 type NamespaceLabeler interface {
 	NamespaceLabels(ctx context.Context, namespace string) (map[string]string, error)
 }
 
 // FreshPodGetter is implemented by caching sources: FreshPod bypasses the
-// cache, for when the cached pod may be stale (its UID is not the one the
-// runtime names).
+// cache, for a cached pod whose UID is not the runtime's.
 type FreshPodGetter interface {
 	FreshPod(ctx context.Context, namespace, name string) (*Pod, error)
 }

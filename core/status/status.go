@@ -25,8 +25,7 @@ type DNS struct {
 	Search      []string `json:"search,omitempty"`
 }
 
-// Entry is one status map (s5.3). Extra holds reverse-domain keys added by
-// enrichers; keys without a period are reserved and refused.
+// Entry is one status map (s5.3). Extra holds enrichers' reverse-domain keys.
 type Entry struct {
 	Name      string   `json:"name"`
 	Interface string   `json:"interface,omitempty"`
@@ -34,9 +33,8 @@ type Entry struct {
 	MAC       string   `json:"mac,omitempty"`
 	Default   bool     `json:"default"`
 	DNS       *DNS     `json:"dns,omitempty"`
-	// DeviceInfo is the device-info spec v1.1 s6.1 map: the CNI device
-	// information file's content after the delegate ran, kept as written
-	// (its keys depend on its "type").
+	// DeviceInfo is the device-info spec v1.1 s6.1 map, as the CNI file
+	// holds it after the delegate ran.
 	DeviceInfo json.RawMessage            `json:"device-info,omitempty"`
 	Extra      map[string]json.RawMessage `json:"-"`
 }
@@ -102,9 +100,9 @@ func Minimal(name, ifName string, isDefault bool) *Entry {
 	return &Entry{Name: name, Interface: ifName, Default: isDefault}
 }
 
-// FromResult builds the entry for one attachment from its CNI result of any
-// version (s5.1.1). ifName is the CNI_IFNAME used, the fallback for results
-// older than 0.3.0 (s5.3.2.1).
+// FromResult builds an attachment's entry from its CNI result of any
+// version (s5.1.1); ifName is the fallback for results before 0.3.0
+// (s5.3.2.1).
 func FromResult(name, ifName string, isDefault bool, res types.Result) (*Entry, error) {
 	if res == nil {
 		return Minimal(name, ifName, isDefault), nil
@@ -152,9 +150,8 @@ func SandboxInterface(r *types100.Result) int {
 	return -1
 }
 
-// addresses implements s5.3.3.1: addresses on the first sandbox interface;
-// when no interface has a sandbox, the addresses bound to no interface. All
-// matching addresses are kept so dual-stack attachments report both.
+// addresses implements s5.3.3.1: addresses on the first sandbox interface,
+// or with none, those bound to no interface; dual-stack reports both.
 func addresses(r *types100.Result, sandbox int) []net.IP {
 	var out []net.IP
 	for _, ip := range r.IPs {
@@ -174,12 +171,9 @@ func addresses(r *types100.Result, sandbox int) []net.IP {
 	return out
 }
 
-// ips is the s5.3.3 value: the addresses of s5.3.3.1, bare ("10.1.0.5",
-// "fd00::5"), without the prefix length the CNI result gives them. That is
-// what the spec's "array of IPv4 and/or IPv6 addresses" says, what Multus
-// and the network-attachment-definition-client library write, and what
-// consumers parse (net.ParseIP, netip.ParseAddr, EndpointSlice addresses).
-// IPv6 is in the canonical form of RFC 5952 (net.IP.String).
+// ips is the s5.3.3 value: the addresses of s5.3.3.1 without prefix length
+// ("10.1.0.5"), as the spec's "array of addresses" says, Multus writes and
+// consumers parse; IPv6 in RFC 5952 form (net.IP.String).
 func ips(r *types100.Result, sandbox int) []string {
 	var out []string
 	for _, ip := range addresses(r, sandbox) {
@@ -188,10 +182,8 @@ func ips(r *types100.Result, sandbox int) []string {
 	return out
 }
 
-// BareIPs rewrites the values of e's "ips" that are prefixes
-// ("10.1.0.5/24") to their address ("10.1.0.5"), s5.3.3, for entries
-// published with prefixes that a status written now carries over, and
-// reports whether it rewrote any. Other values are left as they are.
+// BareIPs rewrites the prefixes in e's "ips" ("10.1.0.5/24") to their
+// address (s5.3.3), for entries published so, and reports whether it did.
 func (e *Entry) BareIPs() bool {
 	changed := false
 	for i, s := range e.IPs {
@@ -218,8 +210,7 @@ func Marshal(entries []*Entry) ([]byte, error) {
 	return json.MarshalIndent(entries, "", "    ")
 }
 
-// AddressesOn returns the IP addresses (without prefix) a result assigns to
-// its first sandbox interface (or, with none, to no interface), and that
+// AddressesOn returns the addresses of s5.3.3.1 and the sandbox
 // interface's MAC: what s4.1.2.1.3.2 and s4.1.2.1.4.2 verify against.
 func AddressesOn(res types.Result) (addrs []net.IP, mac string, err error) {
 	r, err := types100.NewResultFromResult(res)

@@ -1,8 +1,8 @@
 // Package kube is the Kubernetes source for thin mode: one GET for the pod,
 // one per distinct NAD, a PATCH of the network-status annotation and one
 // event, each with a timeout and bounded retries. It speaks JSON over a
-// plain REST client rather than the generated clientset, which would cost
-// every CNI process the registration of every API type at start.
+// plain REST client: the generated clientset would cost every CNI process
+// the registration of every API type at start.
 package kube
 
 import (
@@ -32,20 +32,14 @@ import (
 
 // Options tune the API calls.
 type Options struct {
-	// CallTimeout bounds one request.
-	CallTimeout time.Duration
-	// Budget bounds one call with its retries; the error after it names the call.
-	Budget time.Duration
-	// Component names plexus in events.
-	Component string
-	// NodeName is the node plexus runs on, the source host of its events;
-	// "" takes the pod's node.
+	CallTimeout time.Duration // one request
+	Budget      time.Duration // one call with its retries
+	Component   string        // names plexus in events
+	// NodeName is the source host of events; "" takes the pod's node.
 	NodeName string
 	Log      *slog.Logger
 	// Prewarm connects to the API server (TCP and TLS) as the source is
-	// built, before any request: for a thin ADD, whose delegates run
-	// meanwhile and whose first request then does not wait for the
-	// handshake.
+	// built, so a thin ADD's first request does not wait for the handshake.
 	Prewarm bool
 }
 
@@ -68,7 +62,7 @@ type Source struct {
 }
 
 // Config loads a kubeconfig file, or the in-cluster config when path is
-// empty. It is read on every call so rotated credentials take effect.
+// empty; read on every call so rotated credentials take effect.
 func Config(path string) (*rest.Config, error) {
 	if path == "" {
 		cfg, err := rest.InClusterConfig()
@@ -156,8 +150,7 @@ func (s *Source) NamespaceLabels(ctx context.Context, namespace string) (map[str
 }
 
 // get GETs the object at path into v. what names it in errors; a missing
-// object is source.NotFound(kind, ...) unless kind is "". name is "" for
-// a namespace.
+// object is source.NotFound(kind, ...) unless kind is "".
 func (s *Source) get(ctx context.Context, what, kind, namespace, name string, v any, path ...string) error {
 	ref := namespace
 	if name != "" {
@@ -181,15 +174,12 @@ func (s *Source) get(ctx context.Context, what, kind, namespace, name string, v 
 }
 
 // PublishStatus sets the one annotation with a merge patch of the pod's
-// status subresource, which keeps the pod's metadata changes but never
-// its spec: plexus's identity needs no write to pods themselves, whose
-// spec (container images) it must not be able to change. Other
-// annotations and fields are never read or rewritten, so there is nothing
-// to conflict with. The whole list is replaced, so a retried ADD never
-// duplicates entries. The patch carries the pod's UID, which the API
-// server refuses to change: a pod re-created under the same name since
-// the ADD began (or since the runtime described it, when plexus took the
-// pod's annotations from the runtime and did not read it) is left alone.
+// status subresource, which keeps metadata changes but never the spec, so
+// plexus needs no write to pods themselves. Nothing else is rewritten, so
+// nothing conflicts, and the whole list is replaced, so a retried ADD
+// never duplicates entries. The patch carries the pod's UID, which the
+// API server refuses to change: a pod re-created under the same name is
+// left alone.
 func (s *Source) PublishStatus(ctx context.Context, pod *source.Pod, doc []byte) error {
 	meta := map[string]any{"annotations": map[string]string{status.Annotation: string(doc)}}
 	if pod.UID != "" {
@@ -225,9 +215,8 @@ func (s *Source) Event(ctx context.Context, pod *source.Pod, typ source.EventTyp
 // maxEventMessage is what the API accepts in an event message.
 const maxEventMessage = 1024
 
-// event is a core/v1 Event about the pod, the kind kubectl describe
-// shows. It is marshalled here rather than encoded by the client: the
-// client's scheme knows no API types (see the package comment).
+// event is a core/v1 Event about the pod, marshalled here: the client's
+// scheme knows no API types (see the package comment).
 func (s *Source) event(pod *source.Pod, typ source.EventType, reason, message string) *corev1.Event {
 	message = names.Truncate(message, maxEventMessage)
 	now := metav1.Now()
@@ -245,9 +234,8 @@ func (s *Source) event(pod *source.Pod, typ source.EventType, reason, message st
 	}
 }
 
-// verb starts a request without client-go's own retries (it would repeat
-// requests answered with Retry-After): retry below is the one retry loop,
-// so attempts and the budget mean what they say.
+// verb starts a request without client-go's own retries (on Retry-After):
+// retry is the one retry loop, so attempts and the budget mean what they say.
 func (s *Source) verb(v string) *rest.Request {
 	return s.client.Verb(v).MaxRetries(0)
 }
@@ -287,8 +275,7 @@ func final(what string, err error) error {
 }
 
 // transient reports errors worth retrying: conflicts, throttling, server
-// errors, timeouts and connection failures. Not found, forbidden and
-// invalid are final.
+// errors, timeouts and connection failures.
 func transient(err error) bool {
 	var se apierrors.APIStatus
 	if errors.As(err, &se) {
@@ -300,8 +287,7 @@ func transient(err error) bool {
 }
 
 // PodCondition is a condition of the pod's status that plexus owns
-// (kubelet keeps conditions of types it does not own, as for readiness
-// gates).
+// (kubelet keeps the types it does not own).
 type PodCondition struct {
 	Type    string
 	Status  string // "True" or "False"

@@ -15,18 +15,13 @@ import (
 )
 
 // prewarm returns a copy of cfg whose transport starts connecting to the
-// API server (TCP and the TLS handshake) at once and hands that connection
-// to the first request. A thin ADD builds its source before it runs the
-// default network's delegates, which take longer than the handshake, so
-// its first request (the status PATCH, or the pod GET) finds the
-// connection ready instead of paying for it. No request is made to warm
-// it.
+// API server (TCP and TLS) at once and hands that connection to the first
+// request: a thin ADD's delegates run meanwhile, so its first request
+// finds it ready. No request is made to warm it.
 //
-// cfg is returned unchanged, and client-go builds its transport as
-// always, when the connection is not a plain TLS connection plexus could
-// make the same way: plain HTTP, a custom dialer or transport, an
-// authenticator that owns the TLS client certificate (exec or auth
-// provider plugins), or a proxy for the server.
+// cfg is returned unchanged when the connection is not a plain TLS one
+// plexus could make the same way: plain HTTP, a custom dialer or
+// transport, an exec or auth provider plugin, or a proxy.
 func prewarm(cfg *rest.Config, timeout time.Duration) (*rest.Config, *warmDialer) {
 	if cfg.Transport != nil || cfg.Dial != nil || cfg.Proxy != nil || cfg.ExecProvider != nil || cfg.AuthProvider != nil {
 		return cfg, nil
@@ -79,9 +74,8 @@ func (d *warmDialer) start(timeout time.Duration) {
 }
 
 // DialTLSContext is the transport's dialer: the first connection to the
-// server is the one dialed ahead (waited for if still in its handshake);
-// if that failed, or for any later connection, it dials anew, so an error
-// is the one a request of its own would have met.
+// server is the one dialed ahead (waited for); if that failed, or later,
+// it dials anew, so an error is the one a request would have met.
 func (d *warmDialer) DialTLSContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	if addr == d.addr {
 		if conn := d.take(ctx); conn != nil {
@@ -127,10 +121,8 @@ func (d *warmDialer) dial(ctx context.Context, network, addr string) (net.Conn, 
 	return dialer.DialContext(ctx, network, addr)
 }
 
-// alpn is what the handshake offers: the kubeconfig's choice (its
-// TLSClientConfig.NextProtos) when it made one, else HTTP/2 then HTTP/1.1
-// as client-go offers them, without HTTP/2 when DISABLE_HTTP2 is set, as
-// client-go does.
+// alpn is what the handshake offers: the kubeconfig's NextProtos, else
+// HTTP/2 (unless DISABLE_HTTP2 is set) then HTTP/1.1, as client-go does.
 func alpn(configured []string) []string {
 	switch {
 	case len(configured) > 0:
@@ -141,8 +133,7 @@ func alpn(configured []string) []string {
 	return []string{"h2", "http/1.1"}
 }
 
-// close ends the dial ahead if it is still running and closes its
-// connection if no request took it.
+// close ends the dial ahead and closes its connection if no request took it.
 func (d *warmDialer) close() {
 	d.once.Do(func() {
 		d.cancel()

@@ -83,8 +83,7 @@ func (s *Source) loadFile(path string) error {
 	}
 }
 
-// add keeps Pods and NADs; other kinds are ignored so a directory of mixed
-// manifests works.
+// add keeps Pods and NADs and ignores other kinds.
 func (s *Source) add(doc map[string]any) error {
 	b, err := json.Marshal(doc)
 	if err != nil {
@@ -180,9 +179,8 @@ func (s *Source) RemoveStatus(_ context.Context, namespace, name string) error {
 	return nil
 }
 
-// Dir serves a long-running process (plexusd) from a manifests directory:
-// it parses the files again only when one of them changed, since a call
-// reads one pod and a few NADs and parsing every file cost more than that.
+// Dir serves plexusd from a manifests directory, parsing the files again
+// only when one changed: parsing them all costs more than a call's reads.
 type Dir struct {
 	path  string
 	mu    sync.Mutex
@@ -194,8 +192,8 @@ type Dir struct {
 func NewDir(path string) *Dir { return &Dir{path: path} }
 
 // Current returns the directory's manifests as they are now: the last
-// parse when no *.yaml or *.yml file was added, removed or modified (name,
-// size and modification time), otherwise a new one.
+// parse unless a manifest file was added, removed or modified (name, size,
+// modification time).
 func (d *Dir) Current() (*Source, error) {
 	stamp, err := dirStamp(d.path)
 	if err != nil {

@@ -1,13 +1,12 @@
 // Package cached is the Kubernetes source for plexusd: informer caches of
-// the node's pods (trimmed to what plexus reads) and of every NAD, so an
-// ADD reads nothing from the API once the caches are synced. A cache miss
-// (a pod created a moment ago) falls back to a direct GET; writes (status,
-// events) go through the thin source.
+// the node's pods (trimmed to what plexus reads) and of every NAD. A cache
+// miss falls back to a direct GET; writes go through the thin source.
 package cached
 
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,8 +35,7 @@ type Source struct {
 	pods   cache.SharedIndexInformer
 	nads   cache.SharedIndexInformer
 	synced []cache.InformerSynced
-	// Misses counts reads that had to go to the API.
-	Misses func(kind string)
+	Misses func(kind string) // counts reads that had to go to the API
 }
 
 // New starts the informers; they run until ctx ends. nodeName limits the
@@ -72,11 +70,10 @@ func start(ctx context.Context, direct *kube.Source, dyn dynamic.Interface, node
 	return s, nil
 }
 
-// informer caches one resource in every namespace. Built on the dynamic
-// client and client-go's cache directly: the informer factories link and
-// register every built-in API group, most of plexusd's start-up work and
-// resident code, for the two kinds it reads. A client that cannot stream
-// its initial list (client-go's fakes) says so, as the factories ask.
+// informer caches one resource in every namespace, on the dynamic client:
+// the informer factories would register every built-in API group, most of
+// plexusd's start-up work, for two kinds. A client that cannot stream its
+// initial list (client-go's fakes) says so, as the factories ask.
 func informer(dyn dynamic.Interface, gvr schema.GroupVersionResource, fieldSelector string) cache.SharedIndexInformer {
 	r := dyn.Resource(gvr)
 	lw := &cache.ListWatch{
@@ -94,12 +91,7 @@ func informer(dyn dynamic.Interface, gvr schema.GroupVersionResource, fieldSelec
 
 // HasSynced reports whether both caches are filled.
 func (s *Source) HasSynced() bool {
-	for _, f := range s.synced {
-		if !f() {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(s.synced, func(f cache.InformerSynced) bool { return !f() })
 }
 
 // WaitForSync blocks until the caches are filled or ctx ends.
@@ -115,9 +107,8 @@ func (s *Source) Pod(ctx context.Context, namespace, name string) (*source.Pod, 
 	return s.FreshPod(ctx, namespace, name)
 }
 
-// FreshPod reads the pod from the API, bypassing the cache: the pipeline
-// asks when the cached pod's UID is not the runtime's (a re-created pod the
-// cache has not seen yet).
+// FreshPod reads the pod from the API, bypassing the cache: the cached
+// pod's UID is not the runtime's (a re-created pod not seen yet).
 func (s *Source) FreshPod(ctx context.Context, namespace, name string) (*source.Pod, error) {
 	s.Misses("pod")
 	return s.Source.Pod(ctx, namespace, name)
@@ -133,8 +124,7 @@ func (s *Source) NAD(ctx context.Context, namespace, name string) (*source.NAD, 
 	return s.Source.NAD(ctx, namespace, name)
 }
 
-// trimPod keeps what plexus reads of a pod; the cache of a node with 110
-// pods then costs little memory.
+// trimPod keeps what plexus reads of a pod, so the cache costs little memory.
 func trimPod(obj any) (any, error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
@@ -177,9 +167,8 @@ func podOf(p *corev1.Pod) *source.Pod {
 }
 
 // OnPodChange calls f with the "namespace/name" of every pod the cache
-// adds and of every pod whose annotation ann changes (plexusd's dynamic
-// attachments follow the selection annotation; its own writes of
-// network-status must not call it back). f must not block.
+// adds or whose annotation ann changes (not its network-status writes).
+// f must not block.
 func (s *Source) OnPodChange(ann string, f func(key string)) error {
 	_, err := s.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
