@@ -16,8 +16,8 @@ import (
 	"github.com/plexus-cni/plexus/core/names"
 )
 
-// Version is the record format; a record of another version is treated as
-// corrupt (DEL falls back to libcni's cache).
+// Version is the record format; another version is corrupt (DEL falls
+// back to libcni's cache).
 const Version = 1
 
 // maxIDLen keeps file names under common file system limits.
@@ -80,13 +80,10 @@ type Record struct {
 var ErrCorrupt = errors.New("attachment record is corrupt")
 
 // Store keeps records as one file per container in Dir. The file is a
-// journal: every Save appends the whole record as one JSON line, and the
-// last complete line is the record. An ADD saves once per attachment, and
-// an append costs a few microseconds where writing a new file and renaming
-// it over the old one cost hundreds; a crash during an append leaves a
-// line without its newline, which Decode ignores, and the line before it
-// is then still the truth (attachments are recorded before their delegate
-// runs).
+// journal: every Save appends the whole record as one JSON line (a few
+// microseconds, where write-and-rename cost hundreds), and the last
+// complete line is the record. A crash mid-append leaves a line without
+// its newline, which Decode ignores.
 type Store struct {
 	Dir string
 }
@@ -137,10 +134,8 @@ func (s *Store) Load(containerID string) (*Record, error) {
 }
 
 // Decode parses and checks the record in a journal: its last complete
-// (newline-terminated) line, or the whole content when it has no newline
-// at all (a record written in one piece). A complete last line that does
-// not decode is corruption, not a reason to go back to an older line,
-// which could lack attachments made since.
+// line, or the whole content without a newline. A last line that does not
+// decode is corruption: an older line could lack attachments made since.
 func Decode(b []byte) (*Record, error) {
 	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
 		// Drop a torn tail, then take the line before the final newline.
@@ -216,23 +211,26 @@ func (s *Store) Save(r *Record) error {
 
 // Remove deletes the container's record; a missing record is not an error.
 func (s *Store) Remove(containerID string) error {
-	p, err := s.path(containerID)
+	return removeFile(s.path, containerID, "attachment record")
+}
+
+// removeFile removes the container's file at path(containerID).
+// RemoveAll: whatever sits there goes, even a directory; the path is
+// inside the directory (the container ID was validated).
+func removeFile(path func(string) (string, error), containerID, what string) error {
+	p, err := path(containerID)
 	if err != nil {
 		return err
 	}
-	// RemoveAll: whatever sits where the record belongs goes, even a
-	// directory; p is inside Dir (the container ID was validated).
 	if err := os.RemoveAll(p); err != nil {
-		return fmt.Errorf("removing attachment record: %w", err)
+		return fmt.Errorf("removing %s: %w", what, err)
 	}
 	return nil
 }
 
-// LastWrite is when the container's record was last saved: the journal's
-// modification time, since records carry no time of their own. No record
-// is an error wrapping os.ErrNotExist. plexusd's stale-record collection
-// leaves alone a record written within its grace period: its ADD may
-// still be running.
+// LastWrite is when the container's record was last saved (the journal's
+// modification time); no record is an error wrapping os.ErrNotExist.
+// plexusd's stale-record collection spares records written recently.
 func (s *Store) LastWrite(containerID string) (time.Time, error) {
 	p, err := s.path(containerID)
 	if err != nil {
@@ -249,8 +247,7 @@ func (s *Store) LastWrite(containerID string) (time.Time, error) {
 func (s *Store) List() ([]string, error) { return listIDs(s.Dir, ".json", "attachment records") }
 
 // listIDs lists the container IDs of dir's files named <ID><suffix>; a
-// missing dir has none. A valid ID starts with an alphanumeric: no
-// temporary or hidden file passes for one.
+// valid ID starts with an alphanumeric, so no temporary file passes.
 func listIDs(dir, suffix, what string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {

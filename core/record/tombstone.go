@@ -15,18 +15,14 @@ import (
 // DefaultMaxTombstones bounds how many finished DELs are remembered.
 const DefaultMaxTombstones = 1024
 
-// Tombstones remember, per container, that a DEL finished: every attachment
-// was detached and the record forgotten. A runtime repeats DEL (containerd
-// sends a second one without a netns once the sandbox is gone), and the
-// tombstone lets that DEL answer without running the default network's
-// delegates again. One small file per container in Dir holding the
-// runtime's interface name; an ADD of the container removes it, GC removes
-// those of containers the runtime no longer knows, and Put keeps at most
-// Max (the oldest go first: a forgotten tombstone only costs a full DEL).
+// Tombstones remember, per container, that a DEL finished, so that the
+// runtime's repeated DEL (containerd sends one without a netns) runs no
+// delegate again. One file per container in Dir holds the interface name;
+// ADD and GC remove them, and Put keeps at most Max, the oldest going
+// first (a forgotten tombstone only costs a full DEL).
 type Tombstones struct {
 	Dir string
-	// Max is DefaultMaxTombstones when zero.
-	Max int
+	Max int // DefaultMaxTombstones when zero
 }
 
 func (t *Tombstones) path(containerID string) (string, error) { return fileOf(t.Dir, containerID, "") }
@@ -76,14 +72,7 @@ func (t *Tombstones) Has(containerID, ifName string) bool {
 
 // Remove forgets the container's tombstone; none is not an error.
 func (t *Tombstones) Remove(containerID string) error {
-	p, err := t.path(containerID)
-	if err != nil {
-		return err
-	}
-	if err := os.RemoveAll(p); err != nil {
-		return fmt.Errorf("removing tombstone: %w", err)
-	}
-	return nil
+	return removeFile(t.path, containerID, "tombstone")
 }
 
 // Prune removes the tombstones of containers keep does not want.
@@ -103,8 +92,8 @@ func (t *Tombstones) Prune(keep func(containerID string) bool) error {
 
 func (t *Tombstones) list() ([]string, error) { return listIDs(t.Dir, "", "tombstones") }
 
-// bound removes the oldest tombstones once there are more than Max, down to
-// three quarters of Max, so the pass that reads their times is rare.
+// bound removes the oldest tombstones once there are more than Max, down
+// to three quarters, so the pass that reads their times is rare.
 func (t *Tombstones) bound() error {
 	limit := t.Max
 	if limit <= 0 {
