@@ -25,21 +25,18 @@ const DefaultDir = "/var/run/k8s.cni.cncf.io/devinfo"
 // Capability is the runtimeConfig key for the CNI file's path (s5.1).
 const Capability = "CNIDeviceInfoFile"
 
-// maxFile bounds what plexus reads: a device-info map is a few hundred
-// bytes, and a device plugin's file is not to cost unbounded memory.
+// maxFile bounds what plexus reads; a device-info map is a few hundred bytes.
 const maxFile = 64 << 10
 
 // Files are the device-info files under one root directory.
 type Files struct {
-	// Dir is the root; empty means DefaultDir.
-	Dir string
+	Dir string // the root; empty means DefaultDir
 }
 
 func (f Files) root() string { return cmp.Or(f.Dir, DefaultDir) }
 
-// DevicePluginFile is s4.1's path for a device of a resource, with '/' in
-// the resource name replaced by '-'. Both parts are validated first:
-// nothing from a NAD or kubelet becomes a path unchecked.
+// DevicePluginFile is s4.1's path for a device of a resource ('/' in its
+// name replaced by '-'), from validated parts.
 func (f Files) DevicePluginFile(resource, deviceID string) (string, error) {
 	if err := cmp.Or(names.ResourceName("resource name", resource), names.DeviceID("device ID", deviceID)); err != nil {
 		return "", err
@@ -47,8 +44,8 @@ func (f Files) DevicePluginFile(resource, deviceID string) (string, error) {
 	return filepath.Join(f.root(), "dp", strings.ReplaceAll(resource, "/", "-")+"-"+deviceID+"-device.json"), nil
 }
 
-// CNIFile is s4.2's path for one attachment: the container and its
-// interface name identify an attachment uniquely (s4.2.1).
+// CNIFile is s4.2's path for one attachment, which the container and its
+// interface identify (s4.2.1).
 func (f Files) CNIFile(containerID, ifName string) (string, error) {
 	if err := cmp.Or(names.ContainerID(containerID), names.Interface(ifName)); err != nil {
 		return "", err
@@ -57,8 +54,8 @@ func (f Files) CNIFile(containerID, ifName string) (string, error) {
 }
 
 // Prepare writes the CNI file for an attachment: a copy of the device
-// plugin's file when it left one (s4.2.1), otherwise nothing, so the
-// delegate may write its own (s5.1.2). It reports whether a copy was made.
+// plugin's file when it left one (s4.2.1), otherwise none, for the
+// delegate's own (s5.1.2). It reports whether it copied.
 func Prepare(dpFile, cniFile string) (bool, error) {
 	data, err := readLimited(dpFile)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -147,8 +144,7 @@ func readLimited(path string) ([]byte, error) {
 	return data, nil
 }
 
-// writeAtomic writes through a temporary file and a rename, so a delegate
-// never reads half a file.
+// writeAtomic writes through a temporary file and a rename.
 func writeAtomic(path string, data []byte) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path))
 	if err != nil {

@@ -19,8 +19,7 @@ type Locker struct {
 	Dir string
 }
 
-// Unlock releases a lock; with remove set it also deletes the lock file,
-// which DEL does so finished containers leave nothing behind.
+// Unlock releases a lock; with remove set it also deletes the lock file.
 type Unlock func(remove bool)
 
 // Lock blocks until the container's lock is held or ctx ends.
@@ -55,12 +54,11 @@ func (l *Locker) Lock(ctx context.Context, containerID string) (Unlock, error) {
 	}
 }
 
-// tryLock returns the locked file, or nil when another holder has it. A
-// file that was removed by its last holder after we opened it is retried,
-// so two processes never hold locks on different inodes of one path.
+// tryLock returns the locked file, or nil when another holder has it or
+// its last holder removed it after we opened it: two processes must not
+// hold locks on different inodes of one path.
 func tryLock(path string) (*os.File, error) {
-	// O_NOFOLLOW: a symlink planted in the directory must not make plexus
-	// create or lock a file elsewhere.
+	// O_NOFOLLOW: a planted symlink must not make plexus lock a file elsewhere.
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o600)
 	if errors.Is(err, syscall.ELOOP) {
 		return nil, fmt.Errorf("lock file %s is a symbolic link: refusing to follow it", path)

@@ -68,9 +68,8 @@ func FromSpecConfig(nadName string, raw []byte) (json.RawMessage, error) {
 	return c.Bytes()
 }
 
-// FromConfDir finds an on-disk config whose "name" is name: conflists first
-// (rule 2), then single-plugin confs (rule 3), each in file name order.
-// It returns nil, nil when none matches.
+// FromConfDir finds an on-disk config whose "name" is name: conflists
+// (rule 2), then confs (rule 3), in file name order; nil, nil for none.
 func FromConfDir(dir, name string) (*Resolved, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -92,8 +91,7 @@ func FromConfDir(dir, name string) (*Resolved, error) {
 	return nil, nil
 }
 
-// matchFile reports a file whose "name" is name. Files that do not parse
-// are skipped: one broken file must not hide the others.
+// matchFile reports a file whose "name" is name; a broken file is skipped.
 func matchFile(path, name string) (*Resolved, bool) {
 	raw, err := os.ReadFile(path)
 	if err != nil {

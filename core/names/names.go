@@ -22,10 +22,9 @@ const (
 	maxPlugin    = 255
 )
 
-// Label checks a DNS-1123 label (s3.3): a NAD name or a namespace.
-// apimachinery decides; the complaint about the pattern is the rule in
-// words rather than apimachinery's, which quotes its regex: migration
-// reports (cmd/plexusctl/internal/migrate) quote it.
+// Label checks a DNS-1123 label (s3.3): a NAD name or a namespace, by
+// apimachinery's rule, told in words rather than its regex (migration
+// reports quote it).
 func Label(what, s string) error {
 	const kind = "a DNS-1123 label"
 	if err := kubeLength(what, kind, s, maxLabel); err != nil {
@@ -54,9 +53,8 @@ func kubeName(what, kind, s string, max int, validate func(string) []string) err
 	return nil
 }
 
-// kubeLength refuses an empty or overlong name. An overlong one gets the
-// length complaint alone: the pattern's would only lengthen the error a
-// hostile value causes.
+// kubeLength refuses an empty or overlong name; an overlong one gets the
+// length complaint alone, to keep a hostile value's error short.
 func kubeLength(what, kind, s string, max int) error {
 	switch {
 	case s == "":
@@ -77,10 +75,9 @@ func Interface(s string) error {
 }
 
 // SecondaryInterface checks a name a pod asks for its secondary interface
-// (s4.1.2.1.5): a valid interface name the kernel leaves free. "lo" is in
-// every network namespace, and the kernel refuses "all" and "default"
-// (they name its per-family sysctl directories). A delegate given one of
-// them fails its ADD and then every DEL, leaving the pod stuck.
+// (s4.1.2.1.5): one the kernel leaves free. "lo" is in every namespace and
+// the kernel refuses "all" and "default" (sysctl directories); a delegate
+// given one fails its ADD and every DEL.
 func SecondaryInterface(s string) error {
 	if err := Interface(s); err != nil {
 		return err
@@ -100,8 +97,7 @@ func ContainerID(s string) error {
 	return nil
 }
 
-// Network checks a CNI network name. libcni joins it into cache file paths,
-// so it must never hold a separator.
+// Network checks a CNI network name, which libcni joins into cache paths.
 func Network(s string) error {
 	if err := utils.ValidateNetworkName(s); err != nil {
 		return fmt.Errorf("network name %q is invalid: %s", truncate(s), err.Msg)
@@ -109,8 +105,7 @@ func Network(s string) error {
 	return nil
 }
 
-// PluginType checks a CNI plugin "type": an executable name looked up in the
-// plugin directories, so anything path-like is refused.
+// PluginType checks a CNI plugin "type": an executable name, never a path.
 func PluginType(s string) error {
 	if s == "" {
 		return fmt.Errorf("plugin type is empty")
@@ -121,16 +116,14 @@ func PluginType(s string) error {
 	return nil
 }
 
-// maxQuoted bounds a name quoted in an error: hostile input must not
+// maxQuoted bounds a name quoted in an error, so hostile input cannot
 // flood error messages and logs.
 const maxQuoted = 83
 
-// truncate bounds a name quoted in an error.
 func truncate(s string) string { return Truncate(s, maxQuoted) }
 
 // Truncate cuts s to at most max bytes, marking the cut with "..." and
-// keeping whole runes: the bound of every text plexus puts in an error,
-// an event, a status field or a log line that input can make long.
+// keeping whole runes: the bound of every text input can make long.
 func Truncate(s string, max int) string {
 	const mark = "..."
 	if len(s) <= max {
@@ -147,10 +140,8 @@ func Truncate(s string, max int) string {
 }
 
 // NADRef splits a NetworkAttachmentDefinition reference, "name" or
-// "namespace/name" (the s4.1.1 form), and checks both parts as DNS-1123
-// labels (s3.3). namespace is "" when the reference has none; the caller
-// decides which namespace that means. A reference never becomes a path:
-// both parts are labels, so neither can hold a '/' or be "." or "..".
+// "namespace/name" (s4.1.1), and checks both parts as DNS-1123 labels
+// (s3.3), so neither can form a path. namespace is "" when it has none.
 func NADRef(what, ref string) (namespace, name string, err error) {
 	if len(ref) > 2*maxLabel+1 {
 		return "", "", fmt.Errorf("%s %q is longer than a namespace/name reference can be", what, truncate(ref))
@@ -168,28 +159,26 @@ func NADRef(what, ref string) (namespace, name string, err error) {
 	return namespace, name, nil
 }
 
-// deviceID is a device plugin's device ID as plexus accepts it: PCI
-// addresses ("0000:18:02.5"), names and UUIDs, never a separator or a
-// leading dot, because it becomes part of a file name (device-info spec s4.1).
+// deviceID is a device ID as plexus accepts it: PCI addresses, names and
+// UUIDs, never a separator or a leading dot, as it becomes part of a file
+// name (device-info spec s4.1).
 var deviceID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:\-]*$`)
 
 // maxDeviceID bounds a device ID so "<resource>-<id>-device.json" stays a
 // valid file name (255 bytes).
 const maxDeviceID = 128
 
-// ResourceName checks an extended resource name such as
-// "vendor.example/netdev" (the NAD's k8s.v1.cni.cncf.io/resourceName) by
-// the rules kubelet's device manager registers a resource under.
+// ResourceName checks an extended resource name ("vendor.example/netdev")
+// by the rules kubelet's device manager registers a resource under.
 func ResourceName(what, s string) error {
 	const kind = "an extended resource name (<DNS subdomain>/<name>, e.g. vendor.example/netdev)"
 	return kubeName(what, kind, s, maxSubdomain+1+maxLabel, extendedResourceName)
 }
 
 // extendedResourceName is Kubernetes' IsExtendedResourceName
-// (k8s.io/kubernetes/pkg/apis/core/v1/helper, which is not a library to
-// import) composed from what apimachinery and k8s.io/api export: a name
-// with a domain outside kubernetes.io that, prefixed with "requests.",
-// is still a qualified name, so that a ResourceQuota can name it.
+// (pkg/apis/core/v1/helper, not importable) from what apimachinery and
+// k8s.io/api export: a name outside kubernetes.io that, prefixed with
+// "requests.", is still a qualified name, for a ResourceQuota.
 func extendedResourceName(s string) []string {
 	switch {
 	case !strings.Contains(s, "/"):

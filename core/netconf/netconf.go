@@ -17,8 +17,8 @@ import (
 // MaxBytes bounds a delegate configuration; real ones are a few KiB.
 const MaxBytes = 1 << 20
 
-// Conf is a parsed CNI configuration. Plugins aliases the top level for a
-// single-plugin conf, so edits apply to whichever form it has.
+// Conf is a parsed CNI configuration; for a single-plugin conf the one
+// plugin is the top level, so edits apply to whichever form it has.
 type Conf struct {
 	top     map[string]any
 	plugins []map[string]any
@@ -26,8 +26,7 @@ type Conf struct {
 }
 
 // Parse decodes and checks a conf or conflist. The name may be absent
-// (s3.4.2 injects it); everything that becomes a file name later (plugin and
-// IPAM types, the network name) is checked here.
+// (s3.4.2 injects it); whatever becomes a file name later is checked here.
 func Parse(raw []byte) (*Conf, error) {
 	if len(raw) > MaxBytes {
 		return nil, fmt.Errorf("CNI config is %d bytes, over the limit of %d", len(raw), MaxBytes)
@@ -180,8 +179,8 @@ func (c *Conf) SetName(name string) error {
 	return nil
 }
 
-// InjectArgs sets "args": {"cni": {k: v}} in every plugin, keeping other
-// args the author wrote (s4.1.2.1.3.2, s4.1.2.1.4.2).
+// InjectArgs sets "args": {"cni": {k: v}} in every plugin, keeping the
+// author's other args (s4.1.2.1.3.2, s4.1.2.1.4.2).
 func (c *Conf) InjectArgs(cniArgs map[string]any) error {
 	if len(cniArgs) == 0 {
 		return nil
@@ -200,8 +199,7 @@ func (c *Conf) InjectArgs(cniArgs map[string]any) error {
 	return nil
 }
 
-// SetPluginKey sets a top-level key in every plugin, as the device
-// plugin path gives "deviceID" to each (sriov, host-device).
+// SetPluginKey sets a top-level key in every plugin ("deviceID").
 func (c *Conf) SetPluginKey(key string, value any) {
 	for _, p := range c.plugins {
 		p[key] = value
@@ -228,8 +226,8 @@ func (c *Conf) Bytes() ([]byte, error) {
 	return json.Marshal(c.top)
 }
 
-// ListBytes encodes the config as a conflist: a single-plugin conf becomes a
-// list of one, with name and cniVersion carried to the top.
+// ListBytes encodes the config as a conflist: a single-plugin conf becomes
+// a list of one, with its list-level keys carried to the top.
 func (c *Conf) ListBytes() ([]byte, error) {
 	if c.list {
 		return json.Marshal(c.top)
@@ -254,8 +252,7 @@ func ConfList(raw []byte) (*libcni.NetworkConfigList, error) {
 	return c.List()
 }
 
-// List is the parsed config as the list libcni runs; its Bytes are the
-// list's JSON.
+// List is the parsed config as the list libcni runs.
 func (c *Conf) List() (*libcni.NetworkConfigList, error) {
 	if c.Name() == "" {
 		return nil, fmt.Errorf(`CNI config has no "name"`)
