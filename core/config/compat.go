@@ -28,8 +28,7 @@ type LogOptions struct {
 	Compress   bool `json:"compress,omitempty"`   // gzip rotated files
 }
 
-// Limits that catch a unit mistake (bytes for megabytes) rather than
-// restrict a real setting.
+// Limits that catch a unit mistake (bytes for megabytes).
 const (
 	maxLogSizeMB  = 1 << 20 // 1 TiB
 	maxLogBackups = 10000
@@ -77,8 +76,7 @@ func (c *Config) validateCompat() error {
 	return c.validateLogOptions()
 }
 
-// checkAbsPath: an admin's path, absolute and clean, so what plexus opens
-// is exactly what the config says.
+// checkAbsPath: an admin's path, absolute and clean, as plexus opens it.
 func checkAbsPath(key, p string) error {
 	switch {
 	case p == "":

@@ -7,8 +7,7 @@ import "github.com/plexus-cni/plexus/core/config/daemonconf"
 // which means the key's default. Bad values are named by their key.
 type Duration = daemonconf.Duration
 
-// DefaultDaemonWait is how long an ADD waits for plexusd when daemonWait is
-// not set.
+// DefaultDaemonWait is how long an ADD waits for plexusd by default.
 const DefaultDaemonWait = daemonconf.DefaultWait
 
 // Unmarshal is json.Unmarshal for plexus's config and the objects in it,

@@ -147,8 +147,7 @@ func (p *Pipeline) attachOne(ctx context.Context, req *Request, ra *record.Attac
 	return res, err
 }
 
-// rollback undoes every attempted attachment after a failed ADD (s7.2) and
-// returns the ADD's error, with any teardown failure added.
+// rollback undoes every attempted attachment after a failed ADD (s7.2).
 func (p *Pipeline) rollback(ctx context.Context, req *Request, pl *plan, cause *types.Error) error {
 	p.Log.Error("ADD failed: detaching what was attached", "err", cause.Msg)
 	p.event(ctx, pl.pod, source.EventWarning, "NetworkAttachFailed", cause.Msg)
@@ -300,8 +299,7 @@ func summary(entries []*status.Entry) string {
 	return "attached " + strings.Join(parts, ", ")
 }
 
-// defaultResult converts the default network's result to the runtime's
-// version; a delegate that returned nothing yields an empty result.
+// defaultResult is the default network's result (or an empty one) in cniVersion.
 func defaultResult(res types.Result, cniVersion string) (types.Result, error) {
 	if res == nil {
 		res = &types100.Result{CNIVersion: types100.ImplementedSpecVersion}

@@ -35,8 +35,7 @@ func withSubdirChain(raw []byte, dir string) ([]byte, error) {
 	return appendChain(raw, top, dir, name)
 }
 
-// withAuxiliaryChain appends the auxiliaryCNIChainName chain, found as a
-// subdirectory of dir, to a default network's config.
+// withAuxiliaryChain appends the auxiliaryCNIChainName chain in dir.
 func (p *Pipeline) withAuxiliaryChain(raw []byte, dir string) ([]byte, error) {
 	aux := p.Config.AuxiliaryCNIChainName
 	if aux == "" {

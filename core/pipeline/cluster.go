@@ -32,8 +32,7 @@ func isPath(ref string) bool {
 	return strings.ContainsRune(ref, '/') || strings.HasPrefix(ref, ".")
 }
 
-// loadClusterNetwork resolves the clusterNetwork setting, or the inline
-// default network in "delegates".
+// loadClusterNetwork resolves clusterNetwork, or "delegates" inline.
 func (p *Pipeline) loadClusterNetwork(ctx context.Context) (*clusterNetwork, error) {
 	ref := p.Config.ClusterNetwork
 	if ref == "" && len(p.Config.Delegates) > 0 {

@@ -153,8 +153,7 @@ func (p *Pipeline) setDefaultRoute(ctx context.Context, req *Request, a *Attachm
 	return nil
 }
 
-// sandboxSubnets are the networks of the addresses the result assigns to
-// the attachment's sandbox interface.
+// sandboxSubnets are the networks of the sandbox interface's addresses.
 func sandboxSubnets(a *Attachment) ([]*net.IPNet, error) {
 	if a.Result == nil {
 		return nil, fmt.Errorf("the delegate returned no result, so the %q gateway cannot be placed in a subnet", selection.KeyDefaultRoute)

@@ -18,8 +18,7 @@ import (
 // devices its attachments use (device-info spec s4.1).
 const ResourceNameAnnotation = "k8s.v1.cni.cncf.io/resourceName"
 
-// Capability names under which a delegate declares it takes these keys in
-// runtimeConfig.
+// Capability names under which delegates take these keys in runtimeConfig.
 const (
 	DeviceIDCapability       = "deviceID"
 	InfinibandGUIDCapability = "infinibandGUID"
@@ -89,8 +88,7 @@ func (g *deviceGroup) add(key string, a *Attachment) {
 	g.by[key] = append(g.by[key], a)
 }
 
-// groupDeviceNADs groups the secondary attachments by the resource or
-// claim their NAD names.
+// groupDeviceNADs groups secondary attachments by their NAD's resource or claim.
 func groupDeviceNADs(pl *plan) (resources, claims deviceGroup, err error) {
 	for _, a := range pl.attachments[1:] {
 		if a.NAD == nil || pl.failed(a) {
@@ -153,8 +151,7 @@ func checkDeviceNAD(pod *source.Pod, a *Attachment) error {
 	return err
 }
 
-// assign hands out the devices of one resource or claim (what) to its
-// attachments and returns each one's device ID, in atts' order.
+// assign hands out the devices of one resource or claim (what) to atts.
 func (p *Pipeline) assign(pl *plan, what string, allocated []string, atts []*Attachment) ([]string, error) {
 	ids := slices.Clone(allocated)
 	slices.Sort(ids)
@@ -203,8 +200,7 @@ func noDeviceHint(what string) string {
 	return ""
 }
 
-// setDevice hands the device to the delegate: "deviceID" in every plugin's
-// config, and in runtimeConfig for plugins with the deviceID capability.
+// setDevice hands the device to the delegate's config and runtimeConfig.
 func setDevice(a *Attachment, id string) {
 	a.DeviceID = id
 	setKey(&a.PluginKeys, selection.DeviceIDKey, any(id))
@@ -266,8 +262,7 @@ func (p *Pipeline) addDeviceInfo(ctx context.Context, pl *plan, a *Attachment, e
 	e.DeviceInfo = info
 }
 
-// requestedDevice is the deviceID the attachment's selection element asks
-// for; "" for none or for a network the config chose (defaultNetworks).
+// requestedDevice is the deviceID a's selection element asks for, or "".
 func requestedDevice(a *Attachment) string {
 	if a.Selection == nil {
 		return ""
@@ -291,8 +286,7 @@ func DeviceAnnotations(annotations map[string]string) (resource, claim string, i
 	return resource, claim, isClaim, nil
 }
 
-// ParseClaimRef splits a ResourceClaimAnnotation value, "<claim>" or
-// "<claim>/<request>", checking both parts are labels.
+// ParseClaimRef splits and checks a ResourceClaimAnnotation value.
 func ParseClaimRef(ref string) (podClaim, request string, err error) {
 	podClaim, request, _ = strings.Cut(ref, "/")
 	if err := names.Label("the NAD's "+ResourceClaimAnnotation+" claim", podClaim); err != nil {

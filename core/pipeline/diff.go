@@ -9,8 +9,7 @@ import (
 	"github.com/plexus-cni/plexus/core/selection"
 )
 
-// Diff is how a running pod's secondary attachments (its record) differ
-// from its selection annotation now (dynamic attachments).
+// Diff is how a running pod's record differs from its selection now.
 type Diff struct {
 	// Keep maps an element's index to the record attachment it already
 	// has: same network, interface, requested ips and mac.
@@ -93,8 +92,7 @@ func (d *Diff) assignNew(rec *record.Record, els []*selection.Element) error {
 	return nil
 }
 
-// sameRequests compares the ips and mac an attachment was made with (its
-// capability args, set from the element) with the element's.
+// sameRequests: the attachment's ips and mac capability args are el's.
 func sameRequests(a *record.Attachment, el *selection.Element) bool {
 	var ips []string
 	switch v := a.CapabilityArgs["ips"].(type) {

@@ -115,8 +115,7 @@ func (p *Pipeline) addClusterNetwork(ctx context.Context, nets map[string]*libcn
 	}
 }
 
-// Status (CNI 1.1) reports whether the default network's delegates are
-// ready for ADD.
+// Status (CNI 1.1) reports whether the default network is ready for ADD.
 func (p *Pipeline) Status(ctx context.Context) error {
 	c, err := p.loadClusterNetwork(ctx)
 	if err != nil {

@@ -50,8 +50,7 @@ type NetNSChecker interface {
 	CheckNetNS(path string) error
 }
 
-// checkNetNS asks the Router, when it can tell, whether CNI_NETNS is a
-// network namespace.
+// checkNetNS asks the Router, if it can tell, whether CNI_NETNS is a netns.
 func (p *Pipeline) checkNetNS(req *Request) error {
 	c, ok := p.Routes.(NetNSChecker)
 	if !ok || req.NetNS == "" {
@@ -118,8 +117,7 @@ func (p *Pipeline) event(ctx context.Context, pod *source.Pod, typ source.EventT
 	}
 }
 
-// eventAsync records an event while the caller goes on; the returned
-// func waits until it is sent.
+// eventAsync records an event in the background; wait waits for it.
 func (p *Pipeline) eventAsync(ctx context.Context, pod *source.Pod, typ source.EventType, reason, msg string) (wait func()) {
 	done := make(chan struct{})
 	go func() {

@@ -43,8 +43,7 @@ type Plan struct {
 	Errs []*types.Error
 }
 
-// Planned is one attachment as planned: a copy, so that changing it
-// changes no ADD.
+// Planned is one attachment as planned: a copy, which changes no ADD.
 type Planned struct {
 	Attachment
 	// ConfigSource is where the config came from (s3.4.1): "spec.config"

@@ -24,8 +24,7 @@ func delegateRejection(err error) string {
 	return fmt.Sprintf("%d: %s", te.Code, te.Msg)
 }
 
-// rejectedAgain reports a DEL of an attachment whose ADD a delegate
-// rejected, answered with that same rejection.
+// rejectedAgain: a DEL answered with the rejection of the attachment's ADD.
 func rejectedAgain(a *record.Attachment, err error) bool {
 	return a.State == record.Attempted && a.Rejected != "" && delegateRejection(err) == a.Rejected
 }

@@ -69,8 +69,7 @@ const (
 	OriginSelection       Origin = "selection" // a selection element (s4)
 )
 
-// ChosenByPod reports whether the pod chose the network, so the s7.4
-// decision applies to it.
+// ChosenByPod reports whether the pod chose the network (for s7.4).
 func (o Origin) ChosenByPod() bool { return o == OriginPodDefault || o == OriginSelection }
 
 // Reason explains a policy decision with a stable code.

@@ -103,8 +103,7 @@ type ClaimDevice struct {
 	IPs             []string `json:"ips,omitempty"`
 }
 
-// ResourceClaimReader is implemented by sources that can read
-// ResourceClaims (Kubernetes).
+// ResourceClaimReader is implemented by sources that read ResourceClaims.
 type ResourceClaimReader interface {
 	ResourceClaim(ctx context.Context, namespace, name string) (*ResourceClaim, error)
 }
@@ -142,8 +141,7 @@ const (
 	EventWarning EventType = "Warning"
 )
 
-// EventRecorder is implemented by sources that can tell the pod's owner
-// what happened (Kubernetes events).
+// EventRecorder is implemented by sources that can record pod events.
 type EventRecorder interface {
 	Event(ctx context.Context, pod *Pod, typ EventType, reason, message string)
 }

@@ -127,8 +127,7 @@ func (d *Daemon) Check() error {
 	return nil
 }
 
-// Decode decodes a plexus config into v (Unmarshal); what is not a JSON
-// object is refused as such.
+// Decode decodes a plexus config into v (Unmarshal), refusing a non-object.
 func Decode(stdin []byte, v any) error {
 	err := Unmarshal(stdin, v)
 	var se *json.SyntaxError

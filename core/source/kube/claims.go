@@ -37,8 +37,7 @@ type claimObject struct {
 	} `json:"status"`
 }
 
-// ResourceClaim implements source.ResourceClaimReader with a GET of the
-// one claim (RBAC: get on resourceclaims).
+// ResourceClaim implements source.ResourceClaimReader (RBAC: get).
 func (s *Source) ResourceClaim(ctx context.Context, namespace, name string) (*source.ResourceClaim, error) {
 	var o claimObject
 	if err := s.get(ctx, "ResourceClaim", "ResourceClaim", namespace, name, &o, "/apis/resource.k8s.io/v1/namespaces", namespace, "resourceclaims", name); err != nil {

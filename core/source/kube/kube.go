@@ -240,8 +240,7 @@ func (s *Source) verb(v string) *rest.Request {
 	return s.client.Verb(v).MaxRetries(0)
 }
 
-// retry runs one API call with a per-attempt timeout and exponential
-// backoff on transient errors, within the budget.
+// retry runs one API call with per-attempt timeouts and backoff, in budget.
 func (s *Source) retry(ctx context.Context, what string, call func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Budget)
 	defer cancel()
@@ -274,8 +273,7 @@ func final(what string, err error) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
-// transient reports errors worth retrying: conflicts, throttling, server
-// errors, timeouts and connection failures.
+// transient: conflicts, throttling, server errors, timeouts, connections.
 func transient(err error) bool {
 	var se apierrors.APIStatus
 	if errors.As(err, &se) {
@@ -286,8 +284,7 @@ func transient(err error) bool {
 	return true // transport-level: refused, reset, deadline of one attempt
 }
 
-// PodCondition is a condition of the pod's status that plexus owns
-// (kubelet keeps the types it does not own).
+// PodCondition is a pod status condition plexus owns (kubelet keeps it).
 type PodCondition struct {
 	Type    string
 	Status  string // "True" or "False"

@@ -52,8 +52,7 @@ func prewarm(cfg *rest.Config, timeout time.Duration) (*rest.Config, *warmDialer
 	return c, d
 }
 
-// warmDialer makes the API server's TLS connections; the first one is
-// dialed ahead of any request.
+// warmDialer makes the API server's TLS connections, the first one ahead.
 type warmDialer struct {
 	addr   string
 	tls    *tls.Config

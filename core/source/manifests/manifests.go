@@ -21,8 +21,7 @@ import (
 	"github.com/plexus-cni/plexus/core/source"
 )
 
-// StatusDir is the subdirectory of the manifests directory holding one
-// network-status document per pod.
+// StatusDir is the subdirectory holding each pod's network-status document.
 const StatusDir = "status"
 
 // maxFileBytes bounds one manifest file.

@@ -38,8 +38,7 @@ type Source struct {
 	Misses func(kind string) // counts reads that had to go to the API
 }
 
-// New starts the informers; they run until ctx ends. nodeName limits the
-// pod cache to the node plexusd serves.
+// New starts the informers until ctx ends; pods only of node nodeName.
 func New(ctx context.Context, cfg *rest.Config, nodeName string, opts kube.Options) (*Source, error) {
 	direct, err := kube.New(cfg, opts)
 	if err != nil {
@@ -199,8 +198,7 @@ func (s *Source) CachedPod(namespace, name string) *source.Pod {
 // PodKeys lists the "namespace/name" of every cached pod.
 func (s *Source) PodKeys() []string { return s.pods.GetStore().ListKeys() }
 
-// claimsOf maps the pod's claims to their ResourceClaims' names, as
-// source.PodObject does for a pod read from the API.
+// claimsOf maps the pod's claims to their ResourceClaims, as PodObject does.
 func claimsOf(p *corev1.Pod) map[string]string {
 	out := map[string]string{}
 	for _, c := range p.Spec.ResourceClaims {
