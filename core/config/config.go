@@ -246,9 +246,8 @@ const (
 	CompatOff    = "off"
 )
 
-// MultusCompat reports whether plexus accepts, beyond the spec, what pods
-// written for Multus use: on unless "compat" is "off", or unset with
-// strictSelection (which asks for the spec alone).
+// MultusCompat reports whether plexus accepts what Multus pods use: unless
+// "compat" is "off", or unset with strictSelection.
 func (c *Config) MultusCompat() bool {
 	if c.Compat == "" {
 		return !c.StrictSelection
@@ -261,9 +260,8 @@ func (c *Config) ParseOptions() selection.ParseOptions {
 	return selection.ParseOptions{Compat: c.MultusCompat()}
 }
 
-// DefaultParseOptions are how a config that sets neither "compat" nor
-// "strictSelection" reads selection annotations: the tools that judge a
-// pod without its node's config (plexusctl) read it so.
+// DefaultParseOptions are a config's without "compat" or
+// "strictSelection", for tools without the node's config (plexusctl).
 func DefaultParseOptions() selection.ParseOptions {
 	return (&Config{}).ParseOptions()
 }

@@ -55,8 +55,7 @@ func (l *Locker) Lock(ctx context.Context, containerID string) (Unlock, error) {
 }
 
 // tryLock returns the locked file, or nil when another holder has it or
-// its last holder removed it after we opened it: two processes must not
-// hold locks on different inodes of one path.
+// removed it after we opened it (locks on two inodes of one path).
 func tryLock(path string) (*os.File, error) {
 	// O_NOFOLLOW: a planted symlink must not make plexus lock a file elsewhere.
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o600)

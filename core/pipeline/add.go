@@ -104,9 +104,8 @@ func (p *Pipeline) attachAll(ctx context.Context, req *Request, pl *plan, rec *r
 	return nil
 }
 
-// attachStep runs a's delegate: ra, rec's entry of a, is saved as
-// attempted first and marked attached once the result has what the pod
-// requested; the caller's next save records that.
+// attachStep runs a's delegate: its entry ra is saved as attempted first
+// and marked attached once verified, which the caller's next save records.
 func (p *Pipeline) attachStep(ctx context.Context, req *Request, pl *plan, a *Attachment, rec *record.Record, ra *record.Attachment, list *libcni.NetworkConfigList) *types.Error {
 	podRef := req.podRef()
 	ra.State = record.Attempted
@@ -209,8 +208,7 @@ func listOrNone[T fmt.Stringer](vs []T) string {
 	return strings.Join(s, ", ")
 }
 
-// publish builds the status list (s5), lets the enricher add to it, and
-// hands it to the source with one event summarizing the attachments.
+// publish builds the status list (s5), enriched, and hands it to the source.
 func (p *Pipeline) publish(ctx context.Context, req *Request, pl *plan) *types.Error {
 	podRef := req.podRef()
 	entries := map[string]*status.Entry{}

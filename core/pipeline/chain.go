@@ -60,8 +60,7 @@ func (p *Pipeline) withAuxiliaryChain(raw []byte, dir string) ([]byte, error) {
 	return out, nil
 }
 
-// appendChain appends the plugins in <dir>/<chain>/*.conf, if any, to a
-// config list and marks it loadOnlyInlinedPlugins.
+// appendChain appends <dir>/<chain>/*.conf to a config list, then loadOnlyInlinedPlugins.
 func appendChain(raw []byte, top map[string]json.RawMessage, dir, chain string) ([]byte, error) {
 	extra, err := libcni.NetworkPluginConfsFromFiles(dir, chain)
 	if err != nil {

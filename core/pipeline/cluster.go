@@ -62,9 +62,8 @@ func (p *Pipeline) loadClusterNetwork(ctx context.Context) (*clusterNetwork, err
 	return p.clusterFromConfig(r.Config, p.Config.ConfDir, r.Source, n)
 }
 
-// clusterFromConfig is the default network of config raw, with the
-// auxiliaryCNIChainName chain of dir appended; where names it in errors,
-// n is its NAD, if any.
+// clusterFromConfig is the default network of config raw with dir's
+// auxiliary chain; where names it in errors, n is its NAD, if any.
 func (p *Pipeline) clusterFromConfig(raw []byte, dir, where string, n *source.NAD) (*clusterNetwork, error) {
 	raw, err := p.withAuxiliaryChain(raw, dir)
 	if err != nil {

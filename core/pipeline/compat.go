@@ -36,8 +36,7 @@ type Router interface {
 	ReplaceDefaultRoute(ctx context.Context, netns, ifName string, gw net.IP) error
 }
 
-// applyCompat finishes the selections' Multus keys once their configs are
-// final, and counts every ignored key for the metric (OnIgnored).
+// applyCompat finishes the Multus keys on final configs and counts ignored keys.
 func (p *Pipeline) applyCompat(ctx context.Context, pl *plan) error {
 	for _, a := range pl.attachments {
 		if a.Selection == nil || pl.skip(a) {
@@ -97,9 +96,8 @@ func (p *Pipeline) compatCapabilities(ctx context.Context, pod *source.Pod, a *A
 	return nil
 }
 
-// setKey sets (*m)[k], making the map first: for an attachment's
-// CapabilityArgs, PluginKeys and Ignored keys (whoever ignores a key tells
-// the pod's owner).
+// setKey sets (*m)[k], making the map first (whoever sets an Ignored key
+// tells the pod's owner).
 func setKey[V any](m *map[string]V, k string, v V) {
 	if *m == nil {
 		*m = map[string]V{}

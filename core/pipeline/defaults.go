@@ -60,9 +60,8 @@ func (p *Pipeline) exists(path string) (bool, error) {
 	return err == nil, err
 }
 
-// planDefault is the pod's default network: the one its
-// DefaultNetworkAnnotation names (Multus compatibility), else the
-// cluster-wide one (s6); on failure a stand-in.
+// planDefault is the pod's default network: its DefaultNetworkAnnotation's,
+// else the cluster-wide one (s6); on failure a stand-in.
 func (p *Pipeline) planDefault(ctx context.Context, req *Request, pl *plan) (*Attachment, *types.Error) {
 	if pl.pod != nil && p.Config.MultusCompat() {
 		if v, ok := pl.pod.Annotations[selection.DefaultNetworkAnnotation]; ok {

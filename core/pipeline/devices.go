@@ -107,9 +107,8 @@ func groupDeviceNADs(pl *plan) (resources, claims deviceGroup, err error) {
 	return resources, claims, nil
 }
 
-// deviceNAD reads the devices a's NAD asks for (DeviceAnnotations): a
-// claim of the pod, or a resource, which becomes a.ResourceName. A
-// requested deviceID on a NAD with neither is handed on as it is.
+// deviceNAD reads the devices a's NAD asks for: a claim, or a resource
+// (a.ResourceName); with neither a requested deviceID is handed on.
 func deviceNAD(a *Attachment) (claim string, isClaim bool, err error) {
 	res, claim, isClaim, err := DeviceAnnotations(a.NAD.Annotations)
 	switch {
@@ -122,9 +121,8 @@ func deviceNAD(a *Attachment) (claim string, isClaim bool, err error) {
 	return claim, isClaim, err
 }
 
-// checkDevices is assignDevices off the node, where kubelet cannot be
-// asked: it checks the NADs' device annotations, and claims against the
-// pod's spec.resourceClaims when known.
+// checkDevices is assignDevices off the node: it checks the NADs' device
+// annotations, and claims against the pod's spec.resourceClaims if known.
 func (p *Pipeline) checkDevices(pl *plan) error {
 	for _, a := range pl.attachments[1:] {
 		if a.NAD == nil || pl.failed(a) {
@@ -230,8 +228,7 @@ func (p *Pipeline) setDeviceInfo(a *Attachment, res, id, containerID string) err
 	return nil
 }
 
-// prepareDeviceInfo writes the attachment's CNI device-info file just
-// before its delegate runs (s4.2.1); the record already names it.
+// prepareDeviceInfo writes a's CNI device-info file before its delegate (s4.2.1).
 func prepareDeviceInfo(a *Attachment) error {
 	if a.DeviceInfoFile == "" {
 		return nil
@@ -246,8 +243,7 @@ func prepareDeviceInfo(a *Attachment) error {
 	return nil
 }
 
-// addDeviceInfo puts the CNI device-info file's content in the status
-// entry (s6.1.1); an invalid file is left out with a warning.
+// addDeviceInfo puts the CNI device-info file in the status entry (s6.1.1).
 func (p *Pipeline) addDeviceInfo(ctx context.Context, pl *plan, a *Attachment, e *status.Entry) {
 	if a.DeviceInfoFile == "" {
 		return

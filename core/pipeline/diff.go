@@ -63,8 +63,7 @@ func DiffAttachments(rec *record.Record, els []*selection.Element) (*Diff, error
 	return d, nil
 }
 
-// assignNew gives every unmatched element its interface as ADD does
-// (AssignInterfaces), around the default network's and the kept ones.
+// assignNew gives every unmatched element its interface (AssignInterfaces).
 func (d *Diff) assignNew(rec *record.Record, els []*selection.Element) error {
 	used := map[string]string{}
 	for _, a := range rec.Attachments {

@@ -58,9 +58,8 @@ type Planned struct {
 	Err *types.Error
 }
 
-// Plan makes the plan an ADD would make for req (makePlan) and returns it
-// with the *types.Error the ADD would fail with. Nothing is locked,
-// recorded or attached, and readinessindicatorfile is not waited for.
+// Plan makes the plan an ADD would make for req and returns it with the
+// ADD's *types.Error; nothing is locked, recorded, attached or waited for.
 func (p *Pipeline) Plan(ctx context.Context, req *Request, opts PlanOptions) (*Plan, error) {
 	pl := &plan{opts: opts}
 	if err := p.makePlan(ctx, req, pl); err != nil && pl.err == nil {

@@ -378,9 +378,8 @@ func NeedsUpdate(rec *record.Record, pod *source.Pod, opts selection.ParseOption
 	return !statusCurrent(pod, rec)
 }
 
-// statusCurrent: network-status lists the record's networks, as many
-// times each (by name: a delegate may report no interface), with bare
-// addresses in "ips" (s5.3.3).
+// statusCurrent: network-status lists the record's networks by name (a
+// delegate may report no interface), with bare "ips" (s5.3.3).
 func statusCurrent(pod *source.Pod, rec *record.Record) bool {
 	var list []*status.Entry
 	if json.Unmarshal([]byte(pod.Annotations[status.Annotation]), &list) != nil || len(list) != len(rec.Attachments) {

@@ -29,8 +29,7 @@ type Pod struct {
 // Ref is "namespace/name".
 func (p *Pod) Ref() string { return p.Namespace + "/" + p.Name }
 
-// PodObject is the part of a Kubernetes Pod object (API JSON or manifest)
-// plexus reads; decoding only this keeps foreign fields out.
+// PodObject is the part of a Pod object (API JSON or manifest) plexus reads.
 type PodObject struct {
 	Metadata struct {
 		Namespace   string            `json:"namespace"`
@@ -127,8 +126,7 @@ type Source interface {
 	PublishStatus(ctx context.Context, pod *Pod, status []byte) error
 }
 
-// StatusRemover is implemented by sources whose status outlives the pod
-// unless removed on DEL (the manifests source's status file).
+// StatusRemover is implemented by sources whose status outlives the pod.
 type StatusRemover interface {
 	RemoveStatus(ctx context.Context, namespace, name string) error
 }

@@ -292,8 +292,7 @@ type PodCondition struct {
 	Message string
 }
 
-// SetPodCondition sets one condition with a strategic merge patch of the
-// status subresource: conditions merge by type, so the others stay.
+// SetPodCondition sets one condition with a strategic merge patch (by type).
 func (s *Source) SetPodCondition(ctx context.Context, pod *source.Pod, c PodCondition) error {
 	c.Message = names.Truncate(c.Message, maxEventMessage)
 	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []map[string]any{{

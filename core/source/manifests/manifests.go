@@ -190,9 +190,8 @@ type Dir struct {
 // NewDir returns a Dir for path; nothing is read until Current.
 func NewDir(path string) *Dir { return &Dir{path: path} }
 
-// Current returns the directory's manifests as they are now: the last
-// parse unless a manifest file was added, removed or modified (name, size,
-// modification time).
+// Current returns the directory's manifests: the last parse unless a file
+// was added, removed or modified (name, size, modification time).
 func (d *Dir) Current() (*Source, error) {
 	stamp, err := dirStamp(d.path)
 	if err != nil {

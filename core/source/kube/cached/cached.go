@@ -165,9 +165,8 @@ func podOf(p *corev1.Pod) *source.Pod {
 	}
 }
 
-// OnPodChange calls f with the "namespace/name" of every pod the cache
-// adds or whose annotation ann changes (not its network-status writes).
-// f must not block.
+// OnPodChange calls f, which must not block, with the "namespace/name" of
+// every pod the cache adds or whose annotation ann changes.
 func (s *Source) OnPodChange(ann string, f func(key string)) error {
 	_, err := s.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
