@@ -13,6 +13,7 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/plexus-cni/plexus/cmd/internal/daemon"
 	"github.com/plexus-cni/plexus/core/pipeline"
@@ -51,72 +52,55 @@ type metrics struct {
 }
 
 func newMetrics() *metrics {
-	m := &metrics{
-		reg: prometheus.NewRegistry(),
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "plexus_requests_total", Help: "CNI calls served, by command and result (ok or the CNI error code).",
-		}, []string{"command", "result"}),
-		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+	reg := prometheus.NewRegistry()
+	// The daemon's own health: memory, garbage collection, threads, CPU.
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	f := promauto.With(reg)
+	return &metrics{
+		reg:      reg,
+		requests: f.NewCounterVec(prometheus.CounterOpts{Name: "plexus_requests_total", Help: "CNI calls served, by command and result (ok or the CNI error code)."}, []string{"command", "result"}),
+		latency: f.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "plexus_request_duration_seconds", Help: "Time to serve a CNI call, by command.",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 12),
 		}, []string{"command"}),
-		inflight: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "plexus_inflight_requests", Help: "CNI calls being served.",
-		}),
-		attachments: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "plexus_attachments_total", Help: "Delegate ADDs (one per network attachment), by result.",
-		}, []string{"result"}),
-		denials: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "plexus_policy_denials_total", Help: "s7.4 policy denials, by reason code.",
-		}, []string{"code"}),
-		decisions: prometheus.NewHistogram(prometheus.HistogramOpts{
+		inflight:    f.NewGauge(prometheus.GaugeOpts{Name: "plexus_inflight_requests", Help: "CNI calls being served."}),
+		attachments: f.NewCounterVec(prometheus.CounterOpts{Name: "plexus_attachments_total", Help: "Delegate ADDs (one per network attachment), by result."}, []string{"result"}),
+		denials:     f.NewCounterVec(prometheus.CounterOpts{Name: "plexus_policy_denials_total", Help: "s7.4 policy denials, by reason code."}, []string{"code"}),
+		decisions: f.NewHistogram(prometheus.HistogramOpts{
 			Name: "plexus_policy_decision_duration_seconds", Help: "Time to make one s7.4 policy decision (one attachment), building the input included.",
 			Buckets: prometheus.ExponentialBuckets(25e-6, 2, 12),
 		}),
-		extErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "plexus_extension_errors_total", Help: "Extension hook failures, rejections and timeouts, by module and kind.",
-		}, []string{"module", "kind"}),
-		apiErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "plexus_api_errors_total", Help: "Failed Kubernetes API calls, by call.",
-		}, []string{"call"}),
-		publish: prometheus.NewHistogram(prometheus.HistogramOpts{
+		extErrors: f.NewCounterVec(prometheus.CounterOpts{Name: "plexus_extension_errors_total", Help: "Extension hook failures, rejections and timeouts, by module and kind."}, []string{"module", "kind"}),
+		apiErrors: f.NewCounterVec(prometheus.CounterOpts{Name: "plexus_api_errors_total", Help: "Failed Kubernetes API calls, by call."}, []string{"call"}),
+		publish: f.NewHistogram(prometheus.HistogramOpts{
 			Name: "plexus_status_publish_duration_seconds", Help: "Time to write one pod's network-status annotation (a PATCH of the pod), failures included.",
 			Buckets: prometheus.ExponentialBuckets(250e-6, 2, 14),
 		}),
-		cacheMisses: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "plexus_cache_misses_total", Help: "Reads the informer caches could not answer (a direct GET followed), by kind.",
-		}, []string{"kind"}),
-		policyReloads: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "plexus_policy_reloads_total", Help: "Policy reloads after a change, by result.",
-		}, []string{"result"}),
-		ignoredKeys: prometheus.NewCounterVec(prometheus.CounterOpts{
+		cacheMisses:   f.NewCounterVec(prometheus.CounterOpts{Name: "plexus_cache_misses_total", Help: "Reads the informer caches could not answer (a direct GET followed), by kind."}, []string{"kind"}),
+		policyReloads: f.NewCounterVec(prometheus.CounterOpts{Name: "plexus_policy_reloads_total", Help: "Policy reloads after a change, by result."}, []string{"result"}),
+		ignoredKeys: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "plexus_selection_ignored_keys_total", Help: "Selection annotation keys an ADD ignored (also listed in the attachment's network-status under io.plexus.ignored), by key; keys plexus does not know are counted as \"other\" or \"reverse-domain\".",
 		}, []string{"key"}),
-		policyLoaded: prometheus.NewGauge(prometheus.GaugeOpts{
+		policyLoaded: f.NewGauge(prometheus.GaugeOpts{
 			Name: "plexus_policy_last_reload_ok", Help: "1 when the policy files in place are the ones in use, 0 when the last change failed to compile and the previous policy is kept.",
 		}),
-		policyRevision: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		policyRevision: f.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "plexus_policy_revision_info", Help: "1 for the policy in force: the AttachmentPolicy followed, the source (object, defaults or none) and the revision.",
 		}, []string{"object", "source", "revision"}),
-		podResources: prometheus.NewCounterVec(prometheus.CounterOpts{
+		podResources: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "plexus_pod_resources_calls_total", Help: "Calls to kubelet's pod-resources API (at most one per ADD of a pod with device networks), by method.",
 		}, []string{"method"}),
-		gcCollected: prometheus.NewCounter(prometheus.CounterOpts{
+		gcCollected: f.NewCounter(prometheus.CounterOpts{
 			Name: "plexus_gc_collected_containers_total", Help: "Containers whose sandbox the runtime no longer lists that plexusd detached from their attachment record (criSocket set).",
 		}),
-		statusRepaired: prometheus.NewCounter(prometheus.CounterOpts{
+		statusRepaired: f.NewCounter(prometheus.CounterOpts{
 			Name: "plexus_status_repaired_total",
 			Help: "network-status annotations a restarted plexusd wrote from attachment records (its predecessor answered the ADD but did not publish, or the status held prefixes in ips).",
 		}),
-		gcPasses: prometheus.NewCounterVec(prometheus.CounterOpts{
+		gcPasses: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "plexus_gc_passes_total", Help: "Passes of the stale record collection, by result: ok, cri_failed (the runtime did not answer: nothing collected) or incomplete (some records could not be read or detached).",
 		}, []string{"result"}),
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.inflight, m.attachments, m.denials, m.decisions, m.extErrors,
-		m.apiErrors, m.publish, m.cacheMisses, m.policyReloads, m.policyLoaded, m.policyRevision, m.ignoredKeys, m.podResources, m.gcCollected, m.gcPasses, m.statusRepaired,
-		// The daemon's own health: memory, garbage collection, threads, CPU.
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return m
 }
 
 // handler counts and times every call.
