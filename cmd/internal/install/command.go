@@ -57,9 +57,8 @@ func AddFlags(fs *pflag.FlagSet, getenv func(string) string) *Flags {
 	return f
 }
 
-// Options completes the parsed flags: PLEXUS_UNINSTALL=true in the
-// environment sets --uninstall, so the DaemonSet can switch it without
-// changing the command; --server defaults to the in-cluster service.
+// Options completes the parsed flags: PLEXUS_UNINSTALL=true sets
+// --uninstall; --server defaults to the in-cluster service.
 func (f *Flags) Options(getenv func(string) string) (Options, error) {
 	o := f.o
 	if v := getenv("PLEXUS_UNINSTALL"); v != "" {
@@ -87,8 +86,7 @@ func (f *Flags) Options(getenv func(string) string) (Options, error) {
 }
 
 // Run is `plexusctl install` once its options are read: it runs until ctx
-// ends (SIGTERM) and returns the exit status. version is plexus's
-// release, reported in the node's PlexusNode.
+// ends and returns the exit status; version is reported in the PlexusNode.
 func Run(ctx context.Context, o Options, stderr io.Writer, version string) int {
 	o.Log = slog.New(slog.NewTextHandler(stderr, nil))
 	cfg, err := apiClients(&o)
@@ -102,7 +100,6 @@ func Run(ctx context.Context, o Options, stderr io.Writer, version string) int {
 		return codes.ExitUsage
 	}
 	if cfg != nil {
-		// The node's PlexusNode: what this installer put in place.
 		a, err := in.Agent(version)
 		if err != nil {
 			fmt.Fprintf(stderr, "plexusctl install: node agent: %v\n", err)
@@ -121,15 +118,13 @@ func Run(ctx context.Context, o Options, stderr io.Writer, version string) int {
 	return codes.ExitOK
 }
 
-// apiClients sets o's clients when the installer talks to the API (a
-// node-bound token to request, a PlexusNode to report); it returns their
-// config, nil when it does not.
+// apiClients sets o's clients when the installer talks to the API and
+// returns their config; nil when it does not.
 func apiClients(o *Options) (*rest.Config, error) {
 	if o.NodeName == "" || o.BinariesOnly {
 		return nil, nil
 	}
-	// Authenticates with the projected token, which client-go rereads as
-	// kubelet rotates it.
+	// client-go rereads the projected token as kubelet rotates it.
 	cfg := &rest.Config{
 		Host: o.Server, BearerTokenFile: o.TokenFile,
 		TLSClientConfig: rest.TLSClientConfig{CAFile: o.CAFile},
@@ -145,8 +140,8 @@ func apiClients(o *Options) (*rest.Config, error) {
 	return cfg, nil
 }
 
-// BinaryList reads a --binaries flag: comma-separated names, blanks and
-// empty entries dropped (New checks that each is a plain file name).
+// BinaryList reads a --binaries flag: comma-separated names, blanks
+// dropped.
 func BinaryList(flag string) []string {
 	var out []string
 	for b := range strings.SplitSeq(flag, ",") {

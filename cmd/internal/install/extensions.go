@@ -20,16 +20,14 @@ import (
 	"github.com/plexus-cni/plexus/extensions/copier"
 )
 
-// DefaultExtensionsSrc is where extension images' volumes (or the init
-// containers' emptyDirs) put each module: NAME/module.wasm.
+// DefaultExtensionsSrc is where extension images' volumes put each module:
+// NAME/module.wasm.
 const DefaultExtensionsSrc = "/opt/plexus/extensions"
 
-// maxExtensionModules bounds the modules one config names: as many as a
-// PlexusNode reports.
+// maxExtensionModules bounds the modules one config names, as a PlexusNode does.
 const maxExtensionModules = 64
 
-// extensionName is the allow-list of a module's directory name: a plain
-// name that never walks out of the source or the host directory.
+// extensionName is a module's directory name: never one that walks out.
 var extensionName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
 
 // extModule is one module --config's "extensions" names.
@@ -38,10 +36,8 @@ type extModule struct {
 	entry map[string]any // its entry in "modules", path included
 }
 
-// checkExtensions checks the options of an installer that copies
-// extension modules to the host (ExtensionsDir): --config's "extensions"
-// must name each module at its path in the image,
-// ExtensionsSrcDir/NAME/module.wasm; the installer writes the host path.
+// checkExtensions checks the ExtensionsDir options: --config's "extensions"
+// names each module at ExtensionsSrcDir/NAME/module.wasm.
 func (o *Options) checkExtensions() ([]extModule, error) {
 	if o.ExtensionsDir == "" {
 		return nil, nil
@@ -92,8 +88,7 @@ func (o *Options) checkExtensions() ([]extModule, error) {
 	return mods, nil
 }
 
-// extModule reads one entry of "modules": its path must be
-// ExtensionsSrcDir/NAME/module.wasm with NAME a plain name.
+// extModule reads one entry of "modules".
 func (o *Options) extModule(m any) (extModule, error) {
 	entry, ok := m.(map[string]any)
 	if !ok {
@@ -108,18 +103,13 @@ func (o *Options) extModule(m any) (extModule, error) {
 	return extModule{name: name, entry: entry}, nil
 }
 
-// InstallExtensions copies each module --config's "extensions" names
-// from ExtensionsSrcDir to ExtensionsDir/NAME/module.wasm. Each copy is
-// checked, before it is renamed into place, as the plugin would load it:
-// its entry parsed as the plugin parses it, compiled and instantiated
-// under its own limits (one module at a time, to bound the installer's
-// memory), and its keys and name checked against the modules before it.
-// So the plugin, which fails every call on a module it cannot load, never
-// reads a module that failed, nor a part of one. A module that fails is
-// refused, logged, reported in the node's PlexusNode, and left out of the
-// plugin's config; the others are installed. Modules ExtensionsDir holds
-// that are not installed now are removed. Only a failure of ExtensionsDir
-// itself is returned.
+// InstallExtensions copies each module --config's "extensions" names to
+// ExtensionsDir/NAME/module.wasm. Each copy is loaded as the plugin would,
+// one at a time to bound memory, and checked against the modules before it
+// before it is renamed into place: the plugin fails every call on a module
+// it cannot load. A failing module is logged, reported in the PlexusNode
+// and left out of the config; modules no longer installed are removed.
+// Only a failure of ExtensionsDir itself is returned.
 func (in *Installer) InstallExtensions(ctx context.Context) error {
 	if in.o.ExtensionsDir == "" {
 		return nil
@@ -159,8 +149,7 @@ func (in *Installer) InstallExtensions(ctx context.Context) error {
 	}
 	var cfg map[string]any
 	if raw, ok := in.o.Extra["extensions"].(map[string]any); ok {
-		cfg = map[string]any{}
-		maps.Copy(cfg, raw)
+		cfg = maps.Clone(raw)
 		cfg["modules"] = append([]any{}, passed...)
 	}
 	in.warmExtensions(ctx, cache, passed)
@@ -173,9 +162,8 @@ func (in *Installer) InstallExtensions(ctx context.Context) error {
 	return nil
 }
 
-// extCacheDir is the plugin's compilation cache for extension modules:
-// the "extensions" config's "cacheDir", else <cacheDir>/extensions as the
-// plugin defaults it; "" unless that is an absolute path.
+// extCacheDir is the plugin's compilation cache for extension modules, as
+// the plugin defaults it; "" unless that is an absolute path.
 func (in *Installer) extCacheDir() string {
 	ext, _ := in.o.Extra["extensions"].(map[string]any)
 	dir, _ := ext["cacheDir"].(string)
@@ -189,11 +177,9 @@ func (in *Installer) extCacheDir() string {
 	return dir
 }
 
-// warmExtensions fills the plugin's compilation cache dir (extCacheDir)
-// with the installed modules, one at a time, so that the plugin's first
-// calls load compiled code instead of compiling. stage compiled each into
-// it already, so this only loads them, and checks that the cache serves
-// them. A failure only costs those calls the compilation: it is logged.
+// warmExtensions checks that extCacheDir serves the installed modules
+// (stage compiled them into it), so the plugin's first calls do not
+// compile. A failure only costs that compilation: it is logged.
 func (in *Installer) warmExtensions(ctx context.Context, dir string, installed []any) {
 	if dir == "" {
 		return
@@ -211,7 +197,7 @@ func (in *Installer) warmExtensions(ctx context.Context, dir string, installed [
 }
 
 // candidate is one module on its way to the host: a checked copy at tmp,
-// or err saying why it was refused.
+// or why it was refused.
 type candidate struct {
 	extModule
 	dst, tmp string
@@ -220,18 +206,15 @@ type candidate struct {
 	err      error
 }
 
-// hostEntry is the module's entry in the plugin's config: --config's,
-// naming the host copy.
+// hostEntry is the module's entry in the plugin's config.
 func (c *candidate) hostEntry() map[string]any {
-	entry := map[string]any{}
-	maps.Copy(entry, c.entry)
+	entry := maps.Clone(c.entry)
 	entry["path"] = c.dst
 	return entry
 }
 
-// stage copies the module beside dst and loads the copy alone, as the
-// plugin would, compiling it into cache (the plugin's compilation cache,
-// keyed by the module's content, so the installed copy hits it); a
+// stage copies the module beside dst and loads the copy alone, compiling
+// it into cache (keyed by content, so the installed copy hits it); a
 // refusal names the module's source path, not the copy.
 func (c *candidate) stage(ctx context.Context, srcDir, cache string) {
 	src := filepath.Join(srcDir, c.name, copier.ModuleFile)
@@ -284,8 +267,7 @@ func (c *candidate) discard() {
 }
 
 // refuseClashes refuses each staged module whose name or keys clash with
-// a module before it, as the plugin's host would refuse it (reading
-// declarations only: each was compiled by stage).
+// a module before it, as the plugin's host would.
 func refuseClashes(ctx context.Context, cands []*candidate) {
 	var staged []*candidate
 	var mods []extensions.ModuleConfig
@@ -315,8 +297,7 @@ func refuseClashes(ctx context.Context, cands []*candidate) {
 }
 
 // copyModule copies srcDir/name/module.wasm, at most
-// extensions.MaxModuleBytes, to a temporary file beside dst (writeTemp)
-// and returns its path.
+// extensions.MaxModuleBytes, to a temporary file beside dst.
 func copyModule(srcDir, name, dst string) (string, error) {
 	src, err := openModule(srcDir, name)
 	if err != nil {
@@ -337,9 +318,8 @@ func copyModule(srcDir, name, dst string) (string, error) {
 	return tmp, nil
 }
 
-// openModule opens srcDir/name/module.wasm, refusing a symbolic link on
-// the way or anything but a regular file: a module is a file of its image,
-// never one elsewhere on the node.
+// openModule opens srcDir/name/module.wasm, refusing a symbolic link or
+// anything but a regular file: a module is never a file elsewhere on the node.
 func openModule(srcDir, name string) (*os.File, error) {
 	root, err := os.OpenRoot(srcDir)
 	if err != nil {
@@ -367,9 +347,8 @@ func openModule(srcDir, name string) (*os.File, error) {
 	return f, nil
 }
 
-// pruneExtensions removes from ExtensionsDir the modules (and leftover
-// temporary files) of every NAME not in keep, then NAME's directory if
-// it is empty; anything else there stays.
+// pruneExtensions removes the modules (and temporary files) of every NAME
+// not in keep, then NAME's directory if empty; anything else stays.
 func (in *Installer) pruneExtensions(keep map[string]bool) error {
 	entries, err := os.ReadDir(in.o.ExtensionsDir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -412,17 +391,15 @@ func (in *Installer) uninstallExtensions() error {
 	return err
 }
 
-// extensionsConfig is the plugin's "extensions" key once
-// InstallExtensions has run: nil to leave --config's as it is.
+// extensionsConfig is the plugin's "extensions" key once InstallExtensions
+// has run: nil to leave --config's as it is.
 func (in *Installer) extensionsConfig() map[string]any {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	return in.extConfig
 }
 
-// NodeExtensions is each module's state for the node's PlexusNode:
-// Loaded when installed and named in the plugin's config, Err when
-// refused.
+// NodeExtensions is each module's state for the node's PlexusNode.
 func (in *Installer) NodeExtensions() []extensions.ModuleState {
 	in.mu.Lock()
 	defer in.mu.Unlock()

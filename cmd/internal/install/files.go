@@ -26,8 +26,7 @@ import (
 )
 
 // InstallBinaries copies each binary to BinDir through a temporary file
-// and a rename, so the runtime never executes a half-written plugin. An
-// identical file is left alone (copyIfChanged).
+// and a rename, so the runtime never executes a half-written plugin.
 func (in *Installer) InstallBinaries() error {
 	for _, b := range in.o.Binaries { // plain file names: New checked them
 		src, dst := filepath.Join(in.o.SrcBinDir, b), filepath.Join(in.o.BinDir, b)
@@ -52,10 +51,8 @@ func copyIfChanged(src, dst string, mode os.FileMode) (bool, error) {
 	return writeIfChanged(dst, f, mode)
 }
 
-// writeKubeconfig writes the plugin's kubeconfig from the current token and
-// CA: the node-bound token while there is one (renewed before it expires),
-// the projected one otherwise (kubelet rotates it, and the next pass
-// rewrites it). The plugin reads the file on every invocation.
+// writeKubeconfig writes the plugin's kubeconfig from the current token
+// (kubeconfigToken) and CA; the plugin reads it on every invocation.
 func (in *Installer) writeKubeconfig(ctx context.Context) error {
 	token, err := os.ReadFile(in.o.TokenFile)
 	if err != nil {
@@ -91,12 +88,9 @@ func (in *Installer) writeKubeconfig(ctx context.Context) error {
 }
 
 // reconcileConfig writes plexus's config while the default network's
-// config exists and removes it while it does not (s6.1: kubelet must not
-// see plexus ready before the default network is). With Immediate
-// (s6.1.2), plexus's config exists from the start and names the default
-// network's directory, resolved on each call; until a default config
-// appears it carries version 1.0.0 and no capabilities, and it is
-// rewritten when one does.
+// exists and removes it while it does not (s6.1). With Immediate (s6.1.2)
+// it exists from the start, naming the default network's directory; until
+// a default config appears it carries 1.0.0 and no capabilities.
 func (in *Installer) reconcileConfig() error {
 	ours := filepath.Join(in.o.ConfDir, in.o.ConfName)
 	def, raw, err := in.findDefault()
@@ -137,8 +131,7 @@ func (in *Installer) reconcileConfig() error {
 }
 
 // findDefault is the default network's config: the first CNI config by
-// name in DefaultConfDir that is not plexus's, as kubelet would choose it
-// without plexus. "" when there is none yet.
+// name in DefaultConfDir that is not plexus's; "" when there is none yet.
 func (in *Installer) findDefault() (string, []byte, error) {
 	entries, err := os.ReadDir(in.o.DefaultConfDir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -159,8 +152,7 @@ func (in *Installer) findDefault() (string, []byte, error) {
 		}
 		c, err := parseConf(raw)
 		if err != nil {
-			// Possibly half-written by the default network's installer:
-			// the next pass looks again.
+			// Possibly half-written: the next pass looks again.
 			in.o.Log.Info("skipping unreadable CNI config", "path", p, "err", err)
 			continue
 		}
@@ -227,8 +219,7 @@ func (c *conf) types() []string {
 }
 
 // capabilities are the default network's: the runtime passes runtimeConfig
-// only for capabilities the config it calls declares, and plexus hands
-// them on to the default network's delegates.
+// only for those plexus's config declares, for its delegates.
 func (c *conf) capabilities() map[string]bool {
 	out := map[string]bool{}
 	for _, p := range c.plugins {
@@ -241,9 +232,8 @@ func (c *conf) capabilities() map[string]bool {
 	return out
 }
 
-// plexusConfig is plexus's conflist. Its capabilities are the default
-// network's, plus the pod annotations, which plexus reads the selection
-// from instead of the API when the runtime passes them.
+// plexusConfig is plexus's conflist; its capabilities are the default
+// network's plus the pod annotations (read instead of the API).
 func (in *Installer) plexusConfig(def string, raw []byte) ([]byte, error) {
 	c, err := parseConf(raw)
 	if err != nil {
@@ -289,8 +279,7 @@ func (in *Installer) plexusConfig(def string, raw []byte) ([]byte, error) {
 const DefaultCNIVersion = "1.0.0"
 
 // defaultVersion is the default network's cniVersion, which the runtime
-// already accepts, when plexus supports it and it is not above
-// DefaultCNIVersion; DefaultCNIVersion otherwise.
+// accepts, when plexus supports it and it is at most DefaultCNIVersion.
 func defaultVersion(def string) string {
 	if CheckCNIVersion(def) != nil {
 		return DefaultCNIVersion
@@ -310,11 +299,9 @@ func CheckCNIVersion(v string) error {
 	return nil
 }
 
-// writeIfChanged writes data atomically (writeAtomic) unless path
-// already has data's bytes. Both are streamed and compared by digest,
-// never held in memory: the binaries are tens of megabytes and the
-// installer runs under a small memory limit, which reading both whole
-// would exceed on an upgrade.
+// writeIfChanged writes data atomically unless path already has its
+// bytes. Both are compared by streamed digest, never held in memory: the
+// binaries are tens of megabytes and the installer's memory limit small.
 func writeIfChanged(path string, data io.ReadSeeker, mode os.FileMode) (bool, error) {
 	want, err := digest(data)
 	if err != nil {
@@ -345,9 +332,8 @@ func digest(r io.Reader) ([]byte, error) {
 	return h.Sum(nil), nil
 }
 
-// writeAtomic writes a temporary file beside path (writeTemp) and renames
-// it over path: readers (kubelet, the runtime, plexus) see the old file or
-// the new one, never a part.
+// writeAtomic writes a temporary file beside path and renames it over
+// path: readers see the old file or the new one, never a part.
 func writeAtomic(path string, data io.Reader, mode os.FileMode) error {
 	tmp, _, err := writeTemp(path, data, mode)
 	if err != nil {
@@ -358,8 +344,7 @@ func writeAtomic(path string, data io.Reader, mode os.FileMode) error {
 }
 
 // writeTemp writes data, synced and with mode, to a temporary file beside
-// path and returns its name and size. The name has no CNI config
-// extension, so kubelet never loads it.
+// path (never with a CNI config extension) and returns its name and size.
 func writeTemp(path string, data io.Reader, mode os.FileMode) (string, int64, error) {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
 	if err != nil {
@@ -382,6 +367,5 @@ func writeTemp(path string, data io.Reader, mode os.FileMode) (string, int64, er
 	return f.Name(), n, nil
 }
 
-// pluginType is the config's "type": PluginType when set, else plexus,
-// which runs the policy and extension stages itself.
+// pluginType is the config's "type": PluginType, else plexus.
 func (in *Installer) pluginType() string { return cmp.Or(in.o.PluginType, "plexus") }

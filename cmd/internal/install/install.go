@@ -1,9 +1,9 @@
 // Package install is what the plexus DaemonSet runs on every node: it
-// copies the plexus binaries to the host's CNI bin directory, keeps a
-// kubeconfig for the node-local plugin with a token bound to the node (or,
-// failing that, the pod's projected ServiceAccount token), and writes plexus's CNI config into kubelet's CNI
-// config directory only once the cluster-wide default network's config is
-// there (s6.1, s6.1.1). On shutdown it can remove what it installed.
+// copies the plexus binaries to the host's CNI bin directory, keeps the
+// plugin's kubeconfig with a node-bound (else the pod's) token, and writes
+// plexus's CNI config into kubelet's CNI config directory only once the
+// cluster-wide default network's is there (s6.1, s6.1.1). On shutdown it
+// can remove what it installed.
 package install
 
 import (
@@ -29,22 +29,20 @@ import (
 )
 
 // Options say where things are. Paths are the same inside the installer's
-// container and on the host: the DaemonSet mounts each host directory at its
-// own path, so the configs it writes name files as plexus will see them.
+// container and on the host: the DaemonSet mounts each host directory at
+// its own path.
 type Options struct {
-	// SrcBinDir holds the binaries in the image; Binaries are the ones
-	// copied from it to BinDir, the host's CNI bin directory (with
-	// ConfigOnly: the ones an uninstall removes from BinDir).
+	// Binaries are copied from SrcBinDir, in the image, to BinDir, the
+	// host's CNI bin directory (with ConfigOnly: only removed on uninstall).
 	SrcBinDir string
 	Binaries  []string
 	BinDir    string
-	// DefaultConfDir is where the cluster-wide default network writes its
-	// CNI config; ConfDir is kubelet's CNI config directory, where plexus's
-	// goes (the same directory unless kubelet has its own, s6.1.1).
+	// DefaultConfDir holds the default network's CNI config; ConfDir is
+	// kubelet's, where plexus's goes (the same unless s6.1.1).
 	DefaultConfDir string
 	ConfDir        string
 	// ConfName is plexus's config file; it must sort before the default
-	// network's, since kubelet uses the first config by name.
+	// network's (kubelet uses the first).
 	ConfName string
 	// Kubeconfig is written for the plugin from TokenFile, CAFile and
 	// Server (https://KUBERNETES_SERVICE_HOST:KUBERNETES_SERVICE_PORT).
@@ -53,36 +51,29 @@ type Options struct {
 	CAFile     string
 	Server     string
 	// Client, with NodeName, lets the installer put a token bound to the
-	// Node into the kubeconfig instead of TokenFile's, which is bound to
-	// the installer's pod and dies with it on an upgrade (token.go).
-	// Without them, or when TokenRequest fails, TokenFile's is used.
+	// Node into the kubeconfig instead of TokenFile's (token.go).
 	Client   kubernetes.Interface
 	NodeName string
-	// TokenTTL is the node token's requested lifetime (DefaultTokenTTL
-	// unless set; the server may grant less).
+	// TokenTTL is the node token's requested lifetime (DefaultTokenTTL).
 	TokenTTL time.Duration
 	// Extra are plexus config keys added to the generated config
 	// (logLevel, cacheDir, policy, ...).
 	Extra map[string]any
-	// PolicySrcDir holds policy files in the image (its rule library and
-	// baseline); with PolicyDir set they are copied there, on the host,
-	// before the config is written, so that a "policy" in Extra can name
-	// them (InstallPolicy).
+	// PolicySrcDir holds the image's policy files; with PolicyDir set they
+	// are copied there, on the host, before the config is written
+	// (InstallPolicy).
 	PolicySrcDir string
 	PolicyDir    string
 	// PolicyObject names the AttachmentPolicy the node follows: its
-	// verified revisions are kept in PolicyDir, the plugin's config names
-	// the library and the active one (policies/revision), and the
-	// revision in force goes into the node's PlexusNode (Agent).
-	// PolicyDefaults stand in for a revision until one is activated
-	// (PolicyDir's baseline.yaml unless set).
+	// verified revisions are kept in PolicyDir and the plugin's config
+	// names the library and the active one (policies/revision).
+	// PolicyDefaults stand in until one is activated (default:
+	// PolicyDir's baseline.yaml).
 	PolicyObject   string
 	PolicyDefaults []string
-	// ExtensionsSrcDir holds extension modules as the extension images'
-	// volumes put them, NAME/module.wasm; with ExtensionsDir set, each
-	// module Extra's "extensions" names there is checked and copied to
-	// ExtensionsDir/NAME/module.wasm on the host, and the plugin's config
-	// names that copy (InstallExtensions).
+	// ExtensionsSrcDir holds extension modules as NAME/module.wasm; with
+	// ExtensionsDir set, each one Extra's "extensions" names is checked and
+	// copied there, on the host (InstallExtensions).
 	ExtensionsSrcDir string
 	ExtensionsDir    string
 	Plexus           versioned.Interface
@@ -95,26 +86,23 @@ type Options struct {
 	// Run's context ends (the DaemonSet is deleted).
 	Uninstall bool
 	// BinariesOnly copies the binaries and returns (thick mode's init
-	// container: plexusd maintains the config).
+	// container).
 	BinariesOnly bool
 	// PluginType is the "type" of the config written: the plugin binary the
 	// runtime runs (unset: "plexus"; plexusd uses "plexus-shim").
 	PluginType string
-	// ConfigOnly manages plexus's CNI config alone: it copies no binaries
-	// and writes no kubeconfig (plexusd, whose shim never talks to the
-	// API).
+	// ConfigOnly manages plexus's CNI config alone, without binaries or
+	// kubeconfig (plexusd).
 	ConfigOnly bool
 	// Immediate writes the config at once, its clusterNetwork naming
-	// DefaultConfDir, instead of waiting for the default network's config:
-	// the s6.1.2 alternative, where plexusd blocks attachments until the
-	// default network is ready.
+	// DefaultConfDir (s6.1.2: plexusd blocks ADDs until the default
+	// network is ready).
 	Immediate bool
 	// CNIVersion is the cniVersion of the config written; "" is the
 	// default network's, at most DefaultCNIVersion.
 	CNIVersion string
-	// Manifests is written as the config's "manifests" (plexusd with the
-	// manifests source): the shim's DEL without plexusd then removes the
-	// pod's status file as plexusd's DEL would.
+	// Manifests is written as the config's "manifests" (plexusd's), so a
+	// DEL without plexusd removes the pod's status file too.
 	Manifests string
 	Log       *slog.Logger
 }
@@ -165,9 +153,7 @@ func (o *Options) check() error {
 			return fmt.Errorf("policy dir %q: only for an installer that writes plexus's config for the plugin", o.PolicyDir)
 		}
 		paths["policy dir"], paths["policy source dir"] = o.PolicyDir, o.PolicySrcDir
-		// The installer removes policy files there that the source does
-		// not hold, .json and .yaml among them: never in a directory of
-		// someone else's files.
+		// The installer removes policy files there that the source lacks.
 		for name, d := range map[string]string{"policy source dir": o.PolicySrcDir, "conf dir": o.ConfDir, "default conf dir": o.DefaultConfDir, "bin dir": o.BinDir} {
 			if within(d, o.PolicyDir) {
 				return fmt.Errorf("policy dir %q holds the %s %q: give it a directory of its own", o.PolicyDir, name, d)
@@ -220,15 +206,12 @@ type Installer struct {
 	o    Options
 	now  func() time.Time
 	node nodeToken
-	// agent reports the node and follows PolicyObject (Agent); nil
-	// without the API.
+	// agent reports the node and follows PolicyObject; nil without the API.
 	agent *agent.Agent
-	// ext are the extension modules to install.
-	ext []extModule
-	// mu guards what the last passes found, for the node's PlexusNode:
-	// seen (observe), and what InstallExtensions did: extConfig, the
-	// plugin's "extensions" key (the modules that passed, at their host
-	// paths), and extNodes, each module's state.
+	ext   []extModule
+	// mu guards what the last passes found (observe) and what
+	// InstallExtensions did: the plugin's "extensions" key and each
+	// module's state.
 	mu        sync.Mutex
 	seen      nodestate.Install
 	extConfig map[string]any
@@ -247,10 +230,9 @@ func New(o Options) (*Installer, error) {
 	return &Installer{o: o, now: time.Now, ext: ext}, nil
 }
 
-// Run installs the binaries, then reconciles the kubeconfig and the config
-// every Poll until ctx ends; with Uninstall it then removes what it
-// installed. Transient problems (no default network yet, a token being
-// rotated) are logged and retried; only what cannot get better is returned.
+// Run installs the binaries, then reconciles every Poll until ctx ends;
+// with Uninstall it then removes what it installed. Transient problems are
+// logged and retried; only what cannot get better is returned.
 func (in *Installer) Run(ctx context.Context) error {
 	if !in.o.ConfigOnly {
 		if err := in.InstallBinaries(); err != nil {
@@ -288,8 +270,7 @@ func (in *Installer) Run(ctx context.Context) error {
 }
 
 // Reconcile is one pass: the kubeconfig first (the plugin needs it as soon
-// as its config is there), then plexus's config, present exactly while the
-// default network's is (s6.1).
+// as its config is there), then plexus's config (s6.1).
 func (in *Installer) Reconcile(ctx context.Context) error {
 	if !in.o.ConfigOnly {
 		if err := in.writeKubeconfig(ctx); err != nil {
@@ -299,17 +280,16 @@ func (in *Installer) Reconcile(ctx context.Context) error {
 	return in.reconcileConfig()
 }
 
-// Uninstall removes plexus's config first, so kubelet stops calling plexus
-// (falling back to the default network's config), then the kubeconfig,
-// the binaries, the extension modules and the policy files. The default network's files are never touched.
+// Uninstall removes plexus's config first, so kubelet falls back to the
+// default network's, then the kubeconfig, the binaries, the extension
+// modules and the policy files.
 func (in *Installer) Uninstall() error {
 	var errs []error
 	paths := []string{filepath.Join(in.o.ConfDir, in.o.ConfName)}
 	if !in.o.ConfigOnly {
 		paths = append(paths, in.o.Kubeconfig)
 	}
-	// A config-only installer's binaries were copied by someone else
-	// (thick mode's init container): it only removes them.
+	// A config-only installer only removes binaries (the init container's).
 	for _, b := range in.o.Binaries {
 		paths = append(paths, filepath.Join(in.o.BinDir, b))
 	}
@@ -332,8 +312,7 @@ func (in *Installer) Uninstall() error {
 	} else if in.o.PolicyDir != "" {
 		paths = append(paths, in.o.PolicyDir)
 	}
-	// The kubeconfig's own directory, if the installer made it and it is
-	// now empty.
+	// The kubeconfig's own directory, if now empty.
 	if dir := filepath.Dir(in.o.Kubeconfig); !in.o.ConfigOnly && dir != in.o.ConfDir && dir != in.o.DefaultConfDir {
 		_ = os.Remove(dir)
 	}

@@ -5,27 +5,24 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 
 	"github.com/plexus-cni/plexus/cmd/internal/agent"
 	"github.com/plexus-cni/plexus/cmd/internal/nodestate"
 	"github.com/plexus-cni/plexus/core/config"
 )
 
-// Observed is what the last pass found: plexus's config, the default
-// network, and the plugin types both name with the bin dirs they are
-// looked up in.
+// Observed is what the last pass found.
 func (in *Installer) Observed() nodestate.Install {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	out := in.seen
-	out.Plugins = append([]string(nil), out.Plugins...)
-	out.BinDirs = append([]string(nil), out.BinDirs...)
+	out.Plugins, out.BinDirs = slices.Clone(out.Plugins), slices.Clone(out.BinDirs)
 	return out
 }
 
 // observe records a pass and calls OnChange when it differs from the
-// last: def and raw are the default network's config file and bytes ("",
-// nil when there is none).
+// last; def and raw are the default network's config file and bytes.
 func (in *Installer) observe(ours, def string, raw []byte) {
 	cur := nodestate.Install{ConfigPath: ours, BinDirs: in.binDirs()}
 	if fi, err := os.Stat(ours); err == nil && fi.Mode().IsRegular() {
@@ -48,8 +45,7 @@ func (in *Installer) observe(ours, def string, raw []byte) {
 	}
 }
 
-// binDirs are where plexus (binDir) and the runtime (the CNI bin dir)
-// look for plugins.
+// binDirs are where plexus and the runtime look for plugins.
 func (in *Installer) binDirs() []string {
 	var dirs []string
 	if d, ok := in.o.Extra["binDir"].(string); ok && filepath.IsAbs(d) {
@@ -58,17 +54,13 @@ func (in *Installer) binDirs() []string {
 	return append(dirs, in.o.BinDir)
 }
 
-// Agent is the thin node's agent (cmd/internal/agent), authenticated as
-// the installer's API clients are: it reports what the installer puts in
-// place and follows PolicyObject once Run has put its revision in force.
-// Call it before Run.
+// Agent is the thin node's agent: it reports what the installer puts in
+// place and follows PolicyObject once Run has put it in force. Call it
+// before Run.
 func (in *Installer) Agent(version string) (*agent.Agent, error) {
-	// The settings of the config the installer writes: the keys it was
-	// given.
-	var c config.Config
+	var c config.Config // the settings of the config the installer writes
 	if raw, err := json.Marshal(in.o.Extra); err == nil {
-		// Keys of the wrong type were refused when the config was written.
-		_ = json.Unmarshal(raw, &c)
+		_ = json.Unmarshal(raw, &c) // keys of the wrong type fail the write
 	}
 	a, err := agent.New(agent.Options{Core: in.o.Client, Options: nodestate.Options{
 		Client: in.o.Plexus, Node: in.o.NodeName, FieldManager: nodestate.ManagerInstaller,

@@ -11,19 +11,17 @@ import (
 	"strings"
 )
 
-// Bounds on the policy files copied to the host: the image's library and
-// baseline are a few dozen kilobytes, and a source holding more than this
-// is not the image's.
+// Bounds on the policy files copied to the host: the image's are a few
+// dozen kilobytes.
 const (
 	maxPolicyFiles = 256
 	maxPolicyBytes = 8 << 20
 	maxPolicyDepth = 3 // PolicySrcDir/a/b/file
 )
 
-// policyFiles lists what InstallPolicy copies from dir: the regular files
-// the policy engine reads (.rego modules but their tests, and .json,
-// .yaml, .yml data), as slash-separated paths relative to dir, sorted.
-// Symbolic links and other non-regular files are not copied.
+// policyFiles lists the regular files the policy engine reads in dir
+// (.rego but tests, .json, .yaml, .yml), as sorted slash-separated
+// relative paths.
 func policyFiles(dir string) ([]string, error) {
 	var out []string
 	var total int64
@@ -81,13 +79,9 @@ func isPolicyFile(name string) bool {
 	return false
 }
 
-// InstallPolicy mirrors PolicySrcDir's policy files (the image's rule
-// library and baseline) into PolicyDir on the host, where the plugin's
-// config names them: each file through a temporary file and a rename, so
-// the plugin never reads half a module; an identical file is left alone.
-// PolicyDir is the installer's: a policy file there that the source does
-// not hold (one an older image shipped) is removed, so the plugin never
-// loads a module the image no longer has.
+// InstallPolicy mirrors PolicySrcDir's policy files into PolicyDir on the
+// host, each through a temporary file and a rename; a policy file there
+// that the source does not hold (an older image's) is removed.
 func (in *Installer) InstallPolicy() error {
 	if in.o.PolicyDir == "" {
 		return nil
@@ -128,8 +122,8 @@ func (in *Installer) InstallPolicy() error {
 	return nil
 }
 
-// uninstallPolicy removes the policy files InstallPolicy copied, then
-// PolicyDir's directories left empty; anything else there stays.
+// uninstallPolicy removes the policy files, then PolicyDir's directories
+// left empty.
 func (in *Installer) uninstallPolicy() error {
 	if in.o.PolicyDir == "" {
 		return nil

@@ -12,14 +12,11 @@ import (
 	"github.com/plexus-cni/plexus/policies/revision"
 )
 
-// policyLibrary is the library's directory under PolicyDir, as the image
-// holds it under PolicySrcDir.
+// policyLibrary is the library's directory under PolicyDir and PolicySrcDir.
 const policyLibrary = "library"
 
-// checkPolicyObject checks the options of an installer following an
-// AttachmentPolicy (PolicyObject) and sets the plugin's "policy" key:
-// paths are the library copy and the active revision's link, which the
-// plugin reads on every ADD; query and deadline stay as --config gave them.
+// checkPolicyObject checks the PolicyObject options and sets the plugin's
+// "policy" paths to the library and the active revision's link.
 func (o *Options) checkPolicyObject() error {
 	if o.PolicyObject == "" {
 		return nil
@@ -77,9 +74,8 @@ func (o *Options) policyConfig() (policies.Config, error) {
 	return pc, nil
 }
 
-// startPolicyObject puts the node's policy in force before the config names
-// it (the last activated revision, or the defaults), then follows the
-// object until ctx ends.
+// startPolicyObject puts the node's policy in force before the config
+// names it, then follows the object until ctx ends.
 func (in *Installer) startPolicyObject(ctx context.Context) error {
 	if in.o.PolicyObject == "" {
 		return nil
@@ -118,8 +114,7 @@ func (in *Installer) uninstallPolicyObject() error {
 }
 
 // NodePolicy is the policy the plugin loads, for the node's PlexusNode:
-// files when the config names a policy, nil without one. The agent
-// reports the revision in force of the object it follows instead.
+// files when the config names one (the agent reports a followed object).
 func (in *Installer) NodePolicy() *plexusapi.NodePolicy {
 	if _, ok := in.o.Extra["policy"]; ok {
 		return &plexusapi.NodePolicy{Source: "files"}

@@ -13,12 +13,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// Token lifetimes. The pod's projected token is bound to the installer's
-// pod and dies the moment that pod is deleted, so an upgrade would leave
-// the plugin's kubeconfig with a dead token until the new pod's installer
-// rewrote it (every thin ADD in between failing 401). The installer
-// therefore asks for a token bound to its Node instead: it outlives any one
-// installer pod, and dies with the node.
+// Token lifetimes. The pod's projected token dies with the installer's
+// pod, so an upgrade would fail every thin ADD with 401 until the new pod
+// rewrote it; a token bound to the Node outlives any one installer pod.
 const (
 	DefaultTokenTTL = time.Hour
 	// minTokenTTL is the shortest expiration TokenRequest accepts.
@@ -26,11 +23,9 @@ const (
 	// maxTokenTTL is the longest the admission policy plexus-tokens lets
 	// plexus mint.
 	maxTokenTTL = 24 * time.Hour
-	// refreshFraction of a node token's lifetime passes before it is
-	// replaced, leaving the rest for retries.
+	// refreshFraction of a node token's lifetime passes before it is replaced.
 	refreshFraction = 0.8
-	// tokenRetry is how long a failed TokenRequest waits before the next,
-	// so an installer without the RBAC does not ask every Poll.
+	// tokenRetry spaces failed TokenRequests (no RBAC: not every Poll).
 	tokenRetry = time.Minute
 )
 
@@ -39,17 +34,14 @@ type nodeToken struct {
 	token     string
 	expires   time.Time
 	refreshAt time.Time
-	// from is the projected token it was requested with: when kubelet
-	// rotates that one, the node token is renewed too.
-	from string
-	// retryAt holds requests back after a failure.
+	// from is the projected token it was requested with: renewed with it.
+	from    string
 	retryAt time.Time
 }
 
-// kubeconfigToken is the token to write into the plugin's kubeconfig: a
-// node-bound one from TokenRequest when the installer knows its node and
-// has a client, renewed at refreshFraction of its lifetime; the projected
-// token (podToken) when that is not possible, with a warning.
+// kubeconfigToken is the kubeconfig's token: a node-bound one when the
+// installer has a client and its node, renewed at refreshFraction of its
+// lifetime; else podToken, with a warning.
 func (in *Installer) kubeconfigToken(ctx context.Context, podToken string) string {
 	if in.o.Client == nil || in.o.NodeName == "" {
 		return podToken
@@ -73,8 +65,7 @@ func (in *Installer) kubeconfigToken(ctx context.Context, podToken string) strin
 	return tok
 }
 
-// usable is the cached node token while it has not expired, else the
-// pod's.
+// usable is the cached node token until it expires, then the pod's.
 func (t *nodeToken) usable(now time.Time, podToken string) string {
 	if t.token != "" && now.Before(t.expires) {
 		return t.token
@@ -82,10 +73,9 @@ func (t *nodeToken) usable(now time.Time, podToken string) string {
 	return podToken
 }
 
-// requestNodeToken asks the API server, as the installer's ServiceAccount,
-// for a token of that same ServiceAccount bound to the Node (GA in
-// Kubernetes 1.33, feature ServiceAccountTokenNodeBinding). The server may
-// shorten ttl; the expiry returned is the one it granted.
+// requestNodeToken asks for a token of the installer's ServiceAccount
+// bound to the Node (ServiceAccountTokenNodeBinding, GA in 1.33) and
+// returns it with the expiry granted.
 func requestNodeToken(ctx context.Context, c kubernetes.Interface, podToken, node string, ttl time.Duration) (string, time.Time, error) {
 	ns, sa, err := serviceAccountOf(podToken)
 	if err != nil {
@@ -109,9 +99,7 @@ func requestNodeToken(ctx context.Context, c kubernetes.Interface, podToken, nod
 }
 
 // serviceAccountOf reads namespace and name from a ServiceAccount token's
-// subject, "system:serviceaccount:NS:NAME". The token is not verified here:
-// it only names whose token to ask for, and the API server checks that the
-// caller is that ServiceAccount with RBAC.
+// subject, unverified: the API server checks the caller with RBAC.
 func serviceAccountOf(token string) (string, string, error) {
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 {
