@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"strings"
 	"sync"
@@ -31,10 +32,8 @@ import (
 )
 
 // Dynamic attachments' timing: the first retry of a transient failure
-// (each try may detach and restore the pod's other interfaces, so not in
-// a tight loop), the longest wait between retries, and how often every
-// pod of the node is looked at again (events missed while plexusd was
-// busy or down).
+// (each try may detach and restore interfaces: no tight loop), the longest
+// wait between retries, and how often every pod is looked at again.
 const (
 	retryBase   = 5 * time.Second
 	retryMax    = 5 * time.Minute
@@ -54,9 +53,8 @@ type conditionSetter interface {
 }
 
 // reconciler applies changes of running pods' selection annotations
-// (dynamic attachments) through pipeline.Update, one pod at a time per
-// worker, each pod's changes serialized by the queue and, with the pod's
-// own CNI calls, by the container lock (s7.3).
+// (dynamic attachments) through pipeline.Update, serialized per pod by the
+// queue and, with its CNI calls, by the container lock (s7.3).
 type reconciler struct {
 	pods    podCache
 	records *record.Store
@@ -66,8 +64,7 @@ type reconciler struct {
 	conds  conditionSetter // nil: no condition is written
 	// parse is how the config reads selection annotations.
 	parse selection.ParseOptions
-	// publishing reports status or events of the pod still queued after
-	// an ADD answered; nil: none ever are.
+	// publishing reports a pod's status or events still queued; nil: none.
 	publishing func(podKey string) bool
 	queue      workqueue.TypedRateLimitingInterface[string]
 	log        *slog.Logger
@@ -78,9 +75,8 @@ type reconciler struct {
 	byUID     map[string]string
 	indexTime time.Time
 	indexedAt time.Time
-	// refused holds, per pod UID, the annotation a permanent failure
-	// (policy, extension, bad request) was for: not retried until it
-	// changes.
+	// refused holds, per pod UID, the annotation a permanent failure was
+	// for: not retried until it changes.
 	refused map[string]string
 }
 
@@ -91,8 +87,7 @@ func newReconciler(pods podCache, records *record.Store, log *slog.Logger) *reco
 	}
 }
 
-// enqueueAll looks at every cached pod: at start (changes made while
-// plexusd was down) and periodically.
+// enqueueAll looks at every cached pod: at start and periodically.
 func (r *reconciler) enqueueAll() {
 	live := map[string]bool{}
 	for _, k := range r.pods.PodKeys() {
@@ -107,11 +102,7 @@ func (r *reconciler) enqueueAll() {
 	}
 	// Forget the refusals of pods that are gone.
 	r.mu.Lock()
-	for uid := range r.refused {
-		if !live[uid] {
-			delete(r.refused, uid)
-		}
-	}
+	maps.DeleteFunc(r.refused, func(uid, _ string) bool { return !live[uid] })
 	r.mu.Unlock()
 }
 
@@ -168,8 +159,7 @@ func (r *reconciler) reconcile(ctx context.Context, key string) (retry bool) {
 	}
 	if r.publishing != nil && r.publishing(key) {
 		// The ADD's own status is on its way: read now, the pod would look
-		// stale and its status be rewritten from the record, replacing the
-		// ADD's (enriched) one still queued. Look again later.
+		// stale and the queued (enriched) status be replaced. Look later.
 		return true
 	}
 	ann := pod.Annotations[selection.Annotation]
@@ -198,10 +188,9 @@ func (r *reconciler) reconcile(ctx context.Context, key string) (retry bool) {
 	return false
 }
 
-// recordOf finds the record of the pod's sandbox through an index of
-// the records by pod UID, rebuilt when the records directory changed
-// (ADD creates a record file, DEL removes it), so looking at every pod of
-// the node does not read every record for each.
+// recordOf finds the record of the pod's sandbox through an index by pod
+// UID, rebuilt when the records directory changed, so looking at every
+// pod does not read every record for each.
 func (r *reconciler) recordOf(pod *source.Pod) *record.Record {
 	if rec := r.indexed(pod); rec != nil {
 		return rec
@@ -254,10 +243,7 @@ func (r *reconciler) indexed(pod *source.Pod) *record.Record {
 // sandboxUID is the UID the runtime knows the pod by: a static pod's
 // mirror carries it in kubernetes.io/config.mirror.
 func sandboxUID(pod *source.Pod) string {
-	if uid := pod.Annotations[pipeline.MirrorAnnotation]; uid != "" {
-		return uid
-	}
-	return pod.UID
+	return cmp.Or(pod.Annotations[pipeline.MirrorAnnotation], pod.UID)
 }
 
 func (r *reconciler) wasRefused(uid, ann string) bool {
@@ -267,10 +253,9 @@ func (r *reconciler) wasRefused(uid, ann string) bool {
 	return ok && prev == ann
 }
 
-// failed reports a change not made: the pipeline already sent its Warning
-// event; the condition says why, and a permanent failure (failure) is
-// remembered so the same annotation is not tried again. It reports whether
-// the failure is transient, to be retried.
+// failed reports a change not made in the pod condition (the pipeline
+// sent the event) and remembers a permanent failure, so the same
+// annotation is not tried again; it reports whether to retry.
 func (r *reconciler) failed(ctx context.Context, pod *source.Pod, ann string, err error) (transient bool) {
 	reason, permanent := failure(err)
 	r.log.Warn("dynamic attachments: change not applied", "pod", pod.Ref(), "transient", !permanent, "err", err)
@@ -304,9 +289,8 @@ func (r *reconciler) condition(ctx context.Context, pod *source.Pod, c kube.PodC
 	}
 }
 
-// failures name the pod condition's reason of a failure by its CNI error
-// code; a permanent one the same annotation would meet again: only a new
-// annotation is tried.
+// failures name the pod condition's reason by CNI error code; a permanent
+// one the same annotation would meet again.
 var failures = map[uint]struct {
 	reason    string
 	permanent bool
@@ -322,8 +306,7 @@ var failures = map[uint]struct {
 	codes.DetachFailed:      {"DetachFailed", false},
 }
 
-// failure is err's reason, and whether it is permanent; anything but a
-// CNI error of a code in failures is a transient "Failed".
+// failure is err's reason and whether it is permanent; else "Failed".
 func failure(err error) (reason string, permanent bool) {
 	var te *types.Error
 	if errors.As(err, &te) {
@@ -335,9 +318,9 @@ func failure(err error) (reason string, permanent bool) {
 }
 
 // startDynamic starts dynamic attachments when the config asks for them:
-// the reconciler on plexusd's pod cache, with its own pipeline (plexusd's
-// source, stages and files). The returned wrapper has every ADD served
-// look at its pod afterwards: an annotation changed while the ADD ran.
+// the reconciler on plexusd's pod cache, with its own pipeline. The
+// returned wrapper queues each ADD's pod: its annotation may have changed
+// while the ADD ran.
 func (d *Daemon) startDynamic(ctx context.Context) (func(daemon.Handler) daemon.Handler, error) {
 	none := func(h daemon.Handler) daemon.Handler { return h }
 	if !d.conf.DynamicAttachments {
@@ -354,7 +337,6 @@ func (d *Daemon) startDynamic(ctx context.Context) (func(daemon.Handler) daemon.
 	p := d.daemonPipeline(log)
 	p.Source, p.Stages = d.src, d.stages
 	r := newReconciler(d.cache, p.Records, log)
-	// With the Kubernetes source (d.cache), plexusd has a publisher.
 	r.netns, r.update, r.conds, r.parse, r.publishing = client.NetNS, p.Update, d.cache, p.ParseOptions(), d.pub.pending
 	// A change of a pod's selection queues its "namespace/name".
 	if err := d.cache.OnPodChange(selection.Annotation, r.queue.Add); err != nil {
@@ -378,8 +360,7 @@ func (d *Daemon) startDynamic(ctx context.Context) (func(daemon.Handler) daemon.
 // criSocket is the runtime's CRI socket: the config's, else containerd's.
 func (d *Daemon) criSocket() string { return cmp.Or(d.conf.CRISocket, cri.DefaultSocket) }
 
-// criClient is plexusd's one CRI client, shared by dynamic attachments
-// and the stale record collection, closed with plexusd.
+// criClient is plexusd's one CRI client, closed with plexusd.
 func (d *Daemon) criClient() (*cri.Client, error) {
 	if d.cri != nil {
 		return d.cri, nil
@@ -394,16 +375,14 @@ func (d *Daemon) criClient() (*cri.Client, error) {
 }
 
 // daemonPipeline is a pipeline for plexusd's own work (not a CNI call's),
-// on plexusd's config and files, its delegate calls counted. Delegates
-// are looked for in binDir, then where the runtime usually keeps them.
+// its delegate calls counted.
 func (d *Daemon) daemonPipeline(log *slog.Logger) *pipeline.Pipeline {
 	o := cniplugin.Options{DelegateRoot: d.o.DelegateRoot, WrapCNI: func(c libcni.CNI) libcni.CNI { return countingCNI{CNI: c, m: d.m} }}
 	return o.Pipeline(d.conf, delegatePaths(d.conf), log)
 }
 
 // delegatePaths are where plexusd's own work looks for delegates: binDir,
-// then where the runtime usually keeps them (install.DefaultBinDir), as
-// the runtime's CNI_PATH is only known to CNI calls.
+// then install.DefaultBinDir (only CNI calls carry CNI_PATH).
 func delegatePaths(conf *config.Config) []string {
 	if conf.BinDir != "" {
 		return []string{conf.BinDir, install.DefaultBinDir}

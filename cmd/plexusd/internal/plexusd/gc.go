@@ -17,24 +17,22 @@ import (
 const collectTimeout = 2 * time.Minute
 
 // collector detaches the records of containers whose sandbox the runtime
-// lost without a DEL (a crash, its state wiped, a DEL that failed and was
-// never retried). CNI 1.1's GC does that, but containerd 1.6 never sends
-// it, and the records, lock files and the delegates' resources (IPAM
-// leases, host interfaces) would otherwise stay forever.
+// lost without a DEL. CNI 1.1's GC does that, but containerd 1.6 never
+// sends it, and records, locks and the delegates' resources (IPAM leases,
+// host interfaces) would otherwise stay forever.
 type collector struct {
 	// sandboxes lists the runtime's sandbox IDs in every state.
 	sandboxes func(ctx context.Context) ([]string, error)
 	records   *record.Store
-	// collect detaches one container if stale, asked under its lock,
-	// still holds (pipeline.Collect).
+	// collect detaches one container if stale still holds under its lock
+	// (pipeline.Collect).
 	collect func(ctx context.Context, id string, stale func() bool) (bool, error)
 	// grace: a record written more recently may belong to an ADD whose
 	// sandbox the runtime does not list yet.
-	grace time.Duration
-	every time.Duration
-	now   func() time.Time
-	// collected and passed count for the metrics.
-	collected func()
+	grace     time.Duration
+	every     time.Duration
+	now       func() time.Time
+	collected func() // for the metrics, with passed
 	passed    func(result string)
 	log       *slog.Logger
 	// pods is plexusd's pod cache; nil (the manifests source): no guard.
@@ -49,7 +47,7 @@ const (
 	// passNoList: the runtime did not answer; nothing was collected.
 	passNoList = "cri_failed"
 	// passPartial: the records could not be listed, or some containers
-	// could not be collected; the next pass tries them again.
+	// could not be collected.
 	passPartial = "incomplete"
 )
 
@@ -134,12 +132,10 @@ func (c *collector) candidates(live []string) ([]string, error) {
 }
 
 // guard keeps the stale records of pods the API still places on this node
-// (same UID) when the runtime lists no other sandbox of theirs. A runtime
-// that lists none of a running pod's sandboxes more likely is not the
-// runtime kubelet uses (criSocket naming Docker's own containerd, say)
-// than lost the only one; detaching would cut every such pod off its
-// networks. Once kubelet has given the pod a new sandbox, or the pod is
-// gone, the old record is collected.
+// (same UID) when the runtime lists no other sandbox of theirs: such a
+// runtime more likely is not kubelet's (criSocket naming Docker's own
+// containerd, say) than lost the only one, and detaching would cut every
+// such pod off its networks.
 func (c *collector) guard(stale []string, listed map[string]bool) []string {
 	if c.pods == nil {
 		return stale
@@ -162,8 +158,7 @@ func (c *collector) guard(stale []string, listed map[string]bool) []string {
 	return out
 }
 
-// podOf is the pod a container's record names, nil if it names none or
-// cannot be read.
+// podOf is the pod a container's record names, or nil.
 func (c *collector) podOf(id string) *record.Pod {
 	rec, err := c.records.Load(id)
 	if err != nil || rec == nil {
@@ -183,10 +178,9 @@ func (c *collector) stale(id string) bool {
 func (c *collector) collectOne(ctx context.Context, id string) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, collectTimeout)
 	defer cancel()
-	// Read before: the record is gone once collected.
-	pod := "unknown"
-	if rec, err := c.records.Load(id); err == nil && rec != nil && rec.Pod != nil {
-		pod = rec.Pod.Namespace + "/" + rec.Pod.Name
+	pod := "unknown" // read before: the record is gone once collected
+	if p := c.podOf(id); p != nil {
+		pod = p.Namespace + "/" + p.Name
 	}
 	done, err := c.collect(ctx, id, func() bool { return c.stale(id) })
 	if err != nil {
@@ -200,11 +194,8 @@ func (c *collector) collectOne(ctx context.Context, id string) (bool, error) {
 }
 
 // startGC starts the collection of stale records when the config names
-// the runtime's CRI socket: only then does plexusd know which sandboxes
-// the runtime still has. Its pipeline has no source: the pod a stale
-// record names is gone or gets a new sandbox, and its name may by now be
-// another pod's (a StatefulSet's), whose network-status is not ours to
-// remove.
+// the runtime's CRI socket. Its pipeline has no source: a stale record's
+// pod name may by now be another pod's (a StatefulSet's).
 func (d *Daemon) startGC(ctx context.Context) error {
 	if d.conf.CRISocket == "" {
 		return nil
@@ -218,8 +209,7 @@ func (d *Daemon) startGC(ctx context.Context) error {
 	c := &collector{
 		sandboxes: client.SandboxIDs, records: p.Records,
 		collect: func(ctx context.Context, id string, stale func() bool) (bool, error) {
-			// As in GC: the DEL's lines name the container.
-			one := *p
+			one := *p // as in GC: the DEL's lines name the container
 			one.Log = log.With("container", id)
 			return one.Collect(ctx, id, stale)
 		},

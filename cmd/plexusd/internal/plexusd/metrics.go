@@ -24,31 +24,25 @@ import (
 
 // metrics are plexusd's Prometheus metrics, in a registry of its own.
 type metrics struct {
-	reg         *prometheus.Registry
-	requests    *prometheus.CounterVec
-	latency     *prometheus.HistogramVec
-	inflight    prometheus.Gauge
-	attachments *prometheus.CounterVec
-	denials     *prometheus.CounterVec
-	decisions   prometheus.Histogram
-	extErrors   *prometheus.CounterVec
-	apiErrors   *prometheus.CounterVec
-	// publish times network-status writes (sent after the ADD answers,
-	// publish.go): the API server's latency as plexusd sees it.
-	publish       prometheus.Histogram
-	cacheMisses   *prometheus.CounterVec
-	policyReloads *prometheus.CounterVec
-	policyLoaded  prometheus.Gauge
-	// policyRevision is 1 for the policy revision in force (object,
-	// source, revision), its only series.
-	policyRevision *prometheus.GaugeVec
+	reg            *prometheus.Registry
+	requests       *prometheus.CounterVec
+	latency        *prometheus.HistogramVec
+	inflight       prometheus.Gauge
+	attachments    *prometheus.CounterVec
+	denials        *prometheus.CounterVec
+	decisions      prometheus.Histogram
+	extErrors      *prometheus.CounterVec
+	apiErrors      *prometheus.CounterVec
+	publish        prometheus.Histogram // network-status writes (publish.go)
+	cacheMisses    *prometheus.CounterVec
+	policyReloads  *prometheus.CounterVec
+	policyLoaded   prometheus.Gauge
+	policyRevision *prometheus.GaugeVec // 1 for the revision in force, its only series
 	ignoredKeys    *prometheus.CounterVec
 	podResources   *prometheus.CounterVec
 	gcCollected    prometheus.Counter
 	gcPasses       *prometheus.CounterVec
-	// statusRepaired counts network-status written from records after a
-	// restart (repair.go).
-	statusRepaired prometheus.Counter
+	statusRepaired prometheus.Counter // repair.go
 }
 
 func newMetrics() *metrics {
@@ -128,8 +122,7 @@ func result(r *daemon.Reply) string {
 	return strconv.FormatUint(uint64(e.Code), 10)
 }
 
-// countingCNI counts delegate ADDs, recording their types in seen first
-// (nil: not recorded).
+// countingCNI counts delegate ADDs, recording their types in seen (if set).
 type countingCNI struct {
 	libcni.CNI
 	m    *metrics
@@ -139,20 +132,19 @@ type countingCNI struct {
 func (c countingCNI) AddNetworkList(ctx context.Context, l *libcni.NetworkConfigList, rt *libcni.RuntimeConf) (types.Result, error) {
 	c.seen.add(l)
 	res, err := c.CNI.AddNetworkList(ctx, l, rt)
+	result := "ok"
 	if err != nil {
-		c.m.attachments.WithLabelValues("failed").Inc()
-	} else {
-		c.m.attachments.WithLabelValues("ok").Inc()
+		result = "failed"
 	}
+	c.m.attachments.WithLabelValues(result).Inc()
 	return res, err
 }
 
-// warningDropper is the extension host: it counts the warnings modules
-// returned past the cap of one call (extensions.Host.DroppedWarnings).
+// warningDropper is the extension host (extensions.Host.DroppedWarnings).
 type warningDropper interface{ DroppedWarnings() uint64 }
 
-// countDroppedWarnings exports the host's count: the excess of a flood is
-// counted, never logged or sent as events.
+// countDroppedWarnings exports the host's count of warnings past the cap
+// of one call: a flood is counted, never logged or sent as events.
 func (m *metrics) countDroppedWarnings(w warningDropper) {
 	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "plexus_extension_warnings_dropped_total",
@@ -165,8 +157,8 @@ type moduleLister interface {
 	Modules() []extensions.ModuleState
 }
 
-// reportModules logs each refused module with its reason and exports
-// every module's state: plexusd serves on with the modules that loaded.
+// reportModules logs and exports every module's state: plexusd serves on
+// with the modules that loaded.
 func (m *metrics) reportModules(l moduleLister, log *slog.Logger) {
 	loaded := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "plexus_extension_module_loaded",
@@ -245,8 +237,7 @@ func (s countingSource) PublishStatus(ctx context.Context, pod *source.Pod, doc 
 	return err
 }
 
-// Event, FreshPod and NamespaceLabels reach the wrapped source's optional
-// interfaces.
+// Event, FreshPod and NamespaceLabels reach the source's optional ones.
 func (s countingSource) Event(ctx context.Context, pod *source.Pod, typ source.EventType, reason, msg string) {
 	if r, ok := s.Source.(source.EventRecorder); ok {
 		r.Event(ctx, pod, typ, reason, msg)
@@ -279,8 +270,8 @@ func (s countingSource) count(call string, err error) {
 	}
 }
 
-// ignored counts one ignored selection key. Label values come from a fixed
-// set, so a pod cannot grow the metric's series with keys of its own.
+// ignored counts one ignored selection key, with labels from a fixed set
+// so a pod cannot grow the metric's series.
 func (m *metrics) ignored(key string) {
 	m.ignoredKeys.WithLabelValues(ignoredLabel(key)).Inc()
 }

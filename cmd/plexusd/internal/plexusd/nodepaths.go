@@ -29,12 +29,10 @@ func (o Options) nodePaths(conf *config.Config) {
 	}
 }
 
-// checkRuntimeDirs asks the runtime where it reads CNI configs and finds
-// plugins, and refuses to start when plexus's config or binaries would go
-// anywhere else: the runtime would never call plexus, and every pod would
+// checkRuntimeDirs refuses to start when plexus's config or binaries
+// would go anywhere but where the runtime reads them: every pod would
 // silently get only the default network. A runtime that cannot tell
-// (not containerd or CRI-O, or not answering yet) leaves the paths
-// unchecked, with a warning.
+// leaves the paths unchecked, with a warning.
 func (d *Daemon) checkRuntimeDirs(ctx context.Context) error {
 	if d.conf.CRISocket == "" || !d.o.InstallConfig {
 		return nil
@@ -62,10 +60,9 @@ func (d *Daemon) checkRuntimeDirs(ctx context.Context) error {
 	return nil
 }
 
-// sameDir: ours (a path plexusd sees, the host's as mounted) and theirs
-// (a host path the runtime reports) are one directory: the same name, or
-// through the host's root, the same directory under another name (a
-// link such as a snap's "current").
+// sameDir: ours (as plexusd sees it) and theirs (a host path) are one
+// directory, by name or, through the host's root, by identity (a link
+// such as a snap's "current").
 func (d *Daemon) sameDir(ours, theirs string) bool {
 	if filepath.Clean(ours) == theirs {
 		return true

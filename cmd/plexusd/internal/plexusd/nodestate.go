@@ -15,12 +15,10 @@ import (
 	"github.com/plexus-cni/plexus/extensions"
 )
 
-// newAgent builds the node agent (cmd/internal/agent) on the Kubernetes
-// source's API: it follows the AttachmentPolicy once the policy stage
-// asks it to, and publishes this node's PlexusNode from what the config
-// installer (nil without one) finds and the delegates plexusd was asked
-// to run. Only with the Kubernetes source: the manifests source has no
-// API to write to.
+// newAgent builds the node agent on the Kubernetes source's API: it
+// follows the AttachmentPolicy once the policy stage asks it to, and
+// publishes the PlexusNode from what the config installer finds and the
+// delegates plexusd was asked to run.
 func (d *Daemon) newAgent(rc *rest.Config) error {
 	rc = rest.CopyConfig(rc)
 	rc.UserAgent = "plexusd"
@@ -59,8 +57,7 @@ func (d *Daemon) newAgent(rc *rest.Config) error {
 	return nil
 }
 
-// nodeExtensions reports the extension host's modules; the host is built
-// before the reporter starts and never replaced.
+// nodeExtensions reports the extension host's modules (never replaced).
 func (d *Daemon) nodeExtensions() []extensions.ModuleState {
 	if d.ext == nil {
 		return nil
@@ -69,8 +66,7 @@ func (d *Daemon) nodeExtensions() []extensions.ModuleState {
 }
 
 // delegateTypes are the plugin and IPAM types of the delegates plexusd
-// was asked to run, at most nodestate.MaxPlugins of them: the node's
-// PlexusNode names those its bin dirs lack.
+// ran, at most nodestate.MaxPlugins, for the PlexusNode's missing plugins.
 type delegateTypes struct {
 	mu     sync.Mutex
 	seen   []string

@@ -1,8 +1,7 @@
 // Package plexusd is the node daemon of thick mode: it serves the shim's
-// calls with the same pipeline as the thin plugin, but with informer
-// caches, policies compiled once (and recompiled when their files change),
-// extension modules compiled once, and metrics. It also keeps plexus's CNI
-// config in kubelet's directory in step with the default network (s6.1).
+// calls with the thin plugin's pipeline, but with informer caches,
+// policies and extension modules compiled once, and metrics. It also keeps
+// plexus's CNI config in step with the default network (s6.1).
 package plexusd
 
 import (
@@ -50,8 +49,7 @@ const (
 
 // Options configure plexusd.
 type Options struct {
-	// ConfigFile is plexus's config without clusterNetwork: the source,
-	// policy, extensions, cacheDir, binDir and logging plexusd uses.
+	// ConfigFile is plexus's config without clusterNetwork.
 	ConfigFile string
 	Socket     string
 	// MetricsAddr serves /metrics, /healthz and /readyz; "" disables it.
@@ -59,8 +57,8 @@ type Options struct {
 	NodeName    string
 	MaxParallel int
 	PolicyPoll  time.Duration
-	// InstallConfig makes plexusd maintain plexus's CNI config in ConfDir
-	// (kubelet's) from the default network's in DefaultConfDir.
+	// InstallConfig maintains plexus's CNI config in ConfDir from the
+	// default network's in DefaultConfDir.
 	InstallConfig  bool
 	ConfDir        string
 	DefaultConfDir string
@@ -70,9 +68,8 @@ type Options struct {
 	// CNIVersion is the cniVersion of the CNI config installed ("": the
 	// default network's, at most install.DefaultCNIVersion).
 	CNIVersion string
-	// Binaries are copied from SrcBinDir to BinDir, the runtime's CNI bin
-	// dir, before plexus's config is installed. Uninstall removes plexus's
-	// CNI config and the Binaries when plexusd stops.
+	// Binaries are copied from SrcBinDir to BinDir before plexus's config
+	// is installed; Uninstall removes both when plexusd stops.
 	Uninstall bool
 	Binaries  []string
 	SrcBinDir string
@@ -85,11 +82,9 @@ type Options struct {
 	// Profiling serves Go's pprof under /debug/pprof/ on MetricsAddr.
 	Profiling bool
 	// DelegateRoot is the host's root directory as plexusd sees it
-	// (/proc/1/root in a pod with the host's PID namespace): delegates
-	// run chrooted to it, with the host's tools and files, and plexusd
-	// reaches the runtime's socket and pods' network namespaces through
-	// it (hostroot). "" uses plexusd's own filesystem, right when plexusd
-	// runs on the host.
+	// (/proc/1/root with hostPID): delegates run chrooted to it, and the
+	// runtime's socket and pods' network namespaces are reached through
+	// it (hostroot). "" uses plexusd's own filesystem.
 	DelegateRoot string
 	Log          *slog.Logger
 
@@ -114,9 +109,8 @@ type Daemon struct {
 	ext     moduleLister
 	closers []func()
 
-	// agent follows the AttachmentPolicy and publishes the node's
-	// PlexusNode, with the Kubernetes source; installed is the config
-	// installer (with InstallConfig) whose passes it reports.
+	// agent publishes the PlexusNode (the Kubernetes source only);
+	// installed is the config installer (InstallConfig).
 	agent     *agent.Agent
 	installed *install.Installer
 	delegates *delegateTypes
@@ -173,9 +167,8 @@ func (d *Daemon) close() {
 	}
 }
 
-// buildSource: informer caches for Kubernetes; plexusd's manifests
-// directory is parsed again whenever its files change (it is local and may
-// change between calls).
+// buildSource: informer caches for Kubernetes; the manifests directory is
+// parsed again whenever its files change.
 func (d *Daemon) buildSource(ctx context.Context) error {
 	if d.conf.Manifests != "" {
 		d.manifest = manifests.NewDir(d.conf.Manifests)
@@ -208,8 +201,8 @@ func (d *Daemon) buildSource(ctx context.Context) error {
 	return nil
 }
 
-// buildStages compiles policies and extension modules once, as the plugin
-// builds them for an ADD, with a policy that reloads and stages that count.
+// buildStages compiles policies and extension modules once, with a policy
+// that reloads and stages that count.
 func (d *Daemon) buildStages(ctx context.Context) error {
 	st, closeStages, err := stages.Options{LongLived: true, Authorizer: d.authorizer}.Build(ctx, d.conf)
 	if err != nil {
@@ -231,8 +224,7 @@ func (d *Daemon) buildStages(ctx context.Context) error {
 	return nil
 }
 
-// authorizer is the policy stage: reloaded when its files change, its
-// decisions counted (reloadingPolicy.Authorize).
+// authorizer is the policy stage (reloadingPolicy).
 func (d *Daemon) authorizer(ctx context.Context, pc policies.Config) (pipeline.Authorizer, error) {
 	rp, err := newReloadingPolicy(ctx, pc, d.m, d.o.Log)
 	if err != nil {
@@ -259,9 +251,8 @@ func (d *Daemon) NodePolicy() *plexusapi.NodePolicy {
 	return &np
 }
 
-// options is the pipeline runner with plexusd's long-lived parts. Calls
-// carry the shim's config (the default network, cniVersion, runtimeConfig);
-// the source, stages and logging are plexusd's.
+// options is the pipeline runner with plexusd's long-lived parts; calls
+// carry the shim's config.
 func (d *Daemon) options() cniplugin.Options {
 	o := cniplugin.Options{
 		Stages: func(context.Context, *config.Config) (pipeline.Stages, func(), error) {
@@ -313,8 +304,7 @@ func (d *Daemon) serve(ctx context.Context) error {
 	d.o.Log.Info("plexusd serving", "socket", d.o.Socket, "node", d.o.NodeName)
 	err = srv.Serve(ctx, ln)
 	_ = os.Remove(d.o.Socket)
-	// The installer's last pass (with --uninstall, removing plexus's config)
-	// runs once ctx is done: plexusd exits only after it.
+	// The installer's last pass (--uninstall) runs once ctx is done.
 	installed()
 	if d.o.Uninstall {
 		removed, kept, uerr := d.uninstallState()
@@ -362,9 +352,8 @@ func defaultPresent(dir, ours string) bool {
 	})
 }
 
-// startInstaller runs the config installer, when plexusd has one, and
-// the node agent, when it has one, until ctx ends; the returned function
-// waits for the installer to finish.
+// startInstaller runs the config installer and the node agent, those
+// plexusd has, until ctx ends; wait waits for the installer.
 func (d *Daemon) startInstaller(ctx context.Context) (wait func(), err error) {
 	var running sync.WaitGroup
 	if d.installed != nil {
@@ -378,8 +367,7 @@ func (d *Daemon) startInstaller(ctx context.Context) (wait func(), err error) {
 			}
 		})
 	} else if d.agent != nil {
-		// The policy in force and the extensions are reported without
-		// the installer; the config shows as not installed by plexus.
+		// Without the installer, the config shows as not installed.
 		d.agent.Notify()
 	}
 	if d.agent != nil {
@@ -388,9 +376,8 @@ func (d *Daemon) startInstaller(ctx context.Context) (wait func(), err error) {
 	return running.Wait, nil
 }
 
-// installer writes the shim's config: plexusd's socket, and its
-// CallSettings, which shape each call (calls carry the shim's config) and
-// the full plugin's DEL while plexusd is down.
+// installer writes the shim's config: plexusd's socket and its
+// CallSettings, which shape each call and the DEL while plexusd is down.
 func (d *Daemon) installer() (*install.Installer, error) {
 	extra, err := callSettings(d.conf.CallSettings)
 	if err != nil {
@@ -408,12 +395,12 @@ func (d *Daemon) installer() (*install.Installer, error) {
 
 // callSettings is cs as the config keys it sets.
 func callSettings(cs config.CallSettings) (map[string]any, error) {
-	raw, err := json.Marshal(cs)
-	if err != nil {
-		return nil, fmt.Errorf("plexusd's call settings: %w", err)
-	}
 	var m map[string]any
-	if err := json.Unmarshal(raw, &m); err != nil {
+	raw, err := json.Marshal(cs)
+	if err == nil {
+		err = json.Unmarshal(raw, &m)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("plexusd's call settings: %w", err)
 	}
 	return m, nil

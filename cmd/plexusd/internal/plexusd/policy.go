@@ -22,14 +22,13 @@ import (
 )
 
 // reloadingPolicy serves decisions from the policy in force and replaces
-// it atomically: from files, when they change (polled); from an
-// AttachmentPolicy, when the node has verified a new revision
-// (policies/revision). A change that fails keeps the previous policy in force and
-// says so (log, metric; for an object, its status and an Event).
+// it atomically when its files change (polled) or the node verified a new
+// revision of its AttachmentPolicy (policies/revision). A change that
+// fails keeps the previous policy in force and says so.
 type reloadingPolicy struct {
 	cfg policies.Config
-	// current is the engine in force; nil allows every attachment (the
-	// object was deleted with onDelete AllowAll).
+	// current is the engine in force; nil allows every attachment
+	// (onDelete AllowAll).
 	current atomic.Pointer[policies.Engine]
 	digest  string
 	m       *metrics
@@ -69,7 +68,7 @@ func newReloadingPolicy(ctx context.Context, cfg policies.Config, m *metrics, lo
 }
 
 // startObject puts in force what the node's state directory holds, before
-// the API is reachable (revision.Syncer.Start).
+// the API is reachable.
 func (r *reloadingPolicy) startObject(ctx context.Context) error {
 	s, err := revision.New(revision.Options{Config: r.cfg, Log: r.log})
 	if err != nil {
@@ -87,8 +86,7 @@ func (r *reloadingPolicy) startObject(ctx context.Context) error {
 	return nil
 }
 
-// observe follows one attempt of the syncer: the engine in force and the
-// metrics.
+// observe follows one attempt of the syncer.
 func (r *reloadingPolicy) observe(res revision.Result, err error) {
 	if err != nil {
 		if res.Attempted {
@@ -104,9 +102,7 @@ func (r *reloadingPolicy) observe(res revision.Result, err error) {
 
 // activate puts eng in force and exports its revision as the only one.
 func (r *reloadingPolicy) activate(eng *policies.Engine, object, source, revision string) {
-	// Decisions still running on the old engine finish on it; the garbage
-	// collector frees it after them.
-	r.current.Store(eng)
+	r.current.Store(eng) // decisions running on the old engine finish on it
 	r.m.policyReloads.WithLabelValues("ok").Inc()
 	r.m.policyLoaded.Set(1)
 	r.m.policyRevision.Reset()
@@ -122,8 +118,8 @@ func (r *reloadingPolicy) NodePolicy() plexusapi.NodePolicy {
 	return plexusapi.NodePolicy{Source: "files", Revision: fs.digest[:12], Since: metav1.NewTime(fs.since), Error: fs.err}
 }
 
-// Authorize implements pipeline.Authorizer: the engine in force decides.
-// Decisions are timed and denials counted by reason code.
+// Authorize implements pipeline.Authorizer: the engine in force decides,
+// timed, its denials counted by reason code.
 func (r *reloadingPolicy) Authorize(ctx context.Context, req *pipeline.AuthorizeRequest) (pipeline.Decision, error) {
 	start := time.Now()
 	d, err := pipeline.Decision{Allowed: true}, error(nil)
@@ -189,8 +185,8 @@ func (r *reloadingPolicy) fail(err error) {
 	r.log.Error("policy change rejected; the previous policy stays in force", "err", err)
 }
 
-// digestPaths hashes the names and contents of the policy and data files
-// the engine reads under paths (policies.Files: the loader's own walk).
+// digestPaths hashes the names and contents of the files the engine reads
+// under paths.
 func digestPaths(paths []string) (string, error) {
 	files, err := policies.Files(paths)
 	if err != nil {

@@ -12,20 +12,16 @@ import (
 	"github.com/plexus-cni/plexus/core/source"
 )
 
-// publisher sends network-status (s5) and events to the API server after
-// the ADD has answered, so a pod's sandbox does not wait for those round
-// trips (two per ADD; the status is not part of the CNI result). Per pod,
-// work runs in order, one at a time; a status still waiting is replaced
-// by a newer one for the same pod (only the last is worth sending). A
-// failed status is retried with backoff until it is sent, the pod is gone
-// or re-created (the patch names the UID), the container is DELed, or
-// plexusd stops. A DEL cancels what its container still had to send: the
-// attachments it describes are going away.
+// publisher sends network-status (s5) and events after the ADD has
+// answered, so a sandbox does not wait for those round trips. Per pod,
+// work runs in order, one at a time, and a waiting status is replaced by a
+// newer one. A failed status is retried with backoff until it is sent, the
+// pod is gone or re-created (the patch names the UID), the container is
+// DELed (which cancels what it still had to send), or plexusd stops.
 type publisher struct {
 	src source.Source
 	log *slog.Logger
-	// retryMin and retryMax bound the wait between attempts at one status
-	// after the source's own retries (within apiBudget) gave up.
+	// retryMin and retryMax bound the wait between attempts at one status.
 	retryMin, retryMax time.Duration
 
 	ctx    context.Context // plexusd's lifetime; cancelled after draining
@@ -61,8 +57,7 @@ func newPublisher(src source.Source, log *slog.Logger) *publisher {
 // containerKey carries the call's container into the source calls.
 type containerKey struct{}
 
-// withContainer marks ctx with the call's container, so work queued under
-// it can be cancelled by that container's DEL.
+// withContainer marks ctx with the call's container, for its DEL to cancel.
 func withContainer(ctx context.Context, id string) context.Context {
 	return context.WithValue(ctx, containerKey{}, id)
 }
@@ -72,9 +67,8 @@ func containerOf(ctx context.Context) string {
 	return id
 }
 
-// queue adds a status (doc) or an event (send) about pod to the pod's
-// work. A status replaces one of the same pod that has not started;
-// events are best effort and never replaced.
+// queue adds a status (doc) or an event (send) to the pod's work. A status
+// replaces one that has not started; events are never replaced.
 func (p *publisher) queue(ctx context.Context, pod *source.Pod, doc []byte, send func(context.Context)) {
 	jctx, cancel := context.WithCancel(p.ctx)
 	j := &publishJob{container: containerOf(ctx), pod: pod, doc: doc, event: send, ctx: jctx, cancel: cancel, done: make(chan struct{})}
@@ -92,8 +86,7 @@ func (p *publisher) queue(ctx context.Context, pod *source.Pod, doc []byte, send
 	w.queue = append(w.queue, j)
 }
 
-// work returns the pod's queue, starting its worker when it has none; mu
-// is held.
+// work returns the pod's queue, starting its worker; mu is held.
 func (p *publisher) work(ref string) *podWork {
 	w := p.pods[ref]
 	if w == nil {
@@ -105,8 +98,7 @@ func (p *publisher) work(ref string) *podWork {
 	return w
 }
 
-// pending reports whether the pod ("namespace/name") has status or events
-// queued or being sent.
+// pending reports whether the pod ("namespace/name") has work.
 func (p *publisher) pending(ref string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -174,11 +166,9 @@ func gone(err error) bool {
 	return apierrors.IsNotFound(err) || apierrors.IsGone(err) || apierrors.IsInvalid(err)
 }
 
-// forget cancels the network-status container still has queued or
-// running, and returns once none of it is running: after a DEL it would
-// describe interfaces that are gone. Its events stay queued: what they
-// say (a failed ADD, a denial) stays true, and one canceled while the API
-// server records it would be logged as failed though it was not.
+// forget cancels the network-status container has queued or running, and
+// returns once none of it runs: after a DEL it would describe interfaces
+// that are gone. Its events stay queued: what they say stays true.
 func (p *publisher) forget(container string) {
 	if container == "" {
 		return
@@ -208,9 +198,8 @@ func (p *publisher) forget(container string) {
 }
 
 // handler marks every call's context with its container, and makes a DEL
-// cancel its container's pending work before it runs. Without a publisher
-// (nil: plexusd has one with the Kubernetes source only; a manifests
-// source writes a local file at once) it is next.
+// cancel its container's pending work first. A nil publisher (not the
+// Kubernetes source) returns next.
 func (p *publisher) handler(next daemon.Handler) daemon.Handler {
 	if p == nil {
 		return next
@@ -251,7 +240,7 @@ func (p *publisher) close(grace time.Duration) {
 }
 
 // asyncSource is plexusd's counted source with publishing handed to
-// publisher; FreshPod and NamespaceLabels are countingSource's.
+// publisher.
 type asyncSource struct {
 	countingSource
 	pub *publisher

@@ -12,15 +12,11 @@ import (
 )
 
 // statusRepair restores network-status (s5) that a restart of plexusd
-// lost. plexusd answers an ADD before it publishes the pod's status
-// (publish.go); stopped in between, it leaves the pod attached with no
-// status, or an older one. Once after start, when the pod cache has
-// synced, every pod whose record was written by an earlier plexusd, and
-// which is still the record's pod, gets its status written from the
-// record when the status does not list the record's attachments, or holds
-// prefixes in "ips" where s5.3.3 has addresses (pipeline.Republish, under
-// the container's lock). Records written since start are this plexusd's
-// own: their status is queued, not lost.
+// lost: plexusd answers an ADD before it publishes the status. Once the
+// pod cache has synced, every pod whose record an earlier plexusd wrote,
+// and which is still the record's pod, gets its status written from the
+// record when it does not list the record's attachments or holds prefixes
+// in "ips" where s5.3.3 has addresses (pipeline.Republish).
 type statusRepair struct {
 	records interface {
 		List() ([]string, error)
@@ -33,12 +29,11 @@ type statusRepair struct {
 	republish func(ctx context.Context, containerID string, pod *source.Pod) (bool, error)
 	started   time.Time
 	log       *slog.Logger
-	// repaired counts the statuses written (plexusd's metric).
-	repaired func()
+	repaired  func() // counts the statuses written
 }
 
 // run repairs what the records describe and returns how many statuses it
-// wrote; a failure for one pod is logged and the others go on.
+// wrote; a failure for one pod is logged.
 func (r *statusRepair) run(ctx context.Context) int {
 	ids, err := r.records.List()
 	if err != nil {
@@ -64,10 +59,8 @@ func (r *statusRepair) run(ctx context.Context) int {
 }
 
 // candidates maps each container whose record an earlier plexusd wrote to
-// its pod, for pods that have exactly one such record and are still the
-// record's (same UID). A pod with two records (a sandbox whose DEL never
-// came beside the current one) is left alone: which record the status
-// should show is not known here.
+// its pod, for pods that are still the record's (same UID) and have exactly
+// one such record: with two, which one the status should show is unknown.
 func (r *statusRepair) candidates(ids []string) map[string]*source.Pod {
 	byPod := map[string][]string{}
 	pods := map[string]*source.Pod{}
@@ -97,9 +90,9 @@ func (r *statusRepair) candidates(ids []string) map[string]*source.Pod {
 	return out
 }
 
-// startStatusRepair runs the repair once the pod cache has synced, with
-// the Kubernetes source only (the manifests source writes status files
-// before it answers). started is when this plexusd began serving.
+// startStatusRepair runs the repair once the pod cache has synced (the
+// manifests source writes status files before it answers); started is
+// when this plexusd began serving.
 func (d *Daemon) startStatusRepair(ctx context.Context, started time.Time) {
 	if d.cache == nil {
 		return
@@ -107,8 +100,7 @@ func (d *Daemon) startStatusRepair(ctx context.Context, started time.Time) {
 	log := d.o.Log.With("cmd", "repair")
 	p := d.daemonPipeline(log)
 	p.Source = d.src
-	r := &statusRepair{records: p.Records, pods: d.cache, republish: p.Republish, started: started, log: log,
-		repaired: func() { d.m.statusRepaired.Inc() }}
+	r := &statusRepair{records: p.Records, pods: d.cache, republish: p.Republish, started: started, log: log, repaired: d.m.statusRepaired.Inc}
 	go func() {
 		if d.cache.WaitForSync(ctx) {
 			r.run(ctx)

@@ -10,13 +10,10 @@ import (
 )
 
 // uninstallState removes, with --uninstall, what plexusd keeps on the node
-// besides the CNI config and binaries, so that a later install starts as
-// a fresh one: the AttachmentPolicy revisions (a reinstalled node enforces
-// the baseline until an object exists), the extension compilation cache,
-// and the socket's directory. Attachment records, libcni's results, locks
-// and tombstones go too when no record is left; while one is, a pod still
-// holds plexus's attachments and its DEL needs them, so they stay and the
-// log lists them. It returns what it removed and what it kept.
+// besides the CNI config and binaries, so a later install starts fresh:
+// the policy revisions, the extension cache and the socket's directory;
+// records, results, locks and tombstones too unless a record is left (its
+// pod's DEL needs them). It returns what it removed and what it kept.
 func (d *Daemon) uninstallState() (removed, kept []string, err error) {
 	var errs []error
 	remove := func(p string) {
