@@ -42,28 +42,22 @@ type SourceBuilder func(conf *config.Config, cmd Command, log *slog.Logger) (sou
 // Options are what differs between the thin plugin and plexusd.
 type Options struct {
 	Stages StageBuilder
-	// Source, when set, provides the source instead of building one per call.
-	Source SourceBuilder
-	// Log, when set, is used instead of the config's logFile (plexusd).
-	Log *slog.Logger
-	// WrapCNI, when set, wraps libcni (plexusd counts attachments).
-	WrapCNI func(libcni.CNI) libcni.CNI
-	// Ignored, when set, is told every selection key an ADD ignores
-	// (plexusd counts them).
-	Ignored func(key string)
-	// OnPodResourcesCall, when set, is told of every call to kubelet's
-	// pod-resources API (plexusd counts them).
+	// The rest, when set, are plexusd's: Source replaces the per-call
+	// source, Log the config's logFile; WrapCNI wraps libcni, and Ignored
+	// and OnPodResourcesCall are told of each ignored selection key and
+	// pod-resources call (plexusd counts them).
+	Source             SourceBuilder
+	Log                *slog.Logger
+	WrapCNI            func(libcni.CNI) libcni.CNI
+	Ignored            func(key string)
 	OnPodResourcesCall func(method string)
-	// Own, when set (plexusd), is the daemon's own config: its binDir,
-	// cacheDir and confDir replace those of every forwarded call's config,
-	// so a caller of the socket names neither the programs plexusd runs nor
-	// the files it reads and writes.
+	// Own is plexusd's config: its binDir, cacheDir and confDir replace
+	// every forwarded call's, so a caller of the socket names neither the
+	// programs plexusd runs nor the files it writes.
 	Own *config.Config
-	// DelegateRoot, when set (plexusd in a pod), is the host's root
-	// directory: delegates run chrooted to it, so they see the host's
-	// filesystem as under the runtime (delegateExec), and the pod's
-	// network namespace and readinessindicatorfile are host paths opened
-	// inside it (hostroot).
+	// DelegateRoot is the host's root directory (plexusd in a pod):
+	// delegates run chrooted to it (delegateExec), and host paths such as
+	// the pod's network namespace are opened inside it (hostroot).
 	DelegateRoot string
 
 	// parse replaces config.Parse in tests, which count the parses.
@@ -94,9 +88,8 @@ func ParseCommand(s string) (Command, error) {
 	return 0, fmt.Errorf("CNI_COMMAND %q is not one of ADD, DEL, CHECK, GC, STATUS", s)
 }
 
-// Run runs one CNI command through the pipeline with plexus's config,
-// parsed once by the caller; ADD's result is written to stdout in the
-// runtime's cniVersion.
+// Run runs one CNI command through the pipeline with plexus's config;
+// ADD's result is written to stdout in the runtime's cniVersion.
 func (o Options) Run(ctx context.Context, conf *config.Config, cmd Command, a *skel.CmdArgs, stdout io.Writer) error {
 	start := time.Now()
 	log, closeLog, err := o.logger(conf)
@@ -122,8 +115,7 @@ func (o Options) Run(ctx context.Context, conf *config.Config, cmd Command, a *s
 }
 
 // callLogger names the call in every line: the command, and the container
-// and the runtime's interface when the command has them (GC and STATUS do
-// not; GC names each container it detaches itself).
+// and interface when the command has them.
 func callLogger(log *slog.Logger, cmd Command, a *skel.CmdArgs) *slog.Logger {
 	attrs := []any{"cmd", cmd.String()}
 	if a.ContainerID != "" {
@@ -143,8 +135,8 @@ func (o Options) logger(conf *config.Config) (*slog.Logger, func(), error) {
 }
 
 // dispatch runs the command. Every outcome's log line carries the call's
-// time in plexus from start (its config read, its source built), which is
-// how operators and the density benchmark read per-pod ADD latency.
+// time in plexus from start, which is how operators and the density
+// benchmark read per-pod ADD latency.
 func dispatch(ctx context.Context, p *pipeline.Pipeline, req *pipeline.Request, cmd Command, stdout io.Writer, start time.Time) error {
 	switch cmd {
 	case CmdAdd:
@@ -210,8 +202,7 @@ func (o Options) build(ctx context.Context, conf *config.Config, a *skel.CmdArgs
 }
 
 // Pipeline is the pipeline without source and stages, on plexus's files
-// under conf's cacheDir, running delegates found in paths. plexusd builds
-// its own for dynamic attachments, which no CNI call starts.
+// under conf's cacheDir, running delegates found in paths.
 func (o Options) Pipeline(conf *config.Config, paths []string, log *slog.Logger) *pipeline.Pipeline {
 	p := &pipeline.Pipeline{
 		Config:    conf,
@@ -243,9 +234,8 @@ const (
 )
 
 // chooseSource picks the manifests source, a kubeconfig, or in-cluster
-// config when running in a pod (KUBERNETES_SERVICE_HOST set, as kubelet
-// does for every container); DEL only needs the manifests source (to
-// remove its status file) and never the API.
+// config in a pod; DEL only needs the manifests source (its status file),
+// never the API.
 func chooseSource(conf *config.Config, cmd Command, getenv func(string) string) sourceKind {
 	switch {
 	case conf.Manifests != "":
@@ -283,8 +273,7 @@ func pluginPaths(conf *config.Config, a *skel.CmdArgs) []string {
 	return slices.DeleteFunc(paths, func(p string) bool { return p == "" })
 }
 
-// request is the call for the pipeline. CNI_ARGS reach it as the runtime
-// sent them, once cniargs.Load accepted them.
+// request is the call for the pipeline, CNI_ARGS as the runtime sent them.
 func request(a *skel.CmdArgs, conf *config.Config) (*pipeline.Request, error) {
 	_, args, err := cniargs.Load(a.Args)
 	if err != nil {
@@ -300,8 +289,7 @@ func request(a *skel.CmdArgs, conf *config.Config) (*pipeline.Request, error) {
 	}, nil
 }
 
-// logRotation is the config's logOptions (Multus's, in megabytes and
-// days) for the log file.
+// logRotation is the config's logOptions (Multus's: megabytes and days).
 func logRotation(o *config.LogOptions) logfile.Rotation {
 	if o == nil {
 		return logfile.Rotation{}

@@ -22,25 +22,19 @@ import (
 )
 
 // delegateExec runs delegate plugins for libcni like its default does,
-// except that every delegate dies with plexus. A runtime whose deadline
-// passes SIGKILLs plexus alone (exec.CommandContext); a delegate stuck in
-// ADD would otherwise run on forever, holding its netns and its lease.
-//
-// With root set (plexusd in a pod), a delegate runs chrooted to the host's
-// root directory: it finds the host's binaries, tools (iptables, nft,
-// ovs-vsctl...), libraries and files, exactly as when the runtime runs it,
-// whatever plexus's image holds. Paths in CNI_PATH, CNI_NETNS and the
-// delegate's config are the host's, so they mean the same inside.
+// except that every delegate dies with plexus: a runtime whose deadline
+// passes SIGKILLs plexus alone, and a stuck delegate would hold its netns
+// and lease forever. With root set (plexusd in a pod), a delegate runs
+// chrooted to the host's root, with the host's tools and files, as under
+// the runtime; the paths it is given are the host's.
 type delegateExec struct {
 	invoke.RawExec        // FindInPath without root
 	version.PluginDecoder // Decode
 	root                  string
-	// log, when it logs debug lines, gets one for each delegate run.
-	log *slog.Logger
+	log                   *slog.Logger // at debug, a line per delegate run
 }
 
-// FindInPath finds plugin in the host's paths, resolving every symlink
-// inside root as the delegate will see it.
+// FindInPath finds plugin as the delegate will see it.
 func (e *delegateExec) FindInPath(plugin string, paths []string) (string, error) {
 	if e.root == "" {
 		return e.RawExec.FindInPath(plugin, paths)
@@ -104,10 +98,9 @@ func runDelegate(ctx context.Context, root, path string, stdin []byte, environ [
 }
 
 // delegateIO are a delegate's stdin, stdout and stderr: memory files, not
-// pipes. A pipe needs a goroutine in this process to feed or drain it
-// while the delegate runs, and each of its wakeups is a context switch on
-// the node's busiest moment; a file is written by the delegate alone and
-// read once it has exited.
+// pipes, which need a goroutine to feed or drain them, each wakeup a
+// context switch at the node's busiest moment; a file is read once the
+// delegate has exited.
 type delegateIO struct{ in, out, err *os.File }
 
 func newDelegateIO(stdin []byte) (*delegateIO, error) {
@@ -185,10 +178,8 @@ func tail(f *os.File, n int64) []byte {
 	return b[:k]
 }
 
-// logRun logs, at debug level, a delegate's wall time (start to reaped)
-// beside the CPU time it used (all its threads, from its rusage): wall
-// time well above CPU time is time the delegate waited, for a CPU, a
-// lock or the kernel, rather than worked.
+// logRun logs, at debug level, a delegate's wall time beside its CPU
+// time: wall time well above CPU time is time it waited rather than worked.
 func logRun(ctx context.Context, log *slog.Logger, c *exec.Cmd, wall time.Duration) {
 	if log == nil || c.ProcessState == nil || !log.Enabled(ctx, slog.LevelDebug) {
 		return
@@ -206,8 +197,7 @@ func logRun(ctx context.Context, log *slog.Logger, c *exec.Cmd, wall time.Durati
 		slog.Int("exitCode", c.ProcessState.ExitCode()))
 }
 
-// envValue is name's value in env, the last one set as exec would pass
-// it; "" when unset.
+// envValue is name's last value in env, as exec would pass it.
 func envValue(env []string, name string) string {
 	for i := len(env) - 1; i >= 0; i-- {
 		if v, ok := strings.CutPrefix(env[i], name+"="); ok {
@@ -217,12 +207,10 @@ func envValue(env []string, name string) string {
 	return ""
 }
 
-// awaitExit returns once the child pid has exited, without reaping it
-// (Wait does that), or at once when that cannot be watched. It parks on
-// Go's poller instead of Wait's blocking waitid: while a thread blocks in
-// a system call, Go's system monitor keeps waking for as long as the call
-// lasts, and on a small node that takes CPU from the delegate being
-// waited for.
+// awaitExit returns once the child pid has exited, without reaping it, or
+// at once when that cannot be watched. It parks on Go's poller instead of
+// Wait's blocking waitid, during which Go's system monitor keeps waking
+// and takes CPU from the delegate on a small node.
 func awaitExit(pid int) {
 	fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
 	if err != nil {
@@ -234,8 +222,7 @@ func awaitExit(pid int) {
 	if err != nil {
 		return
 	}
-	// The pidfd turns readable when the process exits; the poller calls
-	// back until waitid (not reaping: WNOWAIT) sees the exit.
+	// The pidfd turns readable on exit; poll until waitid (WNOWAIT) sees it.
 	_ = rc.Read(func(fd uintptr) bool {
 		var info unix.Siginfo
 		err := unix.Waitid(unix.P_PIDFD, int(fd), &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
@@ -243,8 +230,8 @@ func awaitExit(pid int) {
 	})
 }
 
-// delegateError prefers the plugin's own CNI error, then says why it was
-// killed, then quotes (the end of) what it wrote to stderr.
+// delegateError prefers the plugin's own CNI error, then why it was
+// killed, then the end of its stderr.
 func delegateError(ctx context.Context, err error, stdout, stderr []byte) error {
 	var te types.Error
 	if len(stdout) > 0 && json.Unmarshal(stdout, &te) == nil && te.Msg != "" {

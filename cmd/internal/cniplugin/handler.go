@@ -23,11 +23,9 @@ import (
 // Versions are the CNI versions plexus supports.
 var Versions = version.PluginSupports(wire.CNIVersions...)
 
-// Funcs are the plugin's commands for the CNI library's skel, which
-// checks each call (environment, network name, CNI version, the commands
-// the version has), answers VERSION, and prints the error a command
-// returns. Each command runs the call in this process; ADD's result goes
-// to stdout.
+// Funcs are the plugin's commands for the CNI library's skel, which checks
+// each call, answers VERSION and prints the error a command returns. Each
+// command runs the call in this process.
 func (o Options) Funcs(ctx context.Context, stdout io.Writer) skel.CNIFuncs {
 	command := func(cmd Command) func(*skel.CmdArgs) error {
 		return func(a *skel.CmdArgs) error { return o.plugin(ctx, cmd, a, stdout) }
@@ -47,10 +45,8 @@ func (o Options) plugin(ctx context.Context, cmd Command, a *skel.CmdArgs, stdou
 	return o.Run(ctx, conf, cmd, a, stdout)
 }
 
-// checkThin refuses a config of type plexus that names plexusd's socket:
-// the plugin runs every call itself, the shim forwards. A config of type
-// plexus-shim reaches the plugin only for the shim's DEL while plexusd is
-// down, which runs here.
+// checkThin refuses a config of type plexus that names plexusd's socket.
+// (A plexus-shim config reaches the plugin for a DEL while plexusd is down.)
 func checkThin(conf *config.Config) error {
 	if conf.DaemonSocket == "" || conf.Type != "plexus" {
 		return nil
@@ -59,9 +55,8 @@ func checkThin(conf *config.Config) error {
 		`name "type": "plexus-shim" to forward calls to plexusd`, "")
 }
 
-// Handle runs a call forwarded by the shim (plexusd's side), whose skel
-// checked it: the same command with the same arguments and config,
-// answered with exactly what the plugin would print.
+// Handle runs a call the shim's skel checked and forwarded (plexusd's
+// side), answered with exactly what the plugin would print.
 func (o Options) Handle(ctx context.Context, c *daemon.Call) *daemon.Reply {
 	cmd, err := ParseCommand(c.Command())
 	if err != nil {
@@ -82,9 +77,9 @@ func (o Options) Handle(ctx context.Context, c *daemon.Call) *daemon.Reply {
 	return &daemon.Reply{Stdout: out.Bytes()}
 }
 
-// accept parses plexus's config, once for the whole call, and refuses an
-// ADD or a DEL in this process's own network namespace before anything
-// runs (skel checks that only once the ADD is done).
+// accept parses plexus's config, once per call, and refuses an ADD or a
+// DEL in this process's own network namespace before anything runs (skel
+// checks that only once the ADD is done).
 func (o Options) accept(cmd Command, a *skel.CmdArgs) (*config.Config, error) {
 	parse := o.parse
 	if parse == nil {
@@ -116,8 +111,8 @@ func checkNetNS(cmd Command, a *skel.CmdArgs) error {
 	return nil
 }
 
-// failed is plexusd's reply for a failed call: the JSON error a plugin
-// prints (CNI spec), indented as skel prints it.
+// failed is plexusd's reply for a failed call: the CNI error, indented as
+// skel prints it.
 func failed(err error) *daemon.Reply {
 	var te *types.Error
 	if !errors.As(err, &te) {

@@ -11,10 +11,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// hostPATH is the PATH a delegate chrooted to the host's root gets: the
-// directories a node's runtime finds host tools in (systemd gives services
-// the same), instead of plexus's image's PATH, which names none of the
-// host's.
+// hostPATH is the PATH a delegate chrooted to the host's root gets, as
+// systemd gives services, instead of the image's.
 const hostPATH = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 // withHostPath is environ with PATH replaced by hostPATH.
@@ -23,9 +21,8 @@ func withHostPath(environ []string) []string {
 	return append(out, hostPATH)
 }
 
-// findInRoot is invoke.FindInPath for a plugin that runs chrooted to root:
-// the first dir of paths (host paths) holding an executable regular file
-// named plugin, looked up with every symlink resolved inside root.
+// findInRoot is invoke.FindInPath inside root, every symlink resolved
+// inside it.
 func findInRoot(root, plugin string, paths []string) (string, error) {
 	if plugin == "" || strings.ContainsRune(plugin, '/') {
 		return "", fmt.Errorf("plugin name %q: want a file name", plugin)
@@ -50,8 +47,7 @@ func findInRoot(root, plugin string, paths []string) (string, error) {
 	return "", fmt.Errorf("failed to find plugin %q in path %s (under the delegate root %s)", plugin, paths, root)
 }
 
-// executableIn: p, resolved inside the directory rootFd (absolute symlinks
-// and ".." stay inside it), is a regular file someone may execute.
+// executableIn: p, resolved inside rootFd, is an executable regular file.
 func executableIn(rootFd int, p string) bool {
 	fd, err := unix.Openat2(rootFd, p, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_IN_ROOT})
 	if err != nil {
@@ -65,9 +61,8 @@ func executableIn(rootFd int, p string) bool {
 	return st.Mode&unix.S_IFMT == unix.S_IFREG && st.Mode&0o111 != 0
 }
 
-// CheckDelegateRoot tells whether delegates can run chrooted to root: it
-// must be a directory this process may enter, holding every one of
-// binDirs. The error says what to change in the DaemonSet.
+// CheckDelegateRoot tells whether delegates can run chrooted to root, a
+// directory holding every one of binDirs; the error says what to change.
 func CheckDelegateRoot(root string, binDirs []string) error {
 	rootFd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
