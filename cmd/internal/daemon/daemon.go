@@ -1,7 +1,7 @@
-// Package daemon is plexusd's side of the unix socket the thick-mode
-// forwarder sends CNI calls on: the call's CNI_* environment and stdin;
-// plexusd runs the same pipeline and answers with what the plugin would
-// have printed. Package wire holds the format and the forwarder's side.
+// Package daemon is plexusd's side of the unix socket the thick-mode shim
+// forwards CNI calls on (its CNI_* environment and stdin), answered with
+// what the plugin would have printed. Package wire holds the format and
+// the shim's side.
 package daemon
 
 import (
@@ -50,16 +50,16 @@ func Listen(path string) (net.Listener, error) {
 	return ln, nil
 }
 
-// requestTimeout bounds reading a request, so a stuck client cannot hold a
-// connection (and a goroutine) forever.
+// requestTimeout bounds reading a request: a stuck client must not hold a
+// connection forever.
 const requestTimeout = 10 * time.Second
 
 // Server serves calls, at most MaxParallel at once.
 type Server struct {
 	Handler     Handler
 	MaxParallel int
-	// Ready reports whether calls can be served (caches synced, default
-	// network present); the shim waits for it before an ADD.
+	// Ready reports whether calls can be served; the shim waits for it
+	// before an ADD.
 	Ready func() bool
 	Log   *slog.Logger
 }
@@ -106,7 +106,7 @@ func (s *Server) serveConn(conn net.Conn, sem chan struct{}) {
 	case len(body) > wire.MaxCallBytes:
 		s.respond(conn, &wire.Answer{Refused: fmt.Sprintf("request over %d bytes", wire.MaxCallBytes)})
 		// Closing with the rest unread would reset the connection and
-		// lose the answer: read on, within the request's deadline.
+		// lose the answer.
 		io.Copy(io.Discard, io.LimitReader(conn, wire.MaxCallBytes))
 		return
 	}

@@ -9,8 +9,7 @@ import (
 	"time"
 )
 
-// ErrUnreachable is wrapped when plexusd cannot be reached at all, as
-// opposed to failing a call: it did not get the call.
+// ErrUnreachable is wrapped when plexusd did not get the call.
 var ErrUnreachable = errors.New("plexusd is unreachable")
 
 // ErrClosedEarly is wrapped when plexusd took the call and closed the
@@ -18,8 +17,8 @@ var ErrUnreachable = errors.New("plexusd is unreachable")
 // which may be half done.
 var ErrClosedEarly = errors.New("plexusd closed the connection before answering")
 
-// readyTimeout bounds one readiness question, so that a hung plexusd
-// cannot hold a waiting ADD past its deadline.
+// readyTimeout bounds one readiness question: a hung plexusd must not
+// hold a waiting ADD past its deadline.
 const readyTimeout = time.Second
 
 // Client is a plugin's side of the socket.
@@ -28,8 +27,7 @@ type Client struct {
 }
 
 // Do sends one call and returns plexusd's reply. Failing to connect or to
-// send is ErrUnreachable; once plexusd has the call, a lost answer is not,
-// since the call may have run.
+// send is ErrUnreachable; a lost answer is not: the call may have run.
 func (c *Client) Do(call *Call) (*Reply, error) {
 	a, err := c.exchange(EncodeCall(call), 0)
 	if err != nil {
@@ -74,8 +72,7 @@ func (c *Client) WaitReady(deadline time.Time) error {
 }
 
 // exchange sends one request and reads the answer; timeout 0 waits as
-// long as the call takes (the runtime kills a forwarder that took too
-// long).
+// long as the call takes (the runtime kills a shim that takes too long).
 func (c *Client) exchange(req []byte, timeout time.Duration) (*Answer, error) {
 	conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: c.Socket, Net: "unix"})
 	if err != nil {
@@ -112,8 +109,7 @@ func unreachable(socket, doing string, err error) error {
 	return fmt.Errorf("%w at %s: %s: %w", ErrUnreachable, socket, doing, unwrapOp(err))
 }
 
-// unwrapOp is the system's reason alone: the message already says where
-// and what was being done.
+// unwrapOp is the system's reason alone: the message says the rest.
 func unwrapOp(err error) error {
 	var op *net.OpError
 	if errors.As(err, &op) && op.Err != nil {

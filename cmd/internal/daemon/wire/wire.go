@@ -1,6 +1,5 @@
-// Package wire is the byte format of one exchange between a forwarder and
-// plexusd, and the forwarder's side of the socket (Client), which the
-// thick-mode shim uses (package shim).
+// Package wire is the byte format of one exchange between the thick-mode
+// shim and plexusd, and the shim's side of the socket (Client).
 //
 // One exchange per connection. A request is
 //
@@ -43,9 +42,8 @@ const (
 	statusNotReady = 'N'
 )
 
-// CNIVersions are the CNI versions plexus supports (the plugin's, plexusd's
-// and the shim's), oldest first. The shim answers VERSION on plexusd's
-// behalf, so both ends of the socket take the list from here.
+// CNIVersions are the CNI versions plexus supports, oldest first: the
+// shim answers VERSION on plexusd's behalf, so both ends take it from here.
 var CNIVersions = []string{"0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"}
 
 // Call is one CNI invocation as the runtime made it.
@@ -152,9 +150,8 @@ func EncodeAnswer(a *Answer) []byte {
 	return append(b, payload...)
 }
 
-// ReadAnswer reads one reply from r and stops at its end: the forwarder
-// answers the runtime as soon as the reply is in, not once plexusd has
-// closed the connection. io.EOF means r ended before the reply started.
+// ReadAnswer reads one reply from r and stops at its end, not at plexusd's
+// close. io.EOF means r ended before the reply started.
 func ReadAnswer(r io.Reader) (*Answer, error) {
 	head := make([]byte, len(replyMagic)+1+4)
 	n, err := io.ReadFull(r, head)
@@ -215,8 +212,7 @@ func appendUint32(b []byte, n int) []byte {
 	return append(b, byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
 }
 
-// reader decodes in order and remembers the first error, so that callers
-// check once.
+// reader decodes in order and remembers the first error.
 type reader struct {
 	b   []byte
 	err error
@@ -230,30 +226,12 @@ func (r *reader) magic(m string) bool {
 	return true
 }
 
-func (r *reader) byte() byte {
-	if r.err != nil || len(r.b) < 1 {
-		r.fail()
-		return 0
+// take consumes the next n bytes; nil once anything is missing.
+func (r *reader) take(n int) []byte {
+	if r.err == nil && n > len(r.b) {
+		r.err = errors.New("truncated")
 	}
-	c := r.b[0]
-	r.b = r.b[1:]
-	return c
-}
-
-func (r *reader) uint32() int {
-	if r.err != nil || len(r.b) < 4 {
-		r.fail()
-		return 0
-	}
-	n := int(r.b[0])<<24 | int(r.b[1])<<16 | int(r.b[2])<<8 | int(r.b[3])
-	r.b = r.b[4:]
-	return n
-}
-
-func (r *reader) bytes() []byte {
-	n := r.uint32()
-	if r.err != nil || n > len(r.b) {
-		r.fail()
+	if r.err != nil {
 		return nil
 	}
 	v := r.b[:n:n]
@@ -261,11 +239,21 @@ func (r *reader) bytes() []byte {
 	return v
 }
 
-func (r *reader) fail() {
-	if r.err == nil {
-		r.err = errors.New("truncated")
+func (r *reader) byte() byte {
+	if b := r.take(1); b != nil {
+		return b[0]
 	}
+	return 0
 }
+
+func (r *reader) uint32() int {
+	if b := r.take(4); b != nil {
+		return int(binary.BigEndian.Uint32(b))
+	}
+	return 0
+}
+
+func (r *reader) bytes() []byte { return r.take(r.uint32()) }
 
 func (r *reader) end() error {
 	if r.err == nil && len(r.b) > 0 {
