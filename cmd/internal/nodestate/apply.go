@@ -13,10 +13,9 @@ import (
 	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
 )
 
-// apply writes st to the node's PlexusNode by server-side apply of its
-// status: one request once the object exists. The status subresource
-// does not create an object, so the first write applies the bare object
-// (its name only) and then the status.
+// apply writes st by server-side apply of the PlexusNode's status. The
+// status subresource does not create an object, so the first write
+// applies the bare object first.
 func (r *Reporter) apply(ctx context.Context, st plexusapi.PlexusNodeStatus) error {
 	ac, err := statusApply(r.o.Node, st)
 	if err != nil {
@@ -55,19 +54,18 @@ func (r *Reporter) create(ctx context.Context) error {
 	return nil
 }
 
-// ErrNoKind: the API server does not serve PlexusNodes (their CRD,
-// deploy/base/plexus-crds.yaml, is not installed).
+// ErrNoKind: the PlexusNode CRD (deploy/base/plexus-crds.yaml) is not
+// installed.
 var ErrNoKind = errors.New("the cluster has no PlexusNode kind")
 
 // applyOptions: the agent is the only writer of its node's status, so it
-// takes over fields another manager (an admin's kubectl) set.
+// takes over fields another manager set.
 func (r *Reporter) applyOptions() metav1.ApplyOptions {
 	return metav1.ApplyOptions{FieldManager: r.o.FieldManager, Force: true}
 }
 
-// statusApply is the apply configuration of st. The generated apply
-// configuration has the status's JSON form with every field optional, so
-// the status converts through JSON; a zero time becomes an absent field,
+// statusApply is the apply configuration of st, converted through JSON
+// (the generated one has its form): a zero time becomes an absent field,
 // not a null that apply would read as "remove".
 func statusApply(node string, st plexusapi.PlexusNodeStatus) (*applyv1alpha1.PlexusNodeApplyConfiguration, error) {
 	raw, err := json.Marshal(st)

@@ -2,12 +2,9 @@
 // enforces in the PlexusNode named after the node (plexusapi), for
 // `kubectl get plexusnodes` and `plexusctl explain --node`.
 //
-// A Reporter assembles the status from providers, compares it with the
-// last one it published and writes only a change, by server-side apply to
-// the status subresource. Writes follow events (Notify) and a slow
-// resync of the local state; the reporter never polls the API. Writes are
-// at least MinInterval apart, and a failed write is retried with a
-// backoff capped at MaxBackoff.
+// A Reporter assembles the status from providers and writes only a
+// change, by server-side apply to the status subresource, after events
+// (Notify) and a slow resync; it never polls the API.
 package nodestate
 
 import (
@@ -55,21 +52,19 @@ type Install struct {
 	// ConfigInstalled: plexus's CNI config is at ConfigPath.
 	ConfigInstalled bool
 	ConfigPath      string
-	// DefaultNetwork is the name in the cluster-wide default network's
-	// config, DefaultNetworkFile its path; both empty until found.
+	// DefaultNetwork is the default network's config name,
+	// DefaultNetworkFile its path; both empty until found.
 	DefaultNetwork     string
 	DefaultNetworkFile string
-	// Plugins are the CNI plugin types (and IPAM types) the default
-	// network's config and plexus's own name.
+	// Plugins are the plugin and IPAM types both configs name, looked up
+	// in BinDirs.
 	Plugins []string
-	// BinDirs are searched for Plugins, as the runtime and plexus do.
 	BinDirs []string
 }
 
 // Options configure a Reporter.
 type Options struct {
-	// Client writes plexusapi.PlexusNodes; Node names the node and its
-	// PlexusNode.
+	// Client writes the PlexusNode named Node.
 	Client versioned.Interface
 	Node   string
 	// FieldManager is ManagerPlexusd or ManagerInstaller.
@@ -79,17 +74,13 @@ type Options struct {
 	Version string
 	// Install reads the installer's last pass; required.
 	Install func() Install
-	// Policy and Extensions report the policy in force and the extension
-	// modules; nil reports none.
+	// Policy, Extensions and Config (Settings) are reported when set.
 	Policy     func() *plexusapi.NodePolicy
 	Extensions func() []extensions.ModuleState
-	// Config is the config whose values decide a plan, reported with
-	// the default network Install found (Settings); nil reports none.
-	Config *config.Config
+	Config     *config.Config
 	// MinInterval is the least time between two writes; Resync how often
-	// the local state is assembled again without a Notify; MaxBackoff
-	// caps the wait before retrying a failed write; CallTimeout bounds
-	// each request.
+	// the state is assembled without a Notify; MaxBackoff caps the retry
+	// of a failed write; CallTimeout bounds each request.
 	MinInterval time.Duration
 	Resync      time.Duration
 	MaxBackoff  time.Duration
@@ -103,9 +94,8 @@ type Options struct {
 type Reporter struct {
 	o    Options
 	kick chan struct{}
-	// last is the status last published, Updated and the conditions'
-	// transition times cleared; nil before the first write, so a
-	// (re)started agent always writes once.
+	// last is the status last published, times cleared; nil before the
+	// first write, so a (re)started agent always writes once.
 	last *plexusapi.PlexusNodeStatus
 	// readySince is when Ready last changed status, as published.
 	readySince metav1.Time
@@ -144,8 +134,7 @@ func New(o Options) (*Reporter, error) {
 	return &Reporter{o: o, kick: make(chan struct{}, 1)}, nil
 }
 
-// Notify asks for the state to be assembled again: the agent calls it
-// after it changed something the status reports. It never blocks;
+// Notify asks for the state to be assembled again. It never blocks;
 // notifications before the next pass collapse into one.
 func (r *Reporter) Notify() {
 	select {
@@ -187,8 +176,7 @@ func (r *Reporter) Status() plexusapi.PlexusNodeStatus {
 	return st
 }
 
-// Bounds the CRD sets on what a report holds: a longer error or list
-// would make the API server refuse every write.
+// The CRD's bounds: a longer error or list would fail every write.
 const (
 	MaxExtensions = plexusapi.MaxExtensions
 	maxErrorBytes = plexusapi.MaxErrorBytes
@@ -197,12 +185,10 @@ const (
 // statusKey is the one item of the reporter's queue: the node's status.
 const statusKey = "status"
 
-// Run publishes the status until ctx ends: after the first Notify (the
-// agent's first pass, so nothing half-known is written), then after each
-// Notify and each Resync when it changed. A workqueue holds the pending
-// pass: notifications collapse into it, a write waits MinInterval after
-// the last one, and a failed write is retried with a backoff doubling up
-// to MaxBackoff.
+// Run publishes the status until ctx ends: after the first Notify (so
+// nothing half-known is written), then after each Notify and Resync when
+// it changed. A workqueue holds the pending pass, spaces writes by
+// MinInterval and retries a failed one with backoff up to MaxBackoff.
 func (r *Reporter) Run(ctx context.Context) {
 	q := workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](firstBackoff, r.o.MaxBackoff),
@@ -219,8 +205,7 @@ func (r *Reporter) Run(ctx context.Context) {
 	}
 }
 
-// feed queues a pass on each Notify and Resync, from the first on, and
-// shuts the queue down when ctx ends.
+// feed queues a pass on each Notify and Resync until ctx ends.
 func (r *Reporter) feed(ctx context.Context, q workqueue.TypedRateLimitingInterface[string]) {
 	defer q.ShutDown()
 	resync := time.NewTicker(r.o.Resync)
@@ -258,8 +243,8 @@ func (r *Reporter) pass(ctx context.Context, q workqueue.TypedRateLimitingInterf
 	q.Forget(key)
 }
 
-// PublishIfChanged writes the status when it differs from the last one
-// written, and reports whether it wrote.
+// PublishIfChanged writes the status when it changed and reports whether
+// it wrote.
 func (r *Reporter) PublishIfChanged(ctx context.Context) (bool, error) {
 	st := r.Status()
 	if r.last != nil && reflect.DeepEqual(*r.last, st) {

@@ -21,9 +21,8 @@ const (
 	ReasonExtensionFailed    = "ExtensionNotLoaded"
 )
 
-// ready is the Ready condition of st, its transition time unset: False
-// with the first thing that keeps the node from doing what its config and
-// the admin's policy ask, in the order an operator fixes them.
+// ready is the Ready condition of st: False with the first thing that
+// keeps the node from working, in the order an operator fixes them.
 func ready(st *plexusapi.PlexusNodeStatus) metav1.Condition {
 	c := metav1.Condition{Type: plexusapi.ConditionReady, Status: metav1.ConditionFalse}
 	switch {
@@ -47,9 +46,8 @@ func ready(st *plexusapi.PlexusNodeStatus) metav1.Condition {
 	return c
 }
 
-// Settings are the values of c that decide a plan, as PlexusNode
-// reports them; found is the default network's file the installer found,
-// reported when c names none.
+// Settings are the values of c that decide a plan; found is the default
+// network's file, reported when c names none.
 func Settings(c *config.Config, found string) *plexusapi.NodeSettings {
 	compat := config.CompatOff
 	if c.MultusCompat() {
@@ -64,8 +62,7 @@ func Settings(c *config.Config, found string) *plexusapi.NodeSettings {
 	}
 }
 
-// bounded keeps a list within the CRD's bound, so an over-long config
-// list cannot make every write fail.
+// bounded keeps a list within the CRD's bound.
 func bounded(l []string) []string {
 	return append([]string(nil), l[:min(len(l), maxSettingsItems)]...)
 }
