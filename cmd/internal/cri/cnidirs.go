@@ -15,8 +15,7 @@ import (
 	"github.com/plexus-cni/plexus/cmd/internal/hostroot"
 )
 
-// CNIDirs is where the runtime reads CNI network configs and finds CNI
-// plugins: the directories plexus's config and binaries must go to.
+// CNIDirs is where the runtime reads CNI configs and finds plugins.
 type CNIDirs struct {
 	// Runtime is the runtime's name and version, as its CRI Version says.
 	Runtime string
@@ -24,15 +23,12 @@ type CNIDirs struct {
 	BinDirs []string
 }
 
-// maxConfigBytes bounds the runtime's answer: containerd's verbose status
-// and CRI-O's config are a few kilobytes.
+// maxConfigBytes bounds the runtime's answer (a few kilobytes).
 const maxConfigBytes = 4 << 20
 
-// CNIDirs asks the runtime for its CNI directories. containerd reports
-// them in its verbose CRI Status (info["config"].cni); CRI-O's Status
-// carries none, so CRI-O is asked for its configuration on its own HTTP
-// endpoint (GET /config on the same socket, as `crio status config`
-// does). Other runtimes get an error naming them.
+// CNIDirs asks the runtime for its CNI directories: containerd in its
+// verbose CRI Status, CRI-O on GET /config on the same socket (as `crio
+// status config` does). Other runtimes get an error naming them.
 func (c *Client) CNIDirs(ctx context.Context) (CNIDirs, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
@@ -132,8 +128,7 @@ func crioDirsFrom(data []byte) (CNIDirs, error) {
 	return CNIDirs{ConfDir: conf.Crio.Network.NetworkDir, BinDirs: conf.Crio.Network.PluginDirs}, nil
 }
 
-// check cleans the directories and refuses an answer without them, or
-// with a relative one: they are used as host paths.
+// check cleans the directories and refuses a missing or relative one.
 func (d *CNIDirs) check() error {
 	if d.ConfDir == "" || len(d.BinDirs) == 0 {
 		return fmt.Errorf("runtime %s reports no CNI conf dir or bin dir", d.Runtime)

@@ -1,10 +1,7 @@
 // Package cri asks the container runtime, over its CRI socket, where a
-// running pod sandbox's network namespace is, which sandboxes it has, and
-// where it reads CNI configs and plugins. plexusd needs the first to
-// change a running pod's attachments (dynamic attachments): the path comes
-// from the runtime, never from anything in the pod object; the second to
-// collect the records of sandboxes the runtime lost without a DEL; the
-// third to check that plexus is installed where the runtime looks.
+// running sandbox's network namespace is (for dynamic attachments: never
+// from the pod object), which sandboxes it has (to collect lost ones'
+// records), and where it reads CNI configs and plugins.
 package cri
 
 import (
@@ -27,12 +24,10 @@ import (
 // DefaultSocket is containerd's CRI socket.
 const DefaultSocket = "/run/containerd/containerd.sock"
 
-// callTimeout bounds one CRI call; the runtime answers status in
-// milliseconds.
+// callTimeout bounds one CRI call; the runtime answers in milliseconds.
 const callTimeout = 10 * time.Second
 
-// ErrNotReady is wrapped when the sandbox exists but is not ready (being
-// stopped or removed): there is no network namespace to change.
+// ErrNotReady is wrapped when the sandbox is being stopped or removed.
 var ErrNotReady = errors.New("pod sandbox is not ready")
 
 // ErrNotFound is wrapped when the runtime does not know the sandbox.
@@ -46,10 +41,8 @@ type Client struct {
 	root   string
 }
 
-// NewInRoot connects lazily to the runtime's socket (the first call
-// dials): the host's socket path reached through root, the host's root
-// directory as this process sees it (hostroot; "" for this process's
-// own), so plexusd in a pod needs no mount of the socket's directory.
+// NewInRoot connects lazily to the runtime's socket, a host path reached
+// through root (hostroot), so plexusd in a pod needs no mount of it.
 func NewInRoot(root, socket string) (*Client, error) {
 	dial := func(ctx context.Context, _ string) (net.Conn, error) { return hostroot.DialUnix(ctx, root, socket) }
 	conn, err := grpc.NewClient("passthrough:///"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithContextDialer(dial))
@@ -62,9 +55,8 @@ func NewInRoot(root, socket string) (*Client, error) {
 // Close releases the connection.
 func (c *Client) Close() error { return c.conn.Close() }
 
-// NetNS returns the network namespace path of the ready sandbox id, after
-// checking that the sandbox belongs to the pod with UID podUID (a sandbox
-// ID reused by another pod must never be changed for this one).
+// NetNS returns the network namespace path of the ready sandbox id, once
+// it is known to belong to the pod with UID podUID.
 func (c *Client) NetNS(ctx context.Context, id, podUID string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
@@ -78,10 +70,8 @@ func (c *Client) NetNS(ctx context.Context, id, podUID string) (string, error) {
 	return netnsFrom(id, podUID, resp)
 }
 
-// SandboxIDs lists the IDs of every pod sandbox the runtime knows, in
-// every state: a sandbox that is not ready still gets its DEL (CRI
-// StopPodSandbox or RemovePodSandbox), so only its absence means the
-// runtime will never send one.
+// SandboxIDs lists every pod sandbox the runtime knows, in every state:
+// only a sandbox's absence means the runtime will never send its DEL.
 func (c *Client) SandboxIDs(ctx context.Context) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
@@ -100,8 +90,7 @@ func (c *Client) SandboxIDs(ctx context.Context) ([]string, error) {
 }
 
 // netnsFrom checks the sandbox and reads its network namespace path from
-// the verbose info. containerd puts the sandbox's OCI runtime spec under
-// info["info"] (JSON): runtimeSpec.linux.namespaces[type=network].path.
+// containerd's verbose info["info"]: runtimeSpec.linux.namespaces.
 func netnsFrom(id, podUID string, resp *runtimeapi.PodSandboxStatusResponse) (string, error) {
 	st := resp.GetStatus()
 	if st == nil {

@@ -1,12 +1,10 @@
 // Package logfile is plexus's logFile with size-based rotation
-// (logOptions): when a write would take the file past maxSize, the file is
-// renamed to a timestamped backup beside it, optionally gzipped, and the
-// backups past maxBackups or older than maxAge are removed.
+// (logOptions): a file past maxSize is renamed to a timestamped backup,
+// optionally gzipped, and backups past maxBackups or maxAge are removed.
 //
 // In thin mode every CNI call is its own process appending to the same
-// file, so rotation takes an exclusive flock on "<logFile>.lock" and
-// re-checks the file under it: only one process renames, and the others
-// reopen the new file.
+// file, so rotation takes a flock on "<logFile>.lock" and re-checks the
+// file under it: only one process renames, and the others reopen.
 package logfile
 
 import (
@@ -17,7 +15,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -39,14 +37,10 @@ type Writer struct {
 
 // Rotation says when the file is rotated and what is kept of it.
 type Rotation struct {
-	// MaxBytes is the size at which the file is rotated (0: never).
-	MaxBytes int64
-	// MaxBackups is how many rotated files are kept (0: all).
-	MaxBackups int
-	// MaxAge is how long a rotated file is kept (0: no limit).
-	MaxAge time.Duration
-	// Compress gzips rotated files.
-	Compress bool
+	MaxBytes   int64         // the size at which the file is rotated (0: never)
+	MaxBackups int           // how many rotated files are kept (0: all)
+	MaxAge     time.Duration // how long a rotated file is kept (0: no limit)
+	Compress   bool          // gzip rotated files
 }
 
 // Open opens path for appending, rotated as r says.
@@ -68,7 +62,7 @@ func (w *Writer) open() error {
 }
 
 // Write appends p, rotating first when p would take the file past
-// maxSize. A failed rotation does not lose the line: it is still written.
+// maxSize; a failed rotation does not lose the line.
 func (w *Writer) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -97,9 +91,8 @@ func (w *Writer) Close() error {
 	return err
 }
 
-// rotate renames the file to a backup, unless another process did so
-// since this one opened it, and opens a new one; then it compresses and
-// prunes the backups.
+// rotate renames the file to a backup, unless another process did, opens
+// a new one, then compresses and prunes the backups.
 func (w *Writer) rotate() error {
 	unlock, err := lockFile(w.path + ".lock")
 	if err != nil {
@@ -174,8 +167,8 @@ func (w *Writer) backups() ([]backup, error) {
 		}
 		out = append(out, backup{path: filepath.Join(dir, n), t: t})
 	}
-	sort.Slice(out, func(i, j int) bool {
-		return out[i].t.After(out[j].t) || out[i].t.Equal(out[j].t) && out[i].path > out[j].path
+	slices.SortFunc(out, func(a, b backup) int {
+		return cmp.Or(b.t.Compare(a.t), strings.Compare(b.path, a.path))
 	})
 	return out, nil
 }

@@ -1,14 +1,10 @@
-// Package podresources asks kubelet's pod-resources API (v1) which devices
-// a pod's containers were allocated.
-//
-// It calls the API through kubelet's generated client
-// (k8s.io/kubelet/pkg/apis/podresources/v1) over grpc-go, so that the
-// maintained libraries own the protocol: framing, status codes, protobuf
-// and the API's evolution. The tests run it against grpc-go serving the
-// generated API, and tests/node against a real kubelet.
+// Package podresources asks kubelet's pod-resources API (v1), through its
+// generated client over grpc-go, which devices a pod's containers were
+// allocated.
 package podresources
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -34,8 +30,7 @@ type Client struct {
 	Socket string
 	// Timeout bounds each call; zero means DefaultTimeout.
 	Timeout time.Duration
-	// OnCall, when set, is told of every RPC made ("Get" or "List"), for
-	// plexusd's metrics and the tests' counts.
+	// OnCall, when set, is told of every RPC made ("Get" or "List").
 	OnCall func(method string)
 }
 
@@ -46,11 +41,7 @@ func (c *Client) PodDevices(ctx context.Context, namespace, name string) (map[st
 	if err := c.checkSocket(); err != nil {
 		return nil, err
 	}
-	timeout := c.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(ctx, cmp.Or(max(c.Timeout, 0), DefaultTimeout))
 	defer cancel()
 	conn, err := c.dial()
 	if err != nil {
@@ -88,9 +79,8 @@ func (c *Client) checkSocket() error {
 	return nil
 }
 
-// dial makes a client connection to the socket; it connects on the first
-// call. The dialer takes the path as it is, so no target URI parsing
-// applies to it.
+// dial makes a client connection to the socket, used as it is (no target
+// URI parsing); it connects on the first call.
 func (c *Client) dial() (*grpc.ClientConn, error) {
 	socket := c.Socket
 	return grpc.NewClient("passthrough:///localhost",
