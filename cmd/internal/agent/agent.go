@@ -1,9 +1,7 @@
-// Package agent is the node agent both modes run: plexusd beside its
-// socket (thick), the installer beside the config it keeps (thin). It
-// follows the AttachmentPolicy the node's config names, recording each
-// attempt as an Event on the node's PlexusNode, and reports the node in
-// that PlexusNode. What differs between the modes (where revisions live,
-// what the node installed, its extension modules) comes in as providers.
+// Package agent is the node agent both modes run (plexusd; the thin
+// installer): it follows the AttachmentPolicy the node's config names,
+// recording each attempt as an Event, and reports the node in its
+// PlexusNode. What differs between the modes comes in as providers.
 package agent
 
 import (
@@ -20,12 +18,10 @@ import (
 	"github.com/plexus-cni/plexus/policies/revision"
 )
 
-// Options configure an Agent: its reporter's (nodestate.Options), whose
-// Client also reads the AttachmentPolicy, whose FieldManager
-// (nodestate.ManagerPlexusd or ManagerInstaller) is also the Events'
-// source, and whose Policy reports the policy in force when no object is
-// followed (files only; nil reports none); and Core, which records
-// Events (nil records none).
+// Options configure an Agent: its reporter's, whose Client also reads the
+// AttachmentPolicy, whose FieldManager is also the Events' source, and
+// whose Policy reports the policy when no object is followed; and Core,
+// which records Events (nil records none).
 type Options struct {
 	nodestate.Options
 	Core kubernetes.Interface
@@ -37,13 +33,11 @@ type Agent struct {
 	reporter *nodestate.Reporter
 	recorder record.EventRecorder
 	stop     func()
-	// syncer is the followed object's, set once by Follow, which may run
-	// after Run started.
+	// syncer is set once by Follow, which may run after Run started.
 	syncer atomic.Pointer[revision.Syncer]
 }
 
-// New builds the agent's reporter and event recorder; nothing is written
-// before Run.
+// New builds the agent; nothing is written before Run.
 func New(o Options) (*Agent, error) {
 	a := &Agent{o: o, stop: func() {}}
 	ro := o.Options

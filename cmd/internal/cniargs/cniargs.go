@@ -1,6 +1,5 @@
-// Package cniargs reads CNI_ARGS with the CNI library's types.LoadArgs,
-// into the keys kubelet's runtime sets, as the reference plugins read
-// them. The shim uses it too, so it links the CNI types alone.
+// Package cniargs reads CNI_ARGS with the CNI library's types.LoadArgs
+// into the keys kubelet's runtime sets; the shim links it alone.
 package cniargs
 
 import (
@@ -10,8 +9,8 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 )
 
-// Pod is CNI_ARGS as a runtime sets them for a Kubernetes pod. The field
-// names are the keys (LoadArgs matches them by name).
+// Pod is CNI_ARGS as a runtime sets them for a pod; the field names are
+// the keys.
 type Pod struct {
 	types.CommonArgs
 	K8S_POD_NAMESPACE          types.UnmarshallableString
@@ -20,10 +19,8 @@ type Pod struct {
 	K8S_POD_UID                types.UnmarshallableString
 }
 
-// Load reads CNI_ARGS, KEY=VALUE pairs separated by ';', refusing a key
-// other than Pod's unless IgnoreUnknown is set, as the CNI library does.
-// It returns the pairs too, in the runtime's order, for the delegates
-// (libcni's RuntimeConf.Args): the runtime's arguments reach them as sent.
+// Load reads CNI_ARGS as the CNI library does, and returns the pairs
+// too, in the runtime's order, for the delegates (RuntimeConf.Args).
 func Load(args string) (*Pod, [][2]string, error) {
 	p := &Pod{}
 	if err := types.LoadArgs(args, p); err != nil {

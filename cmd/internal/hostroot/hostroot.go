@@ -1,11 +1,8 @@
 // Package hostroot opens the node's files, sockets and network namespaces
-// through the host's root directory as a process in a pod sees it
-// (/proc/1/root with the host's PID namespace), with every symlink
-// resolved inside that root: the host's /var/run -> /run link leads to
-// the host's /run, never to the pod's. A mount made on the host after the
-// pod started (a sandbox's network namespace) is reached without any
-// mount propagation into the pod. An empty root is this process's own
-// filesystem.
+// through the host's root directory as a pod sees it (/proc/1/root with
+// hostPID), every symlink resolved inside it (the host's /var/run -> /run
+// is the host's /run). Mounts made on the host after the pod started are
+// reached without mount propagation. An empty root is this process's own.
 package hostroot
 
 import (
@@ -26,9 +23,8 @@ func Open(root, p string, flags int) (*os.File, error) {
 	if !filepath.IsAbs(p) {
 		return nil, fmt.Errorf("host path %q: want an absolute path", p)
 	}
-	// /proc/PID/ns/net (a runtime's CNI_NETNS) is a magic link, which
-	// openat2 does not follow inside a root; this process's /proc is the
-	// host's already, with the host's PID namespace.
+	// /proc/PID/ns/net is a magic link, which openat2 does not follow
+	// inside a root; with hostPID, this process's /proc is the host's.
 	if root == "" || p == "/proc" || strings.HasPrefix(p, "/proc/") {
 		fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC|flags, 0)
 		if err != nil {
@@ -60,10 +56,9 @@ func Exists(root, p string) (bool, error) {
 	return true, f.Close()
 }
 
-// DialUnix connects to the unix socket at host path p inside root: the
-// socket file is opened as a path (O_PATH) inside root and connected to
-// through /proc/self/fd, which also lifts the 108-byte limit of a socket
-// address.
+// DialUnix connects to the unix socket at host path p inside root,
+// through /proc/self/fd of an O_PATH descriptor (which also lifts the
+// 108-byte limit of a socket address).
 func DialUnix(ctx context.Context, root, p string) (net.Conn, error) {
 	var d net.Dialer
 	if root == "" {

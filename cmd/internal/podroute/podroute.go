@@ -19,16 +19,14 @@ import (
 
 // Netlink is the Router that uses netlink in the pod's namespace.
 type Netlink struct {
-	// Root is the host's root directory as this process sees it (plexusd
-	// in a pod): namespace paths are the host's, opened inside it
-	// (hostroot). "" opens them in this process's filesystem.
+	// Root is the host's root directory (plexusd in a pod), namespace
+	// paths opened inside it (hostroot); "" is this process's filesystem.
 	Root string
 }
 
 // CheckNetNS refuses a path that exists but is not a network namespace
-// (an nsfs or procfs file), which delegates would refuse at ADD and DEL
-// alike. A missing path is the delegates' to report: CNI lets DEL run
-// after the namespace is gone.
+// (nsfs or procfs). A missing one is the delegates' to report: CNI lets
+// DEL run after the namespace is gone.
 func (n Netlink) CheckNetNS(path string) error {
 	f, err := hostroot.Open(n.Root, path, 0)
 	if errors.Is(err, os.ErrNotExist) {
@@ -48,10 +46,9 @@ func (n Netlink) CheckNetNS(path string) error {
 	return nil
 }
 
-// ReplaceDefaultRoute removes every default route of gw's family from the
-// main table and adds "default via gw dev ifName". If the add fails, the
-// removed routes are put back before the error is returned (the ADD is then
-// undone anyway, but a namespace is never left without its old route by us).
+// ReplaceDefaultRoute replaces every default route of gw's family in the
+// main table with "default via gw dev ifName", putting the old ones back
+// if the add fails.
 func (n Netlink) ReplaceDefaultRoute(_ context.Context, netnsPath, ifName string, gw net.IP) error {
 	// A handle bound to the namespace: no thread has to enter it.
 	f, err := hostroot.Open(n.Root, netnsPath, 0)

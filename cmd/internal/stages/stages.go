@@ -14,22 +14,20 @@ import (
 	"github.com/plexus-cni/plexus/policies"
 )
 
-// Options say how long the stages live: for one ADD (the plugin, the zero
-// value) or for plexusd's life.
+// Options say how long the stages live: for one ADD (the zero value) or
+// for plexusd's life.
 type Options struct {
 	// LongLived stages serve many calls (plexusd): extension modules are
-	// compiled for repeated calls (extensions.Config.LongLived) and loaded
-	// now; a module that fails is refused alone and the others serve
-	// (extensions.Config.Isolate, Host.Modules says which).
+	// compiled for repeated calls and loaded now, a failing one refused
+	// alone (extensions.Config.LongLived, Isolate).
 	LongLived bool
-	// Authorizer, when set, builds the policy stage from the "policy" key
-	// instead of policies.New (plexusd reloads and counts decisions).
+	// Authorizer, when set, replaces policies.New (plexusd reloads and
+	// counts decisions).
 	Authorizer func(ctx context.Context, pc policies.Config) (pipeline.Authorizer, error)
 }
 
-// Build builds the optional s7.4 policy stage and the extension stage from
-// plexus's config; an absent key leaves its stage out. Close releases
-// what the stages hold.
+// Build builds the s7.4 policy stage and the extension stage that
+// plexus's config names; closeAll releases what they hold.
 func (o Options) Build(ctx context.Context, conf *config.Config) (st pipeline.Stages, closeAll func(), err error) {
 	closeAll = func() {}
 	if len(conf.Policy) > 0 {
