@@ -1,9 +1,8 @@
 // Command plexus-ext-copy is the copier an extension image carries as
 // /copy (package copier): `/copy DIR` copies the image's module and
 // manifest into DIR, an emptyDir plexusd mounts. A missing module is
-// logged and the copier exits 0: plexusd then refuses that module alone
-// (its path names no file) and serves with the others, where a failing
-// init container would keep plexusd from starting at all.
+// logged and the copier exits 0: plexusd refuses that module alone, where
+// a failing init container would keep plexusd from starting.
 package main
 
 import (

@@ -64,13 +64,12 @@ func parseFlags(args []string) (plexusd.Options, error) {
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
-	if fs.NArg() > 0 {
-		// A mis-split flag ("--cni-bin-dir /x") must not pass unnoticed.
+	if fs.NArg() > 0 { // a mis-split flag ("--cni-bin-dir /x")
 		return o, fmt.Errorf("unexpected argument %q: plexusd takes flags only", fs.Arg(0))
 	}
 	o.Binaries = install.BinaryList(*binaries)
-	// The node's paths given as flags are plexusd's own too: the config
-	// then names none of them (deploy/distributions sets them once).
+	// The node's paths given as flags are plexusd's own too
+	// (deploy/distributions sets them once).
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
 		case "default-conf-dir":

@@ -26,10 +26,8 @@ const FullPlugin = "plexus"
 // Versions are the CNI versions the shim answers VERSION with: plexus's.
 func Versions() version.PluginInfo { return version.PluginSupports(wire.CNIVersions...) }
 
-// Funcs are plexus-shim's commands for skel, which checks each call as it
-// checks any plugin's: every command forwards the call to plexusd and
-// relays plexusd's answer; the full plugin's output for a DEL while
-// plexusd is down goes to stdout and stderr.
+// Funcs are plexus-shim's commands for skel: each forwards the call to
+// plexusd and relays its answer.
 func Funcs(stdout, stderr io.Writer) skel.CNIFuncs {
 	forward := func(command string) func(*skel.CmdArgs) error {
 		return func(a *skel.CmdArgs) error { return Call(command, a, stdout, stderr) }
@@ -38,8 +36,7 @@ func Funcs(stdout, stderr io.Writer) skel.CNIFuncs {
 }
 
 // Call forwards one call to plexusd and writes its result to stdout, or
-// returns its error. It reads daemonSocket and daemonWait from the config
-// and nothing else: plexusd parses the whole config.
+// returns its error. It reads only daemonSocket and daemonWait.
 func Call(command string, a *skel.CmdArgs, stdout, stderr io.Writer) error {
 	conf, err := readConfig(a.StdinData)
 	if err != nil {
@@ -53,8 +50,7 @@ func Call(command string, a *skel.CmdArgs, stdout, stderr io.Writer) error {
 	return relay(reply, stdout)
 }
 
-// readConfig checks the config is within what plexusd accepts in a call,
-// and reads its daemon keys.
+// readConfig checks the config's size and reads its daemon keys.
 func readConfig(raw []byte) (*daemonconf.Daemon, error) {
 	if len(raw) > wire.MaxCallBytes {
 		return nil, errors.New("the config on stdin is over the limit of a call to plexusd")
@@ -70,7 +66,7 @@ func readConfig(raw []byte) (*daemonconf.Daemon, error) {
 }
 
 // relay writes a success as it came, and turns a failure back into the
-// CNI error it carries, so the runtime sees plexusd's code and message.
+// CNI error it carries.
 func relay(r *wire.Reply, stdout io.Writer) error {
 	if !r.Failed {
 		_, err := stdout.Write(r.Stdout)
@@ -84,8 +80,7 @@ func relay(r *wire.Reply, stdout io.Writer) error {
 }
 
 // runFullPlugin runs the full plexus plugin on the call, for a DEL while
-// plexusd is unreachable: the call's environment and config, its output
-// the answer.
+// plexusd is unreachable.
 func runFullPlugin(call *wire.Call, stdout, stderr io.Writer) error {
 	me, err := os.Executable()
 	if err != nil {

@@ -16,12 +16,10 @@ import (
 )
 
 // forward sends the call to plexusd and returns its reply. When plexusd
-// cannot be reached, an ADD waits daemonWait for it to become ready; a DEL
-// runs delFallback, which tears down from the attachment record without
-// plexusd, so a dead daemon never leaks interfaces or leases, and its reply
-// is nil; any other command fails. A DEL that plexusd dropped midway is
-// finished by delFallback too; another call so dropped fails, saying what
-// the runtime does next.
+// cannot be reached, an ADD waits daemonWait for it; a DEL (also one
+// plexusd dropped midway) runs delFallback, which tears down from the
+// record so a dead daemon never leaks, and its reply is nil; any other
+// call fails, saying what the runtime does next.
 func forward(conf *daemonconf.Daemon, call *wire.Call, delFallback func() error) (*wire.Reply, error) {
 	client := &wire.Client{Socket: conf.DaemonSocket}
 	reply, err := client.Do(call)
@@ -47,8 +45,7 @@ func forward(conf *daemonconf.Daemon, call *wire.Call, delFallback func() error)
 	return nil, types.NewError(codes.DaemonUnreachable, err.Error(), "")
 }
 
-// podOf names the pod of a call for messages, or its container when
-// CNI_ARGS name none.
+// podOf names the pod of a call for messages, else its container.
 func podOf(c *wire.Call) string {
 	if p, _, err := cniargs.Load(c.CmdArgs().Args); err == nil && p.Ref() != "" {
 		return "pod " + p.Ref()
