@@ -92,7 +92,7 @@ func ParseCommand(s string) (Command, error) {
 // ADD's result is written to stdout in the runtime's cniVersion.
 func (o Options) Run(ctx context.Context, conf *config.Config, cmd Command, a *skel.CmdArgs, stdout io.Writer) error {
 	start := time.Now()
-	log, closeLog, err := o.logger(conf)
+	log, closeLog, err := o.openLog(conf)
 	if err != nil {
 		return types.NewError(codes.InvalidNetworkConfig, err.Error(), "")
 	}
@@ -125,13 +125,6 @@ func callLogger(log *slog.Logger, cmd Command, a *skel.CmdArgs) *slog.Logger {
 		attrs = append(attrs, "ifName", a.IfName)
 	}
 	return log.With(attrs...)
-}
-
-func (o Options) logger(conf *config.Config) (*slog.Logger, func(), error) {
-	if o.Log != nil {
-		return o.Log, func() {}, nil
-	}
-	return openLog(conf)
 }
 
 // dispatch runs the command. Every outcome's log line carries the call's
@@ -302,8 +295,12 @@ func logRotation(o *config.LogOptions) logfile.Rotation {
 	}
 }
 
-// openLog writes to logFile or stderr, never stdout (the result goes there).
-func openLog(conf *config.Config) (*slog.Logger, func(), error) {
+// openLog is o.Log, else a logger writing to logFile or stderr, never
+// stdout (the result goes there).
+func (o Options) openLog(conf *config.Config) (*slog.Logger, func(), error) {
+	if o.Log != nil {
+		return o.Log, func() {}, nil
+	}
 	level, err := conf.Level()
 	if err != nil {
 		return nil, nil, err

@@ -181,9 +181,7 @@ func (o *Options) check() error {
 	if o.Manifests != "" && (!o.ConfigOnly || !filepath.IsAbs(o.Manifests)) {
 		return fmt.Errorf("manifests %q: only for a config-only install, as an absolute path", o.Manifests)
 	}
-	if o.Poll <= 0 {
-		o.Poll = DefaultPoll
-	}
+	o.Poll = cmp.Or(max(o.Poll, 0), DefaultPoll)
 	o.Log = cmp.Or(o.Log, slog.New(slog.DiscardHandler))
 	o.TokenTTL = cmp.Or(o.TokenTTL, DefaultTokenTTL)
 	if o.TokenTTL < minTokenTTL {

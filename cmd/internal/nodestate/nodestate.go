@@ -115,18 +115,11 @@ func New(o Options) (*Reporter, error) {
 	case o.FieldManager == "":
 		return nil, errors.New("node state reporter: no field manager")
 	}
-	if o.MinInterval <= 0 {
-		o.MinInterval = DefaultMinInterval
-	}
-	if o.Resync <= 0 {
-		o.Resync = DefaultResync
-	}
-	if o.MaxBackoff <= 0 {
-		o.MaxBackoff = DefaultMaxBackoff
-	}
-	if o.CallTimeout <= 0 {
-		o.CallTimeout = DefaultCallTimeout
-	}
+	// Unset or negative: the default.
+	o.MinInterval = cmp.Or(max(o.MinInterval, 0), DefaultMinInterval)
+	o.Resync = cmp.Or(max(o.Resync, 0), DefaultResync)
+	o.MaxBackoff = cmp.Or(max(o.MaxBackoff, 0), DefaultMaxBackoff)
+	o.CallTimeout = cmp.Or(max(o.CallTimeout, 0), DefaultCallTimeout)
 	o.Log = cmp.Or(o.Log, slog.New(slog.DiscardHandler))
 	if o.Now == nil {
 		o.Now = time.Now
