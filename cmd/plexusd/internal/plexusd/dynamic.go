@@ -58,25 +58,21 @@ type conditionSetter interface {
 type reconciler struct {
 	pods    podCache
 	records *record.Store
-	// netns asks the runtime for a sandbox's network namespace.
-	netns  func(ctx context.Context, sandboxID, podUID string) (string, error)
-	update func(ctx context.Context, req *pipeline.Request, pod *source.Pod) (*pipeline.Change, error)
-	conds  conditionSetter // nil: no condition is written
-	// parse is how the config reads selection annotations.
-	parse selection.ParseOptions
+	netns   func(ctx context.Context, sandboxID, podUID string) (string, error) // the CRI's
+	update  func(ctx context.Context, req *pipeline.Request, pod *source.Pod) (*pipeline.Change, error)
+	conds   conditionSetter // nil: no condition is written
+	parse   selection.ParseOptions
 	// publishing reports a pod's status or events still queued; nil: none.
 	publishing func(podKey string) bool
 	queue      workqueue.TypedRateLimitingInterface[string]
 	log        *slog.Logger
 
 	mu sync.Mutex
-	// byUID indexes the records by pod UID as of indexTime, the records
-	// directory's modification time then.
+	// byUID indexes the records by pod UID as of the directory's indexTime.
 	byUID     map[string]string
 	indexTime time.Time
 	indexedAt time.Time
-	// refused holds, per pod UID, the annotation a permanent failure was
-	// for: not retried until it changes.
+	// refused holds, per pod UID, the annotation a permanent failure was for.
 	refused map[string]string
 }
 
@@ -100,8 +96,7 @@ func (r *reconciler) enqueueAll() {
 			r.queue.Add(k)
 		}
 	}
-	// Forget the refusals of pods that are gone.
-	r.mu.Lock()
+	r.mu.Lock() // forget the refusals of pods that are gone
 	maps.DeleteFunc(r.refused, func(uid, _ string) bool { return !live[uid] })
 	r.mu.Unlock()
 }
@@ -149,8 +144,8 @@ func (r *reconciler) next(ctx context.Context) bool {
 	return true
 }
 
-// reconcile looks at one pod and applies a change of its selection; it
-// reports whether to retry later (a transient failure).
+// reconcile applies a change of one pod's selection; it reports whether
+// to retry later.
 func (r *reconciler) reconcile(ctx context.Context, key string) (retry bool) {
 	ns, name, _ := strings.Cut(key, "/")
 	pod := r.pods.CachedPod(ns, name)
@@ -240,8 +235,7 @@ func (r *reconciler) indexed(pod *source.Pod) *record.Record {
 	return rec
 }
 
-// sandboxUID is the UID the runtime knows the pod by: a static pod's
-// mirror carries it in kubernetes.io/config.mirror.
+// sandboxUID is the UID the runtime knows the pod by (a static pod's mirror's).
 func sandboxUID(pod *source.Pod) string {
 	return cmp.Or(pod.Annotations[pipeline.MirrorAnnotation], pod.UID)
 }
@@ -289,8 +283,8 @@ func (r *reconciler) condition(ctx context.Context, pod *source.Pod, c kube.PodC
 	}
 }
 
-// failures name the pod condition's reason by CNI error code; a permanent
-// one the same annotation would meet again.
+// failures name the condition's reason by CNI error code; a permanent one
+// the same annotation would meet again.
 var failures = map[uint]struct {
 	reason    string
 	permanent bool
@@ -317,10 +311,9 @@ func failure(err error) (reason string, permanent bool) {
 	return "Failed", false
 }
 
-// startDynamic starts dynamic attachments when the config asks for them:
-// the reconciler on plexusd's pod cache, with its own pipeline. The
-// returned wrapper queues each ADD's pod: its annotation may have changed
-// while the ADD ran.
+// startDynamic starts the reconciler when the config asks for dynamic
+// attachments. The returned wrapper queues each ADD's pod: its annotation
+// may have changed while the ADD ran.
 func (d *Daemon) startDynamic(ctx context.Context) (func(daemon.Handler) daemon.Handler, error) {
 	none := func(h daemon.Handler) daemon.Handler { return h }
 	if !d.conf.DynamicAttachments {
@@ -338,7 +331,6 @@ func (d *Daemon) startDynamic(ctx context.Context) (func(daemon.Handler) daemon.
 	p.Source, p.Stages = d.src, d.stages
 	r := newReconciler(d.cache, p.Records, log)
 	r.netns, r.update, r.conds, r.parse, r.publishing = client.NetNS, p.Update, d.cache, p.ParseOptions(), d.pub.pending
-	// A change of a pod's selection queues its "namespace/name".
 	if err := d.cache.OnPodChange(selection.Annotation, r.queue.Add); err != nil {
 		return nil, err
 	}
@@ -374,8 +366,7 @@ func (d *Daemon) criClient() (*cri.Client, error) {
 	return client, nil
 }
 
-// daemonPipeline is a pipeline for plexusd's own work (not a CNI call's),
-// its delegate calls counted.
+// daemonPipeline is a pipeline for plexusd's own work, not a CNI call's.
 func (d *Daemon) daemonPipeline(log *slog.Logger) *pipeline.Pipeline {
 	o := cniplugin.Options{DelegateRoot: d.o.DelegateRoot, WrapCNI: func(c libcni.CNI) libcni.CNI { return countingCNI{CNI: c, m: d.m} }}
 	return o.Pipeline(d.conf, delegatePaths(d.conf), log)

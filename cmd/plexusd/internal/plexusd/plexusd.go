@@ -37,13 +37,11 @@ import (
 	"github.com/plexus-cni/plexus/policies"
 )
 
-// Readiness modes (s6.1).
+// Readiness modes (s6.1): write plexus's config once the default
+// network's exists (s6.1.1), or at once, holding ADDs until it does, up to
+// BlockDeadline (s6.1.2).
 const (
-	// ReadinessWait writes plexus's config only once the default network's
-	// exists (s6.1, s6.1.1).
-	ReadinessWait = "wait"
-	// ReadinessBlock writes it at once and holds ADDs until the default
-	// network's config exists, up to BlockDeadline (s6.1.2).
+	ReadinessWait  = "wait"
 	ReadinessBlock = "block"
 )
 
@@ -57,16 +55,14 @@ type Options struct {
 	NodeName    string
 	MaxParallel int
 	PolicyPoll  time.Duration
-	// InstallConfig maintains plexus's CNI config in ConfDir from the
-	// default network's in DefaultConfDir.
+	// InstallConfig maintains plexus's CNI config in ConfDir.
 	InstallConfig  bool
 	ConfDir        string
 	DefaultConfDir string
 	ConfName       string
 	Readiness      string
 	BlockDeadline  time.Duration
-	// CNIVersion is the cniVersion of the CNI config installed ("": the
-	// default network's, at most install.DefaultCNIVersion).
+	// CNIVersion is the installed config's ("": install.Options').
 	CNIVersion string
 	// Binaries are copied from SrcBinDir to BinDir before plexus's config
 	// is installed; Uninstall removes both when plexusd stops.
@@ -74,17 +70,14 @@ type Options struct {
 	Binaries  []string
 	SrcBinDir string
 	BinDir    string
-	// ConfDirSet and BinDirSet: DefaultConfDir and BinDir were given, and
-	// replace the config's confDir and binDir.
+	// ConfDirSet and BinDirSet: DefaultConfDir and BinDir replace the config's.
 	ConfDirSet, BinDirSet bool
 	// CRISocket, when set, replaces the config's criSocket.
 	CRISocket string
 	// Profiling serves Go's pprof under /debug/pprof/ on MetricsAddr.
 	Profiling bool
 	// DelegateRoot is the host's root directory as plexusd sees it
-	// (/proc/1/root with hostPID): delegates run chrooted to it, and the
-	// runtime's socket and pods' network namespaces are reached through
-	// it (hostroot). "" uses plexusd's own filesystem.
+	// (/proc/1/root with hostPID; cniplugin.Options).
 	DelegateRoot string
 	Log          *slog.Logger
 
@@ -105,9 +98,8 @@ type Daemon struct {
 	pub      *publisher  // network-status and events after the reply
 	cri      *cri.Client // the runtime's CRI, once dynamic attachments or GC need it
 	policy   *reloadingPolicy
-	// ext lists the extension modules and their states; nil without any.
-	ext     moduleLister
-	closers []func()
+	ext      moduleLister // nil without extension modules
+	closers  []func()
 
 	// agent publishes the PlexusNode (the Kubernetes source only);
 	// installed is the config installer (InstallConfig).
@@ -167,8 +159,7 @@ func (d *Daemon) close() {
 	}
 }
 
-// buildSource: informer caches for Kubernetes; the manifests directory is
-// parsed again whenever its files change.
+// buildSource: informer caches, or the manifests directory.
 func (d *Daemon) buildSource(ctx context.Context) error {
 	if d.conf.Manifests != "" {
 		d.manifest = manifests.NewDir(d.conf.Manifests)
@@ -201,8 +192,7 @@ func (d *Daemon) buildSource(ctx context.Context) error {
 	return nil
 }
 
-// buildStages compiles policies and extension modules once, with a policy
-// that reloads and stages that count.
+// buildStages compiles policies and extension modules once.
 func (d *Daemon) buildStages(ctx context.Context) error {
 	st, closeStages, err := stages.Options{LongLived: true, Authorizer: d.authorizer}.Build(ctx, d.conf)
 	if err != nil {
@@ -241,8 +231,7 @@ func (d *Daemon) authorizer(ctx context.Context, pc policies.Config) (pipeline.A
 	return rp, nil
 }
 
-// NodePolicy is the policy this node enforces, for its PlexusNode; nil
-// when the config has no policy (every attachment allowed).
+// NodePolicy is the policy this node enforces, for its PlexusNode, or nil.
 func (d *Daemon) NodePolicy() *plexusapi.NodePolicy {
 	if d.policy == nil {
 		return nil
@@ -251,8 +240,7 @@ func (d *Daemon) NodePolicy() *plexusapi.NodePolicy {
 	return &np
 }
 
-// options is the pipeline runner with plexusd's long-lived parts; calls
-// carry the shim's config.
+// options is the pipeline runner with plexusd's long-lived parts.
 func (d *Daemon) options() cniplugin.Options {
 	o := cniplugin.Options{
 		Stages: func(context.Context, *config.Config) (pipeline.Stages, func(), error) {
@@ -352,8 +340,8 @@ func defaultPresent(dir, ours string) bool {
 	})
 }
 
-// startInstaller runs the config installer and the node agent, those
-// plexusd has, until ctx ends; wait waits for the installer.
+// startInstaller runs the config installer and the node agent, if any,
+// until ctx ends; wait waits for the installer.
 func (d *Daemon) startInstaller(ctx context.Context) (wait func(), err error) {
 	var running sync.WaitGroup
 	if d.installed != nil {
@@ -376,8 +364,7 @@ func (d *Daemon) startInstaller(ctx context.Context) (wait func(), err error) {
 	return running.Wait, nil
 }
 
-// installer writes the shim's config: plexusd's socket and its
-// CallSettings, which shape each call and the DEL while plexusd is down.
+// installer writes the shim's config: plexusd's socket and CallSettings.
 func (d *Daemon) installer() (*install.Installer, error) {
 	extra, err := callSettings(d.conf.CallSettings)
 	if err != nil {
