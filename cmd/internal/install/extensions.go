@@ -20,8 +20,7 @@ import (
 	"github.com/plexus-cni/plexus/extensions/copier"
 )
 
-// DefaultExtensionsSrc is where extension images' volumes put each module:
-// NAME/module.wasm.
+// DefaultExtensionsSrc is where extension images put NAME/module.wasm.
 const DefaultExtensionsSrc = "/opt/plexus/extensions"
 
 // maxExtensionModules bounds the modules one config names, as a PlexusNode does.
@@ -36,8 +35,7 @@ type extModule struct {
 	entry map[string]any // its entry in "modules", path included
 }
 
-// checkExtensions checks the ExtensionsDir options: --config's "extensions"
-// names each module at ExtensionsSrcDir/NAME/module.wasm.
+// checkExtensions checks the ExtensionsDir options and --config's modules.
 func (o *Options) checkExtensions() ([]extModule, error) {
 	if o.ExtensionsDir == "" {
 		return nil, nil
@@ -50,7 +48,6 @@ func (o *Options) checkExtensions() ([]extModule, error) {
 			return nil, fmt.Errorf("%s %q: want an absolute path", name, p)
 		}
 	}
-	// The installer removes modules there that the config does not name.
 	if within(o.ExtensionsDir, o.ExtensionsSrcDir) {
 		return nil, fmt.Errorf("extensions dir %q lies in the extensions source dir %q: give it a directory of its own", o.ExtensionsDir, o.ExtensionsSrcDir)
 	}
@@ -104,12 +101,10 @@ func (o *Options) extModule(m any) (extModule, error) {
 }
 
 // InstallExtensions copies each module --config's "extensions" names to
-// ExtensionsDir/NAME/module.wasm. Each copy is loaded as the plugin would,
-// one at a time to bound memory, and checked against the modules before it
-// before it is renamed into place: the plugin fails every call on a module
-// it cannot load. A failing module is logged, reported in the PlexusNode
-// and left out of the config; modules no longer installed are removed.
-// Only a failure of ExtensionsDir itself is returned.
+// ExtensionsDir/NAME/module.wasm, loaded as the plugin would (one at a
+// time, to bound memory) before the rename: the plugin fails every call on
+// a module it cannot load. A failing module is logged, reported and left
+// out of the config. Only a failure of ExtensionsDir itself is returned.
 func (in *Installer) InstallExtensions(ctx context.Context) error {
 	if in.o.ExtensionsDir == "" {
 		return nil
@@ -162,8 +157,7 @@ func (in *Installer) InstallExtensions(ctx context.Context) error {
 	return nil
 }
 
-// extCacheDir is the plugin's compilation cache for extension modules, as
-// the plugin defaults it; "" unless that is an absolute path.
+// extCacheDir is the plugin's compilation cache, "" unless absolute.
 func (in *Installer) extCacheDir() string {
 	ext, _ := in.o.Extra["extensions"].(map[string]any)
 	dir, _ := ext["cacheDir"].(string)
@@ -177,9 +171,8 @@ func (in *Installer) extCacheDir() string {
 	return dir
 }
 
-// warmExtensions checks that extCacheDir serves the installed modules
-// (stage compiled them into it), so the plugin's first calls do not
-// compile. A failure only costs that compilation: it is logged.
+// warmExtensions checks that the cache serves the installed modules, so
+// the plugin's first calls do not compile; a failure is only logged.
 func (in *Installer) warmExtensions(ctx context.Context, dir string, installed []any) {
 	if dir == "" {
 		return
@@ -196,8 +189,7 @@ func (in *Installer) warmExtensions(ctx context.Context, dir string, installed [
 	}
 }
 
-// candidate is one module on its way to the host: a checked copy at tmp,
-// or why it was refused.
+// candidate is one module on its way to the host.
 type candidate struct {
 	extModule
 	dst, tmp string
@@ -214,11 +206,10 @@ func (c *candidate) hostEntry() map[string]any {
 }
 
 // stage copies the module beside dst and loads the copy alone, compiling
-// it into cache (keyed by content, so the installed copy hits it); a
-// refusal names the module's source path, not the copy.
+// it into cache (keyed by content, so the installed copy hits it).
 func (c *candidate) stage(ctx context.Context, srcDir, cache string) {
 	src := filepath.Join(srcDir, c.name, copier.ModuleFile)
-	defer func() {
+	defer func() { // a refusal names the source, not the copy
 		if c.err != nil && c.tmp != "" {
 			c.err = errors.New(strings.ReplaceAll(c.err.Error(), c.tmp, src))
 		}
@@ -296,8 +287,8 @@ func refuseClashes(ctx context.Context, cands []*candidate) {
 	}
 }
 
-// copyModule copies srcDir/name/module.wasm, at most
-// extensions.MaxModuleBytes, to a temporary file beside dst.
+// copyModule copies a module, at most MaxModuleBytes, to a temporary file
+// beside dst.
 func copyModule(srcDir, name, dst string) (string, error) {
 	src, err := openModule(srcDir, name)
 	if err != nil {
@@ -391,8 +382,7 @@ func (in *Installer) uninstallExtensions() error {
 	return err
 }
 
-// extensionsConfig is the plugin's "extensions" key once InstallExtensions
-// has run: nil to leave --config's as it is.
+// extensionsConfig is the plugin's "extensions" key once installed, or nil.
 func (in *Installer) extensionsConfig() map[string]any {
 	in.mu.Lock()
 	defer in.mu.Unlock()

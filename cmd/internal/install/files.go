@@ -51,8 +51,7 @@ func copyIfChanged(src, dst string, mode os.FileMode) (bool, error) {
 	return writeIfChanged(dst, f, mode)
 }
 
-// writeKubeconfig writes the plugin's kubeconfig from the current token
-// (kubeconfigToken) and CA; the plugin reads it on every invocation.
+// writeKubeconfig writes the plugin's kubeconfig, read on every call.
 func (in *Installer) writeKubeconfig(ctx context.Context) error {
 	token, err := os.ReadFile(in.o.TokenFile)
 	if err != nil {
@@ -79,8 +78,7 @@ func (in *Installer) writeKubeconfig(ctx context.Context) error {
 	if err := os.MkdirAll(filepath.Dir(in.o.Kubeconfig), 0o755); err != nil {
 		return err
 	}
-	// Holds a credential: readable by root only.
-	changed, err := writeIfChanged(in.o.Kubeconfig, bytes.NewReader(data), 0o600)
+	changed, err := writeIfChanged(in.o.Kubeconfig, bytes.NewReader(data), 0o600) // a credential
 	if changed {
 		in.o.Log.Info("wrote kubeconfig", "path", in.o.Kubeconfig)
 	}
@@ -199,7 +197,7 @@ func parseConf(raw []byte) (*conf, error) {
 func (c *conf) isPlexus() bool { return config.IsPlexusPlugin(c.plugins[0].Type) }
 
 // types are the plugin and IPAM types the config names, in order, each
-// once; nil when an "ipam" is not an object with a string "type".
+// once; nil when an "ipam" is malformed.
 func (c *conf) types() []string {
 	var out []string
 	for _, p := range c.plugins {
@@ -232,8 +230,8 @@ func (c *conf) capabilities() map[string]bool {
 	return out
 }
 
-// plexusConfig is plexus's conflist; its capabilities are the default
-// network's plus the pod annotations (read instead of the API).
+// plexusConfig is plexus's conflist, with the default network's
+// capabilities plus the pod annotations (read instead of the API).
 func (in *Installer) plexusConfig(def string, raw []byte) ([]byte, error) {
 	c, err := parseConf(raw)
 	if err != nil {
@@ -273,13 +271,12 @@ func (in *Installer) plexusConfig(def string, raw []byte) ([]byte, error) {
 }
 
 // DefaultCNIVersion is the highest cniVersion the installer writes unless
-// told otherwise: the runtime checks the result plexus returns against the
-// conflist's version, and containerd 1.6's libcni rejects a 1.1.0 result,
-// failing the sandbox after every network was attached.
+// told otherwise: containerd 1.6's libcni rejects a 1.1.0 result, failing
+// the sandbox after every network was attached.
 const DefaultCNIVersion = "1.0.0"
 
-// defaultVersion is the default network's cniVersion, which the runtime
-// accepts, when plexus supports it and it is at most DefaultCNIVersion.
+// defaultVersion is the default network's cniVersion when plexus supports
+// it and it is at most DefaultCNIVersion.
 func defaultVersion(def string) string {
 	if CheckCNIVersion(def) != nil {
 		return DefaultCNIVersion
@@ -332,8 +329,8 @@ func digest(r io.Reader) ([]byte, error) {
 	return h.Sum(nil), nil
 }
 
-// writeAtomic writes a temporary file beside path and renames it over
-// path: readers see the old file or the new one, never a part.
+// writeAtomic writes path through a temporary file and a rename: readers
+// see the old file or the new one, never a part.
 func writeAtomic(path string, data io.Reader, mode os.FileMode) error {
 	tmp, _, err := writeTemp(path, data, mode)
 	if err != nil {

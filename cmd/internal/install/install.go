@@ -28,9 +28,8 @@ import (
 	"github.com/plexus-cni/plexus/extensions"
 )
 
-// Options say where things are. Paths are the same inside the installer's
-// container and on the host: the DaemonSet mounts each host directory at
-// its own path.
+// Options say where things are: the same paths inside the installer's
+// container as on the host.
 type Options struct {
 	// Binaries are copied from SrcBinDir, in the image, to BinDir, the
 	// host's CNI bin directory (with ConfigOnly: only removed on uninstall).
@@ -41,8 +40,7 @@ type Options struct {
 	// kubelet's, where plexus's goes (the same unless s6.1.1).
 	DefaultConfDir string
 	ConfDir        string
-	// ConfName is plexus's config file; it must sort before the default
-	// network's (kubelet uses the first).
+	// ConfName must sort before the default network's (kubelet uses the first).
 	ConfName string
 	// Kubeconfig is written for the plugin from TokenFile, CAFile and
 	// Server (https://KUBERNETES_SERVICE_HOST:KUBERNETES_SERVICE_PORT).
@@ -56,11 +54,9 @@ type Options struct {
 	NodeName string
 	// TokenTTL is the node token's requested lifetime (DefaultTokenTTL).
 	TokenTTL time.Duration
-	// Extra are plexus config keys added to the generated config
-	// (logLevel, cacheDir, policy, ...).
+	// Extra are plexus config keys added to the generated config.
 	Extra map[string]any
-	// PolicySrcDir holds the image's policy files; with PolicyDir set they
-	// are copied there, on the host, before the config is written
+	// PolicySrcDir holds the image's policy files, copied to PolicyDir
 	// (InstallPolicy).
 	PolicySrcDir string
 	PolicyDir    string
@@ -79,17 +75,13 @@ type Options struct {
 	Plexus           versioned.Interface
 	// Poll is how often the token and the default network are checked.
 	Poll time.Duration
-	// OnChange is called after a pass that found the config, the default
-	// network or their plugins changed (Observed).
+	// OnChange is called after a pass that found Observed changed.
 	OnChange func()
-	// Uninstall removes the config, the kubeconfig and the binaries when
-	// Run's context ends (the DaemonSet is deleted).
+	// Uninstall removes what was installed when Run's context ends.
 	Uninstall bool
-	// BinariesOnly copies the binaries and returns (thick mode's init
-	// container).
+	// BinariesOnly copies the binaries and returns (thick's init container).
 	BinariesOnly bool
-	// PluginType is the "type" of the config written: the plugin binary the
-	// runtime runs (unset: "plexus"; plexusd uses "plexus-shim").
+	// PluginType is the config's "type" (unset: "plexus").
 	PluginType string
 	// ConfigOnly manages plexus's CNI config alone, without binaries or
 	// kubeconfig (plexusd).
@@ -98,8 +90,8 @@ type Options struct {
 	// DefaultConfDir (s6.1.2: plexusd blocks ADDs until the default
 	// network is ready).
 	Immediate bool
-	// CNIVersion is the cniVersion of the config written; "" is the
-	// default network's, at most DefaultCNIVersion.
+	// CNIVersion is the config's; "" is the default network's, at most
+	// DefaultCNIVersion.
 	CNIVersion string
 	// Manifests is written as the config's "manifests" (plexusd's), so a
 	// DEL without plexusd removes the pod's status file too.
@@ -207,9 +199,7 @@ type Installer struct {
 	// agent reports the node and follows PolicyObject; nil without the API.
 	agent *agent.Agent
 	ext   []extModule
-	// mu guards what the last passes found (observe) and what
-	// InstallExtensions did: the plugin's "extensions" key and each
-	// module's state.
+	// mu guards what observe and InstallExtensions found.
 	mu        sync.Mutex
 	seen      nodestate.Install
 	extConfig map[string]any
@@ -228,9 +218,9 @@ func New(o Options) (*Installer, error) {
 	return &Installer{o: o, now: time.Now, ext: ext}, nil
 }
 
-// Run installs the binaries, then reconciles every Poll until ctx ends;
-// with Uninstall it then removes what it installed. Transient problems are
-// logged and retried; only what cannot get better is returned.
+// Run installs the binaries, then reconciles every Poll until ctx ends,
+// then with Uninstall removes what it installed. Transient problems are
+// logged and retried.
 func (in *Installer) Run(ctx context.Context) error {
 	if !in.o.ConfigOnly {
 		if err := in.InstallBinaries(); err != nil {
@@ -279,8 +269,7 @@ func (in *Installer) Reconcile(ctx context.Context) error {
 }
 
 // Uninstall removes plexus's config first, so kubelet falls back to the
-// default network's, then the kubeconfig, the binaries, the extension
-// modules and the policy files.
+// default network's, then the rest.
 func (in *Installer) Uninstall() error {
 	var errs []error
 	paths := []string{filepath.Join(in.o.ConfDir, in.o.ConfName)}
