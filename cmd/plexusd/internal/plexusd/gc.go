@@ -12,8 +12,7 @@ import (
 	"github.com/plexus-cni/plexus/core/source"
 )
 
-// collectTimeout bounds the collection of one container: its lock (an ADD
-// or DEL of it may hold it) and its delegates' DELs.
+// collectTimeout bounds the collection of one container, lock included.
 const collectTimeout = 2 * time.Minute
 
 // collector detaches the records of containers whose sandbox the runtime
@@ -21,11 +20,9 @@ const collectTimeout = 2 * time.Minute
 // sends it, and records, locks and the delegates' resources (IPAM leases,
 // host interfaces) would otherwise stay forever.
 type collector struct {
-	// sandboxes lists the runtime's sandbox IDs in every state.
-	sandboxes func(ctx context.Context) ([]string, error)
+	sandboxes func(ctx context.Context) ([]string, error) // in every state
 	records   *record.Store
-	// collect detaches one container if stale still holds under its lock
-	// (pipeline.Collect).
+	// collect is pipeline.Collect.
 	collect func(ctx context.Context, id string, stale func() bool) (bool, error)
 	// grace: a record written more recently may belong to an ADD whose
 	// sandbox the runtime does not list yet.
@@ -46,8 +43,7 @@ const (
 	passOK = "ok"
 	// passNoList: the runtime did not answer; nothing was collected.
 	passNoList = "cri_failed"
-	// passPartial: the records could not be listed, or some containers
-	// could not be collected.
+	// passPartial: the records or some containers could not be read.
 	passPartial = "incomplete"
 )
 
@@ -105,8 +101,8 @@ func (c *collector) pass(ctx context.Context) int {
 	return n
 }
 
-// candidates are the recorded containers the runtime does not list whose
-// record is older than the grace period.
+// candidates are the recorded containers the runtime does not list, past
+// the grace period.
 func (c *collector) candidates(live []string) ([]string, error) {
 	known := make(map[string]bool, len(live))
 	for _, id := range live {
@@ -173,8 +169,7 @@ func (c *collector) stale(id string) bool {
 	return err == nil && c.now().Sub(t) >= c.grace
 }
 
-// collectOne detaches one container, deciding again under its lock, and
-// logs it with the pod its record names.
+// collectOne detaches one container, deciding again under its lock.
 func (c *collector) collectOne(ctx context.Context, id string) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, collectTimeout)
 	defer cancel()

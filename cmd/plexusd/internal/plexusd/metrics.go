@@ -143,8 +143,8 @@ func (c countingCNI) AddNetworkList(ctx context.Context, l *libcni.NetworkConfig
 // warningDropper is the extension host (extensions.Host.DroppedWarnings).
 type warningDropper interface{ DroppedWarnings() uint64 }
 
-// countDroppedWarnings exports the host's count of warnings past the cap
-// of one call: a flood is counted, never logged or sent as events.
+// countDroppedWarnings exports the count of warnings past one call's cap:
+// a flood is counted, never logged.
 func (m *metrics) countDroppedWarnings(w warningDropper) {
 	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "plexus_extension_warnings_dropped_total",
@@ -157,8 +157,7 @@ type moduleLister interface {
 	Modules() []extensions.ModuleState
 }
 
-// reportModules logs and exports every module's state: plexusd serves on
-// with the modules that loaded.
+// reportModules logs and exports every module's state.
 func (m *metrics) reportModules(l moduleLister, log *slog.Logger) {
 	loaded := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "plexus_extension_module_loaded",
@@ -270,8 +269,7 @@ func (s countingSource) count(call string, err error) {
 	}
 }
 
-// ignored counts one ignored selection key, with labels from a fixed set
-// so a pod cannot grow the metric's series.
+// ignored counts one ignored selection key; labels are a fixed set.
 func (m *metrics) ignored(key string) {
 	m.ignoredKeys.WithLabelValues(ignoredLabel(key)).Inc()
 }

@@ -11,12 +11,10 @@ import (
 	"github.com/plexus-cni/plexus/core/config"
 )
 
-// distributionsDoc is where an admin finds each distribution's paths and
-// the deploy component that sets them.
+// distributionsDoc is where an admin finds each distribution's paths.
 const distributionsDoc = "docs/install.md#distributions"
 
-// nodePaths puts the node's paths given as flags into the config, so the
-// DaemonSet names each once and the config none (deploy/distributions).
+// nodePaths puts the node's paths given as flags into the config.
 func (o Options) nodePaths(conf *config.Config) {
 	if o.ConfDirSet {
 		conf.ConfDir = o.DefaultConfDir

@@ -15,10 +15,8 @@ import (
 	"github.com/plexus-cni/plexus/extensions"
 )
 
-// newAgent builds the node agent on the Kubernetes source's API: it
-// follows the AttachmentPolicy once the policy stage asks it to, and
-// publishes the PlexusNode from what the config installer finds and the
-// delegates plexusd was asked to run.
+// newAgent builds the node agent on the Kubernetes source's API, its
+// PlexusNode from the config installer's passes and the delegates run.
 func (d *Daemon) newAgent(rc *rest.Config) error {
 	rc = rest.CopyConfig(rc)
 	rc.UserAgent = "plexusd"

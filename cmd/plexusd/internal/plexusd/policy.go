@@ -27,16 +27,13 @@ import (
 // fails keeps the previous policy in force and says so.
 type reloadingPolicy struct {
 	cfg policies.Config
-	// current is the engine in force; nil allows every attachment
-	// (onDelete AllowAll).
+	// current is the engine in force; nil allows all (onDelete AllowAll).
 	current atomic.Pointer[policies.Engine]
 	digest  string
 	m       *metrics
 	log     *slog.Logger
-	// sync keeps the object's revisions; nil when the policy is files only.
-	sync *revision.Syncer
-	// files is the state of a files-only policy, for NodePolicy.
-	files atomic.Pointer[filesState]
+	sync    *revision.Syncer           // nil when the policy is files only
+	files   atomic.Pointer[filesState] // a files-only policy's, for NodePolicy
 }
 
 type filesState struct {
@@ -67,8 +64,7 @@ func newReloadingPolicy(ctx context.Context, cfg policies.Config, m *metrics, lo
 	return r, nil
 }
 
-// startObject puts in force what the node's state directory holds, before
-// the API is reachable.
+// startObject puts in force what the node's state directory holds.
 func (r *reloadingPolicy) startObject(ctx context.Context) error {
 	s, err := revision.New(revision.Options{Config: r.cfg, Log: r.log})
 	if err != nil {
@@ -118,8 +114,7 @@ func (r *reloadingPolicy) NodePolicy() plexusapi.NodePolicy {
 	return plexusapi.NodePolicy{Source: "files", Revision: fs.digest[:12], Since: metav1.NewTime(fs.since), Error: fs.err}
 }
 
-// Authorize implements pipeline.Authorizer: the engine in force decides,
-// timed, its denials counted by reason code.
+// Authorize implements pipeline.Authorizer, timed and its denials counted.
 func (r *reloadingPolicy) Authorize(ctx context.Context, req *pipeline.AuthorizeRequest) (pipeline.Decision, error) {
 	start := time.Now()
 	d, err := pipeline.Decision{Allowed: true}, error(nil)
@@ -185,8 +180,7 @@ func (r *reloadingPolicy) fail(err error) {
 	r.log.Error("policy change rejected; the previous policy stays in force", "err", err)
 }
 
-// digestPaths hashes the names and contents of the files the engine reads
-// under paths.
+// digestPaths hashes the names and contents of the files under paths.
 func digestPaths(paths []string) (string, error) {
 	files, err := policies.Files(paths)
 	if err != nil {

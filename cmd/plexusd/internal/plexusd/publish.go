@@ -19,10 +19,9 @@ import (
 // pod is gone or re-created (the patch names the UID), the container is
 // DELed (which cancels what it still had to send), or plexusd stops.
 type publisher struct {
-	src source.Source
-	log *slog.Logger
-	// retryMin and retryMax bound the wait between attempts at one status.
-	retryMin, retryMax time.Duration
+	src                source.Source
+	log                *slog.Logger
+	retryMin, retryMax time.Duration // between attempts at one status
 
 	ctx    context.Context // plexusd's lifetime; cancelled after draining
 	cancel context.CancelFunc
@@ -160,8 +159,8 @@ func (p *publisher) send(j *publishJob) {
 	}
 }
 
-// gone: the pod no longer exists, or exists with another UID (the patch
-// names the UID, which the API server refuses to change: Invalid).
+// gone: the pod no longer exists, or with another UID (Invalid: the patch
+// names the UID).
 func gone(err error) bool {
 	return apierrors.IsNotFound(err) || apierrors.IsGone(err) || apierrors.IsInvalid(err)
 }
@@ -198,8 +197,7 @@ func (p *publisher) forget(container string) {
 }
 
 // handler marks every call's context with its container, and makes a DEL
-// cancel its container's pending work first. A nil publisher (not the
-// Kubernetes source) returns next.
+// cancel its container's pending work first.
 func (p *publisher) handler(next daemon.Handler) daemon.Handler {
 	if p == nil {
 		return next
@@ -239,8 +237,7 @@ func (p *publisher) close(grace time.Duration) {
 	p.cancel()
 }
 
-// asyncSource is plexusd's counted source with publishing handed to
-// publisher.
+// asyncSource is plexusd's counted source, publishing through publisher.
 type asyncSource struct {
 	countingSource
 	pub *publisher

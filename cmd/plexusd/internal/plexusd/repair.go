@@ -32,8 +32,7 @@ type statusRepair struct {
 	repaired  func() // counts the statuses written
 }
 
-// run repairs what the records describe and returns how many statuses it
-// wrote; a failure for one pod is logged.
+// run repairs what the records describe and returns how many it wrote.
 func (r *statusRepair) run(ctx context.Context) int {
 	ids, err := r.records.List()
 	if err != nil {
@@ -91,8 +90,7 @@ func (r *statusRepair) candidates(ids []string) map[string]*source.Pod {
 }
 
 // startStatusRepair runs the repair once the pod cache has synced (the
-// manifests source writes status files before it answers); started is
-// when this plexusd began serving.
+// manifests source writes status files before it answers).
 func (d *Daemon) startStatusRepair(ctx context.Context, started time.Time) {
 	if d.cache == nil {
 		return
