@@ -32,8 +32,7 @@ import (
 	"github.com/plexus-cni/plexus/core/source/manifests"
 )
 
-// StageBuilder builds the optional stages from the config (policy,
-// extensions). Close releases what they hold.
+// StageBuilder builds the optional stages; close releases what they hold.
 type StageBuilder func(ctx context.Context, conf *config.Config) (stages pipeline.Stages, close func(), err error)
 
 // SourceBuilder replaces the per-call source (plexusd's informer caches).
@@ -52,8 +51,7 @@ type Options struct {
 	Ignored            func(key string)
 	OnPodResourcesCall func(method string)
 	// Own is plexusd's config: its binDir, cacheDir and confDir replace
-	// every forwarded call's, so a caller of the socket names neither the
-	// programs plexusd runs nor the files it writes.
+	// every forwarded call's, so a caller cannot name programs or files.
 	Own *config.Config
 	// DelegateRoot is the host's root directory (plexusd in a pod):
 	// delegates run chrooted to it (delegateExec), and host paths such as
@@ -88,8 +86,7 @@ func ParseCommand(s string) (Command, error) {
 	return 0, fmt.Errorf("CNI_COMMAND %q is not one of ADD, DEL, CHECK, GC, STATUS", s)
 }
 
-// Run runs one CNI command through the pipeline with plexus's config;
-// ADD's result is written to stdout in the runtime's cniVersion.
+// Run runs one CNI command through the pipeline; ADD's result goes to stdout.
 func (o Options) Run(ctx context.Context, conf *config.Config, cmd Command, a *skel.CmdArgs, stdout io.Writer) error {
 	start := time.Now()
 	log, closeLog, err := o.openLog(conf)
@@ -114,8 +111,7 @@ func (o Options) Run(ctx context.Context, conf *config.Config, cmd Command, a *s
 	return dispatch(ctx, p, req, cmd, stdout, start)
 }
 
-// callLogger names the call in every line: the command, and the container
-// and interface when the command has them.
+// callLogger names the call (command, container, interface) in every line.
 func callLogger(log *slog.Logger, cmd Command, a *skel.CmdArgs) *slog.Logger {
 	attrs := []any{"cmd", cmd.String()}
 	if a.ContainerID != "" {
@@ -194,8 +190,8 @@ func (o Options) build(ctx context.Context, conf *config.Config, a *skel.CmdArgs
 	return p, cleanup, nil
 }
 
-// Pipeline is the pipeline without source and stages, on plexus's files
-// under conf's cacheDir, running delegates found in paths.
+// Pipeline is the pipeline without source and stages, running delegates
+// found in paths.
 func (o Options) Pipeline(conf *config.Config, paths []string, log *slog.Logger) *pipeline.Pipeline {
 	p := &pipeline.Pipeline{
 		Config:    conf,
@@ -227,8 +223,7 @@ const (
 )
 
 // chooseSource picks the manifests source, a kubeconfig, or in-cluster
-// config in a pod; DEL only needs the manifests source (its status file),
-// never the API.
+// config in a pod; DEL never needs the API.
 func chooseSource(conf *config.Config, cmd Command, getenv func(string) string) sourceKind {
 	switch {
 	case conf.Manifests != "":
@@ -243,8 +238,8 @@ func chooseSource(conf *config.Config, cmd Command, getenv func(string) string) 
 	return noSource
 }
 
-// buildSource builds the chosen source. The kubeconfig is read on every
-// invocation, so rotated credentials take effect on the next call.
+// buildSource builds the chosen source, reading the kubeconfig every call
+// (rotated credentials).
 func buildSource(conf *config.Config, cmd Command, log *slog.Logger) (source.Source, error) {
 	switch chooseSource(conf, cmd, os.Getenv) {
 	case manifestsSource:

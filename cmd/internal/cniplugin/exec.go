@@ -42,8 +42,7 @@ func (e *delegateExec) FindInPath(plugin string, paths []string) (string, error)
 	return findInRoot(e.root, plugin, paths)
 }
 
-// busyRetries covers a plugin binary being replaced while we exec it
-// (ETXTBSY), as happens while an installer updates the plugin directory.
+// busyRetries covers a plugin binary being replaced while we exec it (ETXTBSY).
 const busyRetries = 5
 
 func (e *delegateExec) ExecPlugin(ctx context.Context, path string, stdin []byte, environ []string) ([]byte, error) {
@@ -140,11 +139,8 @@ func memFile(name string) (*os.File, error) {
 }
 
 const (
-	// stderrTail is how much of a failed delegate's stderr its error quotes.
-	stderrTail = 2048
-	// maxDelegateOutput bounds what plexus reads of a delegate's stdout: a
-	// CNI result is kilobytes.
-	maxDelegateOutput = 16 << 20
+	stderrTail        = 2048     // of a failed delegate's stderr, quoted
+	maxDelegateOutput = 16 << 20 // read of its stdout (a result is kilobytes)
 )
 
 // readOutput is what the delegate wrote to stdout.

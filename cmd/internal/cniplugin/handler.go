@@ -23,9 +23,7 @@ import (
 // Versions are the CNI versions plexus supports.
 var Versions = version.PluginSupports(wire.CNIVersions...)
 
-// Funcs are the plugin's commands for the CNI library's skel, which checks
-// each call, answers VERSION and prints the error a command returns. Each
-// command runs the call in this process.
+// Funcs are the plugin's commands for skel, each run in this process.
 func (o Options) Funcs(ctx context.Context, stdout io.Writer) skel.CNIFuncs {
 	command := func(cmd Command) func(*skel.CmdArgs) error {
 		return func(a *skel.CmdArgs) error { return o.plugin(ctx, cmd, a, stdout) }
@@ -55,8 +53,8 @@ func checkThin(conf *config.Config) error {
 		`name "type": "plexus-shim" to forward calls to plexusd`, "")
 }
 
-// Handle runs a call the shim's skel checked and forwarded (plexusd's
-// side), answered with exactly what the plugin would print.
+// Handle runs a call the shim forwarded, answered with exactly what the
+// plugin would print.
 func (o Options) Handle(ctx context.Context, c *daemon.Call) *daemon.Reply {
 	cmd, err := ParseCommand(c.Command())
 	if err != nil {
@@ -111,8 +109,7 @@ func checkNetNS(cmd Command, a *skel.CmdArgs) error {
 	return nil
 }
 
-// failed is plexusd's reply for a failed call: the CNI error, indented as
-// skel prints it.
+// failed is the CNI error, indented as skel prints it.
 func failed(err error) *daemon.Reply {
 	var te *types.Error
 	if !errors.As(err, &te) {

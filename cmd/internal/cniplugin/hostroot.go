@@ -21,8 +21,7 @@ func withHostPath(environ []string) []string {
 	return append(out, hostPATH)
 }
 
-// findInRoot is invoke.FindInPath inside root, every symlink resolved
-// inside it.
+// findInRoot is invoke.FindInPath with every symlink resolved inside root.
 func findInRoot(root, plugin string, paths []string) (string, error) {
 	if plugin == "" || strings.ContainsRune(plugin, '/') {
 		return "", fmt.Errorf("plugin name %q: want a file name", plugin)

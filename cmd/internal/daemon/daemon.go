@@ -50,22 +50,19 @@ func Listen(path string) (net.Listener, error) {
 	return ln, nil
 }
 
-// requestTimeout bounds reading a request: a stuck client must not hold a
-// connection forever.
+// requestTimeout bounds reading a request: a stuck client holds nothing.
 const requestTimeout = 10 * time.Second
 
 // Server serves calls, at most MaxParallel at once.
 type Server struct {
 	Handler     Handler
 	MaxParallel int
-	// Ready reports whether calls can be served; the shim waits for it
-	// before an ADD.
+	// Ready reports whether calls can be served (the shim's ADD waits).
 	Ready func() bool
 	Log   *slog.Logger
 }
 
-// Serve runs until ctx ends, then stops accepting and waits for the calls
-// in flight (graceful shutdown).
+// Serve runs until ctx ends, then waits for the calls in flight.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if s.MaxParallel <= 0 {
 		s.MaxParallel = 32
@@ -105,8 +102,7 @@ func (s *Server) serveConn(conn net.Conn, sem chan struct{}) {
 		return
 	case len(body) > wire.MaxCallBytes:
 		s.respond(conn, &wire.Answer{Refused: fmt.Sprintf("request over %d bytes", wire.MaxCallBytes)})
-		// Closing with the rest unread would reset the connection and
-		// lose the answer.
+		// Closing with the rest unread would reset and lose the answer.
 		io.Copy(io.Discard, io.LimitReader(conn, wire.MaxCallBytes))
 		return
 	}

@@ -173,8 +173,7 @@ func (w *Writer) backups() ([]backup, error) {
 	return out, nil
 }
 
-// tidy compresses uncompressed backups and removes those past maxBackups
-// or maxAge.
+// tidy compresses backups and removes those past maxBackups or maxAge.
 func (w *Writer) tidy() error {
 	list, err := w.backups()
 	if err != nil {

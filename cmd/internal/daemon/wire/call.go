@@ -2,8 +2,7 @@ package wire
 
 import "github.com/containernetworking/cni/pkg/skel"
 
-// The CNI_* variables a call carries; skel.CmdArgs holds all but the
-// command.
+// The CNI_* variables a call carries.
 const (
 	envCommand       = "CNI_COMMAND"
 	envContainerID   = "CNI_CONTAINERID"
@@ -14,9 +13,8 @@ const (
 	envNetnsOverride = "CNI_NETNS_OVERRIDE"
 )
 
-// NewCall is the call the shim forwards: the command and what skel read
-// from the environment and stdin. A variable the runtime left unset or
-// empty is left out, as skel reads it.
+// NewCall is the call the shim forwards: the command and what skel read;
+// an empty variable is left out, as skel reads it.
 func NewCall(command string, a *skel.CmdArgs) *Call {
 	env := map[string]string{envCommand: command}
 	for k, v := range map[string]string{

@@ -12,9 +12,8 @@ import (
 // ErrUnreachable is wrapped when plexusd did not get the call.
 var ErrUnreachable = errors.New("plexusd is unreachable")
 
-// ErrClosedEarly is wrapped when plexusd took the call and closed the
-// connection without answering: it stopped or restarted during the call,
-// which may be half done.
+// ErrClosedEarly is wrapped when plexusd took the call and closed without
+// answering: the call may be half done.
 var ErrClosedEarly = errors.New("plexusd closed the connection before answering")
 
 // readyTimeout bounds one readiness question: a hung plexusd must not
@@ -42,8 +41,7 @@ func (c *Client) Do(call *Call) (*Reply, error) {
 	return a.Reply, nil
 }
 
-// Ready asks once whether plexusd serves calls; not ready is
-// ErrUnreachable too.
+// Ready asks once whether plexusd serves calls; not ready is ErrUnreachable.
 func (c *Client) Ready() error {
 	a, err := c.exchange(EncodeReadyQuestion(), readyTimeout)
 	if err != nil {
@@ -55,8 +53,7 @@ func (c *Client) Ready() error {
 	return nil
 }
 
-// WaitReady asks until plexusd is ready or the deadline passes; the error
-// is the last answer.
+// WaitReady asks until plexusd is ready or the deadline passes.
 func (c *Client) WaitReady(deadline time.Time) error {
 	for wait := 20 * time.Millisecond; ; wait = min(wait*2, 500*time.Millisecond) {
 		err := c.Ready()

@@ -24,8 +24,7 @@ import (
 	"strings"
 )
 
-// MaxCallBytes bounds one request or reply: CNI configs and results are
-// small.
+// MaxCallBytes bounds one request or reply.
 const MaxCallBytes = 4 << 20
 
 const (
@@ -53,8 +52,7 @@ type Call struct {
 	Stdin []byte
 }
 
-// Reply is what the plugin prints: a result, or an error document when
-// Failed (the shim then exits non-zero).
+// Reply is what the plugin prints: a result, or an error when Failed.
 type Reply struct {
 	Stdout []byte
 	Failed bool
@@ -68,11 +66,9 @@ type Request struct {
 
 // Answer is what the server sends back: exactly one of the fields is used.
 type Answer struct {
-	Reply *Reply
-	// Ready answers a readiness question.
-	Ready bool
-	// Refused says why the request itself could not be served.
-	Refused string
+	Reply   *Reply
+	Ready   bool   // answers a readiness question
+	Refused string // why the request itself could not be served
 }
 
 // EncodeCall is the request carrying c.
