@@ -19,8 +19,7 @@ import (
 	"github.com/plexus-cni/plexus/core/codes"
 )
 
-// Version is set at build time; plexusd reports it in the node's
-// PlexusNode.
+// Version is set at build time.
 var Version = "dev"
 
 func main() {
@@ -71,12 +70,8 @@ func parseFlags(args []string) (plexusd.Options, error) {
 	// The node's paths given as flags are plexusd's own too
 	// (deploy/distributions sets them once).
 	fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "default-conf-dir":
-			o.ConfDirSet = true
-		case "cni-bin-dir":
-			o.BinDirSet = true
-		}
+		o.ConfDirSet = o.ConfDirSet || f.Name == "default-conf-dir"
+		o.BinDirSet = o.BinDirSet || f.Name == "cni-bin-dir"
 	})
 	if len(o.Binaries) > 0 && !o.InstallConfig {
 		return o, errors.New("--binaries: only with --install-config, which installs them before plexus's config")

@@ -61,8 +61,8 @@ func (c *Client) containerdDirs(ctx context.Context) (CNIDirs, error) {
 	return containerdDirsFrom(resp.GetInfo())
 }
 
-// containerdDirsFrom reads the CRI plugin's config from the verbose
-// status: cni.confDir, and cni.binDirs (2.x) or cni.binDir (1.x).
+// containerdDirsFrom reads cni.confDir, and cni.binDirs (2.x) or
+// cni.binDir (1.x), from the verbose status.
 func containerdDirsFrom(info map[string]string) (CNIDirs, error) {
 	raw, ok := info["config"]
 	if !ok {
@@ -85,8 +85,7 @@ func containerdDirsFrom(info map[string]string) (CNIDirs, error) {
 	return d, nil
 }
 
-// crioDirs reads [crio.network] network_dir and plugin_dirs from CRI-O's
-// configuration, served as TOML on its socket.
+// crioDirs reads [crio.network] from CRI-O's TOML configuration.
 func crioDirs(ctx context.Context, root, socket string) (CNIDirs, error) {
 	client := &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {

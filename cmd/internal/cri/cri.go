@@ -55,8 +55,8 @@ func NewInRoot(root, socket string) (*Client, error) {
 // Close releases the connection.
 func (c *Client) Close() error { return c.conn.Close() }
 
-// NetNS returns the network namespace path of the ready sandbox id, once
-// it is known to belong to the pod with UID podUID.
+// NetNS returns the network namespace path of the ready sandbox id of the
+// pod with UID podUID.
 func (c *Client) NetNS(ctx context.Context, id, podUID string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()

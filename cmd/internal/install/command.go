@@ -19,15 +19,13 @@ import (
 	"github.com/plexus-cni/plexus/core/codes"
 )
 
-// Flags are `plexusctl install`'s flags as parsed; Options turns them into
-// the installer's Options.
+// Flags are `plexusctl install`'s flags as parsed.
 type Flags struct {
 	o                                 Options
 	binaries, defaults, extra, server string
 }
 
-// AddFlags registers `plexusctl install`'s flags on fs; getenv gives
-// --node-name its default (NODE_NAME, from the downward API).
+// AddFlags registers `plexusctl install`'s flags on fs.
 func AddFlags(fs *pflag.FlagSet, getenv func(string) string) *Flags {
 	f := &Flags{}
 	o := &f.o
@@ -140,8 +138,7 @@ func apiClients(o *Options) (*rest.Config, error) {
 	return cfg, nil
 }
 
-// BinaryList reads a --binaries flag: comma-separated names, blanks
-// dropped.
+// BinaryList reads a comma-separated --binaries flag.
 func BinaryList(flag string) []string {
 	var out []string
 	for b := range strings.SplitSeq(flag, ",") {

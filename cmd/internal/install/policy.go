@@ -11,17 +11,15 @@ import (
 	"strings"
 )
 
-// Bounds on the policy files copied to the host: the image's are a few
-// dozen kilobytes.
+// Bounds on the policy files copied (the image's are a few dozen kilobytes).
 const (
 	maxPolicyFiles = 256
 	maxPolicyBytes = 8 << 20
 	maxPolicyDepth = 3 // PolicySrcDir/a/b/file
 )
 
-// policyFiles lists the regular files the policy engine reads in dir
-// (.rego but tests, .json, .yaml, .yml), as sorted slash-separated
-// relative paths.
+// policyFiles lists the regular files the policy engine reads in dir, as
+// sorted slash-separated relative paths.
 func policyFiles(dir string) ([]string, error) {
 	var out []string
 	var total int64
@@ -122,8 +120,7 @@ func (in *Installer) InstallPolicy() error {
 	return nil
 }
 
-// uninstallPolicy removes the policy files, then PolicyDir's directories
-// left empty.
+// uninstallPolicy removes the policy files, then the emptied directories.
 func (in *Installer) uninstallPolicy() error {
 	if in.o.PolicyDir == "" {
 		return nil

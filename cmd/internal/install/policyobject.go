@@ -42,7 +42,6 @@ func (o *Options) checkPolicyObject() error {
 			return fmt.Errorf("policy default %q: want an absolute path", p)
 		}
 	}
-	// The keys of policies.Config, as the plugin will read them.
 	policy := map[string]any{"paths": []string{filepath.Join(o.PolicyDir, policyLibrary), filepath.Join(o.PolicyDir, "active")}}
 	if pc.Query != "" {
 		policy["query"] = pc.Query
@@ -113,8 +112,7 @@ func (in *Installer) uninstallPolicyObject() error {
 	return nil
 }
 
-// NodePolicy is the policy the plugin loads, for the node's PlexusNode:
-// files when the config names one (the agent reports a followed object).
+// NodePolicy is the policy the plugin loads, for the node's PlexusNode.
 func (in *Installer) NodePolicy() *plexusapi.NodePolicy {
 	if _, ok := in.o.Extra["policy"]; ok {
 		return &plexusapi.NodePolicy{Source: "files"}

@@ -20,8 +20,7 @@ const (
 	DefaultTokenTTL = time.Hour
 	// minTokenTTL is the shortest expiration TokenRequest accepts.
 	minTokenTTL = 10 * time.Minute
-	// maxTokenTTL is the longest the admission policy plexus-tokens lets
-	// plexus mint.
+	// maxTokenTTL is the longest the admission policy plexus-tokens allows.
 	maxTokenTTL = 24 * time.Hour
 	// refreshFraction of a node token's lifetime passes before it is replaced.
 	refreshFraction = 0.8
@@ -74,8 +73,7 @@ func (t *nodeToken) usable(now time.Time, podToken string) string {
 }
 
 // requestNodeToken asks for a token of the installer's ServiceAccount
-// bound to the Node (ServiceAccountTokenNodeBinding, GA in 1.33) and
-// returns it with the expiry granted.
+// bound to the Node (ServiceAccountTokenNodeBinding, GA in 1.33).
 func requestNodeToken(ctx context.Context, c kubernetes.Interface, podToken, node string, ttl time.Duration) (string, time.Time, error) {
 	ns, sa, err := serviceAccountOf(podToken)
 	if err != nil {

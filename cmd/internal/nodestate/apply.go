@@ -54,8 +54,7 @@ func (r *Reporter) create(ctx context.Context) error {
 	return nil
 }
 
-// ErrNoKind: the PlexusNode CRD (deploy/base/plexus-crds.yaml) is not
-// installed.
+// ErrNoKind: the PlexusNode CRD (deploy/base/plexus-crds.yaml) is missing.
 var ErrNoKind = errors.New("the cluster has no PlexusNode kind")
 
 // applyOptions: the agent is the only writer of its node's status, so it

@@ -52,12 +52,11 @@ type Install struct {
 	// ConfigInstalled: plexus's CNI config is at ConfigPath.
 	ConfigInstalled bool
 	ConfigPath      string
-	// DefaultNetwork is the default network's config name,
-	// DefaultNetworkFile its path; both empty until found.
+	// DefaultNetwork is the default network's name, DefaultNetworkFile
+	// its config; both empty until found.
 	DefaultNetwork     string
 	DefaultNetworkFile string
-	// Plugins are the plugin and IPAM types both configs name, looked up
-	// in BinDirs.
+	// Plugins are the types both configs name, looked up in BinDirs.
 	Plugins []string
 	BinDirs []string
 }
@@ -95,7 +94,7 @@ type Reporter struct {
 	o    Options
 	kick chan struct{}
 	// last is the status last published, times cleared; nil before the
-	// first write, so a (re)started agent always writes once.
+	// first write.
 	last *plexusapi.PlexusNodeStatus
 	// readySince is when Ready last changed status, as published.
 	readySince metav1.Time
@@ -127,8 +126,7 @@ func New(o Options) (*Reporter, error) {
 	return &Reporter{o: o, kick: make(chan struct{}, 1)}, nil
 }
 
-// Notify asks for the state to be assembled again. It never blocks;
-// notifications before the next pass collapse into one.
+// Notify asks for the state to be assembled again; it never blocks.
 func (r *Reporter) Notify() {
 	select {
 	case r.kick <- struct{}{}:
@@ -214,8 +212,7 @@ func (r *Reporter) feed(ctx context.Context, q workqueue.TypedRateLimitingInterf
 	}
 }
 
-// pass writes the status if it changed, no sooner than MinInterval after
-// the last write.
+// pass writes the status if it changed, MinInterval after the last write.
 func (r *Reporter) pass(ctx context.Context, q workqueue.TypedRateLimitingInterface[string], key string, lastWrite *time.Time) {
 	if wait := r.o.MinInterval - r.o.Now().Sub(*lastWrite); wait > 0 {
 		q.AddAfter(key, wait)
@@ -236,8 +233,7 @@ func (r *Reporter) pass(ctx context.Context, q workqueue.TypedRateLimitingInterf
 	q.Forget(key)
 }
 
-// PublishIfChanged writes the status when it changed and reports whether
-// it wrote.
+// PublishIfChanged writes the status if it changed and reports whether.
 func (r *Reporter) PublishIfChanged(ctx context.Context) (bool, error) {
 	st := r.Status()
 	if r.last != nil && reflect.DeepEqual(*r.last, st) {

@@ -47,7 +47,7 @@ func ready(st *plexusapi.PlexusNodeStatus) metav1.Condition {
 }
 
 // Settings are the values of c that decide a plan; found is the default
-// network's file, reported when c names none.
+// network's file, for a c that names none.
 func Settings(c *config.Config, found string) *plexusapi.NodeSettings {
 	compat := config.CompatOff
 	if c.MultusCompat() {

@@ -26,12 +26,9 @@ const maxMessage = 16 << 20
 
 // Client is one node's kubelet pod-resources API.
 type Client struct {
-	// Socket is kubelet's pod-resources unix socket.
-	Socket string
-	// Timeout bounds each call; zero means DefaultTimeout.
-	Timeout time.Duration
-	// OnCall, when set, is told of every RPC made ("Get" or "List").
-	OnCall func(method string)
+	Socket  string              // kubelet's pod-resources unix socket
+	Timeout time.Duration       // of each call; zero means DefaultTimeout
+	OnCall  func(method string) // when set, told of every RPC ("Get", "List")
 }
 
 // PodDevices returns the device IDs of each resource name allocated to the
@@ -66,8 +63,7 @@ func (c *Client) PodDevices(ctx context.Context, namespace, name string) (map[st
 	return devicesOf(pr), nil
 }
 
-// checkSocket names a missing socket plainly: grpc-go would report it as
-// a connection failure.
+// checkSocket names a missing socket plainly, not as a connection failure.
 func (c *Client) checkSocket() error {
 	_, err := os.Stat(c.Socket)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -79,8 +75,7 @@ func (c *Client) checkSocket() error {
 	return nil
 }
 
-// dial makes a client connection to the socket, used as it is (no target
-// URI parsing); it connects on the first call.
+// dial makes a lazy client connection to the socket path as it is.
 func (c *Client) dial() (*grpc.ClientConn, error) {
 	socket := c.Socket
 	return grpc.NewClient("passthrough:///localhost",

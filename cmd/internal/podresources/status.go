@@ -31,8 +31,8 @@ func callError(method string, err error) error {
 	return &rpcError{method: method, status: s}
 }
 
-// refused tells an answer from kubelet (worth asking List) from a
-// connection that failed or timed out (List would fail the same way).
+// refused tells an answer from kubelet (worth asking List) from a failed
+// or timed-out connection.
 func refused(err error) bool {
 	var e *rpcError
 	if !errors.As(err, &e) {

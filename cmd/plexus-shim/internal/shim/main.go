@@ -19,8 +19,8 @@ import (
 	"github.com/plexus-cni/plexus/core/config/daemonconf"
 )
 
-// FullPlugin is the full plexus plugin's file name; thick mode installs it
-// beside the shim, which runs it for a DEL while plexusd is down.
+// FullPlugin is the full plugin's file name, beside the shim, run for a
+// DEL while plexusd is down.
 const FullPlugin = "plexus"
 
 // Versions are the CNI versions the shim answers VERSION with: plexus's.
@@ -65,8 +65,7 @@ func readConfig(raw []byte) (*daemonconf.Daemon, error) {
 	return conf, nil
 }
 
-// relay writes a success as it came, and turns a failure back into the
-// CNI error it carries.
+// relay writes a success as it came, a failure as the CNI error it carries.
 func relay(r *wire.Reply, stdout io.Writer) error {
 	if !r.Failed {
 		_, err := stdout.Write(r.Stdout)
@@ -79,8 +78,7 @@ func relay(r *wire.Reply, stdout io.Writer) error {
 	return &e
 }
 
-// runFullPlugin runs the full plexus plugin on the call, for a DEL while
-// plexusd is unreachable.
+// runFullPlugin runs the full plugin on the call (a DEL without plexusd).
 func runFullPlugin(call *wire.Call, stdout, stderr io.Writer) error {
 	me, err := os.Executable()
 	if err != nil {

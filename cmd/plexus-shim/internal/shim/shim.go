@@ -1,6 +1,5 @@
 // Package shim is thick mode's forwarder: it sends a CNI call to plexusd
-// over its unix socket and hands back the answer. cmd/plexus-shim runs
-// Funcs under the CNI library's skel.
+// over its unix socket and hands back the answer.
 package shim
 
 import (
