@@ -51,13 +51,12 @@ func (o Options) policy(ctx context.Context, conf *config.Config) (pipeline.Auth
 	if err != nil {
 		return nil, err
 	}
-	build := o.Authorizer
-	if build == nil {
-		build = func(ctx context.Context, pc policies.Config) (pipeline.Authorizer, error) {
-			return policies.New(ctx, pc)
-		}
+	var a pipeline.Authorizer
+	if o.Authorizer != nil {
+		a, err = o.Authorizer(ctx, pc)
+	} else {
+		a, err = policies.New(ctx, pc)
 	}
-	a, err := build(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf(`plexus config "policy": %w`, err)
 	}

@@ -178,8 +178,13 @@ func truncated(err error) error {
 	return err
 }
 
+// notAReply quotes at most 64 bytes of b.
 func notAReply(b []byte) error {
-	return errors.New("not a plexusd reply (another plexus version on the socket?): " + quote(b, 64))
+	q := strconv.Quote(string(b[:min(len(b), 64)]))
+	if len(b) > 64 {
+		q += "..."
+	}
+	return errors.New("not a plexusd reply (another plexus version on the socket?): " + q)
 }
 
 // DecodeAnswer reads a reply.
@@ -256,12 +261,4 @@ func (r *reader) end() error {
 		r.err = errors.New(strconv.Itoa(len(r.b)) + " bytes after the end")
 	}
 	return r.err
-}
-
-// quote shows at most n bytes of b in an error message.
-func quote(b []byte, n int) string {
-	if len(b) > n {
-		return strconv.Quote(string(b[:n])) + "..."
-	}
-	return strconv.Quote(string(b))
 }
