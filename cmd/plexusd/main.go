@@ -67,8 +67,7 @@ func parseFlags(args []string) (plexusd.Options, error) {
 		return o, fmt.Errorf("unexpected argument %q: plexusd takes flags only", fs.Arg(0))
 	}
 	o.Binaries = install.BinaryList(*binaries)
-	// The node's paths given as flags are plexusd's own too
-	// (deploy/distributions sets them once).
+	// The node's paths given as flags are plexusd's own too.
 	fs.Visit(func(f *flag.Flag) {
 		o.ConfDirSet = o.ConfDirSet || f.Name == "default-conf-dir"
 		o.BinDirSet = o.BinDirSet || f.Name == "cni-bin-dir"

@@ -9,8 +9,7 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 )
 
-// Pod is CNI_ARGS as a runtime sets them for a pod; the field names are
-// the keys.
+// Pod is CNI_ARGS as a runtime sets them for a pod, keyed by field name.
 type Pod struct {
 	types.CommonArgs
 	K8S_POD_NAMESPACE          types.UnmarshallableString

@@ -190,8 +190,7 @@ func (o Options) build(ctx context.Context, conf *config.Config, a *skel.CmdArgs
 	return p, cleanup, nil
 }
 
-// Pipeline is the pipeline without source and stages, running delegates
-// found in paths.
+// Pipeline is the pipeline without source and stages.
 func (o Options) Pipeline(conf *config.Config, paths []string, log *slog.Logger) *pipeline.Pipeline {
 	p := &pipeline.Pipeline{
 		Config:    conf,
@@ -222,8 +221,7 @@ const (
 	inClusterSource
 )
 
-// chooseSource picks the manifests source, a kubeconfig, or in-cluster
-// config in a pod; DEL never needs the API.
+// chooseSource picks manifests, a kubeconfig or in-cluster; DEL never needs the API.
 func chooseSource(conf *config.Config, cmd Command, getenv func(string) string) sourceKind {
 	switch {
 	case conf.Manifests != "":
@@ -238,8 +236,7 @@ func chooseSource(conf *config.Config, cmd Command, getenv func(string) string) 
 	return noSource
 }
 
-// buildSource builds the chosen source, reading the kubeconfig every call
-// (rotated credentials).
+// buildSource builds the chosen source, rereading rotated credentials.
 func buildSource(conf *config.Config, cmd Command, log *slog.Logger) (source.Source, error) {
 	switch chooseSource(conf, cmd, os.Getenv) {
 	case manifestsSource:
@@ -290,8 +287,7 @@ func logRotation(o *config.LogOptions) logfile.Rotation {
 	}
 }
 
-// openLog is o.Log, else a logger writing to logFile or stderr, never
-// stdout (the result goes there).
+// openLog is o.Log, else logFile or stderr, never stdout (the result's).
 func (o Options) openLog(conf *config.Config) (*slog.Logger, func(), error) {
 	if o.Log != nil {
 		return o.Log, func() {}, nil

@@ -226,8 +226,7 @@ func awaitExit(pid int) {
 	})
 }
 
-// delegateError prefers the plugin's own CNI error, then why it was
-// killed, then the end of its stderr.
+// delegateError prefers the plugin's CNI error, then why it was killed, then stderr.
 func delegateError(ctx context.Context, err error, stdout, stderr []byte) error {
 	var te types.Error
 	if len(stdout) > 0 && json.Unmarshal(stdout, &te) == nil && te.Msg != "" {

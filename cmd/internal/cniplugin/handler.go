@@ -53,8 +53,7 @@ func checkThin(conf *config.Config) error {
 		`name "type": "plexus-shim" to forward calls to plexusd`, "")
 }
 
-// Handle runs a call the shim forwarded, answered with exactly what the
-// plugin would print.
+// Handle runs a forwarded call, answering what the plugin would print.
 func (o Options) Handle(ctx context.Context, c *daemon.Call) *daemon.Reply {
 	cmd, err := ParseCommand(c.Command())
 	if err != nil {
@@ -93,8 +92,7 @@ func (o Options) accept(cmd Command, a *skel.CmdArgs) (*config.Config, error) {
 	return conf, nil
 }
 
-// checkNetNS refuses an ADD or a DEL naming the plugin's (or plexusd's)
-// own network namespace, unless the runtime overrides the check.
+// checkNetNS refuses an ADD or DEL in this process's own netns, unless overridden.
 func checkNetNS(cmd Command, a *skel.CmdArgs) error {
 	if (cmd != CmdAdd && cmd != CmdDel) || a.Netns == "" || a.NetnsOverride == "1" || strings.EqualFold(a.NetnsOverride, "true") {
 		return nil

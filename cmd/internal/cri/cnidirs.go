@@ -61,8 +61,7 @@ func (c *Client) containerdDirs(ctx context.Context) (CNIDirs, error) {
 	return containerdDirsFrom(resp.GetInfo())
 }
 
-// containerdDirsFrom reads cni.confDir, and cni.binDirs (2.x) or
-// cni.binDir (1.x), from the verbose status.
+// containerdDirsFrom reads cni.confDir and cni.binDirs (2.x) or binDir (1.x).
 func containerdDirsFrom(info map[string]string) (CNIDirs, error) {
 	raw, ok := info["config"]
 	if !ok {

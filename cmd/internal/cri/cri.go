@@ -55,8 +55,7 @@ func NewInRoot(root, socket string) (*Client, error) {
 // Close releases the connection.
 func (c *Client) Close() error { return c.conn.Close() }
 
-// NetNS returns the network namespace path of the ready sandbox id of the
-// pod with UID podUID.
+// NetNS returns the network namespace path of pod podUID's ready sandbox id.
 func (c *Client) NetNS(ctx context.Context, id, podUID string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()

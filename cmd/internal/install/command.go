@@ -116,8 +116,7 @@ func Run(ctx context.Context, o Options, stderr io.Writer, version string) int {
 	return codes.ExitOK
 }
 
-// apiClients sets o's clients when the installer talks to the API and
-// returns their config; nil when it does not.
+// apiClients sets o's clients when the installer talks to the API.
 func apiClients(o *Options) (*rest.Config, error) {
 	if o.NodeName == "" || o.BinariesOnly {
 		return nil, nil

@@ -257,8 +257,7 @@ func (c *candidate) discard() {
 	}
 }
 
-// refuseClashes refuses each staged module whose name or keys clash with
-// a module before it, as the plugin's host would.
+// refuseClashes refuses modules whose name or keys clash with an earlier one.
 func refuseClashes(ctx context.Context, cands []*candidate) {
 	var staged []*candidate
 	var mods []extensions.ModuleConfig
@@ -287,8 +286,7 @@ func refuseClashes(ctx context.Context, cands []*candidate) {
 	}
 }
 
-// copyModule copies a module, at most MaxModuleBytes, to a temporary file
-// beside dst.
+// copyModule copies a module, at most MaxModuleBytes, to a file beside dst.
 func copyModule(srcDir, name, dst string) (string, error) {
 	src, err := openModule(srcDir, name)
 	if err != nil {
@@ -338,8 +336,7 @@ func openModule(srcDir, name string) (*os.File, error) {
 	return f, nil
 }
 
-// pruneExtensions removes the modules (and temporary files) of every NAME
-// not in keep, then NAME's directory if empty; anything else stays.
+// pruneExtensions removes the modules of every NAME not in keep, nothing else.
 func (in *Installer) pruneExtensions(keep map[string]bool) error {
 	entries, err := os.ReadDir(in.o.ExtensionsDir)
 	if errors.Is(err, fs.ErrNotExist) {

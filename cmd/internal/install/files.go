@@ -196,8 +196,7 @@ func parseConf(raw []byte) (*conf, error) {
 
 func (c *conf) isPlexus() bool { return config.IsPlexusPlugin(c.plugins[0].Type) }
 
-// types are the plugin and IPAM types the config names, in order, each
-// once; nil when an "ipam" is malformed.
+// types are the plugin and IPAM types the config names; nil on a bad "ipam".
 func (c *conf) types() []string {
 	var out []string
 	for _, p := range c.plugins {
@@ -275,8 +274,7 @@ func (in *Installer) plexusConfig(def string, raw []byte) ([]byte, error) {
 // the sandbox after every network was attached.
 const DefaultCNIVersion = "1.0.0"
 
-// defaultVersion is the default network's cniVersion when plexus supports
-// it and it is at most DefaultCNIVersion.
+// defaultVersion is the default network's cniVersion, at most DefaultCNIVersion.
 func defaultVersion(def string) string {
 	if CheckCNIVersion(def) != nil {
 		return DefaultCNIVersion

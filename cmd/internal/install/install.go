@@ -28,8 +28,7 @@ import (
 	"github.com/plexus-cni/plexus/extensions"
 )
 
-// Options say where things are: the same paths inside the installer's
-// container as on the host.
+// Options say where things are, the same paths in the container as on the host.
 type Options struct {
 	// Binaries are copied from SrcBinDir, in the image, to BinDir, the
 	// host's CNI bin directory (with ConfigOnly: only removed on uninstall).
@@ -42,8 +41,7 @@ type Options struct {
 	ConfDir        string
 	// ConfName must sort before the default network's (kubelet uses the first).
 	ConfName string
-	// Kubeconfig is written for the plugin from TokenFile, CAFile and
-	// Server (https://KUBERNETES_SERVICE_HOST:KUBERNETES_SERVICE_PORT).
+	// Kubeconfig is written for the plugin from TokenFile, CAFile and Server.
 	Kubeconfig string
 	TokenFile  string
 	CAFile     string
@@ -56,8 +54,7 @@ type Options struct {
 	TokenTTL time.Duration
 	// Extra are plexus config keys added to the generated config.
 	Extra map[string]any
-	// PolicySrcDir holds the image's policy files, copied to PolicyDir
-	// (InstallPolicy).
+	// PolicySrcDir holds the image's policy files, copied to PolicyDir.
 	PolicySrcDir string
 	PolicyDir    string
 	// PolicyObject names the AttachmentPolicy the node follows: its
@@ -83,15 +80,13 @@ type Options struct {
 	BinariesOnly bool
 	// PluginType is the config's "type" (unset: "plexus").
 	PluginType string
-	// ConfigOnly manages plexus's CNI config alone, without binaries or
-	// kubeconfig (plexusd).
+	// ConfigOnly manages plexus's CNI config alone (plexusd).
 	ConfigOnly bool
 	// Immediate writes the config at once, its clusterNetwork naming
 	// DefaultConfDir (s6.1.2: plexusd blocks ADDs until the default
 	// network is ready).
 	Immediate bool
-	// CNIVersion is the config's; "" is the default network's, at most
-	// DefaultCNIVersion.
+	// CNIVersion is the config's; "" is defaultVersion's.
 	CNIVersion string
 	// Manifests is written as the config's "manifests" (plexusd's), so a
 	// DEL without plexusd removes the pod's status file too.
@@ -268,8 +263,7 @@ func (in *Installer) Reconcile(ctx context.Context) error {
 	return in.reconcileConfig()
 }
 
-// Uninstall removes plexus's config first, so kubelet falls back to the
-// default network's, then the rest.
+// Uninstall removes plexus's config first, so kubelet falls back, then the rest.
 func (in *Installer) Uninstall() error {
 	var errs []error
 	paths := []string{filepath.Join(in.o.ConfDir, in.o.ConfName)}

@@ -54,8 +54,7 @@ func (in *Installer) binDirs() []string {
 	return append(dirs, in.o.BinDir)
 }
 
-// Agent is the thin node's agent, reporting what the installer puts in
-// place; call it before Run.
+// Agent is the thin node's agent; call it before Run.
 func (in *Installer) Agent(version string) (*agent.Agent, error) {
 	var c config.Config // the settings of the config the installer writes
 	if raw, err := json.Marshal(in.o.Extra); err == nil {

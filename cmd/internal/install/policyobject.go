@@ -73,8 +73,7 @@ func (o *Options) policyConfig() (policies.Config, error) {
 	return pc, nil
 }
 
-// startPolicyObject puts the node's policy in force before the config
-// names it, then follows the object until ctx ends.
+// startPolicyObject puts the node's policy in force, then follows the object.
 func (in *Installer) startPolicyObject(ctx context.Context) error {
 	if in.o.PolicyObject == "" {
 		return nil

@@ -96,8 +96,7 @@ func requestNodeToken(ctx context.Context, c kubernetes.Interface, podToken, nod
 	return out.Status.Token, out.Status.ExpirationTimestamp.Time, nil
 }
 
-// serviceAccountOf reads namespace and name from a ServiceAccount token's
-// subject, unverified: the API server checks the caller with RBAC.
+// serviceAccountOf reads a token's subject, unverified (RBAC checks the caller).
 func serviceAccountOf(token string) (string, string, error) {
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 {

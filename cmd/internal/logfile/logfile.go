@@ -91,8 +91,7 @@ func (w *Writer) Close() error {
 	return err
 }
 
-// rotate renames the file to a backup, unless another process did, opens
-// a new one, then compresses and prunes the backups.
+// rotate renames the file to a backup, unless another process did, and reopens.
 func (w *Writer) rotate() error {
 	unlock, err := lockFile(w.path + ".lock")
 	if err != nil {

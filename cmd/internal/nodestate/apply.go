@@ -57,8 +57,7 @@ func (r *Reporter) create(ctx context.Context) error {
 // ErrNoKind: the PlexusNode CRD (deploy/base/plexus-crds.yaml) is missing.
 var ErrNoKind = errors.New("the cluster has no PlexusNode kind")
 
-// applyOptions: the agent is the only writer of its node's status, so it
-// takes over fields another manager set.
+// applyOptions: the agent, the only writer, takes over others' fields.
 func (r *Reporter) applyOptions() metav1.ApplyOptions {
 	return metav1.ApplyOptions{FieldManager: r.o.FieldManager, Force: true}
 }

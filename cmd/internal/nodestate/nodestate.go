@@ -93,8 +93,7 @@ type Options struct {
 type Reporter struct {
 	o    Options
 	kick chan struct{}
-	// last is the status last published, times cleared; nil before the
-	// first write.
+	// last is the status last published, times cleared; nil before a write.
 	last *plexusapi.PlexusNodeStatus
 	// readySince is when Ready last changed status, as published.
 	readySince metav1.Time

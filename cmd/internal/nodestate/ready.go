@@ -46,8 +46,7 @@ func ready(st *plexusapi.PlexusNodeStatus) metav1.Condition {
 	return c
 }
 
-// Settings are the values of c that decide a plan; found is the default
-// network's file, for a c that names none.
+// Settings are the values of c that decide a plan; found is the default network's file.
 func Settings(c *config.Config, found string) *plexusapi.NodeSettings {
 	compat := config.CompatOff
 	if c.MultusCompat() {

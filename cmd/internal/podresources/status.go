@@ -31,8 +31,7 @@ func callError(method string, err error) error {
 	return &rpcError{method: method, status: s}
 }
 
-// refused tells an answer from kubelet (worth asking List) from a failed
-// or timed-out connection.
+// refused tells an answer from kubelet (worth asking List) from a failed connection.
 func refused(err error) bool {
 	var e *rpcError
 	if !errors.As(err, &e) {

@@ -19,8 +19,7 @@ import (
 
 // Netlink is the Router that uses netlink in the pod's namespace.
 type Netlink struct {
-	// Root is the host's root directory (plexusd in a pod), namespace
-	// paths opened inside it (hostroot); "" is this process's filesystem.
+	// Root is the host's root directory (hostroot); "" is this process's.
 	Root string
 }
 
@@ -92,8 +91,7 @@ func replace(h *netlink.Handle, ifName string, gw net.IP) error {
 	return nil
 }
 
-// defaults lists the main table's default routes of one family, retrying a
-// dump the kernel interrupted.
+// defaults lists the main table's default routes of one family.
 func defaults(h *netlink.Handle, fam int) ([]netlink.Route, error) {
 	filter := &netlink.Route{Table: unix.RT_TABLE_MAIN}
 	var routes []netlink.Route

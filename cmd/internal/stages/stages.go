@@ -14,20 +14,17 @@ import (
 	"github.com/plexus-cni/plexus/policies"
 )
 
-// Options say how long the stages live: for one ADD (the zero value) or
-// for plexusd's life.
+// Options say how long the stages live: one ADD (the zero value) or plexusd's life.
 type Options struct {
 	// LongLived stages serve many calls (plexusd): extension modules are
 	// compiled for repeated calls and loaded now, a failing one refused
 	// alone (extensions.Config.LongLived, Isolate).
 	LongLived bool
-	// Authorizer, when set, replaces policies.New (plexusd reloads and
-	// counts decisions).
+	// Authorizer, when set, replaces policies.New (plexusd's reloads).
 	Authorizer func(ctx context.Context, pc policies.Config) (pipeline.Authorizer, error)
 }
 
-// Build builds the s7.4 policy stage and the extension stage that
-// plexus's config names; closeAll releases what they hold.
+// Build builds the stages plexus's config names; closeAll releases them.
 func (o Options) Build(ctx context.Context, conf *config.Config) (st pipeline.Stages, closeAll func(), err error) {
 	closeAll = func() {}
 	if len(conf.Policy) > 0 {
@@ -84,8 +81,7 @@ func PolicyConfig(conf *config.Config) (policies.Config, error) {
 	return pc, nil
 }
 
-// Extensions builds the extension host from the "extensions" key;
-// longLived is plexusd's (extensions.Config.LongLived).
+// Extensions builds the extension host from the "extensions" key.
 func Extensions(ctx context.Context, conf *config.Config, longLived bool) (*extensions.Host, error) {
 	var ec extensions.Config
 	if err := config.Unmarshal(conf.Extensions, &ec); err != nil {

@@ -13,8 +13,7 @@ const (
 	envNetnsOverride = "CNI_NETNS_OVERRIDE"
 )
 
-// NewCall is the call the shim forwards: the command and what skel read;
-// an empty variable is left out, as skel reads it.
+// NewCall is the call the shim forwards, empty variables left out as skel does.
 func NewCall(command string, a *skel.CmdArgs) *Call {
 	env := map[string]string{envCommand: command}
 	for k, v := range map[string]string{

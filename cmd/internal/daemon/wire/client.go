@@ -12,12 +12,10 @@ import (
 // ErrUnreachable is wrapped when plexusd did not get the call.
 var ErrUnreachable = errors.New("plexusd is unreachable")
 
-// ErrClosedEarly is wrapped when plexusd took the call and closed without
-// answering: the call may be half done.
+// ErrClosedEarly: plexusd took the call and closed without answering (it may be half done).
 var ErrClosedEarly = errors.New("plexusd closed the connection before answering")
 
-// readyTimeout bounds one readiness question: a hung plexusd must not
-// hold a waiting ADD past its deadline.
+// readyTimeout bounds one readiness question, so a hung plexusd cannot stall an ADD.
 const readyTimeout = time.Second
 
 // Client is a plugin's side of the socket.

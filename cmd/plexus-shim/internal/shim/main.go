@@ -19,15 +19,13 @@ import (
 	"github.com/plexus-cni/plexus/core/config/daemonconf"
 )
 
-// FullPlugin is the full plugin's file name, beside the shim, run for a
-// DEL while plexusd is down.
+// FullPlugin is the full plugin beside the shim, for a DEL without plexusd.
 const FullPlugin = "plexus"
 
 // Versions are the CNI versions the shim answers VERSION with: plexus's.
 func Versions() version.PluginInfo { return version.PluginSupports(wire.CNIVersions...) }
 
-// Funcs are plexus-shim's commands for skel: each forwards the call to
-// plexusd and relays its answer.
+// Funcs are plexus-shim's commands for skel: each forwards the call.
 func Funcs(stdout, stderr io.Writer) skel.CNIFuncs {
 	forward := func(command string) func(*skel.CmdArgs) error {
 		return func(a *skel.CmdArgs) error { return Call(command, a, stdout, stderr) }

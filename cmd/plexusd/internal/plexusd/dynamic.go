@@ -144,8 +144,7 @@ func (r *reconciler) next(ctx context.Context) bool {
 	return true
 }
 
-// reconcile applies a change of one pod's selection; it reports whether
-// to retry later.
+// reconcile applies a change of one pod's selection; it reports whether to retry.
 func (r *reconciler) reconcile(ctx context.Context, key string) (retry bool) {
 	ns, name, _ := strings.Cut(key, "/")
 	pod := r.pods.CachedPod(ns, name)
@@ -283,8 +282,7 @@ func (r *reconciler) condition(ctx context.Context, pod *source.Pod, c kube.PodC
 	}
 }
 
-// failures name the condition's reason by CNI error code; a permanent one
-// the same annotation would meet again.
+// failures name the condition's reason by CNI error code; permanent ones are not retried.
 var failures = map[uint]struct {
 	reason    string
 	permanent bool

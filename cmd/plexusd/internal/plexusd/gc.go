@@ -101,8 +101,7 @@ func (c *collector) pass(ctx context.Context) int {
 	return n
 }
 
-// candidates are the recorded containers the runtime does not list, past
-// the grace period.
+// candidates are the recorded containers the runtime does not list.
 func (c *collector) candidates(live []string) ([]string, error) {
 	known := make(map[string]bool, len(live))
 	for _, id := range live {

@@ -15,8 +15,7 @@ import (
 	"github.com/plexus-cni/plexus/extensions"
 )
 
-// newAgent builds the node agent on the Kubernetes source's API, its
-// PlexusNode from the config installer's passes and the delegates run.
+// newAgent builds the node agent on the Kubernetes source's API.
 func (d *Daemon) newAgent(rc *rest.Config) error {
 	rc = rest.CopyConfig(rc)
 	rc.UserAgent = "plexusd"
@@ -63,8 +62,7 @@ func (d *Daemon) nodeExtensions() []extensions.ModuleState {
 	return d.ext.Modules()
 }
 
-// delegateTypes are the plugin and IPAM types of the delegates plexusd
-// ran, at most nodestate.MaxPlugins, for the PlexusNode's missing plugins.
+// delegateTypes are the types of the delegates plexusd ran, for missing plugins.
 type delegateTypes struct {
 	mu     sync.Mutex
 	seen   []string

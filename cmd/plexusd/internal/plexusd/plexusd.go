@@ -76,8 +76,7 @@ type Options struct {
 	CRISocket string
 	// Profiling serves Go's pprof under /debug/pprof/ on MetricsAddr.
 	Profiling bool
-	// DelegateRoot is the host's root directory as plexusd sees it
-	// (/proc/1/root with hostPID; cniplugin.Options).
+	// DelegateRoot is the host's root directory (cniplugin.Options).
 	DelegateRoot string
 	Log          *slog.Logger
 
@@ -101,8 +100,7 @@ type Daemon struct {
 	ext      moduleLister // nil without extension modules
 	closers  []func()
 
-	// agent publishes the PlexusNode (the Kubernetes source only);
-	// installed is the config installer (InstallConfig).
+	// agent publishes the PlexusNode; installed is the config installer.
 	agent     *agent.Agent
 	installed *install.Installer
 	delegates *delegateTypes
@@ -340,8 +338,7 @@ func defaultPresent(dir, ours string) bool {
 	})
 }
 
-// startInstaller runs the config installer and the node agent, if any,
-// until ctx ends; wait waits for the installer.
+// startInstaller runs the config installer and the node agent, if any.
 func (d *Daemon) startInstaller(ctx context.Context) (wait func(), err error) {
 	var running sync.WaitGroup
 	if d.installed != nil {

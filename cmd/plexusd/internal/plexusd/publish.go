@@ -159,8 +159,7 @@ func (p *publisher) send(j *publishJob) {
 	}
 }
 
-// gone: the pod no longer exists, or with another UID (Invalid: the patch
-// names the UID).
+// gone: the pod no longer exists, or has another UID (the patch is Invalid).
 func gone(err error) bool {
 	return apierrors.IsNotFound(err) || apierrors.IsGone(err) || apierrors.IsInvalid(err)
 }
@@ -196,8 +195,7 @@ func (p *publisher) forget(container string) {
 	}
 }
 
-// handler marks every call's context with its container, and makes a DEL
-// cancel its container's pending work first.
+// handler marks calls with their container; a DEL first cancels its work.
 func (p *publisher) handler(next daemon.Handler) daemon.Handler {
 	if p == nil {
 		return next

@@ -89,8 +89,7 @@ func (r *statusRepair) candidates(ids []string) map[string]*source.Pod {
 	return out
 }
 
-// startStatusRepair runs the repair once the pod cache has synced (the
-// manifests source writes status files before it answers).
+// startStatusRepair runs the repair once the pod cache has synced.
 func (d *Daemon) startStatusRepair(ctx context.Context, started time.Time) {
 	if d.cache == nil {
 		return
