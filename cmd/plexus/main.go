@@ -20,8 +20,7 @@ import (
 var Version = "dev"
 
 func main() {
-	// SIGTERM and SIGINT cancel the call's context: it unwinds instead of
-	// stopping midway.
+	// SIGTERM and SIGINT cancel the call's context: it unwinds, not stops midway.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	o := cniplugin.Options{Stages: stages.Options{}.Build}

@@ -68,8 +68,7 @@ func (a *Agent) policy() *plexusapi.NodePolicy {
 // Notify asks for the PlexusNode to be assembled again (nodestate).
 func (a *Agent) Notify() { a.reporter.Notify() }
 
-// Follow watches the object s follows until ctx ends; onResult sees each
-// attempt before the PlexusNode reports it. A node follows one object.
+// Follow watches s's object until ctx ends; onResult sees each attempt first.
 func (a *Agent) Follow(ctx context.Context, s *revision.Syncer, onResult func(revision.Result, error)) error {
 	if !a.syncer.CompareAndSwap(nil, s) {
 		return errors.New("node agent: already follows a policy object")

@@ -41,8 +41,7 @@ type Client struct {
 	root   string
 }
 
-// NewInRoot connects lazily to the runtime's socket, a host path reached
-// through root (hostroot), so plexusd in a pod needs no mount of it.
+// NewInRoot connects lazily to the runtime's socket, reached through root.
 func NewInRoot(root, socket string) (*Client, error) {
 	dial := func(ctx context.Context, _ string) (net.Conn, error) { return hostroot.DialUnix(ctx, root, socket) }
 	conn, err := grpc.NewClient("passthrough:///"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithContextDialer(dial))

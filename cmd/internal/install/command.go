@@ -55,8 +55,7 @@ func AddFlags(fs *pflag.FlagSet, getenv func(string) string) *Flags {
 	return f
 }
 
-// Options completes the parsed flags: PLEXUS_UNINSTALL=true sets
-// --uninstall; --server defaults to the in-cluster service.
+// Options completes the parsed flags (PLEXUS_UNINSTALL, --server's default).
 func (f *Flags) Options(getenv func(string) string) (Options, error) {
 	o := f.o
 	if v := getenv("PLEXUS_UNINSTALL"); v != "" {
@@ -83,8 +82,7 @@ func (f *Flags) Options(getenv func(string) string) (Options, error) {
 	return o, nil
 }
 
-// Run is `plexusctl install` once its options are read: it runs until ctx
-// ends and returns the exit status; version is reported in the PlexusNode.
+// Run is `plexusctl install` until ctx ends; it returns the exit status.
 func Run(ctx context.Context, o Options, stderr io.Writer, version string) int {
 	o.Log = slog.New(slog.NewTextHandler(stderr, nil))
 	cfg, err := apiClients(&o)

@@ -307,8 +307,7 @@ func copyModule(srcDir, name, dst string) (string, error) {
 	return tmp, nil
 }
 
-// openModule opens srcDir/name/module.wasm, refusing a symbolic link or
-// anything but a regular file: a module is never a file elsewhere on the node.
+// openModule opens a module, refusing symlinks: never a file elsewhere on the node.
 func openModule(srcDir, name string) (*os.File, error) {
 	root, err := os.OpenRoot(srcDir)
 	if err != nil {

@@ -25,8 +25,7 @@ import (
 	"github.com/plexus-cni/plexus/core/pipeline"
 )
 
-// InstallBinaries copies each binary to BinDir through a temporary file
-// and a rename, so the runtime never executes a half-written plugin.
+// InstallBinaries copies each binary to BinDir, never half-written.
 func (in *Installer) InstallBinaries() error {
 	for _, b := range in.o.Binaries { // plain file names: New checked them
 		src, dst := filepath.Join(in.o.SrcBinDir, b), filepath.Join(in.o.BinDir, b)
@@ -128,8 +127,7 @@ func (in *Installer) reconcileConfig() error {
 	return err
 }
 
-// findDefault is the default network's config: the first CNI config by
-// name in DefaultConfDir that is not plexus's; "" when there is none yet.
+// findDefault is the first CNI config in DefaultConfDir not plexus's, or "".
 func (in *Installer) findDefault() (string, []byte, error) {
 	entries, err := os.ReadDir(in.o.DefaultConfDir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -229,8 +227,7 @@ func (c *conf) capabilities() map[string]bool {
 	return out
 }
 
-// plexusConfig is plexus's conflist, with the default network's
-// capabilities plus the pod annotations (read instead of the API).
+// plexusConfig is plexus's conflist, with the default network's capabilities.
 func (in *Installer) plexusConfig(def string, raw []byte) ([]byte, error) {
 	c, err := parseConf(raw)
 	if err != nil {
@@ -338,8 +335,7 @@ func writeAtomic(path string, data io.Reader, mode os.FileMode) error {
 	return os.Rename(tmp, path)
 }
 
-// writeTemp writes data, synced and with mode, to a temporary file beside
-// path (never with a CNI config extension) and returns its name and size.
+// writeTemp writes data to a synced temporary file beside path, never a *.conf.
 func writeTemp(path string, data io.Reader, mode os.FileMode) (string, int64, error) {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
 	if err != nil {

@@ -252,8 +252,7 @@ func (in *Installer) Run(ctx context.Context) error {
 	}
 }
 
-// Reconcile is one pass: the kubeconfig first (the plugin needs it as soon
-// as its config is there), then plexus's config (s6.1).
+// Reconcile is one pass: the kubeconfig, which the config needs, then the config.
 func (in *Installer) Reconcile(ctx context.Context) error {
 	if !in.o.ConfigOnly {
 		if err := in.writeKubeconfig(ctx); err != nil {

@@ -21,8 +21,7 @@ func (in *Installer) Observed() nodestate.Install {
 	return out
 }
 
-// observe records a pass and calls OnChange when it differs from the
-// last; def and raw are the default network's config file and bytes.
+// observe records a pass and calls OnChange when it differs from the last.
 func (in *Installer) observe(ours, def string, raw []byte) {
 	cur := nodestate.Install{ConfigPath: ours, BinDirs: in.binDirs()}
 	if fi, err := os.Stat(ours); err == nil && fi.Mode().IsRegular() {

@@ -18,8 +18,7 @@ const (
 	maxPolicyDepth = 3 // PolicySrcDir/a/b/file
 )
 
-// policyFiles lists the regular files the policy engine reads in dir, as
-// sorted slash-separated relative paths.
+// policyFiles lists the files the policy engine reads in dir, sorted.
 func policyFiles(dir string) ([]string, error) {
 	var out []string
 	var total int64

@@ -15,8 +15,7 @@ import (
 // policyLibrary is the library's directory under PolicyDir and PolicySrcDir.
 const policyLibrary = "library"
 
-// checkPolicyObject checks the PolicyObject options and sets the plugin's
-// "policy" paths to the library and the active revision's link.
+// checkPolicyObject checks the PolicyObject options and sets "policy".
 func (o *Options) checkPolicyObject() error {
 	if o.PolicyObject == "" {
 		return nil

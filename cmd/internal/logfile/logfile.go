@@ -61,8 +61,7 @@ func (w *Writer) open() error {
 	return nil
 }
 
-// Write appends p, rotating first when p would take the file past
-// maxSize; a failed rotation does not lose the line.
+// Write appends p, rotating first past maxSize; a failed rotation loses no line.
 func (w *Writer) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()

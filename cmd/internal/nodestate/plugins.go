@@ -16,8 +16,7 @@ var pluginName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$`)
 // IsPluginName reports whether t can name a plugin file in a bin dir.
 func IsPluginName(t string) bool { return pluginName.MatchString(t) }
 
-// MissingPlugins are the types, sorted and once each, that name an
-// executable file in none of binDirs; at most MaxPlugins are checked.
+// MissingPlugins are the types, sorted, in none of binDirs (MaxPlugins checked).
 func MissingPlugins(types, binDirs []string) []string {
 	var missing []string
 	seen := map[string]bool{}

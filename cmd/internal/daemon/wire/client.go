@@ -66,8 +66,7 @@ func (c *Client) WaitReady(deadline time.Time) error {
 	}
 }
 
-// exchange sends one request and reads the answer; timeout 0 waits as
-// long as the call takes (the runtime kills a shim that takes too long).
+// exchange sends one request and reads the answer; timeout 0 waits for the call.
 func (c *Client) exchange(req []byte, timeout time.Duration) (*Answer, error) {
 	conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: c.Socket, Net: "unix"})
 	if err != nil {

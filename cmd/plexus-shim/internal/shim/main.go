@@ -33,8 +33,7 @@ func Funcs(stdout, stderr io.Writer) skel.CNIFuncs {
 	return skel.CNIFuncs{Add: forward("ADD"), Del: forward("DEL"), Check: forward("CHECK"), GC: forward("GC"), Status: forward("STATUS")}
 }
 
-// Call forwards one call to plexusd and writes its result to stdout, or
-// returns its error. It reads only daemonSocket and daemonWait.
+// Call forwards one call to plexusd, reading only the config's daemon keys.
 func Call(command string, a *skel.CmdArgs, stdout, stderr io.Writer) error {
 	conf, err := readConfig(a.StdinData)
 	if err != nil {

@@ -143,8 +143,7 @@ func (c countingCNI) AddNetworkList(ctx context.Context, l *libcni.NetworkConfig
 // warningDropper is the extension host (extensions.Host.DroppedWarnings).
 type warningDropper interface{ DroppedWarnings() uint64 }
 
-// countDroppedWarnings exports the count of warnings past one call's cap:
-// a flood is counted, never logged.
+// countDroppedWarnings counts the warnings past one call's cap, never logged.
 func (m *metrics) countDroppedWarnings(w warningDropper) {
 	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "plexus_extension_warnings_dropped_total",

@@ -64,8 +64,7 @@ type Options struct {
 	BlockDeadline  time.Duration
 	// CNIVersion is the installed config's ("": install.Options').
 	CNIVersion string
-	// Binaries are copied from SrcBinDir to BinDir before plexus's config
-	// is installed; Uninstall removes both when plexusd stops.
+	// Binaries are copied from SrcBinDir to BinDir; Uninstall removes them.
 	Uninstall bool
 	Binaries  []string
 	SrcBinDir string

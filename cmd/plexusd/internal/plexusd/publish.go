@@ -66,8 +66,7 @@ func containerOf(ctx context.Context) string {
 	return id
 }
 
-// queue adds a status (doc) or an event (send) to the pod's work. A status
-// replaces one that has not started; events are never replaced.
+// queue adds a status (doc), replacing one not started, or an event (send).
 func (p *publisher) queue(ctx context.Context, pod *source.Pod, doc []byte, send func(context.Context)) {
 	jctx, cancel := context.WithCancel(p.ctx)
 	j := &publishJob{container: containerOf(ctx), pod: pod, doc: doc, event: send, ctx: jctx, cancel: cancel, done: make(chan struct{})}
