@@ -174,8 +174,7 @@ func tail(f *os.File, n int64) []byte {
 	return b[:k]
 }
 
-// logRun logs, at debug level, a delegate's wall time beside its CPU
-// time: wall time well above CPU time is time it waited rather than worked.
+// logRun logs a delegate's wall time beside its CPU time: the gap is time it waited.
 func logRun(ctx context.Context, log *slog.Logger, c *exec.Cmd, wall time.Duration) {
 	if log == nil || c.ProcessState == nil || !log.Enabled(ctx, slog.LevelDebug) {
 		return

@@ -11,8 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// hostPATH is the PATH a delegate chrooted to the host's root gets, as
-// systemd gives services, instead of the image's.
+// hostPATH is a chrooted delegate's PATH, as systemd gives services, not the image's.
 const hostPATH = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 // withHostPath is environ with PATH replaced by hostPATH.
@@ -60,8 +59,7 @@ func executableIn(rootFd int, p string) bool {
 	return st.Mode&unix.S_IFMT == unix.S_IFREG && st.Mode&0o111 != 0
 }
 
-// CheckDelegateRoot tells whether delegates can run chrooted to root, a
-// directory holding every one of binDirs; the error says what to change.
+// CheckDelegateRoot tells whether delegates can run chrooted to root, holding binDirs.
 func CheckDelegateRoot(root string, binDirs []string) error {
 	rootFd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {

@@ -87,8 +87,7 @@ func (c *Client) SandboxIDs(ctx context.Context) ([]string, error) {
 	return ids, nil
 }
 
-// netnsFrom checks the sandbox and reads its network namespace path from
-// containerd's verbose info["info"]: runtimeSpec.linux.namespaces.
+// netnsFrom checks the sandbox and reads its netns from containerd's verbose info.
 func netnsFrom(id, podUID string, resp *runtimeapi.PodSandboxStatusResponse) (string, error) {
 	st := resp.GetStatus()
 	if st == nil {

@@ -144,7 +144,8 @@ func (in *Installer) InstallExtensions(ctx context.Context) error {
 	}
 	var cfg map[string]any
 	if raw, ok := in.o.Extra["extensions"].(map[string]any); ok {
-		cfg = maps.Clone(raw)
+		cfg = map[string]any{}
+		maps.Copy(cfg, raw)
 		cfg["modules"] = append([]any{}, passed...)
 	}
 	in.warmExtensions(ctx, cache, passed)

@@ -46,8 +46,7 @@ type Options struct {
 	TokenFile  string
 	CAFile     string
 	Server     string
-	// Client, with NodeName, lets the installer put a token bound to the
-	// Node into the kubeconfig instead of TokenFile's (token.go).
+	// Client and NodeName give the kubeconfig a node-bound token (token.go).
 	Client   kubernetes.Interface
 	NodeName string
 	// TokenTTL is the node token's requested lifetime (DefaultTokenTTL).
@@ -88,8 +87,7 @@ type Options struct {
 	Immediate bool
 	// CNIVersion is the config's; "" is defaultVersion's.
 	CNIVersion string
-	// Manifests is written as the config's "manifests" (plexusd's), so a
-	// DEL without plexusd removes the pod's status file too.
+	// Manifests is the config's "manifests", for a DEL without plexusd.
 	Manifests string
 	Log       *slog.Logger
 }

@@ -370,8 +370,7 @@ func (d *Daemon) daemonPipeline(log *slog.Logger) *pipeline.Pipeline {
 	return o.Pipeline(d.conf, delegatePaths(d.conf), log)
 }
 
-// delegatePaths are where plexusd's own work looks for delegates: binDir,
-// then install.DefaultBinDir (only CNI calls carry CNI_PATH).
+// delegatePaths are binDir, then install.DefaultBinDir (only CNI calls carry CNI_PATH).
 func delegatePaths(conf *config.Config) []string {
 	if conf.BinDir != "" {
 		return []string{conf.BinDir, install.DefaultBinDir}
