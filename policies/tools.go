@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -168,16 +169,12 @@ func sortedResults(ch chan *tester.Result, sum *TestSummary) chan *tester.Result
 // covered, and returns the overall percentage.
 func reportCoverage(out io.Writer, cov *cover.Cover, modules map[string]*ast.Module) float64 {
 	rep := cov.Report(modules)
-	var names []string
-	for n := range rep.Files {
-		if !strings.HasSuffix(n, "_test.rego") {
-			names = append(names, n)
-		}
-	}
-	slices.Sort(names)
 	var covered, total int
 	fmt.Fprintln(out, "coverage:")
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(rep.Files)) {
+		if strings.HasSuffix(n, "_test.rego") {
+			continue
+		}
 		fr := rep.Files[n]
 		covered += fr.CoveredLines
 		total += fr.CoveredLines + fr.NotCoveredLines
@@ -213,11 +210,14 @@ func cmpDuration(d, def time.Duration) time.Duration {
 	return def
 }
 
-// Format formats the .rego files under paths (Rego v1 style). With check
-// set it changes nothing and returns the files that are not formatted;
+// Format formats the .rego files under paths (Rego v1 style), test
+// modules included, walking directories as LoadPaths does. With check set
+// it changes nothing and returns the files that are not formatted;
 // otherwise it rewrites them and returns the files it changed.
 func Format(paths []string, check bool) ([]string, error) {
-	files, err := regoFiles(paths)
+	files, err := walk(paths, true, func(path string, depth int) bool {
+		return depth == 0 || strings.HasSuffix(path, ".rego")
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -243,30 +243,15 @@ func formatFile(path string, check bool) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("formatting %s: %w", path, err)
 	}
-	if bytes.Equal(src, out) {
-		return false, nil
-	}
-	if check {
-		return true, nil
+	if same := bytes.Equal(src, out); same || check {
+		return !same, nil
 	}
 	info, err := os.Stat(path)
+	if err == nil {
+		err = os.WriteFile(path, out, info.Mode().Perm())
+	}
 	if err != nil {
 		return false, fmt.Errorf("formatting: %w", err)
 	}
-	if err := os.WriteFile(path, out, info.Mode().Perm()); err != nil {
-		return false, fmt.Errorf("formatting: %w", err)
-	}
 	return true, nil
-}
-
-// regoFiles lists the .rego files named by paths, test modules included,
-// walking directories as LoadPaths does.
-func regoFiles(paths []string) ([]string, error) {
-	var files []string
-	err := walk(paths, true, func(path string, depth int) {
-		if depth == 0 || strings.HasSuffix(path, ".rego") {
-			files = append(files, path)
-		}
-	})
-	return files, err
 }

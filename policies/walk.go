@@ -15,33 +15,30 @@ import (
 // "data.path:" prefix on a path is accepted as the loader accepts it.
 // plexusd hashes these files to notice a change without loading them.
 func Files(paths []string) ([]string, error) {
-	var files []string
-	err := walk(paths, false, func(path string, _ int) {
-		files = append(files, path)
-	})
-	return files, err
+	return walk(paths, false, func(string, int) bool { return true })
 }
 
-// walk calls fn with each file LoadPaths would read under paths and its
-// depth (0: named directly), in the loader's order. It is the loader's own
-// walk with LoadPaths's filter, so the two never disagree on what a policy
-// directory holds.
-func walk(paths []string, tests bool, fn func(path string, depth int)) error {
+// walk lists the files LoadPaths would read under paths for which keep,
+// given the depth (0: named directly), is true, in the loader's order. It
+// is the loader's own walk with LoadPaths's filter, so the two never
+// disagree on what a policy directory holds.
+func walk(paths []string, tests bool, keep func(path string, depth int) bool) ([]string, error) {
 	if err := checkPaths(paths); err != nil {
-		return err
+		return nil, err
 	}
+	var files []string
 	skip := fileFilter(tests)
 	_, err := loader.FilteredPaths(paths, func(path string, info fs.FileInfo, depth int) bool {
 		if skip(path, info, depth) {
 			return true
 		}
-		if !info.IsDir() {
-			fn(path, depth)
+		if !info.IsDir() && keep(path, depth) {
+			files = append(files, path)
 		}
 		return false
 	})
 	if err != nil {
-		return fmt.Errorf("listing policy files in %s: %w", strings.Join(paths, ", "), err)
+		return files, fmt.Errorf("listing policy files in %s: %w", strings.Join(paths, ", "), err)
 	}
-	return nil
+	return files, nil
 }
