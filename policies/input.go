@@ -29,10 +29,16 @@ func buildInput(req *pipeline.AuthorizeRequest, use inputUse) (map[string]any, e
 		return nil, fmt.Errorf("authorize request lacks a pod or an attachment")
 	}
 	att := req.Attachment
+	// "labels" stays out when the source does not know them, so that a
+	// policy can tell "no labels" from "unknown" (rules on it fail closed).
+	ns := map[string]any{"name": req.Pod.Namespace}
+	if req.NamespaceLabels != nil {
+		ns["labels"] = stringMap(req.NamespaceLabels)
+	}
 	in := map[string]any{
 		"version":   InputVersion,
 		"pod":       podInput(req.Pod),
-		"namespace": namespaceInput(req.Pod.Namespace, req.NamespaceLabels),
+		"namespace": ns,
 		"interface": att.IfName,
 		"default":   att.Default,
 		"origin":    string(att.Origin),
@@ -85,17 +91,6 @@ func podInput(p *source.Pod) map[string]any {
 	}
 }
 
-// namespaceInput leaves "labels" out when the source does not know them, so
-// that a policy can tell "no labels" from "unknown" (input.namespace.labels
-// is then undefined, and rules depending on it fail closed).
-func namespaceInput(name string, labels map[string]string) map[string]any {
-	ns := map[string]any{"name": name}
-	if labels != nil {
-		ns["labels"] = stringMap(labels)
-	}
-	return ns
-}
-
 func nadInput(n *source.NAD, config json.RawMessage) (map[string]any, error) {
 	in := map[string]any{
 		"namespace":   n.Namespace,
@@ -116,15 +111,13 @@ func nadInput(n *source.NAD, config json.RawMessage) (map[string]any, error) {
 
 // cniConf is the part of a CNI config or config list the summary reads.
 type cniConf struct {
-	CNIVersion string     `json:"cniVersion"`
-	Name       string     `json:"name"`
-	Type       string     `json:"type"`
-	IPAM       *cniIPAM   `json:"ipam"`
-	Plugins    []*cniConf `json:"plugins"`
-}
-
-type cniIPAM struct {
-	Type string `json:"type"`
+	CNIVersion string `json:"cniVersion"`
+	Name       string `json:"name"`
+	Type       string `json:"type"`
+	IPAM       *struct {
+		Type string `json:"type"`
+	} `json:"ipam"`
+	Plugins []*cniConf `json:"plugins"`
 }
 
 // configSummary describes the delegate configuration (s3.4) without handing
