@@ -57,7 +57,18 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	pq, err := prepare(ctx, loaded, cfg.Query)
+	opts := []func(*rego.Rego){
+		rego.Query(cfg.Query),
+		rego.Store(inmem.NewFromObjectWithOpts(loaded.Data, inmem.OptReturnASTValuesOnRead(true))),
+		rego.Capabilities(Capabilities()),
+		rego.SetRegoVersion(ast.RegoV1),
+		rego.Strict(true),
+		rego.StrictBuiltinErrors(true),
+	}
+	for _, m := range loaded.Modules {
+		opts = append(opts, rego.ParsedModule(m))
+	}
+	pq, err := rego.New(opts...).PrepareForEval(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("compiling policy from %s: %w", strings.Join(cfg.Paths, ", "), err)
 	}
@@ -65,21 +76,6 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		query: pq, queryStr: cfg.Query, deadline: time.Duration(cfg.Deadline),
 		use: inputUseOf(loaded.Modules, query),
 	}, nil
-}
-
-func prepare(ctx context.Context, l *Loaded, query string) (rego.PreparedEvalQuery, error) {
-	opts := []func(*rego.Rego){
-		rego.Query(query),
-		rego.Store(inmem.NewFromObjectWithOpts(l.Data, inmem.OptReturnASTValuesOnRead(true))),
-		rego.Capabilities(Capabilities()),
-		rego.SetRegoVersion(ast.RegoV1),
-		rego.Strict(true),
-		rego.StrictBuiltinErrors(true),
-	}
-	for _, m := range l.Modules {
-		opts = append(opts, rego.ParsedModule(m))
-	}
-	return rego.New(opts...).PrepareForEval(ctx)
 }
 
 // Authorize makes the s7.4 decision for one attachment. Failures of the
@@ -95,14 +91,11 @@ func (e *Engine) Authorize(ctx context.Context, req *pipeline.AuthorizeRequest) 
 }
 
 // Decide evaluates the policy over an input document built by BuildInput.
-// OPA converts the parts of the document the policy reads, when it reads
-// them (a lazy object): most policies read a few fields, and converting
-// every label, annotation and selection element up front was most of the
-// cost of a simple decision.
+// OPA converts only the parts the policy reads (a lazy object): converting
+// the whole document up front was most of the cost of a simple decision.
 func (e *Engine) Decide(ctx context.Context, input map[string]any) (d pipeline.Decision) {
-	// The lazy input converts values while OPA evaluates, and panics on
-	// one it cannot convert. A panic must not take plexusd and every call
-	// in flight down with it: fail closed for this attachment instead.
+	// The lazy input panics on a value it cannot convert; fail closed for
+	// this attachment rather than take plexusd down.
 	defer func() {
 		if r := recover(); r != nil {
 			d = deny(CodeError, fmt.Sprintf("policy query %s failed: evaluation panicked: %v", e.queryStr, r))
