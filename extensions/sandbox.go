@@ -94,9 +94,12 @@ func (m *module) load(ctx context.Context) error {
 	if m.compiled != nil {
 		return nil
 	}
-	wasm, err := m.bytes()
-	if err != nil {
-		return err
+	var err error
+	wasm := m.wasm // the bytes Check read, else the file's
+	if wasm == nil {
+		if wasm, err = readModule(m.path); err != nil {
+			return err
+		}
 	}
 	m.sha256 = digest(wasm)
 	// Before wazero sees it: wazero allocates what a vector claims.
@@ -109,12 +112,22 @@ func (m *module) load(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("bounding its tables: %w", err)
 	}
-	wasm, ticked := m.addDeadlineCheck(wasm)
+	// A long-lived host adds wasmbin's deadline check if the rewriter takes
+	// the module. Otherwise wazero's context check stops its calls: slower,
+	// but the same deadline and memory cap, so a module cannot escape either
+	// by being unrewritable. The two never share a cache entry: a rewritten
+	// module imports the tick, which no module may import itself (verify).
+	ticked := false
+	if m.longLived {
+		// A malformed module fails to compile below.
+		if checked, err := wasmbin.AddDeadlineCheck(wasm); err == nil {
+			wasm, ticked = checked, true
+		}
+	}
 	rc := wazero.NewRuntimeConfig().
 		WithCustomSections(true).
-		// DWARF only adds source lines to wazero's stack traces, which
-		// explain drops; reading it would be parsing debug sections with
-		// debug/dwarf, which CheckLimits does not look at, for nothing.
+		// DWARF only adds source lines to stack traces, which explain
+		// drops, and CheckLimits does not vet the debug sections.
 		WithDebugInfoEnabled(false).
 		WithMemoryLimitPages(m.lim.memoryPages)
 	if m.cache != nil {
@@ -139,14 +152,6 @@ func (m *module) load(ctx context.Context) error {
 	return nil
 }
 
-// bytes is the module: the bytes Check read, else its file's.
-func (m *module) bytes() ([]byte, error) {
-	if m.wasm != nil {
-		return m.wasm, nil
-	}
-	return readModule(m.path)
-}
-
 // readModule reads a module file of at most MaxModuleBytes.
 func readModule(path string) ([]byte, error) {
 	f, err := os.Open(path)
@@ -162,25 +167,6 @@ func readModule(path string) ([]byte, error) {
 		return nil, fmt.Errorf("module is more than the %d bytes plexus loads", MaxModuleBytes)
 	}
 	return wasm, nil
-}
-
-// addDeadlineCheck returns the module with wasmbin's deadline check when
-// the host is long-lived and the rewriter takes the module. Otherwise the
-// module stays as it is and wazero's context check stops its calls: slower
-// per call, as in thin mode, but the same deadline and the same memory cap
-// (a runtime setting), so a module cannot escape either by being
-// unrewritable. The two kinds never share a compilation cache entry
-// (wazero's key is the module's bytes, not the check): a rewritten module
-// imports the tick, which no module may import itself (verify).
-func (m *module) addDeadlineCheck(wasm []byte) ([]byte, bool) {
-	if !m.longLived {
-		return wasm, false
-	}
-	checked, err := wasmbin.AddDeadlineCheck(wasm)
-	if err != nil {
-		return wasm, false // malformed modules fail to compile below
-	}
-	return checked, true
 }
 
 // compile holds a lock on the cache entry so that concurrent first calls
@@ -250,7 +236,8 @@ func instantiateHost(ctx context.Context, rt wazero.Runtime) error {
 }
 
 // instance returns the live instance, instantiating one if needed. The
-// reactor's _initialize runs under the call deadline too.
+// reactor's _initialize runs as a call: under the call deadline, stopped
+// the same way a hook is.
 func (m *module) instance(ctx context.Context) (api.Module, error) {
 	if m.inst != nil {
 		return m.inst, nil
@@ -268,8 +255,6 @@ func (m *module) instance(ctx context.Context) (api.Module, error) {
 		WithRandSource(rand.NewChaCha8([32]byte{'p', 'l', 'e', 'x', 'u', 's'}))
 	ictx, cancel := context.WithTimeout(ctx, m.lim.timeout)
 	defer cancel()
-	// The reactor's _initialize runs as a call, under the call deadline and
-	// stopped the same way a hook is.
 	inst, err := m.rt.InstantiateModule(ictx, m.compiled, mc.WithStartFunctions())
 	if err != nil {
 		return nil, fmt.Errorf("instantiating: %w", m.explain(ictx, err))
