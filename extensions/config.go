@@ -25,15 +25,12 @@ const (
 	wasmPageSize            = 64 << 10
 	maxMemoryLimitPages     = 65536 // the 4 GiB of a 32-bit memory
 	// MaxTableEntries bounds the entries of a module's tables together
-	// (wasmbin.BoundTables). wazero keeps a table in the host's memory, 8
-	// bytes an entry, outside the memory cap, and grows it as far as the
-	// table's maximum, which a Go module does not declare: 2^32 entries
-	// would be 32 GiB. 2^20 entries are 8 MiB, an eighth of the default
-	// memory cap; a Go module's table holds one entry per function (about
-	// 6,300 in plexus's examples) and never grows. The bound is a constant,
-	// not a share of the memory cap, so that the bounded module's bytes,
-	// wazero's compilation cache key, are the same under any cap: a cache
-	// warmed with plexusctl serves every config.
+	// (wasmbin.BoundTables): wazero keeps tables in host memory, 8 bytes an
+	// entry, outside the memory cap, and a Go module declares no maximum.
+	// 2^20 entries are 8 MiB; a Go module's table holds one entry per
+	// function (about 6,300 in the examples) and never grows. It is a
+	// constant so that the bounded bytes, wazero's cache key, are the same
+	// under any memory cap: a cache warmed with plexusctl serves every config.
 	MaxTableEntries = 1 << 20
 	// MaxModuleBytes bounds a module file. A Go wasip1 module is a few
 	// MiB; wazero's decoded form and compiled code cost a small multiple
@@ -51,23 +48,18 @@ type Config struct {
 	// means compile in every process.
 	CacheDir string `json:"cacheDir,omitempty"`
 	// LongLived is set by a host that serves many calls (plexusd): its
-	// modules get a deadline check compiled into every loop
-	// (wasmbin.AddDeadlineCheck), which makes hook calls cheaper than
-	// wazero's per-iteration context check at the price of a rewrite per
-	// module load (wasmbin.NewRuntime says why). A thin plugin loads a
-	// module for one call and keeps wazero's check, as does plexusd for a
-	// module the rewriter refuses (sdk/ABI.md lists what it takes). Both
-	// stop a call at its deadline.
+	// modules get wasmbin.AddDeadlineCheck, cheaper per call than wazero's
+	// per-iteration context check at the price of a rewrite per load
+	// (wasmbin.NewRuntime says why). A thin plugin, and plexusd for a module
+	// the rewriter refuses (sdk/ABI.md), keep wazero's check.
 	LongLived bool `json:"-"`
 	// Isolate refuses a module that fails its checks (config, declaration,
-	// limits, ABI version, a clash of keys or names with a module before
-	// it, compilation, instantiation) instead of the whole host, and keeps
-	// the others: plexusd runs on with the modules that pass. Host.Modules
-	// and Host.Refused say which were refused and why. A refused module
-	// whose declaration was read still owns its keys; an attachment
-	// selecting them gets the module's failure policy, as if each call
-	// failed (Host.Prepare). Without Isolate (the plugin, plexusctl) any
-	// failure fails New or LoadAll.
+	// limits, a clash with a module before it, compilation, instantiation)
+	// instead of the whole host: plexusd runs on with the others, and
+	// Host.Modules and Host.Refused say why. A refused module whose
+	// declaration was read still owns its keys, and each call on them fails
+	// by its failure policy (Host.Prepare). Without Isolate (the plugin,
+	// plexusctl) any failure fails New or LoadAll.
 	Isolate bool `json:"-"`
 }
 

@@ -10,13 +10,10 @@ import (
 
 // forbiddenBuiltins are the built-ins a plexus policy may not call, and why.
 // A decision runs inside every pod's CNI ADD and must depend only on its
-// input and the admin's data: no I/O (it would stall or leak), no
-// environment, and no nondeterminism, because ADD is retried and a retry
-// must reach the same decision (s7.4 failures are visible to the pod owner).
-//
-// The table covers every built-in OPA marks nondeterministic
-// (TestForbiddenCoversNondeterministic keeps it so across OPA upgrades).
-// rego.parse_module, trace and print stay allowed: they are pure.
+// input and the admin's data: no I/O, no environment, no nondeterminism
+// (a retried ADD must decide the same). It covers every built-in OPA marks
+// nondeterministic (TestForbiddenCoversNondeterministic); rego.parse_module,
+// trace and print are pure and stay allowed.
 var forbiddenBuiltins = map[string]string{
 	"http.send":              "performs network I/O",
 	"net.lookup_ip_addr":     "performs DNS lookups",
@@ -51,8 +48,7 @@ func checkForbidden(modules map[string]*ast.Module) error {
 	var found []string
 	for _, m := range modules {
 		ast.WalkRefs(m, func(r ast.Ref) bool {
-			// "" for refs into data or input, which never match the table.
-			name, _ := ast.BuiltinNameFromRef(r)
+			name, _ := ast.BuiltinNameFromRef(r) // "" for refs into data or input
 			if why, bad := forbiddenBuiltins[name]; bad {
 				found = append(found, fmt.Sprintf("%s: built-in %s is forbidden in plexus policies: it %s", r[0].Location, name, why))
 			}

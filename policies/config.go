@@ -38,9 +38,8 @@ type Config struct {
 	// has; see checkEvaluator.
 	Evaluator string `json:"evaluator,omitempty"`
 	// Object names an AttachmentPolicy whose active revision is loaded
-	// with Paths. plexusd and the thin-mode installer read it
-	// (policies/revision); the engine itself refuses it, since only they
-	// keep a node's revisions.
+	// with Paths. Only plexusd and the thin-mode installer keep a node's
+	// revisions (policies/revision); the engine refuses it.
 	Object *ObjectConfig `json:"object,omitempty"`
 }
 
@@ -58,10 +57,8 @@ type ObjectConfig struct {
 // EvaluatorTopdown is OPA's interpreter, which evaluates every decision.
 const EvaluatorTopdown = "topdown"
 
-// evaluatorAuto is accepted as topdown: it asks plexus to pick the
-// evaluator, and configs that set it should keep loading rather than stop
-// plexusd and the plugin. "wasm" asks for one plexus does not have, and is
-// refused.
+// evaluatorAuto asks plexus to pick and means topdown, so that configs
+// setting it keep loading; "wasm", which plexus does not have, is refused.
 const evaluatorAuto = "auto"
 
 // Duration is the config's duration type (a Go duration string in JSON).
@@ -91,9 +88,8 @@ func (c Config) withDefaults() (Config, error) {
 	return c, nil
 }
 
-// checkEvaluator returns the evaluator a config's "evaluator" names:
-// topdown when empty, "topdown" or "auto", an error naming the fix
-// otherwise.
+// checkEvaluator returns the evaluator "evaluator" names, or an error
+// naming the fix.
 func checkEvaluator(name string) (string, error) {
 	switch name {
 	case "", EvaluatorTopdown, evaluatorAuto:

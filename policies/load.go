@@ -22,18 +22,16 @@ type Loaded struct {
 // OPA's loader conventions so that a directory means the same thing to
 // plexus as to OPA's own tools:
 //
-//   - a data file named directly, or lying directly in a named directory,
-//     is merged at the root of data (its top level must be an object);
-//   - a data file in a subdirectory d1/d2 of a named directory is placed at
-//     data.d1.d2;
+//   - a data file named, or directly in a named directory, is merged at
+//     the root of data (its top level must be an object);
+//   - one in its subdirectory d1/d2 is placed at data.d1.d2;
 //   - a path written "a.b:PATH" places PATH's data under data.a.b;
 //   - two files that set the same leaf are an error naming both.
 //
-// Files and directories whose name starts with "." are skipped: a
-// Kubernetes ConfigMap volume holds every file twice, once under a hidden
-// "..<timestamp>" directory, and loading both would duplicate every module.
-// Other extensions are skipped inside directories and refused when named.
-// tests keeps *_test.rego files (fileFilter).
+// Hidden files and directories are skipped: a ConfigMap volume holds every
+// file twice, once under a hidden "..<timestamp>" directory. Other
+// extensions are skipped inside directories and refused when named. tests
+// keeps *_test.rego files (fileFilter).
 func LoadPaths(paths []string, tests bool) (*Loaded, error) {
 	if err := checkPaths(paths); err != nil {
 		return nil, err
@@ -53,9 +51,8 @@ func LoadPaths(paths []string, tests bool) (*Loaded, error) {
 	return &Loaded{Modules: modules, Data: res.Documents}, nil
 }
 
-// fileFilter returns true for what LoadPaths skips. tests keeps *_test.rego
-// files: the engine leaves them out because tests are not policy, the test
-// and check commands keep them.
+// fileFilter returns true for what LoadPaths skips. The engine leaves
+// *_test.rego files out (tests are not policy); the tools keep them.
 func fileFilter(tests bool) loader.Filter {
 	return func(abspath string, info fs.FileInfo, depth int) bool {
 		name := info.Name()
@@ -72,9 +69,8 @@ func fileFilter(tests bool) loader.Filter {
 	}
 }
 
-// checkPaths requires at least one path, each of which exists. It refuses
-// a file named on the command line or in the config that is neither Rego
-// nor data, instead of letting OPA guess its type.
+// checkPaths requires at least one path, each existing, and refuses a
+// named file that is neither Rego nor data rather than let OPA guess.
 func checkPaths(paths []string) error {
 	if len(paths) == 0 {
 		return fmt.Errorf("no policy paths given")

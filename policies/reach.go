@@ -13,15 +13,12 @@ import (
 	"github.com/open-policy-agent/opa/v1/loader"
 )
 
-// loadForQuery loads what one query can reach, for the engine: every data
-// file, but only the .rego modules whose package the query reaches through
-// data references, starting from the query and following the references of
-// each module it parses. Rules the admin did not enable (package
-// plexus.rules.N without data.plexus.config.N.enabled) are never reached.
-// A thin plugin loads the policy in every ADD, and parsing and compiling
-// what the decision never reads was most of that cost (s7.4 policies run
-// per attachment, and the library ships every rule). plexusctl policy check
-// still parses every file.
+// loadForQuery loads, for the engine, every data file but only the .rego
+// modules whose package the query reaches through data references,
+// followed module by module. Rules the admin did not enable (plexus.rules.N
+// without data.plexus.config.N.enabled) are never reached. A thin plugin
+// loads the policy in every ADD, and compiling rules the decision never
+// reads was most of that cost; plexusctl policy check parses every file.
 func loadForQuery(paths []string, query ast.Body) (*Loaded, error) {
 	if err := checkPaths(paths); err != nil {
 		return nil, err
@@ -54,8 +51,7 @@ func loadForQuery(paths []string, query ast.Body) (*Loaded, error) {
 	return &Loaded{Modules: modules, Data: res.Documents}, nil
 }
 
-// parseQuery parses the decision query once for the analyses of what it
-// reaches and reads.
+// parseQuery parses the decision query for the analyses of what it reaches.
 func parseQuery(query string) (ast.Body, error) {
 	body, err := ast.ParseBodyWithOpts(query, ast.ParserOptions{RegoVersion: ast.RegoV1})
 	if err != nil {
@@ -167,9 +163,8 @@ func ruleName(pkg ast.Ref) (string, bool) {
 }
 
 // reachesAny says whether a reference may denote the document at path (a
-// package, or a part of the input) or a document in or below it or
-// containing it: below their common root, one is a prefix of the other,
-// where a term that is not a string (a variable) matches any name.
+// package, or a part of the input), one below it or one containing it:
+// one is a prefix of the other, where a variable matches any name.
 func reachesAny(refs []ast.Ref, path ast.Ref) bool {
 	return slices.ContainsFunc(refs, func(r ast.Ref) bool { return reaches(r, path) })
 }
