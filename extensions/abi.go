@@ -58,7 +58,7 @@ func validateManifest(m *Manifest) error {
 	if m.ABI != abi.Version {
 		return fmt.Errorf("ABI version %d is not supported (this host speaks %d)", m.ABI, abi.Version)
 	}
-	if !validModuleName(m.Name) {
+	if m.Name == "" || len(m.Name) > 63 || strings.Trim(m.Name, "abcdefghijklmnopqrstuvwxyz0123456789-") != "" {
 		return fmt.Errorf("name %q must be 1-63 characters of a-z, 0-9 and -", m.Name)
 	}
 	if len(m.Prefixes) == 0 {
@@ -82,11 +82,6 @@ func validateManifest(m *Manifest) error {
 		}
 	}
 	return nil
-}
-
-// validModuleName: 1-63 characters, each of a-z, 0-9 and '-'.
-func validModuleName(s string) bool {
-	return s != "" && len(s) <= 63 && strings.Trim(s, "abcdefghijklmnopqrstuvwxyz0123456789-") == ""
 }
 
 // ValidPrefix checks a declared prefix: reverse domain notation (s4.1.2.1,

@@ -192,13 +192,26 @@ func Warm(ctx context.Context, cacheDir string, paths ...string) ([]string, erro
 	if cacheDir == "" {
 		return nil, errors.New("a cache directory is required")
 	}
-	files, err := wasmFiles(paths)
-	if err != nil {
-		return nil, err
+	var files []string
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, err
+		}
+		found := []string{p}
+		if st.IsDir() {
+			if found, err = filepath.Glob(filepath.Join(p, "*.wasm")); err != nil {
+				return nil, err
+			}
+		}
+		files = append(files, found...)
 	}
-	var mods []ModuleConfig
-	for _, f := range files {
-		mods = append(mods, ModuleConfig{Path: f})
+	if len(files) == 0 {
+		return nil, errors.New("no .wasm modules given")
+	}
+	mods := make([]ModuleConfig, len(files))
+	for i, f := range files {
+		mods[i] = ModuleConfig{Path: f}
 	}
 	h, err := New(ctx, Config{Modules: mods, CacheDir: cacheDir})
 	if err != nil {
@@ -214,29 +227,6 @@ func Warm(ctx context.Context, cacheDir string, paths ...string) ([]string, erro
 		}
 	}
 	return files, nil
-}
-
-func wasmFiles(paths []string) ([]string, error) {
-	var out []string
-	for _, p := range paths {
-		st, err := os.Stat(p)
-		if err != nil {
-			return nil, err
-		}
-		if !st.IsDir() {
-			out = append(out, p)
-			continue
-		}
-		found, err := filepath.Glob(filepath.Join(p, "*.wasm"))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, found...)
-	}
-	if len(out) == 0 {
-		return nil, errors.New("no .wasm modules given")
-	}
-	return out, nil
 }
 
 func writeJSON(w io.Writer, v any) error {
