@@ -84,10 +84,13 @@ func Build(ctx context.Context, o Options) (v1.Image, *Info, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	manifest, err := manifestJSON(&decl.Manifest)
+	// The image's manifest.json is the module's own declaration, what
+	// `plexusctl ext inspect` shows of it.
+	manifest, err := json.MarshalIndent(&decl.Manifest, "", "  ")
 	if err != nil {
 		return nil, nil, err
 	}
+	manifest = append(manifest, '\n')
 	info := &Info{
 		Name: decl.Name, Version: decl.Version, ABI: decl.ABI, Prefixes: decl.Prefixes, Hooks: decl.Hooks,
 		SHA256: fmt.Sprintf("%x", sha256.Sum256(wasm)), Arch: arch,
@@ -147,13 +150,6 @@ func readCopier(path string) ([]byte, string, error) {
 	return data, arch, nil
 }
 
-// manifestJSON is the declaration as the image's manifest.json: the
-// module's own fields, what `plexusctl ext inspect` shows of them.
-func manifestJSON(m *extensions.Manifest) ([]byte, error) {
-	b, err := json.MarshalIndent(m, "", "  ")
-	return append(b, '\n'), err
-}
-
 type file struct {
 	name string
 	mode int64
@@ -186,11 +182,7 @@ func image(created time.Time, arch string, info *Info, layers ...layerSpec) (v1.
 	t := v1.Time{Time: created.UTC()}
 	labels := info.labels(created)
 	cf.Created, cf.OS, cf.Architecture = t, "linux", arch
-	cf.Config = v1.Config{
-		Entrypoint: []string{"/" + copier.CopierFile},
-		Labels:     labels,
-		User:       "0",
-	}
+	cf.Config = v1.Config{Entrypoint: []string{"/" + copier.CopierFile}, Labels: labels, User: "0"}
 	cf.History = []v1.History{
 		{Created: t, CreatedBy: "plexusctl ext pack: copier"},
 		{Created: t, CreatedBy: "plexusctl ext pack: module " + info.Name + " " + info.Version},
