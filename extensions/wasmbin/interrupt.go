@@ -4,18 +4,15 @@
 // It also creates the wazero runtimes that run them (NewRuntime,
 // runtime.go), the only place plexus does.
 //
-// wazero can stop a module when its context ends, but it does so by calling
-// out of the compiled code at every loop iteration (runtime.go says which
-// wazero issue would retire the rewriter). Compiled code that never calls
-// out is no better: Go cannot preempt it, so the garbage collector, and
-// with it the whole process, waits for it to return. AddDeadlineCheck
-// takes the middle way: every loop iteration and every tail call counts
-// down a counter, and every TickInterval of them the module calls the
-// host's TickModule.TickFunc, which returns to Go (a point where the
-// scheduler and the collector can run) and traps when the call's context
-// has ended. Code cannot run unboundedly without a loop or a tail call
-// (plain recursion exhausts the stack), and the check is part of the
-// module's own code, out of its reach.
+// wazero can stop a module when its context ends, but by calling out of
+// the compiled code at every loop iteration (runtime.go). Code that never
+// calls out is no better: Go cannot preempt it, so the garbage collector,
+// and with it the process, waits for it. AddDeadlineCheck takes the middle
+// way: every loop iteration and tail call counts down a counter, and every
+// TickInterval of them the module calls TickModule.TickFunc, which returns
+// to Go and traps once the call's context has ended. Code cannot run
+// unboundedly without a loop or a tail call (recursion exhausts the
+// stack), and the check is part of the module's code, out of its reach.
 package wasmbin
 
 import (
@@ -273,20 +270,16 @@ func (r *rewriter) elementSection(body []byte) ([]byte, error) {
 			out = append(out, body[i])
 			i++
 		}
-		return r.elements(out, body, i, flags&4 != 0)
+		// The elements: function indices, or expressions.
+		return vector(out, body, i, func(out []byte, i int) ([]byte, int, error) {
+			if flags&4 != 0 {
+				return r.expr(out, body, i)
+			}
+			x, i, err := readU32(body, i)
+			return wasmfmt.AppendU32(out, r.fn(x)), i, err
+		})
 	})
 	return out, err
-}
-
-// elements copies a vector of function indices, or of expressions.
-func (r *rewriter) elements(out, body []byte, i int, exprs bool) ([]byte, int, error) {
-	return vector(out, body, i, func(out []byte, i int) ([]byte, int, error) {
-		if exprs {
-			return r.expr(out, body, i)
-		}
-		x, i, err := readU32(body, i)
-		return wasmfmt.AppendU32(out, r.fn(x)), i, err
-	})
 }
 
 // expr copies a constant expression, through its end.
@@ -395,7 +388,8 @@ func skipInstruction(b []byte, i int) (int, error) {
 				}
 			}
 		}
-	case op == 0x11 || op == 0x13: // call_indirect, return_call_indirect
+	case op == 0x11 || op == 0x13 || (op >= 0x28 && op <= 0x3E):
+		// call_indirect, return_call_indirect: type, table; memory access: align, offset
 		if _, i, err = readU32(b, i); err == nil {
 			_, i, err = readU32(b, i)
 		}
@@ -403,10 +397,6 @@ func skipInstruction(b []byte, i int) (int, error) {
 		var n int
 		n, i, err = readU32(b, i)
 		i += n
-	case op >= 0x28 && op <= 0x3E: // memory access: align, offset
-		if _, i, err = readU32(b, i); err == nil {
-			_, i, err = readU32(b, i)
-		}
 	case op == 0x3F || op == 0x40 || op == 0xD0: // memory.size, memory.grow, ref.null
 		i++
 	case op == 0x41 || op == 0x42: // i32.const, i64.const

@@ -11,20 +11,15 @@ import (
 // NewRuntime creates a wazero runtime whose calls end when their context
 // does. With checked, every module compiled on it must carry
 // AddDeadlineCheck's check, which the runtime's tick serves, and wazero's
-// own context check is off; without, wazero's check
-// (RuntimeConfig.WithCloseOnContextDone) stops the calls. rc's own
-// setting of that check is overridden.
+// context check (RuntimeConfig.WithCloseOnContextDone, overriding rc's) is
+// off; without, wazero's check stops the calls. It is the only place plexus
+// creates a runtime (TestOnlyWasmbinCreatesRuntimes), so that none runs
+// modules with neither check, or both.
 //
-// This is the only place plexus creates a wazero runtime
-// (TestOnlyWasmbinCreatesRuntimes), so that a runtime never runs modules
-// without one of the two checks, or with both.
-//
-// The rewriter exists because wazero's check leaves the compiled code for
-// Go at every loop iteration, a cost a long-lived host pays on every call:
-// https://github.com/wazero/wazero/issues/2466. Once a wazero release
-// checks in the compiled code instead, checked runtimes can use wazero's
-// check and AddDeadlineCheck can go (TestWazeroIssue2466,
-// BenchmarkWazeroIssue2466).
+// The rewriter exists because wazero's check leaves the compiled code at
+// every loop iteration, a cost a long-lived host pays on every call
+// (https://github.com/wazero/wazero/issues/2466); once wazero checks in
+// the compiled code, AddDeadlineCheck can go (TestWazeroIssue2466).
 func NewRuntime(ctx context.Context, rc wazero.RuntimeConfig, checked bool) (wazero.Runtime, error) {
 	rt := wazero.NewRuntimeWithConfig(ctx, rc.WithCloseOnContextDone(!checked))
 	if !checked {

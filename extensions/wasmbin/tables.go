@@ -12,18 +12,15 @@ import (
 var ErrTableLimit = errors.New("table bound exceeded")
 
 // BoundTables returns bin with a maximum declared on every table it
-// defines, so that table.grow past it returns -1 (as the spec says a grow
-// beyond the maximum does) instead of growing the host: an engine such as
-// wazero allocates a table's entries in the host's memory, outside the
-// module's memory cap, and a table without a maximum (Go's has none) may
-// grow to four billion entries.
+// defines, so that table.grow past it returns -1 instead of growing the
+// host: wazero allocates a table's entries in host memory, outside the
+// memory cap, and a table without a maximum (Go's) may grow to four
+// billion entries.
 //
-// maxEntries bounds the entries of all tables together. The tables'
-// declared minimums must fit in it; what is left is shared evenly as the
-// room each table may grow, and a maximum the module declares that is
-// smaller is kept. A module that imports a table is refused: its growth
-// would be bounded by the table's exporter, not here. Only the table
-// section changes; every other section is copied as it is.
+// maxEntries bounds all tables together: their minimums must fit in it,
+// the rest is shared evenly as room to grow, and a smaller declared
+// maximum is kept. A module importing a table is refused, since the
+// exporter would bound its growth. Only the table section changes.
 func BoundTables(bin []byte, maxEntries uint32) ([]byte, error) {
 	sections, err := wasmfmt.Sections(bin)
 	if err != nil {
