@@ -29,7 +29,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -477,9 +476,9 @@ func (s *Syncer) prune(active string) {
 			revs = append(revs, rev{name, info.ModTime()})
 		}
 	}
-	sort.Slice(revs, func(i, j int) bool { return revs[i].mod.After(revs[j].mod) })
-	for i := s.o.Keep; i < len(revs); i++ {
-		_ = os.RemoveAll(filepath.Join(root, revs[i].name))
+	slices.SortFunc(revs, func(a, b rev) int { return b.mod.Compare(a.mod) })
+	for _, r := range revs[min(s.o.Keep, len(revs)):] {
+		_ = os.RemoveAll(filepath.Join(root, r.name))
 	}
 }
 
@@ -530,9 +529,7 @@ func (s *Syncer) readState() (State, error) {
 func Remove(stateDir string) error {
 	var errs []error
 	for _, n := range []string{activeLink, ".active.tmp", stateFile, stateFile + ".tmp", revisionsDir} {
-		if err := os.RemoveAll(filepath.Join(stateDir, n)); err != nil {
-			errs = append(errs, err)
-		}
+		errs = append(errs, os.RemoveAll(filepath.Join(stateDir, n)))
 	}
 	return errors.Join(errs...)
 }
