@@ -80,13 +80,11 @@ func readBounded(path string) ([]byte, error) {
 	return os.ReadFile(path)
 }
 
-// Verify checks an object's files (revision.SpecFiles) as a node
-// will, with the rule library at library, or the one built into this
-// binary (as the image ships it) when library is "": every file compiles,
-// its tests pass, a sample decision finishes within the default deadline.
-// It writes the files to a temporary directory, which its errors name
-// dirName, and returns the compiled engine (explain decides with it) and
-// the number of tests passed.
+// Verify checks an object's files (revision.SpecFiles) as a node will,
+// with the rule library at library, or the built-in one when library is
+// "": every file compiles, its tests pass, a sample decision finishes in
+// time. Its errors call the files' directory dirName. It returns the
+// engine (explain decides with it) and the number of tests passed.
 func Verify(ctx context.Context, library string, files map[string][]byte, dirName string) (*policies.Engine, int, error) {
 	tmp, err := os.MkdirTemp("", "plexus-push-")
 	if err != nil {
@@ -158,29 +156,18 @@ func Status(ctx context.Context, cs versioned.Interface, name string, w io.Write
 	}
 	fmt.Fprintf(w, "AttachmentPolicy %s: generation %d, revision %s, onDelete %s\n", name, p.Generation, want, cmp.Or(p.Spec.OnDelete, plexusapi.OnDeleteKeep))
 	sum := NewSummary(p)
-	if err := ListNodes(ctx, cs, sum.Add); err != nil {
-		return err
-	}
-	return sum.Write(w)
-}
-
-// nodePage is how many PlexusNodes one list request returns: a fleet's
-// objects arrive in pages, never in one response.
-const nodePage = 500
-
-// ListNodes calls each with every PlexusNode, one page at a time.
-func ListNodes(ctx context.Context, cs versioned.Interface, each func(*plexusapi.PlexusNode)) error {
-	opts := metav1.ListOptions{Limit: nodePage}
+	// A fleet's PlexusNodes arrive in pages, never in one response.
+	opts := metav1.ListOptions{Limit: 500}
 	for {
 		l, err := cs.PlexusV1alpha1().PlexusNodes().List(ctx, opts)
 		if err != nil {
 			return fmt.Errorf("listing PlexusNodes: %w", err)
 		}
 		for i := range l.Items {
-			each(&l.Items[i])
+			sum.Add(&l.Items[i])
 		}
 		if l.Continue == "" {
-			return nil
+			return sum.Write(w)
 		}
 		opts.Continue = l.Continue
 	}

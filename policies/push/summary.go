@@ -40,8 +40,11 @@ func (s *Summary) Add(n *plexusapi.PlexusNode) {
 	case pol == nil:
 		s.Other = append(s.Other, NodeNote{n.Name, "reports no policy"})
 		return
-	case pol.Source != "object" || pol.Object != s.policy.Name:
-		s.Other = append(s.Other, NodeNote{n.Name, otherNote(pol)})
+	case pol.Source == "object" && pol.Object != s.policy.Name:
+		s.Other = append(s.Other, NodeNote{n.Name, "follows AttachmentPolicy " + pol.Object})
+		return
+	case pol.Source != "object":
+		s.Other = append(s.Other, NodeNote{n.Name, "enforces its " + pol.Source + " policy"})
 		return
 	}
 	s.Revisions[pol.Revision]++
@@ -55,13 +58,6 @@ func (s *Summary) Add(n *plexusapi.PlexusNode) {
 	default:
 		s.Behind = append(s.Behind, NodeNote{n.Name, fmt.Sprintf("enforces generation %d, tried %d", pol.Generation, pol.ObservedGeneration)})
 	}
-}
-
-func otherNote(pol *plexusapi.NodePolicy) string {
-	if pol.Source == "object" {
-		return "follows AttachmentPolicy " + pol.Object
-	}
-	return "enforces its " + pol.Source + " policy"
 }
 
 // maxListed bounds the nodes named per group: a fleet's summary stays
