@@ -17,11 +17,10 @@ import (
 	"github.com/plexus-cni/plexus/sdk/abi"
 )
 
-// Host runs the configured modules as the prepare and enrich stages.
-// New reads only the modules' declarations; a module is compiled and
-// instantiated the first time an attachment needs it (thin mode: one CNI
-// call needs only the modules owning its keys). LoadAll does all of it up
-// front for a long-running daemon.
+// Host runs the configured modules as the prepare and enrich stages. New
+// reads only the declarations; a module is compiled and instantiated when
+// an attachment first needs it (one CNI call needs only the modules owning
+// its keys), or up front by LoadAll in a long-running daemon.
 type Host struct {
 	modules     []*module // in config order, which is also call order
 	unownedFail bool
@@ -83,15 +82,14 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 // is returned refused, with what could be read.
 func newModule(cfg *Config, i int, cache wazero.CompilationCache) (*module, error) {
 	mc := &cfg.Modules[i]
+	lim, limErr := mc.limits()
 	m := &module{
-		path: mc.Path, decl: &Declaration{}, config: mc.Config, cache: cache, dir: cfg.CacheDir,
+		path: mc.Path, decl: &Declaration{}, config: mc.Config, lim: lim, cache: cache, dir: cfg.CacheDir,
 		longLived: cfg.LongLived,
 	}
-	// Limits first, for the same error as Config.validate; the
+	// The limits' error comes first, as from Config.validate; the
 	// declaration is read anyway, so that a refused module still owns its
 	// keys (Config.Isolate).
-	lim, limErr := mc.limits()
-	m.lim = lim
 	decl, err := ReadDeclaration(mc.Path)
 	if err == nil {
 		m.decl = decl
@@ -107,9 +105,8 @@ func newModule(cfg *Config, i int, cache wazero.CompilationCache) (*module, erro
 }
 
 // refuseClashes refuses, in config order, each module whose name or keys
-// clash with a module before it that is not refused: the first keeps its
-// keys, so adding a module never takes keys from one already working.
-// Without Config.Isolate, New fails with the first refusal.
+// clash with an earlier module not refused, so adding a module never takes
+// keys from one already working.
 func (h *Host) refuseClashes() {
 	for i, m := range h.modules {
 		if m.refused != nil {
