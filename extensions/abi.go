@@ -1,9 +1,8 @@
 // Package extensions runs vendor extensions, WebAssembly modules that own
 // reverse-domain keys of the selection annotation (s4.1.2.1) and of the
-// status annotation (s5.3), in a wazero sandbox. It implements the prepare
-// and enrich stages of core/pipeline. The guest side of the ABI is the sdk
-// module; sdk/ABI.md is the contract, and sdk/abi its names and documents,
-// which both sides use.
+// status annotation (s5.3), in a wazero sandbox, as the prepare and enrich
+// stages of core/pipeline. sdk/ABI.md is the contract; sdk/abi holds the
+// names and documents both sides use.
 package extensions
 
 import (
@@ -85,9 +84,9 @@ func validateManifest(m *Manifest) error {
 }
 
 // ValidPrefix checks a declared prefix: reverse domain notation (s4.1.2.1,
-// s5.3), at least two DNS labels, the first (the top-level domain) letters
-// only, lower case, optionally ending in ".". A key without a period is
-// reserved by the specification, so no prefix can own one.
+// s5.3) of at least two lower-case DNS labels, the first (the top-level
+// domain) letters only, optionally ending in ".". Keys without a period
+// are reserved, so no prefix can own one.
 func ValidPrefix(p string) error {
 	// A trailing "." is only a reminder that the prefix owns the keys below it.
 	labels := strings.Split(strings.TrimSuffix(p, "."), ".")

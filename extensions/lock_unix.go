@@ -11,12 +11,11 @@ import (
 	"syscall"
 )
 
-// lockFile takes an exclusive flock on a lock file named after the module's
-// path in the cache dir and returns its release. The kernel drops the lock
-// if the process dies, so a crashed compile never wedges the cache. The
-// name hashes the path, not the module: wazero hashes the module's bytes
-// for its cache anyway, and hashing them twice would slow every cold load.
-// Two paths to the same module at worst compile it twice.
+// lockFile takes an exclusive flock on a lock file in the cache dir named
+// after the module's path, and returns its release. The kernel drops the
+// lock if the process dies, so a crashed compile never wedges the cache.
+// Hashing the path, not the module, spares every cold load a second hash
+// of its bytes; two paths to one module at worst compile it twice.
 func lockFile(dir, modulePath string) (func(), error) {
 	sum := sha256.Sum256([]byte(modulePath))
 	path := filepath.Join(dir, "plexus-"+hex.EncodeToString(sum[:8])+".lock")

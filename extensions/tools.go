@@ -25,12 +25,11 @@ import (
 // The logic of "plexusctl ext": inspect a module, run one hook as plexus
 // would, fill the compilation cache.
 
-// Check runs on a module file every check plexusd runs before it serves
-// the module: its size, its declaration (ABI version, name, prefixes,
-// hooks, imports, exports), the binary's limits (wasmfmt.CheckLimits),
-// compilation, and instantiation under the default limits, the way
-// plexusd loads it. It returns the declaration and the bytes checked, so
-// that what is packed is what was checked.
+// Check runs on a module file every check plexusd runs before serving it:
+// size, declaration (ABI version, name, prefixes, hooks, imports,
+// exports), limits (wasmfmt.CheckLimits), compilation, and instantiation
+// under the default limits. It returns the declaration and the bytes
+// checked, so that what is packed is what was checked.
 func Check(ctx context.Context, path string) (*Declaration, []byte, error) {
 	wasm, err := readModule(path)
 	if err != nil {
@@ -69,10 +68,9 @@ type RunOptions struct {
 	Module ModuleConfig
 }
 
-// RunHook runs one hook through the same host plexus uses, on an
-// attachment built from the input document, and writes what plexus would
-// do with the answer: the changed config and args, or the enriched status
-// entry, the warnings, and the error if any.
+// RunHook runs one hook through plexus's host on an attachment built from
+// the input document, and writes what plexus would make of the answer:
+// config and args, or status entry, with the warnings and any error.
 func RunHook(ctx context.Context, w io.Writer, path string, opt RunOptions) error {
 	mc := opt.Module
 	mc.Path = path
@@ -186,8 +184,7 @@ func podOf(c *abi.Request) *source.Pod {
 }
 
 // Warm compiles each module (a .wasm file, or a directory of them) into
-// the compilation cache in cacheDir, so that thin-mode CNI calls load
-// compiled code instead of compiling.
+// the compilation cache in cacheDir, for thin-mode CNI calls to load.
 func Warm(ctx context.Context, cacheDir string, paths ...string) ([]string, error) {
 	if cacheDir == "" {
 		return nil, errors.New("a cache directory is required")

@@ -10,11 +10,9 @@ import (
 	"github.com/plexus-cni/plexus/sdk/wasmfmt"
 )
 
-// A tiny reader for the parts of a wasm binary plexus needs before it
-// compiles anything: custom sections, imports and exports. Thin mode reads a
-// module's declaration this way, so deciding whether a module is needed costs
-// a few small reads instead of a compilation. Section bodies it does not need
-// (code, data) are skipped by offset, never read.
+// A reader for the custom sections, imports and exports of a wasm binary,
+// so that thin mode learns whether it needs a module from a few small
+// reads instead of a compilation: code and data are skipped by offset.
 
 // maxHeaderSection bounds what is read for one import/export/custom
 // section; real modules have a few KiB there.
