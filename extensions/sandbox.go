@@ -218,9 +218,8 @@ func (m *module) verify(c wazero.CompiledModule, ticked bool) error {
 	return checkImports(imps)
 }
 
-// instantiateHost provides the ABI's host functions and WASI preview1;
-// the runtime provides the deadline check's tick. WASI gets no args,
-// environment, filesystem or sockets; the module config below sets the
+// instantiateHost provides the ABI's host functions and WASI preview1,
+// with no args, environment, filesystem or sockets; instance sets the
 // clocks and randomness.
 func instantiateHost(ctx context.Context, rt wazero.Runtime) error {
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {

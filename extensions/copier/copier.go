@@ -14,9 +14,8 @@ import (
 	"path/filepath"
 )
 
-// The files of an extension image, at its root; an image volume mounted
-// at DIR shows them as DIR/module.wasm and so on, and the copier writes
-// them under the same names.
+// The files at an extension image's root, which the copier writes under
+// the same names.
 const (
 	ModuleFile   = "module.wasm"
 	ManifestFile = "manifest.json"

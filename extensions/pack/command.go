@@ -60,8 +60,7 @@ func (a *CommandOptions) Check() error {
 }
 
 // Run packs as the checked options say and prints the image's
-// description; the images' timestamps are $SOURCE_DATE_EPOCH, else the
-// Unix epoch, so that packing is reproducible.
+// description. Timestamps are $SOURCE_DATE_EPOCH, else the Unix epoch.
 func Run(ctx context.Context, a CommandOptions, stdout io.Writer) error {
 	created, err := sourceDate(os.Getenv("SOURCE_DATE_EPOCH"))
 	if err != nil {

@@ -1,15 +1,14 @@
 // Package pack packs an extension module into an OCI image ("plexusctl
-// ext pack"), which a node gets either as a Kubernetes image volume
-// mounted into plexusd's pod, or through an init container that runs the
-// image's copier into an emptyDir (package copier, deploy/extensions).
+// ext pack"), which a node mounts as an image volume into plexusd's pod,
+// or copies into an emptyDir with the image's copier in an init container
+// (package copier, deploy/extensions).
 //
-// The image has two layers: the copier (/copy), the same bytes in every
-// image packed with the same copier, so registries and nodes store it
-// once; and the module with its manifest (/module.wasm, /manifest.json).
-// Its config and manifest carry the module's name, version, ABI version,
-// hooks, prefixes and digest as labels and annotations. Builds are
-// reproducible: every timestamp is Options.Created, owners are 0:0 and
-// entries sorted, so the same module and copier give the same digest.
+// The image has two layers: the copier (/copy), shared by every image
+// packed with the same copier so that it is stored once, and the module
+// with its manifest (/module.wasm, /manifest.json). Its labels and
+// annotations carry the module's declaration and digest. Builds are
+// reproducible: fixed timestamps (Options.Created), owners 0:0, sorted
+// entries.
 package pack
 
 import (
@@ -112,9 +111,8 @@ func Build(ctx context.Context, o Options) (v1.Image, *Info, error) {
 	return img, info, err
 }
 
-// readCopier reads the copier and the architecture it runs on, refusing
-// anything but a static Linux executable: it runs in an image with no
-// libraries.
+// readCopier reads the copier and its architecture, refusing anything but
+// a static Linux executable: the image has no libraries.
 func readCopier(path string) ([]byte, string, error) {
 	f, err := os.Open(path)
 	if err != nil {

@@ -1,8 +1,6 @@
 // Package wasmbin rewrites WebAssembly binaries for plexus's extension
-// host: it adds a deadline check, so that a call can be stopped at its
-// deadline cheaply, and bounds tables' growth (BoundTables, tables.go).
-// It also creates the wazero runtimes that run them (NewRuntime,
-// runtime.go), the only place plexus does.
+// host, adding a cheap deadline check and bounding tables' growth
+// (tables.go), and creates the wazero runtimes that run them (runtime.go).
 //
 // wazero can stop a module when its context ends, but by calling out of
 // the compiled code at every loop iteration (runtime.go). Code that never
@@ -49,11 +47,9 @@ func (e formatError) Is(target error) bool { return target == ErrFormat }
 // AddDeadlineCheck returns bin with the tick imported, a counter global
 // added, and the countdown in every loop and before every tail call.
 //
-// The tick is appended to the imports, so every function defined in the
-// module moves up one index: calls, function references, exports, the
-// start function and element segments are renumbered. The "name" custom
-// section, which only names functions for debuggers, is dropped rather
-// than renumbered.
+// The tick is appended to the imports, so every defined function moves up
+// one index: calls, references, exports, the start function and element
+// segments are renumbered. The "name" section, for debuggers, is dropped.
 func AddDeadlineCheck(bin []byte) ([]byte, error) {
 	sections, err := wasmfmt.Sections(bin)
 	if err != nil {

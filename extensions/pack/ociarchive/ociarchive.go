@@ -1,12 +1,8 @@
-// Package ociarchive writes a container image as an OCI image layout
-// (oci-layout, index.json, blobs/sha256/...) in a tar, the archive that
-// `ctr images import` and `docker load` take.
-// go-containerregistry lays the image out; this package only tars the
-// layout, with every entry owned by 0:0, stamped with the same time and
-// in path order, so the same image gives the same archive bytes.
-//
-// Both plexusctl (extension images) and tools/image (plexus's own image)
-// write their archives here.
+// Package ociarchive writes a container image as an OCI image layout in a
+// tar, the archive `ctr images import` and `docker load` take, for
+// plexusctl (extension images) and tools/image (plexus's own).
+// go-containerregistry lays the image out; the tar has every entry owned
+// by 0:0, with one time, in path order, so one image gives one archive.
 package ociarchive
 
 import (
@@ -23,11 +19,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 )
 
-// WriteFile writes img to path as an OCI layout archive, its index entry
-// naming ref (a full image name) as the OCI ref.name and as containerd's
-// io.containerd.image.name, from which `ctr images import` names the
-// image. The digest containerd records is the image's own, the one a
-// registry push gives. path is replaced only once the archive is whole.
+// WriteFile writes img to path as an OCI layout archive whose index names
+// ref (a full image name) as the OCI ref.name and as containerd's
+// io.containerd.image.name, which `ctr images import` names the image by.
+// path is replaced only once the archive is whole.
 func WriteFile(path string, img v1.Image, ref string) error {
 	// The layout goes beside path, not in $TMPDIR, which may be a tmpfs
 	// too small for an image.
