@@ -12,17 +12,15 @@ import (
 // enables the baseline policy (docs/security.md).
 const BaselineFile = "baseline.yaml"
 
-// baselineFiles are the library and the baseline data as this binary was
-// built with them, so that tools without a checkout (plexusctl migrate)
-// decide exactly as the shipped files do. The library's tests come along
-// and are skipped by LoadPaths.
+// baselineFiles are the library and baseline data this binary was built
+// with, so that tools without a checkout (plexusctl migrate) decide as the
+// shipped files do. LoadPaths skips the library's tests.
 //
 //go:embed baseline.yaml library/*.rego
 var baselineFiles embed.FS
 
-// NewBaseline compiles the rule library with the baseline data, both as
-// embedded in this binary. The engine uses the longest deadline: it is
-// meant for offline decisions.
+// NewBaseline compiles the embedded rule library and baseline data, with
+// the longest deadline: it is meant for offline decisions.
 func NewBaseline(ctx context.Context) (*Engine, error) {
 	dir, err := os.MkdirTemp("", "plexus-baseline-")
 	if err != nil {

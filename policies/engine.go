@@ -27,9 +27,8 @@ const (
 	CodeInput     = "policy.input"     // the request could not become an input document
 )
 
-// Engine is a compiled policy; it is safe for concurrent use. plexusd
-// keeps one and decides many times on it; the thin plugin compiles one
-// per ADD.
+// Engine is a compiled policy, safe for concurrent use: plexusd keeps
+// one, the thin plugin compiles one per ADD.
 type Engine struct {
 	query    rego.PreparedEvalQuery
 	queryStr string
@@ -184,7 +183,6 @@ func parseReasons(v any) ([]pipeline.Reason, error) {
 }
 
 // NeedsNamespaceLabels says whether any loaded module could read
-// input.namespace.labels, so that the caller asks its source for namespace
-// labels (an API call in thin mode) only when a policy uses them. It is
-// conservative: a dynamic key under input counts as a use.
+// input.namespace.labels (a dynamic key under input counts), so that the
+// caller fetches them (an API call in thin mode) only when needed.
 func (e *Engine) NeedsNamespaceLabels() bool { return e.use.namespaceLabels }

@@ -21,9 +21,8 @@ func BuildInput(req *pipeline.AuthorizeRequest) (map[string]any, error) {
 	return buildInput(req, inputUse{namespaceLabels: true, nadConfig: true, selections: true})
 }
 
-// buildInput leaves out the costly parts the policy cannot read (inputUse):
-// they could not change its decision, and a decision is made per
-// attachment.
+// buildInput leaves out the costly parts the policy cannot read (inputUse),
+// which could not change its decision.
 func buildInput(req *pipeline.AuthorizeRequest, use inputUse) (map[string]any, error) {
 	if req == nil || req.Pod == nil || req.Attachment == nil {
 		return nil, fmt.Errorf("authorize request lacks a pod or an attachment")
@@ -120,9 +119,8 @@ type cniConf struct {
 	Plugins []*cniConf `json:"plugins"`
 }
 
-// configSummary describes the delegate configuration (s3.4) without handing
-// the whole config to the policy: the plugin types in order and the IPAM
-// types, which is what admins write rules about.
+// configSummary describes the delegate configuration (s3.4) by what admins
+// write rules about: the plugin types in order and the IPAM types.
 func configSummary(config json.RawMessage) (map[string]any, error) {
 	var c cniConf
 	if err := json.Unmarshal(config, &c); err != nil {

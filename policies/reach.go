@@ -131,9 +131,8 @@ func parseReached(paths []string, roots []ast.Ref, enabled map[string]bool) (map
 
 var packageClause = regexp.MustCompile(`^package\s+([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*(?:#.*)?$`)
 
-// scanPackage reads the package clause without parsing the module: the
-// first line that is neither blank nor a comment. It returns nil when that
-// line is not a plain dotted package clause.
+// scanPackage reads the package clause, the first line neither blank nor
+// a comment, without parsing the module; nil if it is not plain and dotted.
 func scanPackage(src []byte) ast.Ref {
 	for line := range bytes.Lines(src) {
 		line = bytes.TrimSpace(line)

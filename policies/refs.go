@@ -3,12 +3,10 @@ package policies
 import "github.com/open-policy-agent/opa/v1/ast"
 
 // rootedRefs lists the references x makes to one root document (data or
-// input), as full paths from the root: a reference through an import is
-// resolved ("lib.pod_ref" under "import data.plexus.lib" is
-// data.plexus.lib.pod_ref), and a bare root or imported alias counts as a
-// reference to all of it. The analyses built on it (which modules a
-// decision reaches, which parts of the input it reads) are conservative:
-// a variable in a path matches any name.
+// input) as full paths: references through imports are resolved ("lib.x"
+// under "import data.plexus.lib" is data.plexus.lib.x), and a bare root or
+// imported alias refers to all of it. The analyses built on it are
+// conservative: a variable in a path matches any name.
 func rootedRefs(root *ast.Term, imports []*ast.Import, x any) []ast.Ref {
 	aliases := map[ast.Var]ast.Ref{root.Value.(ast.Var): {root}}
 	for _, imp := range imports {

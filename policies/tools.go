@@ -164,9 +164,8 @@ func sortedResults(ch chan *tester.Result, sum *TestSummary) chan *tester.Result
 	return out
 }
 
-// reportCoverage prints per-file coverage of the policy modules (tests
-// themselves are left out, they would inflate the figure), the lines not
-// covered, and returns the overall percentage.
+// reportCoverage prints per-file coverage of the non-test modules and the
+// lines not covered, and returns the overall percentage.
 func reportCoverage(out io.Writer, cov *cover.Cover, modules map[string]*ast.Module) float64 {
 	rep := cov.Report(modules)
 	var covered, total int

@@ -9,10 +9,8 @@ import (
 )
 
 // Files lists the policy and data files the engine reads under paths, as
-// its loader walks them: directories are walked recursively, symlinks to
-// files and to directories are followed, hidden entries are skipped inside
-// directories, and so are test modules and files of other types. A
-// "data.path:" prefix on a path is accepted as the loader accepts it.
+// its loader walks them (recursively, following symlinks, skipping hidden
+// entries, test modules and other types; "data.path:" prefixes accepted).
 // plexusd hashes these files to notice a change without loading them.
 func Files(paths []string) ([]string, error) {
 	return walk(paths, false, func(string, int) bool { return true })

@@ -1,8 +1,7 @@
 // Package follow feeds one named AttachmentPolicy to a node's
-// revision.Syncer through an informer (one watch, no polls) and records
-// each attempt as an Event on the node's own PlexusNode. What the node
-// enforces goes into that PlexusNode's status (the agent's reporter reads
-// it from NodePolicy): nothing a node writes lands in the object every node
+// revision.Syncer through an informer and records each attempt as an Event
+// on the node's own PlexusNode, whose status reports what it enforces
+// (NodePolicy): nothing a node writes lands in the object every node
 // watches. plexusd (thick) and the installer (thin) run it.
 package follow
 

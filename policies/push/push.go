@@ -25,10 +25,8 @@ import (
 )
 
 // Read reads dir's .rego modules and .json/.yaml/.yml data files, not its
-// subdirectories, into an object's spec, and returns the spec's files as
-// a node reads them (revision.SpecFiles), to verify. A policy file whose
-// name an object may not hold is an error; other files (a README) are
-// skipped.
+// subdirectories, into an object's spec, and returns the files as a node
+// reads them (revision.SpecFiles). Other files (a README) are skipped.
 func Read(dir string) (plexusapi.AttachmentPolicySpec, map[string][]byte, error) {
 	var spec plexusapi.AttachmentPolicySpec
 	entries, err := os.ReadDir(dir)

@@ -14,9 +14,7 @@ import (
 )
 
 // SpecFiles checks the object's file names and sizes and returns its files
-// by name: modules and data share one directory, as the loader reads it. A
-// node checks them so; plexusctl policy push computes with them the
-// revision a node will report.
+// by name, modules and data in one directory as the loader reads them.
 func SpecFiles(p *plexusapi.AttachmentPolicy) (map[string][]byte, error) {
 	if len(p.Spec.Modules)+len(p.Spec.Data) == 0 {
 		return nil, fmt.Errorf("AttachmentPolicy %q: spec has no modules and no data", p.Name)

@@ -306,10 +306,9 @@ func refusalKey(p *plexusapi.AttachmentPolicy) string {
 }
 
 // Verify checks a revision's directory as a node does before activating
-// it: every file compiles strictly with the library (cfg.Paths), its
-// *_test.rego tests pass (when tests is set) within testTimeout, and one
-// decision of a sample attachment finishes within cfg's deadline. It
-// returns the revision's engine and the tests passed.
+// it: every file compiles strictly with the library (cfg.Paths), its tests
+// pass (if tests) within testTimeout, and a sample decision finishes in
+// time. It returns the revision's engine and the tests passed.
 func Verify(ctx context.Context, cfg policies.Config, dir string, tests bool, testTimeout time.Duration) (*policies.Engine, int, error) {
 	cfg = revisionConfig(cfg, dir)
 	// The engine parses only the modules its query can reach; every file
