@@ -8,6 +8,7 @@
 package policies
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"time"
@@ -73,9 +74,7 @@ func (c Config) withDefaults() (Config, error) {
 	if len(c.Paths) == 0 {
 		return c, fmt.Errorf("policy config: \"paths\" is empty; name at least one .rego file or directory")
 	}
-	if c.Query == "" {
-		c.Query = DefaultQuery
-	}
+	c.Query = cmp.Or(c.Query, DefaultQuery)
 	ev, err := checkEvaluator(c.Evaluator)
 	if err != nil {
 		return c, err

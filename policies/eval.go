@@ -81,12 +81,9 @@ func evalRequest(opts EvalOptions) (*pipeline.AuthorizeRequest, error) {
 	if err != nil {
 		return nil, err
 	}
-	ifName := el.Interface
-	if ifName == "" {
-		// The pipeline owns interface naming; this mirrors the usual
-		// "net<position>" choice for an offline preview.
-		ifName = fmt.Sprintf("net%d", el.Index+1)
-	}
+	// The pipeline owns interface naming; an offline preview mirrors its
+	// usual "net<position>".
+	ifName := cmp.Or(el.Interface, fmt.Sprintf("net%d", el.Index+1))
 	return &pipeline.AuthorizeRequest{
 		Pod:             pod,
 		NamespaceLabels: opts.NamespaceLabels,
