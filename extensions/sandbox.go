@@ -45,9 +45,8 @@ type module struct {
 	refused error
 
 	mu sync.Mutex
-	// ticked: load compiled the module with wasmbin's deadline check on
-	// a runtime that stops calls with it (wasmbin.NewRuntime). A module
-	// the rewriter refuses gets wazero's check, as in thin mode.
+	// ticked: load added wasmbin's deadline check; a module the rewriter
+	// refuses gets wazero's check, as in thin mode.
 	ticked   bool
 	rt       wazero.Runtime
 	compiled wazero.CompiledModule
@@ -55,8 +54,7 @@ type module struct {
 	stderr   *tail
 	// sha256 is the hex digest of the bytes read, set by load or state.
 	sha256 string
-	// wasm, when set, is the module's bytes, read by Check; load reads
-	// path otherwise.
+	// wasm holds the bytes Check read; load reads path when it is nil.
 	wasm []byte
 }
 
@@ -186,9 +184,8 @@ func (m *module) compile(ctx context.Context, rt wazero.Runtime, wasm []byte) (w
 	return c, nil
 }
 
-// verify re-reads the declaration from the compiled module: the file may
-// have changed since New read it. ticked allows the one tick import that
-// load added.
+// verify re-reads the declaration from the compiled module, since the file
+// may have changed since New; ticked allows the tick import load added.
 func (m *module) verify(c wazero.CompiledModule, ticked bool) error {
 	var found []byte
 	for _, s := range c.CustomSections() {
@@ -405,9 +402,8 @@ func outputWrite(ctx context.Context, mod api.Module, stack []uint64) {
 	stack[0] = 0
 }
 
-// tail keeps the first bytes a module wrote to stdout/stderr, to explain a
-// crash: a Go guest prints "fatal error: ..." or "panic: ..." first, then
-// goroutine traces nobody needs in a CNI error.
+// tail keeps the first bytes a module wrote to stdout/stderr: a Go guest
+// prints "panic: ..." first, then goroutine traces no CNI error needs.
 type tail struct{ b []byte }
 
 const tailMax = 1024
