@@ -15,9 +15,8 @@ import (
 	"github.com/plexus-cni/plexus/core/pipeline"
 )
 
-// Reason codes of the denials the engine itself makes when the policy gives
-// no usable answer (fail closed, s7.4). Library rules use codes without the
-// "policy." prefix.
+// Reason codes of the engine's own denials when the policy gives no usable
+// answer (fail closed, s7.4); library rules' codes lack the "policy." prefix.
 const (
 	CodeUndefined = "policy.undefined" // the query has no value
 	CodeMalformed = "policy.malformed" // the value is not a decision
@@ -77,10 +76,9 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	}, nil
 }
 
-// Authorize makes the s7.4 decision for one attachment. Failures of the
-// policy are denials with a policy.* reason, not errors, so the caller can
-// always show the pod's owner a reason; the error is non-nil only when the
-// request itself is unusable, and the decision is then a denial too.
+// Authorize makes the s7.4 decision for one attachment. Policy failures are
+// denials with a policy.* reason, so the pod's owner always learns why; the
+// error is set only when the request itself is unusable (a denial too).
 func (e *Engine) Authorize(ctx context.Context, req *pipeline.AuthorizeRequest) (pipeline.Decision, error) {
 	input, err := buildInput(req, e.use)
 	if err != nil {

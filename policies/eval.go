@@ -95,9 +95,8 @@ func evalRequest(opts EvalOptions) (*pipeline.AuthorizeRequest, error) {
 	}, nil
 }
 
-// evalSelection finds the element to decide on and all of the pod's
-// elements. An element given explicitly takes the index of the equal
-// element in the pod's annotation, if there is one.
+// evalSelection finds the element to decide on and all of the pod's; one
+// given explicitly takes the index of its equal in the pod's annotation.
 func evalSelection(pod *source.Pod, n *source.NAD, explicit string) (*selection.Element, []*selection.Element, error) {
 	compat := config.DefaultParseOptions()
 	res, err := selection.ParseWith(pod.Annotations[selection.Annotation], pod.Namespace, compat)
@@ -181,9 +180,8 @@ func ReadPodManifest(path string) (*source.Pod, error) {
 const maxNADDocuments = 1000
 
 // ReadNADManifests reads every NetworkAttachmentDefinition of a manifest
-// file (YAML documents separated by ---, or one JSON object) through JSON
-// into the s3.2 type, so YAML and JSON manifests decode alike. A document
-// of another kind, or with no name, is an error naming its position.
+// file (YAML documents, or one JSON object) through JSON into the s3.2
+// type, so YAML and JSON decode alike. Errors name the document's position.
 func ReadNADManifests(path string) ([]*source.NAD, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {

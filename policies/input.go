@@ -183,9 +183,8 @@ func elementInput(e *selection.Element) (map[string]any, error) {
 	return el, nil
 }
 
-// deviceInput is the device the attachment will use: the NAD's resource
-// (k8s.v1.cni.cncf.io/resourceName) and the device ID kubelet allocated to
-// the pod for it, or the selection's deviceID; nil without a device.
+// deviceInput is the attachment's device: the NAD's resourceName and the
+// device ID kubelet allocated for it or the selection's; nil without one.
 func deviceInput(a *pipeline.Attachment) any {
 	if a.ResourceName == "" && a.DeviceID == "" {
 		return nil

@@ -82,8 +82,7 @@ type regoFile struct {
 }
 
 // parseReached parses, to a fixpoint, the files whose package some known
-// reference may reach. A file whose package clause the scan cannot read is
-// parsed anyway.
+// reference may reach, and those whose package clause the scan cannot read.
 func parseReached(paths []string, roots []ast.Ref, enabled map[string]bool) (map[string]*ast.Module, error) {
 	files := make([]*regoFile, 0, len(paths))
 	for _, p := range paths {

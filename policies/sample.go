@@ -17,9 +17,8 @@ import (
 // sampleConfig is the sample attachment's network: one bridge.
 const sampleConfig = `{"cniVersion":"1.0.0","name":"sample","type":"bridge","ipam":{"type":"host-local","subnet":"10.99.0.0/24"}}`
 
-// SampleRequest is a fixed, ordinary attachment (pod sample/sample-0
-// selecting sample/sample-net as net1) on which a node times a new policy
-// before activating it.
+// SampleRequest is a fixed, ordinary attachment (sample/sample-0 selecting
+// sample/sample-net as net1) on which a node times a new policy.
 func SampleRequest() *pipeline.AuthorizeRequest {
 	const annotation = `[{"name":"sample-net","interface":"net1"}]`
 	pod := &source.Pod{

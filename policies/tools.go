@@ -209,10 +209,9 @@ func cmpDuration(d, def time.Duration) time.Duration {
 	return def
 }
 
-// Format formats the .rego files under paths (Rego v1 style), test
-// modules included, walking directories as LoadPaths does. With check set
-// it changes nothing and returns the files that are not formatted;
-// otherwise it rewrites them and returns the files it changed.
+// Format formats the .rego files under paths (Rego v1 style), tests
+// included, and returns those it changed; with check it only lists those
+// not formatted.
 func Format(paths []string, check bool) ([]string, error) {
 	files, err := walk(paths, true, func(path string, depth int) bool {
 		return depth == 0 || strings.HasSuffix(path, ".rego")

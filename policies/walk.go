@@ -16,10 +16,9 @@ func Files(paths []string) ([]string, error) {
 	return walk(paths, false, func(string, int) bool { return true })
 }
 
-// walk lists the files LoadPaths would read under paths for which keep,
-// given the depth (0: named directly), is true, in the loader's order. It
-// is the loader's own walk with LoadPaths's filter, so the two never
-// disagree on what a policy directory holds.
+// walk lists, in order, the files LoadPaths would read under paths that
+// keep takes (depth 0: named directly). It is the loader's walk with
+// LoadPaths's filter, so the two never disagree on a directory.
 func walk(paths []string, tests bool, keep func(path string, depth int) bool) ([]string, error) {
 	if err := checkPaths(paths); err != nil {
 		return nil, err

@@ -1,7 +1,6 @@
-// Package push is "plexusctl policy push" and "status": it reads a
-// directory of Rego modules and data files, verifies them as a node will
-// (revision.Verify), and creates or updates the AttachmentPolicy nodes
-// follow; and it sums up what the nodes' PlexusNodes say they enforce.
+// Package push is "plexusctl policy push" and "status": it verifies a
+// directory of policy files as a node will and creates or updates the
+// AttachmentPolicy, and it sums up what the nodes say they enforce.
 package push
 
 import (
@@ -113,8 +112,7 @@ func Verify(ctx context.Context, library string, files map[string][]byte, dirNam
 }
 
 // Push creates the object named name with spec, or updates its spec
-// (optimistically: the update names the version read). It returns the
-// revision nodes will report for it.
+// optimistically, and returns the revision nodes will report for it.
 func Push(ctx context.Context, cs versioned.Interface, name string, spec plexusapi.AttachmentPolicySpec) (string, error) {
 	api := cs.PlexusV1alpha1().AttachmentPolicies()
 	p, err := api.Get(ctx, name, metav1.GetOptions{})

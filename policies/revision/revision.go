@@ -185,9 +185,9 @@ func (s *Syncer) State() State {
 }
 
 // Start puts in force what the state directory holds, without the API: the
-// persisted active revision, or none after a deletion with AllowAll, or the
-// defaultPaths. An active revision that no longer compiles (the library
-// changed with the image) gives way to the defaultPaths, and the error says so.
+// active revision, none after a deletion with AllowAll, or the
+// defaultPaths, which also replace a revision that no longer compiles
+// (the library changed with the image), as the state's error says.
 func (s *Syncer) Start(ctx context.Context) (Result, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -242,9 +242,8 @@ func (s *Syncer) startDefaults(ctx context.Context, onDelete string) (Result, er
 	return s.activate(st, eng, defaultsRev)
 }
 
-// Apply verifies the object's revision and activates it if it passes; if
-// it fails, the revision in force stays and the error says why. The same
-// revision is verified once.
+// Apply verifies the object's revision, once, and activates it if it
+// passes; if not, the revision in force stays and the error says why.
 func (s *Syncer) Apply(ctx context.Context, p *plexusapi.AttachmentPolicy) (Result, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -296,9 +295,8 @@ func (s *Syncer) verifyAndActivate(ctx context.Context, p *plexusapi.AttachmentP
 	return s.activate(st, eng, rev)
 }
 
-// refusalKey identifies what a refusal was about: the object (its UID, so
-// a re-created object is checked anew), its generation, and a digest of
-// its spec.
+// refusalKey identifies what was refused: the object's UID (a re-created
+// object is checked anew), its generation, and a digest of its spec.
 func refusalKey(p *plexusapi.AttachmentPolicy) string {
 	spec, _ := json.Marshal(p.Spec)
 	sum := sha256.Sum256(spec)
