@@ -59,9 +59,16 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	if err := cfg.validateHost(); err != nil {
 		return nil, err
 	}
-	cache, err := openCache(cfg.CacheDir)
-	if err != nil {
-		return nil, err
+	var cache wazero.CompilationCache
+	if dir := cfg.CacheDir; dir != "" {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("extensions cache dir: %w", err)
+		}
+		c, err := wazero.NewCompilationCacheWithDir(dir)
+		if err != nil {
+			return nil, fmt.Errorf("extensions cache dir %s: %w", dir, err)
+		}
+		cache = c
 	}
 	h := &Host{unownedFail: cfg.UnownedKeys == PolicyFail, isolate: cfg.Isolate}
 	for i := range cfg.Modules {
@@ -122,20 +129,6 @@ func (h *Host) refuseClashes() {
 			}
 		}
 	}
-}
-
-func openCache(dir string) (wazero.CompilationCache, error) {
-	if dir == "" {
-		return nil, nil
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("extensions cache dir: %w", err)
-	}
-	c, err := wazero.NewCompilationCacheWithDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("extensions cache dir %s: %w", dir, err)
-	}
-	return c, nil
 }
 
 // ReadDeclaration reads and validates a module's declaration, imports and

@@ -80,9 +80,16 @@ func RunTests(ctx context.Context, paths []string, opts TestOptions, out io.Writ
 	if err != nil {
 		return sum, err
 	}
-	if opts.TestsUnder != "" {
-		if err := keepTestsUnder(loaded.Modules, opts.TestsUnder); err != nil {
-			return sum, err
+	if opts.TestsUnder != "" { // drop the test modules outside it
+		abs, err := filepath.Abs(opts.TestsUnder)
+		if err != nil {
+			return sum, fmt.Errorf("policy tests under %s: %w", opts.TestsUnder, err)
+		}
+		for name := range loaded.Modules {
+			n, err := filepath.Abs(name)
+			if strings.HasSuffix(name, "_test.rego") && (err != nil || filepath.Dir(n) != abs) {
+				delete(loaded.Modules, name)
+			}
 		}
 	}
 	store := inmem.NewFromObject(loaded.Data)
@@ -116,24 +123,6 @@ func RunTests(ctx context.Context, paths []string, opts TestOptions, out io.Writ
 		sum.Coverage = reportCoverage(out, cov, loaded.Modules)
 	}
 	return sum, nil
-}
-
-// keepTestsUnder drops the test modules outside dir.
-func keepTestsUnder(modules map[string]*ast.Module, dir string) error {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return fmt.Errorf("policy tests under %s: %w", dir, err)
-	}
-	for name := range modules {
-		if !strings.HasSuffix(name, "_test.rego") {
-			continue
-		}
-		n, err := filepath.Abs(name)
-		if err != nil || filepath.Dir(n) != abs {
-			delete(modules, name)
-		}
-	}
-	return nil
 }
 
 // sortedResults drains the runner (which reports in completion order),

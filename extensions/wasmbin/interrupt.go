@@ -63,7 +63,18 @@ func AddDeadlineCheck(bin []byte) ([]byte, error) {
 		case wasmfmt.SectionType:
 			r.types, _, err = readU32(s.Body, 0)
 		case wasmfmt.SectionImport:
-			r.funcImports, r.globalImports, err = countImports(s.Body)
+			d := wasmfmt.NewDecoder(s.Body)
+			for _, imp := range d.Imports() {
+				switch imp.Kind {
+				case wasmfmt.KindFunc:
+					r.funcImports++
+				case wasmfmt.KindGlobal:
+					r.globalImports++
+				}
+			}
+			if d.Err() != nil {
+				err = formatError{d.Err()}
+			}
 		case wasmfmt.SectionGlobal:
 			r.globals, _, err = readU32(s.Body, 0)
 		}
@@ -176,22 +187,6 @@ func appendToVector(body, elem []byte) []byte {
 	out := wasmfmt.AppendU32(nil, uint32(n+1))
 	out = append(out, body[next:]...)
 	return append(out, elem...)
-}
-
-func countImports(body []byte) (funcs, globals int, err error) {
-	d := wasmfmt.NewDecoder(body)
-	for _, imp := range d.Imports() {
-		switch imp.Kind {
-		case wasmfmt.KindFunc:
-			funcs++
-		case wasmfmt.KindGlobal:
-			globals++
-		}
-	}
-	if d.Err() != nil {
-		return 0, 0, formatError{d.Err()}
-	}
-	return funcs, globals, nil
 }
 
 // globalSection renumbers function references in the initializers.
