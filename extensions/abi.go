@@ -47,40 +47,33 @@ func ParseManifest(data []byte) (*Manifest, error) {
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, fmt.Errorf("invalid %s section: %w", abi.ManifestSection, err)
 	}
-	if err := validateManifest(&m); err != nil {
-		return nil, err
-	}
-	return &m, nil
-}
-
-func validateManifest(m *Manifest) error {
 	if m.ABI != abi.Version {
-		return fmt.Errorf("ABI version %d is not supported (this host speaks %d)", m.ABI, abi.Version)
+		return nil, fmt.Errorf("ABI version %d is not supported (this host speaks %d)", m.ABI, abi.Version)
 	}
 	if m.Name == "" || len(m.Name) > 63 || strings.Trim(m.Name, "abcdefghijklmnopqrstuvwxyz0123456789-") != "" {
-		return fmt.Errorf("name %q must be 1-63 characters of a-z, 0-9 and -", m.Name)
+		return nil, fmt.Errorf("name %q must be 1-63 characters of a-z, 0-9 and -", m.Name)
 	}
 	if len(m.Prefixes) == 0 {
-		return fmt.Errorf("module %q declares no key prefixes", m.Name)
+		return nil, fmt.Errorf("module %q declares no key prefixes", m.Name)
 	}
 	for _, p := range m.Prefixes {
 		if err := ValidPrefix(p); err != nil {
-			return fmt.Errorf("module %q: %w", m.Name, err)
+			return nil, fmt.Errorf("module %q: %w", m.Name, err)
 		}
 	}
 	for i, a := range m.Prefixes {
 		for _, b := range m.Prefixes[i+1:] {
 			if prefixesOverlap(a, b) {
-				return fmt.Errorf("module %q: prefixes %q and %q overlap", m.Name, a, b)
+				return nil, fmt.Errorf("module %q: prefixes %q and %q overlap", m.Name, a, b)
 			}
 		}
 	}
 	for _, h := range m.Hooks {
 		if h != abi.HookPrepare && h != abi.HookEnrich {
-			return fmt.Errorf("module %q: unknown hook %q", m.Name, h)
+			return nil, fmt.Errorf("module %q: unknown hook %q", m.Name, h)
 		}
 	}
-	return nil
+	return &m, nil
 }
 
 // ValidPrefix checks a declared prefix: reverse domain notation (s4.1.2.1,

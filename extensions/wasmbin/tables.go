@@ -30,8 +30,15 @@ func BoundTables(bin []byte, maxEntries uint32) ([]byte, error) {
 	for i := range sections {
 		switch sections[i].ID {
 		case wasmfmt.SectionImport:
-			if err := refuseTableImports(sections[i].Body); err != nil {
-				return nil, err
+			d := wasmfmt.NewDecoder(sections[i].Body)
+			imps := d.Imports()
+			if d.Err() != nil {
+				return nil, formatError{fmt.Errorf("import section: %w", d.Err())}
+			}
+			for _, imp := range imps {
+				if imp.Kind == wasmfmt.KindTable {
+					return nil, fmt.Errorf("%w: imports table %s.%s, whose growth the host cannot bound", ErrTableLimit, imp.Module, imp.Name)
+				}
 			}
 		case wasmfmt.SectionTable:
 			table = &sections[i]
@@ -53,20 +60,6 @@ func BoundTables(bin []byte, maxEntries uint32) ([]byte, error) {
 		out = wasmfmt.AppendSection(out, s.ID, s.Body)
 	}
 	return out, nil
-}
-
-func refuseTableImports(body []byte) error {
-	d := wasmfmt.NewDecoder(body)
-	imps := d.Imports()
-	if d.Err() != nil {
-		return formatError{fmt.Errorf("import section: %w", d.Err())}
-	}
-	for _, imp := range imps {
-		if imp.Kind == wasmfmt.KindTable {
-			return fmt.Errorf("%w: imports table %s.%s, whose growth the host cannot bound", ErrTableLimit, imp.Module, imp.Name)
-		}
-	}
-	return nil
 }
 
 // tableType is one entry of the table section, split around its limits.
