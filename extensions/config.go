@@ -32,9 +32,8 @@ const (
 	// constant so that the bounded bytes, wazero's cache key, are the same
 	// under any memory cap: a cache warmed with plexusctl serves every config.
 	MaxTableEntries = 1 << 20
-	// MaxModuleBytes bounds a module file. A Go wasip1 module is a few
-	// MiB; wazero's decoded form and compiled code cost a small multiple
-	// of the file, which wasmfmt.CheckLimits keeps so.
+	// MaxModuleBytes bounds a module file (a Go wasip1 module is a few MiB);
+	// wasmfmt.CheckLimits keeps wazero's cost a small multiple of it.
 	MaxModuleBytes = 64 << 20
 )
 

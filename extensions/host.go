@@ -51,9 +51,8 @@ func (e *HookError) Error() string {
 func (e *HookError) Unwrap() error { return e.Err }
 
 // New validates cfg and reads every module's declaration, refusing a module
-// without a valid one, with a forbidden import, or owning a prefix another
-// module owns too. With cfg.Isolate such a module is refused alone (see
-// Config.Isolate); otherwise the host is.
+// without a valid one, with a forbidden import, or owning another's prefix:
+// alone with cfg.Isolate (see Config.Isolate), else with the host.
 func New(ctx context.Context, cfg Config) (*Host, error) {
 	// newModule checks each module's own keys, as Config.validate does.
 	if err := cfg.validateHost(); err != nil {
@@ -312,9 +311,8 @@ const (
 	maxStatusCallBytes = 16 << 10
 )
 
-// relayWarnings hands a call's warnings to the pod's owner as one message
-// (one Event), at most maxWarnings of them, each cut to maxWarningBytes.
-// The rest are counted, in the message and in DroppedWarnings.
+// relayWarnings hands the pod's owner one message (one Event) of a call's
+// first maxWarnings warnings, each cut to maxWarningBytes, counting the rest.
 func (m *module) relayWarnings(hook string, ws []string, warn func(string)) {
 	if len(ws) == 0 {
 		return

@@ -63,8 +63,8 @@ func (m *module) prepare(ctx context.Context, req *pipeline.PrepareRequest, keys
 }
 
 // Enrich runs, after a successful ADD, the enrich hook of each module that
-// owns keys of the attachment's selection element or asked to see every
-// attachment; the keys it returns go into the status entry (s5.3).
+// owns keys of the selection element or sees every attachment, adding the
+// keys it returns to the status entry (s5.3).
 func (h *Host) Enrich(ctx context.Context, req *pipeline.EnrichRequest) error {
 	a := req.Attachment
 	if a == nil || req.Entry == nil {

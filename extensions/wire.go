@@ -11,9 +11,6 @@ import (
 	"github.com/plexus-cni/plexus/sdk/abi"
 )
 
-// The JSON documents of ABI v1 (sdk/ABI.md) are sdk/abi's, shared with
-// the SDK.
-
 // enrichInput sends the whole status entry, reverse-domain keys included,
 // where abi.EnrichRequest decodes only the specification's fields: the
 // shallower Status field wins in encoding/json.
