@@ -311,8 +311,8 @@ const (
 	maxStatusCallBytes = 16 << 10
 )
 
-// relayWarnings hands the pod's owner one message (one Event) of a call's
-// first maxWarnings warnings, each cut to maxWarningBytes, counting the rest.
+// relayWarnings relays a call's first maxWarnings warnings, each cut to
+// maxWarningBytes, as one message (one Event); DroppedWarnings counts the rest.
 func (m *module) relayWarnings(hook string, ws []string, warn func(string)) {
 	if len(ws) == 0 {
 		return
