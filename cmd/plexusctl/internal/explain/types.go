@@ -1,12 +1,10 @@
 // Package explain answers "why does this pod have, or not have, its
-// networks" (plexusctl explain pod): it makes the plan the node's ADD
-// makes (core/pipeline's Plan, with the node's settings): the selection
-// (s4.1), each NetworkAttachmentDefinition (s3.4), the s7.4 policy's
-// decisions and the extensions owning reverse-domain keys (s4.1.2.1); and
-// it reads what the last ADD left on the pod (s5).
+// networks" (plexusctl explain pod): it makes the node's ADD plan
+// (core/pipeline's Plan) with the selection (s4.1), NADs (s3.4), policy
+// (s7.4) and extension keys (s4.1.2.1), and reads what the last ADD left (s5).
 //
-// The Report types below are the stable "-o json" document: fields are
-// only added, never renamed.
+// The Report types are the stable "-o json" document: fields are only
+// added, never renamed.
 package explain
 
 import (
@@ -16,23 +14,20 @@ import (
 
 // Report is everything explain found about one pod.
 type Report struct {
-	Pod Pod `json:"pod"`
-	// Settings are the node's settings the plan was made with.
+	Pod            Pod             `json:"pod"`
 	Settings       Settings        `json:"settings"`
 	Annotation     Annotation      `json:"annotation"`
 	DefaultNetwork *DefaultNetwork `json:"defaultNetwork,omitempty"`
 	// DefaultNetworks are the config's defaultNetworks the pod gets, on
 	// net1, net2, ... before its selections (Index -1).
-	DefaultNetworks []Attachment `json:"defaultNetworks,omitempty"`
-	Attachments     []Attachment `json:"attachments"`
-	// Add is what the node's ADD does with the pod, as its plan decides.
-	Add        AddVerdict     `json:"add"`
-	Policy     PolicyInfo     `json:"policy"`
-	Extensions ExtensionsInfo `json:"extensions"`
-	LastAdd    *LastAdd       `json:"lastAdd,omitempty"`
-	Node       *Node          `json:"node,omitempty"`
-	// Problems are the reasons the pod would not get every network it
-	// asks for, each naming where; empty means it would (OK).
+	DefaultNetworks []Attachment   `json:"defaultNetworks,omitempty"`
+	Attachments     []Attachment   `json:"attachments"`
+	Add             AddVerdict     `json:"add"`
+	Policy          PolicyInfo     `json:"policy"`
+	Extensions      ExtensionsInfo `json:"extensions"`
+	LastAdd         *LastAdd       `json:"lastAdd,omitempty"`
+	Node            *Node          `json:"node,omitempty"`
+	// Problems keep a network from the pod; empty means OK.
 	Problems []string `json:"problems"`
 	// Warnings are findings that do not keep a network from the pod.
 	Warnings []string `json:"warnings"`
@@ -47,8 +42,7 @@ type Pod struct {
 	NodeName  string `json:"nodeName,omitempty"`
 	// From is "cluster" or the manifest's path.
 	From string `json:"from"`
-	// Phase is the pod's phase, from the cluster; Started when it started
-	// (RFC 3339), the line between this run's events and older ones.
+	// Started (RFC 3339) divides this run's events from older ones.
 	Phase   string `json:"phase,omitempty"`
 	Started string `json:"started,omitempty"`
 }
@@ -63,16 +57,13 @@ type Settings struct {
 // AddVerdict is the ADD's outcome as the plan step decides it, before any
 // delegate runs; a delegate's own failure is the node's to tell.
 type AddVerdict struct {
-	// Fails: the ADD fails with the CNI error Code and Message.
 	Fails   bool   `json:"fails"`
 	Code    uint   `json:"code,omitempty"`
 	Message string `json:"message,omitempty"`
-	// Network is the network the ADD fails on, Element its selection
-	// element; both absent for the pod as a whole.
+	// Network and Element are where it fails; absent for the whole pod.
 	Network string `json:"network,omitempty"`
 	Element *int   `json:"element,omitempty"`
-	// Interfaces are the pod's interfaces when it does not fail, the
-	// default network's first (s6.2).
+	// Interfaces are the pod's when it does not fail, default first (s6.2).
 	Interfaces []string `json:"interfaces,omitempty"`
 }
 
@@ -84,20 +75,17 @@ type Annotation struct {
 	Format string `json:"format,omitempty"`
 	Valid  bool   `json:"valid"`
 	Error  string `json:"error,omitempty"`
-	// ErrorElement is the index of the element the error is in; absent
-	// when the error is in the annotation as a whole.
-	ErrorElement *int `json:"errorElement,omitempty"`
-	// Consequence is what plexus does about an invalid annotation.
-	Consequence string   `json:"consequence,omitempty"`
-	Warnings    []string `json:"warnings,omitempty"`
+	// ErrorElement is absent when the whole annotation is at fault.
+	ErrorElement *int     `json:"errorElement,omitempty"`
+	Consequence  string   `json:"consequence,omitempty"`
+	Warnings     []string `json:"warnings,omitempty"`
 }
 
 // DefaultNetwork is the v1.multus-cni.io/default-network annotation.
 type DefaultNetwork struct {
 	Value string `json:"value"`
-	// Ignored says why the node does not read the annotation (compat off).
-	Ignored string `json:"ignored,omitempty"`
-	// Network is "namespace/name" once parsed.
+	// Ignored says why the node does not read it (compat off).
+	Ignored string    `json:"ignored,omitempty"`
 	Network string    `json:"network,omitempty"`
 	Error   string    `json:"error,omitempty"`
 	NAD     *NAD      `json:"nad,omitempty"`
@@ -163,10 +151,9 @@ type Reason struct {
 
 // Key is one reverse-domain key of an element and who owns it.
 type Key struct {
-	Key    string `json:"key"`
-	Module string `json:"module,omitempty"`
-	Prefix string `json:"prefix,omitempty"`
-	// Outcome says what plexus does with the key.
+	Key     string `json:"key"`
+	Module  string `json:"module,omitempty"`
+	Prefix  string `json:"prefix,omitempty"`
 	Outcome string `json:"outcome"`
 }
 
@@ -174,8 +161,7 @@ type Key struct {
 type PolicyInfo struct {
 	Given bool     `json:"given"`
 	Paths []string `json:"paths,omitempty"`
-	// Object and Revision name the AttachmentPolicy evaluated (with the
-	// rule library) when no paths were given.
+	// Object and Revision: the AttachmentPolicy evaluated without paths.
 	Object   string `json:"object,omitempty"`
 	Revision string `json:"revision,omitempty"`
 	// ObjectMissing: no such object exists, and the baseline decided.
@@ -203,8 +189,7 @@ type Module struct {
 
 // LastAdd is what the last ADD left on the pod object.
 type LastAdd struct {
-	// Status is the network-status annotation (s5); StatusError says why
-	// it could not be read.
+	// Status is the network-status annotation (s5).
 	StatusPresent bool          `json:"statusPresent"`
 	Status        []StatusEntry `json:"status,omitempty"`
 	StatusError   string        `json:"statusError,omitempty"`
@@ -239,11 +224,9 @@ type Event struct {
 	Count    int32  `json:"count,omitempty"`
 	LastTime string `json:"lastTime,omitempty"`
 	Source   string `json:"source,omitempty"`
-	// OtherNode is the node a plexus event names as its source, when
-	// that is not the pod's node.
+	// OtherNode is the source node of a plexus event not from the pod's.
 	OtherNode string `json:"otherNode,omitempty"`
-	// Old: last seen before the running pod started; what it reports was
-	// fixed by the run that followed.
+	// Old: last seen before the running pod started, so since got past.
 	Old bool `json:"old,omitempty"`
 }
 
@@ -251,12 +234,10 @@ type Event struct {
 type Node struct {
 	Name string `json:"name"`
 	// Pods are the plexus DaemonSet pods on the node.
-	Pods  []NodePod `json:"pods"`
-	Error string    `json:"error,omitempty"`
-	// State is the node's PlexusNode, as its plexus last wrote it.
+	Pods  []NodePod  `json:"pods"`
+	Error string     `json:"error,omitempty"`
 	State *NodeState `json:"state,omitempty"`
-	// Policy is the AttachmentPolicy the node's PlexusNode says it
-	// follows, as the API holds it now.
+	// Policy is the AttachmentPolicy the node follows, as the API has it.
 	Policy *FollowedPolicy `json:"policy,omitempty"`
 	// Unavailable lists node-side checks explain cannot make yet.
 	Unavailable []string `json:"unavailable"`
@@ -264,15 +245,13 @@ type Node struct {
 
 // NodeState is the node's PlexusNode.
 type NodeState struct {
-	// Found is false when the node has none: its plexus does not run or
-	// does not report.
+	// Found is false when its plexus does not run or does not report.
 	Found  bool                        `json:"found"`
 	Error  string                      `json:"error,omitempty"`
 	Status *plexusapi.PlexusNodeStatus `json:"status,omitempty"`
 	// Stale says why Status may not describe the plexus running there.
 	Stale string `json:"stale,omitempty"`
-	// MissingForPod are the plugins the node lacks that the pod's
-	// networks need.
+	// MissingForPod are the lacking plugins the pod's networks need.
 	MissingForPod []NeededPlugin `json:"missingForPod,omitempty"`
 }
 
@@ -282,8 +261,7 @@ type NeededPlugin struct {
 	Networks []string `json:"networks"`
 }
 
-// FollowedPolicy is the object a node follows: its generation now, to
-// compare with what the node enforces, or why it could not be read.
+// FollowedPolicy is the object a node follows and its generation now.
 type FollowedPolicy struct {
 	Object     string `json:"object"`
 	Generation int64  `json:"generation,omitempty"`
