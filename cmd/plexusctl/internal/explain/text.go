@@ -1,6 +1,7 @@
 package explain
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"maps"
@@ -10,26 +11,24 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
 	"github.com/plexus-cni/plexus/core/selection"
 	"github.com/plexus-cni/plexus/core/status"
 )
 
-// Markers start the lines of findings that matter, so they can be found
-// with grep.
+// Markers start the lines of findings that matter, for grep.
 const (
 	MarkProblem = "PROBLEM"
 	MarkWarning = "warning"
 )
 
-// printer writes lines and keeps the first write error.
 type printer struct {
 	w   io.Writer
 	err error
 }
 
-// line writes one line. Every value comes from the cluster or a manifest
-// (pod authors, node credentials), so the line is made printable: a
-// control sequence in a value must not drive the admin's terminal.
+// line writes one line, made printable: values come from pod authors and
+// nodes, and a control sequence in one must not drive the admin's terminal.
 func (p *printer) line(indent int, format string, args ...any) {
 	if p.err != nil {
 		return
@@ -37,16 +36,14 @@ func (p *printer) line(indent int, format string, args ...any) {
 	_, p.err = fmt.Fprintf(p.w, "%s%s\n", strings.Repeat("  ", indent), Printable(fmt.Sprintf(format, args...)))
 }
 
-// section starts a section: an empty line, then its heading.
 func (p *printer) section(format string, args ...any) {
 	p.line(0, "")
 	p.line(0, format, args...)
 }
 
-// Printable escapes what a terminal would act on rather than show: C0 and
-// C1 control characters (ESC, CR, newline, BEL...), DEL, Unicode's
-// bidirectional and zero-width format characters, and invalid UTF-8, each
-// as Go quotes it (\x1b, \u202e). Everything else is left as is.
+// Printable escapes, as Go quotes them (\x1b, \u202e), what a terminal
+// would act on rather than show: control characters, Unicode's format
+// characters (bidirectional, zero-width) and invalid UTF-8.
 func Printable(s string) string {
 	if strings.IndexFunc(s, needsEscape) < 0 && utf8.ValidString(s) {
 		return s
@@ -75,7 +72,7 @@ func needsEscape(r rune) bool {
 func WriteText(w io.Writer, r *Report) error {
 	p := &printer{w: w}
 	textPod(p, r)
-	textSettings(p, r)
+	p.line(0, "Node settings (from %s): %s", r.Settings.From, describeSettings(&r.Settings.NodeSettings))
 	running := r.Pod.Phase == "Running"
 	if running {
 		// What the last ADD did is the news for a running pod.
@@ -108,11 +105,6 @@ func textPod(p *printer, r *Report) {
 		detail = " (" + detail + ")"
 	}
 	p.line(0, "Pod %s/%s%s, %s", r.Pod.Namespace, r.Pod.Name, detail, from)
-}
-
-func textSettings(p *printer, r *Report) {
-	s := r.Settings
-	p.line(0, "Node settings (from %s): %s", s.From, describeSettings(&s.NodeSettings))
 }
 
 func textSelection(p *printer, r *Report) {
@@ -154,8 +146,7 @@ func textElement(p *printer, a Attachment) {
 	}
 }
 
-// row is head followed by label+value for each label and value that
-// follows it, in order, joined with ", ", leaving out the empty values.
+// row joins head and each non-empty value, after its label, with ", ".
 func row(head string, labelsAndValues ...string) string {
 	out := []string{head}
 	for i := 0; i+1 < len(labelsAndValues); i += 2 {
@@ -186,20 +177,11 @@ func compatKeys(c *selection.Compat) string {
 	if c == nil {
 		return ""
 	}
-	var ks []string
-	if len(c.DefaultRoute) > 0 {
-		ks = append(ks, selection.KeyDefaultRoute)
+	ks := []string{
+		onlyIf(len(c.DefaultRoute) > 0, selection.KeyDefaultRoute), onlyIf(len(c.CNIArgs) > 0, selection.KeyCNIArgs),
+		onlyIf(c.PortMappings != nil, selection.KeyPortMappings), onlyIf(c.Bandwidth != nil, selection.KeyBandwidth),
 	}
-	if len(c.CNIArgs) > 0 {
-		ks = append(ks, selection.KeyCNIArgs)
-	}
-	if c.PortMappings != nil {
-		ks = append(ks, selection.KeyPortMappings)
-	}
-	if c.Bandwidth != nil {
-		ks = append(ks, selection.KeyBandwidth)
-	}
-	return strings.Join(ks, " ")
+	return strings.Join(slices.DeleteFunc(ks, func(k string) bool { return k == "" }), " ")
 }
 
 func textDefaultNetwork(p *printer, r *Report) {
@@ -350,25 +332,13 @@ func textLastAdd(p *printer, r *Report) {
 	default:
 		p.line(1, "%s (s5):", status.Annotation)
 		for _, e := range l.Status {
-			p.line(2, "%s", statusLine(e))
+			p.line(2, "%s", row(e.Name+onlyIf(e.Interface != "", " on "+e.Interface), "", list("ips ", e.IPs, " "), "mac ", e.MAC, "", onlyIf(e.Default, "default")))
 		}
 	}
-	if r.Pod.From == "cluster" {
-		textCondition(p, l.Condition)
-		textEvents(p, l)
+	if r.Pod.From != "cluster" {
+		return
 	}
-}
-
-func statusLine(e StatusEntry) string {
-	s := e.Name
-	if e.Interface != "" {
-		s += " on " + e.Interface
-	}
-	return row(s, "", list("ips ", e.IPs, " "), "mac ", e.MAC, "", onlyIf(e.Default, "default"))
-}
-
-func textCondition(p *printer, c *Condition) {
-	switch {
+	switch c := l.Condition; {
 	case c == nil:
 		p.line(1, "condition %s: not set (plexusd has not changed the running pod's attachments)", ConditionType)
 	case c.Status == "False":
@@ -376,9 +346,6 @@ func textCondition(p *printer, c *Condition) {
 	default:
 		p.line(1, "condition %s: %s, %s: %s", ConditionType, c.Status, c.Reason, c.Message)
 	}
-}
-
-func textEvents(p *printer, l *LastAdd) {
 	switch {
 	case l.EventsError != "":
 		p.line(1, "events: %s %s", MarkWarning, l.EventsError)
@@ -438,5 +405,98 @@ func textResult(p *printer, r *Report) {
 	}
 	for _, s := range r.Warnings {
 		p.line(1, "%s %s", MarkWarning, s)
+	}
+}
+
+// textNodeState writes what the node's plexus last reported of itself.
+func textNodeState(p *printer, n *Node) {
+	s := n.State
+	switch {
+	case s == nil:
+		return
+	case s.Error != "":
+		p.line(1, "PlexusNode %s: %s %s", n.Name, MarkWarning, s.Error)
+		return
+	case !s.Found:
+		p.line(1, "PlexusNode %s: %s missing: plexus has not reported from this node (not running there, an older plexus, or its writes fail)", n.Name, MarkWarning)
+		return
+	}
+	st := s.Status
+	p.line(1, "PlexusNode %s: %s mode, version %s, updated %s", n.Name, st.Mode, st.Version, when(st.Updated))
+	if s.Stale != "" {
+		p.line(2, "%s stale: %s", MarkWarning, s.Stale)
+	}
+	if st.ConfigInstalled {
+		p.line(2, "config installed: %s", st.ConfigPath)
+	} else {
+		p.line(2, "config: %s not installed (%s)", MarkProblem, st.ConfigPath)
+	}
+	if st.DefaultNetwork != "" || st.DefaultNetworkFile != "" {
+		p.line(2, "default network: %s (%s)", st.DefaultNetwork, st.DefaultNetworkFile)
+	} else {
+		p.line(2, "default network: %s not found in the conf dir (s6.1.1)", MarkProblem)
+	}
+	textPlugins(p, s)
+	textNodePolicy(p, st.Policy)
+	for _, x := range st.Extensions {
+		p.line(2, "%s", extensionLine(x))
+	}
+}
+
+func textPlugins(p *printer, s *NodeState) {
+	if len(s.Status.MissingPlugins) == 0 {
+		p.line(2, "plugins: none missing from the bin dir (of those it checks: its default network's, plexus's own and, in thick mode, those its ADDs ran)")
+		return
+	}
+	needed := map[string][]string{}
+	for _, m := range s.MissingForPod {
+		needed[m.Plugin] = m.Networks
+	}
+	for _, pl := range s.Status.MissingPlugins {
+		if nets := needed[pl]; len(nets) > 0 {
+			p.line(2, "plugin %s: %s missing, needed by %s", pl, MarkProblem, strings.Join(nets, ", "))
+		} else {
+			p.line(2, "plugin %s: %s missing (not one this pod's networks name)", pl, MarkWarning)
+		}
+	}
+}
+
+func textNodePolicy(p *printer, pol *plexusapi.NodePolicy) {
+	switch {
+	case pol == nil:
+		p.line(2, "policy: not reported")
+	case pol.Error != "":
+		p.line(2, "policy: %s, %s %s; %s", policySource(pol), MarkWarning, pol.Error, inForce(pol.Revision))
+	default:
+		s := row("policy: "+policySource(pol), "revision ", shortRevision(pol.Revision))
+		p.line(2, "%s", s+onlyIf(!pol.Since.IsZero(), " since "+when(pol.Since)))
+	}
+}
+
+func extensionLine(x plexusapi.NodeExtension) string {
+	name := cmp.Or(x.Name, x.Path)
+	if !x.Loaded {
+		return fmt.Sprintf("extension %s (%s): %s failed to load: %s", name, x.Path, MarkWarning, x.Error)
+	}
+	return row(fmt.Sprintf("extension %s (%s): loaded", name, x.Path), "version ", x.Version)
+}
+
+// textNodePolicies writes what the node enforces of the object it follows.
+func textNodePolicies(p *printer, n *Node) {
+	f := n.Policy
+	if f == nil || n.State == nil || n.State.Status == nil || n.State.Status.Policy == nil {
+		return
+	}
+	pol := n.State.Status.Policy
+	switch {
+	case f.Error != "":
+		p.line(1, "AttachmentPolicy %s: %s %s", f.Object, MarkWarning, f.Error)
+	case f.Missing:
+		p.line(1, "AttachmentPolicy %s: deleted; %s", f.Object, inForce(pol.Revision))
+	case pol.Error != "":
+		p.line(1, "AttachmentPolicy %s (generation %d): %s generation %d refused: %s; %s", f.Object, f.Generation, MarkWarning, pol.ObservedGeneration, pol.Error, inForce(pol.Revision))
+	default:
+		p.line(1, "AttachmentPolicy %s (generation %d): generation %d active since %s, revision %s, %d test(s) passed",
+			f.Object, f.Generation, pol.Generation, when(pol.Since), shortRevision(pol.Revision), pol.TestsPassed)
 	}
 }
