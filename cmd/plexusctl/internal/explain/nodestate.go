@@ -14,6 +14,63 @@ import (
 	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
 )
 
+// node reports --node's side: its plexus pods and what its plexus reported
+// of itself (PlexusNode, AttachmentPolicy status).
+func (b *builder) node(ctx context.Context) {
+	if b.opts.Node == "" {
+		return
+	}
+	n := &Node{Name: b.opts.Node, Pods: []NodePod{}, Unavailable: []string{
+		// These need the node's files or plexusd's socket, not the API.
+		"plexusd's readiness (s6.1) as the runtime sees it",
+		"the node's attachment records of the pod (what DEL would undo)",
+		"CNI configs in the node's conf dir, for NADs without spec.config (s3.4.1)",
+		"the devices kubelet allocated to the pod (pod-resources API)",
+	}}
+	b.r.Node = n
+	if b.opts.Cluster == nil {
+		n.Error = "no kubeconfig: the node's plexus pod cannot be read"
+		b.warn("node %s: %s", n.Name, n.Error)
+		return
+	}
+	pods, err := b.opts.Cluster.nodePods(ctx, n.Name)
+	if err != nil {
+		n.Error = err.Error()
+		b.warn("node %s: %v", n.Name, err)
+		return
+	}
+	for _, p := range pods {
+		n.Pods = append(n.Pods, nodePod(p))
+	}
+	b.checkNodePods(n)
+	b.nodeState(ctx, n, pods)
+}
+
+func (b *builder) checkNodePods(n *Node) {
+	if len(n.Pods) == 0 {
+		b.problem("node %s: no plexus pod in %s: plexus is not installed or not running there (s6.1)", n.Name, PlexusNamespace)
+		return
+	}
+	for _, p := range n.Pods {
+		if !p.Ready {
+			b.problem("node %s: plexus pod %s/%s is not ready (phase %s): ADDs there may wait or fail (s6.1)", n.Name, PlexusNamespace, p.Name, p.Phase)
+		}
+	}
+}
+
+func nodePod(p corev1.Pod) NodePod {
+	out := NodePod{Name: p.Name, Phase: string(p.Status.Phase), Message: p.Status.Message}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			out.Ready = c.Status == corev1.ConditionTrue
+		}
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		out.Restarts += cs.RestartCount
+	}
+	return out
+}
+
 // plexusNode reads the node's PlexusNode; nil, nil when there is none.
 func (c *Cluster) plexusNode(ctx context.Context, node string) (*plexusapi.PlexusNode, error) {
 	n, err := c.Plexus.PlexusV1alpha1().PlexusNodes().Get(ctx, node, metav1.GetOptions{})
@@ -41,9 +98,7 @@ func (c *Cluster) followedPolicy(ctx context.Context, name string) *FollowedPoli
 	return f
 }
 
-// nodeState reads what the node's plexus reported of itself and checks it
-// against the pod: its config, default network, the plugins its networks
-// need, its policy and extensions.
+// nodeState reads the node's PlexusNode and checks it against the pod.
 func (b *builder) nodeState(ctx context.Context, n *Node, pods []corev1.Pod) {
 	pn, err := b.opts.Cluster.plexusNode(ctx, n.Name)
 	switch {
@@ -93,9 +148,8 @@ func (b *builder) checkNodeState(n *Node, pods []corev1.Pod) {
 }
 
 // checkNodeEnforces: when explain decided with the baseline because the
-// AttachmentPolicy does not exist, a node that says it enforces something
-// else (a deleted object's revision, or nothing) decides otherwise: the
-// report must not claim what the node does not do.
+// AttachmentPolicy does not exist, a node enforcing something else (a
+// deleted object's revision, or nothing) must not be claimed to do so.
 func (b *builder) checkNodeEnforces(node string, np *plexusapi.NodePolicy) {
 	p := b.r.Policy
 	if !p.ObjectMissing || np == nil {
@@ -110,9 +164,8 @@ func (b *builder) checkNodeEnforces(node string, np *plexusapi.NodePolicy) {
 	}
 }
 
-// stale says why a PlexusNode may not describe the plexus running on the
-// node: none runs there, or the running one started after the last write
-// (it does not report: an older plexus, or its writes fail).
+// stale says why a PlexusNode may not describe the node's plexus: none
+// runs there, or the running one started after the last write.
 func stale(st *plexusapi.PlexusNodeStatus, pods []corev1.Pod) string {
 	if len(pods) == 0 {
 		return fmt.Sprintf("no plexus pod runs on the node; this is what plexus reported last, at %s", when(st.Updated))
@@ -142,8 +195,7 @@ func (b *builder) checkMissingPlugins(n *Node) {
 	}
 }
 
-// podPlugins maps each plugin and IPAM type the pod's networks name to
-// the networks (as explain labels them) naming it.
+// podPlugins maps each plugin and IPAM type to the pod's networks naming it.
 func (b *builder) podPlugins() map[string][]string {
 	out := map[string][]string{}
 	add := func(label string, n *NAD) {
@@ -207,9 +259,8 @@ func inForce(revision string) string {
 	return "revision " + shortRevision(revision) + " stays in force"
 }
 
-// shortRevision prints a revision as nodes, push and metrics do: whole
-// (GENERATION-DIGEST12, DIGEST12, defaults, none); only an over-long
-// value a node wrote is cut.
+// shortRevision prints a revision whole, as nodes and push do; only an
+// over-long value a node wrote is cut.
 func shortRevision(r string) string {
 	const max = 64
 	if len(r) > max {
