@@ -21,10 +21,9 @@ import (
 	"github.com/plexus-cni/plexus/core/source"
 )
 
-// Cluster is the Kubernetes API explain reads: pods, events, namespaces
-// through Core, NADs through Dynamic (their CRD has no typed client),
-// plexus's own kinds through Plexus. plexusctl connects them from its
-// kubeconfig flags; a Cluster has all three.
+// Cluster is the Kubernetes API explain reads, all three clients set: NADs
+// through Dynamic (their CRD has no typed client), plexus's own kinds
+// through Plexus.
 type Cluster struct {
 	Core    kubernetes.Interface
 	Dynamic dynamic.Interface
@@ -32,11 +31,9 @@ type Cluster struct {
 }
 
 // nadResource is the s3.1 CRD's resource.
-func nadResource() schema.GroupVersionResource {
-	return schema.GroupVersionResource{Group: nad.Group, Version: nad.Version, Resource: nad.Resource}
-}
+var nadResource = schema.GroupVersionResource{Group: nad.Group, Version: nad.Version, Resource: nad.Resource}
 
-// pod reads the pod object and what plexus uses of it, decoded the way
+// pod reads the pod object and what plexus uses of it, decoded as
 // plexus's Kubernetes source decodes it.
 func (c *Cluster) pod(ctx context.Context, namespace, name string) (*corev1.Pod, *source.Pod, error) {
 	obj, err := c.Core.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
@@ -61,7 +58,7 @@ func (c *Cluster) pod(ctx context.Context, namespace, name string) (*corev1.Pod,
 
 // nad GETs one NAD (s3.4); a missing one wraps source.ErrNotFound.
 func (c *Cluster) nad(ctx context.Context, namespace, name string) (*source.NAD, error) {
-	u, err := c.Dynamic.Resource(nadResource()).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	u, err := c.Dynamic.Resource(nadResource).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, source.NotFound("NetworkAttachmentDefinition", namespace, name)
 	}
@@ -82,10 +79,9 @@ func (c *Cluster) nad(ctx context.Context, namespace, name string) (*source.NAD,
 // maxListedNADs bounds the NAD names one namespace listing reads.
 const maxListedNADs = 500
 
-// nadNames lists the names of the NADs in namespace (one page, at most
-// maxListedNADs), sorted.
+// nadNames lists the sorted names of the NADs in namespace (one page).
 func (c *Cluster) nadNames(ctx context.Context, namespace string) ([]string, error) {
-	list, err := c.Dynamic.Resource(nadResource()).Namespace(namespace).List(ctx, metav1.ListOptions{Limit: maxListedNADs})
+	list, err := c.Dynamic.Resource(nadResource).Namespace(namespace).List(ctx, metav1.ListOptions{Limit: maxListedNADs})
 	if err != nil {
 		return nil, fmt.Errorf("listing NetworkAttachmentDefinitions in %s: %w", namespace, err)
 	}
@@ -110,9 +106,8 @@ func (c *Cluster) namespaceLabels(ctx context.Context, namespace string) map[str
 	return ns.Labels
 }
 
-// events lists the pod's events: the field selector keeps the list to
-// this pod (and this incarnation of it, by UID); the filter below repeats
-// it for clients that ignore field selectors.
+// events lists the events of the pod (this incarnation, by UID); the
+// filter repeats the field selector for clients that ignore it.
 func (c *Cluster) events(ctx context.Context, pod *source.Pod) ([]corev1.Event, error) {
 	sel := fields.Set{"involvedObject.name": pod.Name}
 	if pod.UID != "" {

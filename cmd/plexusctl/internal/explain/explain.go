@@ -16,42 +16,40 @@ import (
 
 // Options say which pod to explain and with what.
 type Options struct {
-	// Namespace and Name name a pod in the cluster; PodFile a manifest
-	// instead (a pod that does not exist yet).
+	// Namespace and Name name a pod in the cluster; PodFile a manifest.
 	Namespace string
 	Name      string
 	PodFile   string
-	// NADFiles are NetworkAttachmentDefinition manifests, looked at
-	// before the cluster.
+	// NADFiles are NAD manifests, looked at before the cluster.
 	NADFiles []string
-	// Policies are Rego modules, data files and directories, as the
-	// plugin config's policy.paths.
+	// Policies are as the plugin config's policy.paths.
 	Policies []string
-	// PolicyObject names the AttachmentPolicy to decide with when
-	// Policies is empty and the pod comes from the cluster.
+	// PolicyObject is the AttachmentPolicy to decide with without Policies.
 	PolicyObject string
-	// ExtensionsFile is plexus's extensions config (extensions.Config, or
-	// a plugin config holding it under "extensions").
+	// ExtensionsFile is extensions.Config, or a plugin config holding it.
 	ExtensionsFile string
-	// ConfigFile is a plexus config (core/config) to plan with; without it
-	// the plan takes the settings the node's PlexusNode reports (Node, else
-	// the pod's spec.nodeName), or plexus's defaults.
+	// ConfigFile is a plexus config to plan with, instead of the settings
+	// the node's PlexusNode reports or plexus's defaults.
 	ConfigFile string
-	// Node asks for the node's side, and names the node whose settings
-	// the plan takes.
+	// Node asks for the node's side, and whose settings the plan takes.
 	Node string
 	// Cluster is nil when no kubeconfig was given.
 	Cluster *Cluster
 }
 
-// Explain builds the report. An error means there is no pod to explain
-// (not found, unreadable manifest) or no config to plan with (an
-// unreadable --config); everything else is in the report.
+// Explain builds the report. An error means there is no pod to explain or
+// no config to plan with; everything else is in the report.
 func Explain(ctx context.Context, opts Options) (*Report, error) {
-	b, err := newBuilder(ctx, opts)
-	if err != nil {
+	b := &builder{opts: opts, r: &Report{Attachments: []Attachment{}, Problems: []string{}, Warnings: []string{}}}
+	if err := b.loadPod(ctx); err != nil {
 		return nil, err
 	}
+	var err error
+	if b.nads, err = newNADReader(opts.NADFiles, opts.Cluster); err != nil {
+		return nil, err
+	}
+	b.loadPolicy(ctx)
+	b.loadExtensions(ctx)
 	defer b.close(ctx)
 	c, err := b.nodeConfig(ctx)
 	if err != nil {
@@ -64,7 +62,6 @@ func Explain(ctx context.Context, opts Options) (*Report, error) {
 	return b.r, nil
 }
 
-// builder carries what the steps share.
 type builder struct {
 	opts   Options
 	r      *Report
@@ -72,24 +69,7 @@ type builder struct {
 	obj    *corev1.Pod // nil for a manifest
 	nads   *nadReader
 	engine *policies.Engine
-	// ext is the extensions config as loaded: declarations only, no
-	// module is compiled or run.
-	ext *extensions.Host
-}
-
-func newBuilder(ctx context.Context, opts Options) (*builder, error) {
-	b := &builder{opts: opts, r: &Report{Attachments: []Attachment{}, Problems: []string{}, Warnings: []string{}}}
-	if err := b.loadPod(ctx); err != nil {
-		return nil, err
-	}
-	nads, err := newNADReader(opts.NADFiles, opts.Cluster)
-	if err != nil {
-		return nil, err
-	}
-	b.nads = nads
-	b.loadPolicy(ctx)
-	b.loadExtensions(ctx)
-	return b, nil
+	ext    *extensions.Host // declarations only: nothing compiled or run
 }
 
 func (b *builder) loadPod(ctx context.Context) error {

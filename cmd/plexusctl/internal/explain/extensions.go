@@ -13,9 +13,8 @@ import (
 	"github.com/plexus-cni/plexus/sdk/abi"
 )
 
-// loadExtensions reads the config and every module's declaration the way
-// plexus does at start (extensions.New), which refuses overlapping
-// prefixes and modules without a valid declaration.
+// loadExtensions reads the config and the modules' declarations as plexus
+// does at start (extensions.New).
 func (b *builder) loadExtensions(ctx context.Context) {
 	x := &b.r.Extensions
 	if b.opts.ExtensionsFile == "" {
@@ -65,9 +64,8 @@ func readExtensionsConfig(path string) (extensions.Config, error) {
 	return cfg, nil
 }
 
-// ownKey says which module owns a reverse-domain key (s4.1.2.1) of
-// attachment a, from the modules' declarations, and what the plan did
-// with it.
+// ownKey says which module owns a reverse-domain key (s4.1.2.1) of a, and
+// what the plan did with it.
 func (b *builder) ownKey(out *Attachment, key string, a *pipeline.Planned) Key {
 	k := Key{Key: key}
 	at := fmt.Sprintf("selection element %d (%s): key %q", out.Index, out.Network, key)

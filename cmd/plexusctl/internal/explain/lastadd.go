@@ -52,8 +52,7 @@ func (b *builder) lastAdd(ctx context.Context) {
 	}
 }
 
-// networkStatus reads the s5 annotation and checks it holds every
-// attachment asked for: an entry missing means the ADD did not make it.
+// networkStatus reads the s5 annotation and checks it has every attachment.
 func (b *builder) networkStatus(l *LastAdd) {
 	v, ok := b.pod.Annotations[status.Annotation]
 	if !ok {
@@ -103,12 +102,10 @@ func condition(p *corev1.Pod) *Condition {
 	return nil
 }
 
-// relevantEvents puts warnings first, then the newest, and marks plexus's
-// events reported from another node than podNode: admission binds each
-// node's event writes to its own name, but a node can still write about
-// any pod. It marks Old the warnings last seen before the running pod
-// started (a whole second): the failures they report were retried, and
-// the run that followed got past them.
+// relevantEvents puts warnings first, then the newest. It marks plexus's
+// events from another node than podNode (admission binds a node's events
+// to its name, not to its pods), and as Old the warnings last seen before
+// the running pod started: the run that followed got past them.
 func relevantEvents(evs []corev1.Event, podNode string, started time.Time) []Event {
 	slices.SortStableFunc(evs, func(a, b corev1.Event) int {
 		if wa, wb := a.Type == corev1.EventTypeWarning, b.Type == corev1.EventTypeWarning; wa != wb {
@@ -122,7 +119,10 @@ func relevantEvents(evs []corev1.Event, podNode string, started time.Time) []Eve
 	var out []Event
 	for _, e := range evs[:min(len(evs), maxEvents)] {
 		ev := Event{Type: e.Type, Reason: e.Reason, Message: e.Message, Count: e.Count, Source: cmp.Or(e.Source.Component, e.ReportingController)}
-		if host := eventHost(e); isPlexus(ev.Source) && podNode != "" && host != podNode {
+		// source.host, or the reporting instance of an events.k8s.io/v1
+		// event: admission binds both to the writer's node.
+		host := cmp.Or(e.Source.Host, e.ReportingInstance)
+		if isPlexus(ev.Source) && podNode != "" && host != podNode {
 			ev.OtherNode = cmp.Or(host, "(none named)")
 		}
 		if t := lastTime(e); !t.IsZero() {
@@ -145,11 +145,6 @@ func lastTime(e corev1.Event) time.Time {
 	}
 	return e.CreationTimestamp.Time
 }
-
-// eventHost is the node an event names as its source: source.host, or the
-// reporting instance of one written through events.k8s.io/v1 (admission
-// binds both to the writer's node).
-func eventHost(e corev1.Event) string { return cmp.Or(e.Source.Host, e.ReportingInstance) }
 
 // isPlexus: the event's component is one of plexus's programs.
 func isPlexus(component string) bool {

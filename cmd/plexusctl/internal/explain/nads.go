@@ -30,9 +30,7 @@ type nadRead struct {
 	obj  *source.NAD
 	from string // "cluster" or the manifest's path
 	err  error
-	// why is err as the report says it (s3.4): not found, with what the
-	// namespace has (nearby), or cannot be read.
-	why string
+	why  string // err as the report says it (s3.4)
 }
 
 func newNADReader(files []string, cluster *Cluster) (*nadReader, error) {
@@ -75,9 +73,8 @@ func (r *nadReader) read(ctx context.Context, namespace, name string) *nadRead {
 	return n
 }
 
-// planSource is the pipeline's source for explain's plan: the pod explain
-// read, the NADs of nadReader, and the namespace labels of its cluster.
-// It publishes nothing.
+// planSource is the source of explain's plan: its pod, the nadReader's
+// NADs and the cluster's namespace labels. It publishes nothing.
 type planSource struct {
 	pod  *source.Pod
 	nads *nadReader
@@ -111,10 +108,8 @@ func (s *planSource) NamespaceLabels(ctx context.Context, namespace string) (map
 // maxShownNADs bounds the names a missing NAD's hint lists.
 const maxShownNADs = 20
 
-// nearby says, for a missing NAD, which NADs its namespace has (from the
-// --nad manifests and the cluster), the nearest name, and that fixing the
-// annotation in place is enough: the runtime retries the pod's sandbox,
-// and plexus reads the annotation again each time.
+// nearby says, for a missing NAD, which NADs its namespace has (manifests
+// and cluster) and the nearest name.
 func (r *nadReader) nearby(ctx context.Context, namespace, name string) string {
 	var names []string
 	for ref := range r.manifests {
@@ -142,9 +137,8 @@ func (r *nadReader) nearby(ctx context.Context, namespace, name string) string {
 	return hint
 }
 
-// nearest is the name closest to want by edit distance, if it is close
-// enough to be a likely typo (at most a third of its length, and 1 at
-// least), "" otherwise.
+// nearest is the name closest to want if it is a likely typo: at most a
+// third of its length away, and 1 at least.
 func nearest(want string, names []string) string {
 	best, bestD := "", max(1, len(want)/3)+1
 	for _, n := range names {
@@ -155,8 +149,7 @@ func nearest(want string, names []string) string {
 	return best
 }
 
-// nadReport is the NAD of attachment a as read and as the plan resolved it
-// (s3.4.1, s3.4.2), with the devices it names.
+// nadReport is a's NAD as read and resolved (s3.4.1, s3.4.2), with its devices.
 func (b *builder) nadReport(namespace, name string, a *pipeline.Planned) NAD {
 	out := NAD{Namespace: namespace, Name: name}
 	n := b.nads.seen[namespace+"/"+name]
@@ -188,8 +181,7 @@ func (b *builder) nadReport(namespace, name string, a *pipeline.Planned) NAD {
 	return out
 }
 
-// cause is a plan error's message without the pod and network it names
-// first (the report says where).
+// cause is a plan error's message without the pod and network it starts with.
 func cause(e *types.Error, pod, network string) string {
 	msg := strings.TrimPrefix(e.Msg, "pod "+pod+": ")
 	return strings.TrimPrefix(msg, "network "+network+": ")

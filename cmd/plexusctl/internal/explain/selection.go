@@ -17,26 +17,27 @@ import (
 	"github.com/plexus-cni/plexus/core/selection"
 )
 
-// InvalidConsequence is what plexus does with an invalid annotation
-// (s4.1: "invalid and ignored") unless strictSelection is set;
-// StrictConsequence what it does with it set.
+// InvalidConsequence and StrictConsequence are what plexus does with an
+// invalid annotation (s4.1) without and with strictSelection.
 const (
 	InvalidConsequence = "plexus attaches the default network only (s4.1); with strictSelection the ADD fails instead"
 	StrictConsequence  = "the ADD fails (strictSelection)"
 )
 
-// defaultRuntimeInterface is the default network's interface: the
-// runtime's CNI_IFNAME, which every runtime sets to eth0.
+// defaultRuntimeInterface is the CNI_IFNAME every runtime gives.
 const defaultRuntimeInterface = "eth0"
 
 // plan makes the node's plan for the pod (pipeline.Plan, off the node,
 // past every failure) and reports it.
 func (b *builder) plan(ctx context.Context, c *config.Config) {
-	p := &pipeline.Pipeline{
-		Config: c,
-		Source: &planSource{pod: b.pod, nads: b.nads},
-		Stages: b.stages(),
-		Log:    slog.New(slog.DiscardHandler),
+	p := &pipeline.Pipeline{Config: c, Source: &planSource{pod: b.pod, nads: b.nads}, Log: slog.New(slog.DiscardHandler)}
+	// The stages explain loaded, as the node's pipeline has them; a nil
+	// one must stay a nil interface.
+	if b.engine != nil {
+		p.Stages.Authorizer = b.engine
+	}
+	if b.ext != nil {
+		p.Stages.Preparer = b.ext
 	}
 	req := &pipeline.Request{
 		ContainerID: "plexusctl-explain", IfName: defaultRuntimeInterface,
@@ -52,19 +53,6 @@ func (b *builder) plan(ctx context.Context, c *config.Config) {
 		b.r.Attachments = append(b.r.Attachments, b.attachment(a))
 	}
 	b.verdict(v, err)
-}
-
-// stages are the policy and extensions explain loaded, as the node's
-// pipeline has them.
-func (b *builder) stages() pipeline.Stages {
-	var s pipeline.Stages
-	if b.engine != nil {
-		s.Authorizer = b.engine
-	}
-	if b.ext != nil {
-		s.Preparer = b.ext
-	}
-	return s
 }
 
 // selection reports the networks annotation as the plan parsed it (s4.1).
@@ -95,9 +83,9 @@ func (b *builder) selection(v *pipeline.Plan, strict bool) {
 	}
 }
 
-// defaultNetwork reports v1.multus-cni.io/default-network, which the node
-// honors with Multus compatibility on. A bad value, a missing NAD or a
-// denial fails the ADD: the pod must not start on another network.
+// defaultNetwork reports v1.multus-cni.io/default-network (compat only).
+// A bad value, a missing NAD or a denial fails the ADD: the pod must not
+// start on another network.
 func (b *builder) defaultNetwork(v *pipeline.Plan) {
 	val, ok := b.pod.Annotations[selection.DefaultNetworkAnnotation]
 	if !ok {
@@ -122,7 +110,7 @@ func (b *builder) defaultNetwork(v *pipeline.Plan) {
 }
 
 // nadOf is the NAD an attachment names: the one read, else the
-// "namespace/name" it was planned as; "" when it has none.
+// "namespace/name" it was planned as.
 func nadOf(a *pipeline.Planned) (namespace, name string) {
 	if a.NAD != nil {
 		return a.NAD.Namespace, a.NAD.Name
@@ -137,8 +125,7 @@ func nadOf(a *pipeline.Planned) (namespace, name string) {
 	return ns, name
 }
 
-// attachment reports one planned selection element or defaultNetworks
-// network.
+// attachment reports a selection element or defaultNetworks network.
 func (b *builder) attachment(a *pipeline.Planned) Attachment {
 	ns, name := nadOf(a)
 	out := Attachment{Index: a.Index, Network: ns + "/" + name, Interface: a.IfName, Ignored: a.Ignored, NAD: b.nadReport(ns, name, a), Policy: b.decision(a)}

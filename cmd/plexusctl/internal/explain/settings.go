@@ -14,8 +14,7 @@ import (
 )
 
 // nodeConfig is the config the plan is made with: the --config file, the
-// settings the node's PlexusNode reports, or plexus's defaults, said so
-// in a warning naming what they are.
+// node's PlexusNode's settings, or plexus's defaults with a warning.
 func (b *builder) nodeConfig(ctx context.Context) (*config.Config, error) {
 	if path := b.opts.ConfigFile; path != "" {
 		raw, err := os.ReadFile(path)
@@ -27,16 +26,19 @@ func (b *builder) nodeConfig(ctx context.Context) (*config.Config, error) {
 			return nil, fmt.Errorf("--config %s: %w", path, err)
 		}
 		b.r.Settings = Settings{From: "config " + path, NodeSettings: *nodestate.Settings(c, "")}
-		return offNode(c), nil
+		// An auxiliary chain is a directory on the node, which Plan does
+		// not leave to the node as it does the rest.
+		c.AuxiliaryCNIChainName = ""
+		return c, nil
 	}
 	node, why := b.planNode(ctx)
-	if node != nil && node.Status.Settings != nil {
+	if node != nil {
 		c, err := configOf(node.Status.Settings)
 		if err != nil {
 			return nil, fmt.Errorf("PlexusNode %s: %w", node.Name, err)
 		}
 		b.r.Settings = Settings{From: "PlexusNode " + node.Name, NodeSettings: *node.Status.Settings}
-		return offNode(c), nil
+		return c, nil
 	}
 	c, err := configOf(&plexusapi.NodeSettings{})
 	if err != nil {
@@ -47,8 +49,8 @@ func (b *builder) nodeConfig(ctx context.Context) (*config.Config, error) {
 	return c, nil
 }
 
-// planNode reads the PlexusNode of --node, else of the pod's node; nil
-// says why there is none.
+// planNode reads the PlexusNode of --node, else of the pod's node, with
+// settings; or says why there is none.
 func (b *builder) planNode(ctx context.Context) (*plexusapi.PlexusNode, string) {
 	name := cmp.Or(b.opts.Node, b.pod.NodeName)
 	switch {
@@ -69,9 +71,8 @@ func (b *builder) planNode(ctx context.Context) (*plexusapi.PlexusNode, string) 
 	return pn, ""
 }
 
-// configOf is a config with the node's settings, as plexus reads it:
-// the settings' names are the config's keys, and what they leave out
-// takes the config's defaults.
+// configOf is a config with the node's settings: their names are the
+// config's keys, and what they leave out takes the defaults.
 func configOf(s *plexusapi.NodeSettings) (*config.Config, error) {
 	raw, err := json.Marshal(s)
 	if err != nil {
@@ -82,13 +83,6 @@ func configOf(s *plexusapi.NodeSettings) (*config.Config, error) {
 		return nil, fmt.Errorf("settings: %w", err)
 	}
 	return c, nil
-}
-
-// offNode leaves out of c what names the node's files beyond those Plan
-// leaves to the node itself: an auxiliary chain is a directory there.
-func offNode(c *config.Config) *config.Config {
-	c.AuxiliaryCNIChainName = ""
-	return c
 }
 
 func describeSettings(s *plexusapi.NodeSettings) string {
