@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"fmt"
+	"slices"
 
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -14,27 +15,13 @@ import (
 )
 
 // kubeFlags are kubectl's connection flags (--kubeconfig, --context,
-// -n/--namespace, --server, ...), on the root so that every command
-// names a cluster as kubectl does; clients is the one place plexusctl's
-// API clients are built from them. (plexusctl install, run in a pod,
-// connects with flags of its own.)
+// -n/--namespace, --server, ...), on the root so that every command names
+// a cluster as kubectl does. (install, run in a pod, has its own.)
 type kubeFlags struct {
 	config *genericclioptions.ConfigFlags
-	// flags holds kubectl's flags alone. The root's persistent flags
-	// hold the same *pflag.Flag values, so parsing marks them Changed
-	// here too.
+	// flags holds kubectl's flags alone; the root's persistent flags hold
+	// the same *pflag.Flag values, so parsing marks them Changed here too.
 	flags *pflag.FlagSet
-}
-
-// connecting says whether a kubectl flag asks for a cluster. Those that
-// only tune a connection or scope a request do not: giving one with
-// explain -f or migrate --from does not make the command connect.
-func connecting(flag string) bool {
-	switch flag {
-	case "namespace", "cache-dir", "request-timeout", "disable-compression":
-		return false
-	}
-	return true
 }
 
 func newKubeFlags(fs *pflag.FlagSet) *kubeFlags {
@@ -45,8 +32,7 @@ func newKubeFlags(fs *pflag.FlagSet) *kubeFlags {
 }
 
 // clients connects as the flags say: the kubeconfig they name, else
-// $KUBECONFIG, else ~/.kube/config, with their overrides. The clients are
-// those explain reads; the other commands take the one they need.
+// $KUBECONFIG, else ~/.kube/config, with their overrides.
 func (k *kubeFlags) clients() (*explain.Cluster, error) {
 	cfg, err := k.config.ToRESTConfig()
 	c := &explain.Cluster{}
@@ -65,13 +51,13 @@ func (k *kubeFlags) clients() (*explain.Cluster, error) {
 	return c, nil
 }
 
-// given names the first connection flag on the command line, "" when
-// none is: then a command that can work without the cluster does. With
-// all, it names the first of kubectl's flags, connection flag or not.
+// given names the first connection flag on the command line, "" when none
+// is: then a command that can work without the cluster does. Flags that
+// only tune a connection or scope a request do not count, unless all.
 func (k *kubeFlags) given(all bool) string {
-	name := ""
+	name, tuning := "", []string{"namespace", "cache-dir", "request-timeout", "disable-compression"}
 	k.flags.VisitAll(func(f *pflag.Flag) {
-		if name == "" && f.Changed && (all || connecting(f.Name)) {
+		if name == "" && f.Changed && (all || !slices.Contains(tuning, f.Name)) {
 			name = f.Name
 		}
 	})

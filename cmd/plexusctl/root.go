@@ -45,7 +45,7 @@ $KUBECONFIG, else ~/.kube/config.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
-	if isPlugin(invokedAs) {
+	if strings.TrimSuffix(filepath.Base(invokedAs), ".exe") == pluginBinary {
 		// Cobra shows the display name in usage lines, and keeps the
 		// binary's name for completion scripts.
 		root.Use = pluginBinary
@@ -61,13 +61,8 @@ $KUBECONFIG, else ~/.kube/config.`,
 	return root
 }
 
-func isPlugin(invokedAs string) bool {
-	return strings.TrimSuffix(filepath.Base(invokedAs), ".exe") == pluginBinary
-}
-
-// execute runs the command line and returns the exit status. Errors the
-// commands return carry theirs (exitError); any other comes from parsing
-// the command line (cobra's, pflag's) and is a usage error.
+// execute runs the command line and returns the exit status: an
+// exitError's, else ExitUsage (cobra's and pflag's parse errors).
 func execute(ctx context.Context, root *cobra.Command, args []string) int {
 	if args == nil {
 		args = []string{} // nil would make cobra read os.Args
@@ -81,13 +76,8 @@ func execute(ctx context.Context, root *cobra.Command, args []string) int {
 	if !errors.As(err, &e) {
 		e = &exitError{code: codes.ExitUsage, err: err}
 	}
-	report(cmd, e)
-	return e.code
-}
-
-// report writes e to cmd's stderr, naming the command, and for a usage
-// error the usage or where to find it.
-func report(cmd *cobra.Command, e *exitError) {
+	// The error names the command; a usage error adds the usage or where
+	// to find it.
 	w := cmd.ErrOrStderr()
 	if e.err != nil {
 		fmt.Fprintf(w, "%s: %v\n", cmd.CommandPath(), e.err)
@@ -98,13 +88,13 @@ func report(cmd *cobra.Command, e *exitError) {
 	case e.code == codes.ExitUsage:
 		fmt.Fprintf(w, "Run '%s --help' for usage.\n", cmd.CommandPath())
 	}
+	return e.code
 }
 
 // exitError is a command's failure and the exit status it maps to.
 type exitError struct {
 	code int
-	// err is printed after the command's name; nil prints nothing (the
-	// command's output already said it, as a failing test run does).
+	// err nil prints nothing: the command's output already said it.
 	err error
 	// usage prints the command's whole usage, not a pointer to --help.
 	usage bool
@@ -134,9 +124,8 @@ func failed(err error) error {
 // exitStatus ends with code and no message.
 func exitStatus(code int) error { return &exitError{code: code} }
 
-// newGroupCmd is a command that only holds others. Named alone it prints
-// its usage and exits ExitUsage; an argument that is none of its commands
-// is refused.
+// newGroupCmd is a command that only holds others: named alone it prints
+// its usage; an argument that is none of its commands is refused.
 func newGroupCmd(use, short string, subs ...*cobra.Command) *cobra.Command {
 	c := &cobra.Command{Use: use, Short: short, Args: subcommandArgs, RunE: needSubcommand, SuggestionsMinimumDistance: suggestionDistance}
 	c.AddCommand(subs...)
@@ -147,12 +136,10 @@ func needSubcommand(*cobra.Command, []string) error {
 	return &exitError{code: codes.ExitUsage, err: errors.New("name a command"), usage: true}
 }
 
-// suggestionDistance is how many edits away from a command a mistyped
-// one may be to be suggested.
+// suggestionDistance is how far a mistyped command may be to be suggested.
 const suggestionDistance = 2
 
-// subcommandArgs refuses a group's argument: cobra found no command by
-// that name.
+// subcommandArgs refuses a group's argument: no command has that name.
 func subcommandArgs(cmd *cobra.Command, args []string) error {
 	if len(args) == 0 {
 		return nil
@@ -181,8 +168,7 @@ func argsBetween(least, most int, missing string) cobra.PositionalArgs {
 	}
 }
 
-// examples formats command lines (at least one) under the program's
-// name.
+// examples formats command lines under the program's name.
 func examples(prog string, lines ...string) string {
 	prefix := "  " + prog + " "
 	return prefix + strings.Join(lines, "\n"+prefix)
@@ -220,4 +206,59 @@ func completeSubcommands(cmd *cobra.Command, args []string, toComplete string) (
 		}
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// Version is set at build time (-ldflags "-X main.Version=..."); the
+// installer reports it in the node's PlexusNode.
+var Version = "dev"
+
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "print plexusctl's version",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fmt.Fprintln(cmd.OutOrStdout(), Version)
+			return nil
+		},
+	}
+}
+
+// writeUsage is every command's usage (help shows it after the long
+// description). It differs from cobra's in two ways: a group, runnable
+// only so that it can refuse an unknown command, shows just
+// "GROUP [command]"; and below the root, kubectl's connection flags are
+// named, not listed, as kubectl does with its global options.
+func writeUsage(c *cobra.Command) error {
+	var b strings.Builder
+	b.WriteString("Usage:\n")
+	if c.HasAvailableSubCommands() {
+		fmt.Fprintf(&b, "  %s [command]\n", c.CommandPath())
+	} else {
+		fmt.Fprintf(&b, "  %s\n", c.UseLine())
+	}
+	if c.HasExample() {
+		fmt.Fprintf(&b, "\nExamples:\n%s\n", c.Example)
+	}
+	if c.HasAvailableSubCommands() {
+		b.WriteString("\nAvailable Commands:\n")
+		for _, sub := range c.Commands() {
+			// help is not "available" to cobra, but is worth listing.
+			if sub.IsAvailableCommand() || sub.Name() == "help" {
+				fmt.Fprintf(&b, "  %-*s %s\n", c.NamePadding(), sub.Name(), sub.Short)
+			}
+		}
+	}
+	if c.HasAvailableLocalFlags() {
+		fmt.Fprintf(&b, "\nFlags:\n%s", c.LocalFlags().FlagUsages())
+	}
+	if c.HasAvailableInheritedFlags() {
+		fmt.Fprintf(&b, "\nGlobal Flags:\n  kubectl's connection flags (--kubeconfig, --context, -n/--namespace, ...): '%s --help' lists them\n",
+			c.Root().CommandPath())
+	}
+	if c.HasAvailableSubCommands() {
+		fmt.Fprintf(&b, "\nRun '%s [command] --help' for more about a command.\n", c.CommandPath())
+	}
+	_, err := io.WriteString(c.OutOrStderr(), b.String())
+	return err
 }
