@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 
@@ -21,14 +20,9 @@ func newExplainCmd(a *app) *cobra.Command {
 	return c
 }
 
-// explainArgs are explain pod's flags.
-type explainArgs struct {
-	opts   explain.Options
-	output string
-}
-
 func newExplainPodCmd(a *app) *cobra.Command {
-	var e explainArgs
+	var opts explain.Options
+	var output string
 	c := &cobra.Command{
 		Use:   "pod (NAMESPACE/NAME | -f POD.yaml)",
 		Short: "why a pod has, or does not have, its networks",
@@ -53,53 +47,50 @@ connection flag such as --kubeconfig is given or $KUBECONFIG is set.`,
 			"explain pod team-a/web --policy policies/library --policy admin.yaml -o json"),
 		Args: argsBetween(0, 1, ""),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.explainPod(cmd, &e, args)
+			if output != "text" && output != "json" {
+				return usageErrorf("-o %q: want text or json", output)
+			}
+			if err := podArg(&opts, args, a.kube.namespace("")); err != nil {
+				return usageError(err)
+			}
+			// A manifest explained with no cluster named (no connection
+			// flag, $KUBECONFIG unset) takes its NADs from --nad only.
+			if opts.PodFile == "" || a.kube.given(false) != "" || os.Getenv("KUBECONFIG") != "" {
+				var err error
+				if opts.Cluster, err = a.kube.clients(); err != nil {
+					return failed(printable{err})
+				}
+			}
+			rep, err := explain.Explain(cmd.Context(), opts)
+			if err == nil {
+				if output == "text" {
+					err = explain.WriteText(cmd.OutOrStdout(), rep)
+				} else {
+					enc := json.NewEncoder(cmd.OutOrStdout())
+					enc.SetIndent("", "  ")
+					err = enc.Encode(rep)
+				}
+			}
+			if err != nil {
+				return failed(printable{err})
+			}
+			if !rep.OK {
+				return exitStatus(codes.ExitFail) // the report says why
+			}
+			return nil
 		},
 	}
 	fs := c.Flags()
-	fs.StringVarP(&e.opts.PodFile, "filename", "f", "", "explain a Pod manifest, before the pod exists")
-	fs.StringArrayVar(&e.opts.NADFiles, "nad", nil, "a NetworkAttachmentDefinition manifest, looked at before the cluster (repeatable)")
-	fs.StringArrayVar(&e.opts.Policies, "policy", nil, "Rego modules, data files, directories, as the plugin config's policy.paths (repeatable)")
-	fs.StringVar(&e.opts.PolicyObject, "policy-object", explain.DefaultPolicyObject,
+	fs.StringVarP(&opts.PodFile, "filename", "f", "", "explain a Pod manifest, before the pod exists")
+	fs.StringArrayVar(&opts.NADFiles, "nad", nil, "a NetworkAttachmentDefinition manifest, looked at before the cluster (repeatable)")
+	fs.StringArrayVar(&opts.Policies, "policy", nil, "Rego modules, data files, directories, as the plugin config's policy.paths (repeatable)")
+	fs.StringVar(&opts.PolicyObject, "policy-object", explain.DefaultPolicyObject,
 		`without --policy, decide with this AttachmentPolicy and the rule library built into plexusctl, as nodes do ("" for no policy)`)
-	fs.StringVar(&e.opts.ExtensionsFile, "extensions", "", `plexus's extensions config ({"modules": [...]})`)
-	fs.StringVar(&e.opts.ConfigFile, "config", "", "plan with this plexus config's settings, not the node's PlexusNode's")
-	fs.StringVar(&e.opts.Node, "node", "", "also report the node's side: its plexus pod, its PlexusNode (config, default network, missing plugins, policy, extensions) and its AttachmentPolicy status entries")
-	fs.StringVarP(&e.output, "output", "o", "text", "output format: text or json")
+	fs.StringVar(&opts.ExtensionsFile, "extensions", "", `plexus's extensions config ({"modules": [...]})`)
+	fs.StringVar(&opts.ConfigFile, "config", "", "plan with this plexus config's settings, not the node's PlexusNode's")
+	fs.StringVar(&opts.Node, "node", "", "also report the node's side: its plexus pod, its PlexusNode (config, default network, missing plugins, policy, extensions) and its AttachmentPolicy status entries")
+	fs.StringVarP(&output, "output", "o", "text", "output format: text or json")
 	return c
-}
-
-func (a *app) explainPod(cmd *cobra.Command, e *explainArgs, args []string) error {
-	if e.output != "text" && e.output != "json" {
-		return usageErrorf("-o %q: want text or json", e.output)
-	}
-	if err := podArg(&e.opts, args, a.kube.namespace("")); err != nil {
-		return usageError(err)
-	}
-	var err error
-	if e.opts.Cluster, err = a.explainCluster(e.opts.PodFile != ""); err != nil {
-		return failed(printable{err})
-	}
-	rep, err := explain.Explain(cmd.Context(), e.opts)
-	if err != nil {
-		return failed(printable{err})
-	}
-	if err := writeExplain(cmd.OutOrStdout(), rep, e.output); err != nil {
-		return failed(printable{err})
-	}
-	if !rep.OK {
-		return exitStatus(codes.ExitFail) // the report says why
-	}
-	return nil
-}
-
-func writeExplain(w io.Writer, rep *explain.Report, output string) error {
-	if output == "text" {
-		return explain.WriteText(w, rep)
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(rep)
 }
 
 // podArg takes NAMESPACE/NAME, or NAME in namespace (default when
@@ -125,16 +116,6 @@ func podArg(opts *explain.Options, rest []string, namespace string) error {
 	}
 	opts.Namespace, opts.Name = ns, name
 	return nil
-}
-
-// explainCluster connects unless a manifest is explained without any
-// cluster named (no connection flag, $KUBECONFIG unset): then NADs come
-// from --nad only.
-func (a *app) explainCluster(manifest bool) (*explain.Cluster, error) {
-	if manifest && a.kube.given(false) == "" && os.Getenv("KUBECONFIG") == "" {
-		return nil, nil
-	}
-	return a.kube.clients()
 }
 
 // printable keeps what the cluster said (names, messages) from writing

@@ -36,14 +36,9 @@ func newExtInspectCmd() *cobra.Command {
 	}
 }
 
-// runArgs are ext run's flags.
-type runArgs struct {
-	hook, input, config, memory string
-	timeout                     time.Duration
-}
-
 func newExtRunCmd() *cobra.Command {
-	var r runArgs
+	var hook, input, config, memory string
+	var timeout time.Duration
 	c := &cobra.Command{
 		Use:   "run MODULE.wasm --hook prepare|enrich --input FILE",
 		Short: "run one hook as plexus would, and print what plexus would do with the answer",
@@ -53,49 +48,39 @@ args, or the enriched status entry, with the warnings; exit 1 when the
 hook fails.`,
 		Args: argsBetween(1, 1, "name the module"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts, err := r.options(cmd.InOrStdin())
-			if err != nil {
-				return err
+			switch {
+			case hook == "" || input == "":
+				return usageErrorf("run needs --hook and --input")
+			case timeout < 0:
+				return usageErrorf("--timeout %s is negative", timeout)
 			}
+			var in []byte
+			var err error
+			if input == "-" { // stdin, up to 16 MiB
+				in, err = io.ReadAll(io.LimitReader(cmd.InOrStdin(), 16<<20))
+			} else {
+				in, err = os.ReadFile(input)
+			}
+			if err != nil {
+				return failed(fmt.Errorf("--input: %w", err))
+			}
+			mc := extensions.ModuleConfig{Timeout: extensions.Duration(timeout), MemoryLimit: memory}
+			if config != "" {
+				if mc.Config, err = os.ReadFile(config); err != nil {
+					return failed(fmt.Errorf("--config: %w", err))
+				}
+			}
+			opts := extensions.RunOptions{Hook: hook, Input: in, Module: mc}
 			return failed(extensions.RunHook(cmd.Context(), cmd.OutOrStdout(), args[0], opts))
 		},
 	}
 	fs := c.Flags()
-	fs.StringVar(&r.hook, "hook", "", "prepare or enrich")
-	fs.StringVar(&r.input, "input", "", "hook input document (JSON); - for stdin")
-	fs.StringVar(&r.config, "config", "", "module config (JSON file); default: the input's moduleConfig")
-	fs.DurationVar(&r.timeout, "timeout", 0, "per-call deadline")
-	fs.StringVar(&r.memory, "memory", "", "memory limit, like 64Mi")
+	fs.StringVar(&hook, "hook", "", "prepare or enrich")
+	fs.StringVar(&input, "input", "", "hook input document (JSON); - for stdin")
+	fs.StringVar(&config, "config", "", "module config (JSON file); default: the input's moduleConfig")
+	fs.DurationVar(&timeout, "timeout", 0, "per-call deadline")
+	fs.StringVar(&memory, "memory", "", "memory limit, like 64Mi")
 	return c
-}
-
-// options checks the flags (usage errors) and reads the files they name.
-func (r runArgs) options(stdin io.Reader) (extensions.RunOptions, error) {
-	switch {
-	case r.hook == "" || r.input == "":
-		return extensions.RunOptions{}, usageErrorf("run needs --hook and --input")
-	case r.timeout < 0:
-		return extensions.RunOptions{}, usageErrorf("--timeout %s is negative", r.timeout)
-	}
-	in, err := readInput(r.input, stdin)
-	if err != nil {
-		return extensions.RunOptions{}, failed(fmt.Errorf("--input: %w", err))
-	}
-	mc := extensions.ModuleConfig{Timeout: extensions.Duration(r.timeout), MemoryLimit: r.memory}
-	if r.config != "" {
-		if mc.Config, err = os.ReadFile(r.config); err != nil {
-			return extensions.RunOptions{}, failed(fmt.Errorf("--config: %w", err))
-		}
-	}
-	return extensions.RunOptions{Hook: r.hook, Input: in, Module: mc}, nil
-}
-
-// readInput reads the input document; "-" is stdin, up to 16 MiB.
-func readInput(path string, stdin io.Reader) ([]byte, error) {
-	if path == "-" {
-		return io.ReadAll(io.LimitReader(stdin, 16<<20))
-	}
-	return os.ReadFile(path)
 }
 
 func newExtWarmCmd() *cobra.Command {

@@ -7,8 +7,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/plexus-cni/plexus/cmd/plexusctl/internal/explain"
+	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
 	"github.com/plexus-cni/plexus/core/codes"
 	"github.com/plexus-cni/plexus/policies"
+	"github.com/plexus-cni/plexus/policies/push"
 )
 
 func newPolicyCmd(a *app) *cobra.Command {
@@ -25,9 +28,7 @@ func newPolicyCmd(a *app) *cobra.Command {
 }
 
 // needPaths is the argument check of the commands that read policy files.
-func needPaths() cobra.PositionalArgs {
-	return argsBetween(1, -1, "name at least one file or directory")
-}
+var needPaths = argsBetween(1, -1, "name at least one file or directory")
 
 func newPolicyTestCmd() *cobra.Command {
 	var opts policies.TestOptions
@@ -36,7 +37,7 @@ func newPolicyTestCmd() *cobra.Command {
 		Short: "run the Rego unit tests (test_* rules)",
 		Long: `Run the test_* rules of the .rego files in PATHS (files or directories);
 exit 1 when one fails, or when there is none.`,
-		Args: needPaths(),
+		Args: needPaths,
 		RunE: func(cmd *cobra.Command, paths []string) error {
 			sum, err := policies.RunTests(cmd.Context(), paths, opts, cmd.OutOrStdout())
 			if err != nil {
@@ -58,7 +59,7 @@ func newPolicyCheckCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "check PATHS...",
 		Short: "compile strictly, *_test.rego included",
-		Args:  needPaths(),
+		Args:  needPaths,
 		RunE: func(cmd *cobra.Command, paths []string) error {
 			if err := policies.Check(cmd.Context(), paths); err != nil {
 				return failed(err)
@@ -74,7 +75,7 @@ func newPolicyFmtCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "fmt PATHS...",
 		Short: "format .rego files in place, or list unformatted ones",
-		Args:  needPaths(),
+		Args:  needPaths,
 		RunE: func(cmd *cobra.Command, paths []string) error {
 			files, err := policies.Format(paths, check)
 			for _, f := range files {
@@ -111,7 +112,19 @@ denied.`,
 			case len(opts.Policies) == 0:
 				return usageErrorf("name the policy with --policy")
 			}
-			return policyEval(cmd, opts)
+			res, err := policies.Eval(cmd.Context(), opts)
+			if err != nil {
+				return failed(err)
+			}
+			out, err := json.MarshalIndent(res, "", "  ")
+			if err != nil {
+				return failed(fmt.Errorf("encoding the decision: %w", err))
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), string(out))
+			if !res.Decision.Allowed {
+				return exitStatus(codes.ExitDenied)
+			}
+			return nil
 		},
 	}
 	fs := c.Flags()
@@ -125,22 +138,6 @@ denied.`,
 	return c
 }
 
-func policyEval(cmd *cobra.Command, opts policies.EvalOptions) error {
-	res, err := policies.Eval(cmd.Context(), opts)
-	if err != nil {
-		return failed(err)
-	}
-	out, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		return failed(fmt.Errorf("encoding the decision: %w", err))
-	}
-	fmt.Fprintln(cmd.OutOrStdout(), string(out))
-	if !res.Decision.Allowed {
-		return exitStatus(codes.ExitDenied)
-	}
-	return nil
-}
-
 func newPolicyBaselineCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "baseline",
@@ -151,6 +148,68 @@ func newPolicyBaselineCmd() *cobra.Command {
 			return failed(err)
 		},
 	}
+}
+
+func newPolicyPushCmd(a *app) *cobra.Command {
+	var name, onDelete, library string
+	c := &cobra.Command{
+		Use:   "push DIR",
+		Short: "test DIR's modules and data with the library, then create or update the AttachmentPolicy",
+		Long: `Read DIR's .rego modules and data files, compile them with the rule library
+and run their tests as a node will; only then create or update the
+AttachmentPolicy nodes follow, and print its revision.`,
+		Args: argsBetween(1, 1, "name one directory"),
+		RunE: func(cmd *cobra.Command, dirs []string) error {
+			if onDelete != plexusapi.OnDeleteKeep && onDelete != plexusapi.OnDeleteAllowAll {
+				return usageErrorf("--on-delete %q: want Keep or AllowAll", onDelete)
+			}
+			// Verify before connecting: a policy that fails its tests
+			// needs no cluster to say so.
+			dir, out := dirs[0], cmd.OutOrStdout()
+			spec, files, err := push.Read(dir)
+			if err != nil {
+				return failed(err)
+			}
+			spec.OnDelete = onDelete
+			_, passed, err := push.Verify(cmd.Context(), library, files, "(the directory)")
+			if err != nil {
+				return failed(fmt.Errorf("%s: nothing pushed: %w", dir, err))
+			}
+			fmt.Fprintf(out, "%s: %d modules, %d data files, %d tests passed\n", dir, len(spec.Modules), len(spec.Data), passed)
+			c, err := a.kube.clients()
+			if err != nil {
+				return failed(err)
+			}
+			rev, err := push.Push(cmd.Context(), c.Plexus, name, spec)
+			if err != nil {
+				return failed(err)
+			}
+			fmt.Fprintf(out, "AttachmentPolicy %s: revision %s\n", name, rev)
+			return nil
+		},
+	}
+	c.Flags().StringVar(&name, "name", explain.DefaultPolicyObject, "the AttachmentPolicy to create or update")
+	c.Flags().StringVar(&onDelete, "on-delete", plexusapi.OnDeleteKeep, "what nodes do if the object is deleted: Keep or AllowAll")
+	c.Flags().StringVar(&library, "library", "", "the rule library to test with (default: the one built into plexusctl, as the image ships it)")
+	return c
+}
+
+func newPolicyStatusCmd(a *app) *cobra.Command {
+	var name string
+	c := &cobra.Command{
+		Use:   "status",
+		Short: "the revision each node enforces",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.kube.clients()
+			if err != nil {
+				return failed(err)
+			}
+			return failed(push.Status(cmd.Context(), c.Plexus, name, cmd.OutOrStdout()))
+		},
+	}
+	c.Flags().StringVar(&name, "name", explain.DefaultPolicyObject, "the AttachmentPolicy")
+	return c
 }
 
 // labelsFlag is k=v,k2=v2; given, even empty, it makes the labels known.
