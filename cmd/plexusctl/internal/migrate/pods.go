@@ -12,7 +12,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/plexus-cni/plexus/core/config"
+	"github.com/plexus-cni/plexus/core/nad"
+	"github.com/plexus-cni/plexus/core/pipeline"
 	"github.com/plexus-cni/plexus/core/selection"
+	"github.com/plexus-cni/plexus/core/source"
 )
 
 // PodFinding is one way plexus would treat a pod differently from Multus.
@@ -38,12 +41,10 @@ func ListPods(ctx context.Context, client kubernetes.Interface) ([]corev1.Pod, e
 	}
 }
 
-// AnalyzePods checks each pod's annotations as plexus would read them with
-// the migrated config, and says where the outcome differs from Multus's:
-// annotations plexus refuses or reads in part (its validation is
-// stricter), and pod default networks the migrated isolation policy would
-// deny (Multus did not put a pod's default network to namespace
-// isolation; plexus's policy decides on every network the pod chose).
+// AnalyzePods says where plexus, with the migrated config, treats a pod's
+// annotations otherwise than Multus: those it refuses or reads in part,
+// and pod default networks the isolation policy would deny (Multus did
+// not put them to namespace isolation).
 func (r *Result) AnalyzePods(pods []corev1.Pod) []PodFinding {
 	systemNS := r.systemNamespace()
 	out, _ := findings(pods, func(p *corev1.Pod) ([]string, error) { return r.podReasons(p, systemNS), nil })
@@ -105,15 +106,88 @@ func (r *Result) isolationAllows(podNS, nadNS string) bool {
 	return slices.Contains(cfg["global_namespaces"].([]string), nadNS)
 }
 
-// PodReport lists the findings, one a line.
-func PodReport(findings []PodFinding, podCount int) string {
-	return listFindings(fmt.Sprintf("pods: %d checked, %d finding(s)\n", podCount, len(findings)), findings)
-}
-
 // listFindings is head, then one line per finding.
 func listFindings(head string, findings []PodFinding) string {
 	for _, f := range findings {
 		head += fmt.Sprintf("pod %s: %s\n", f.Pod, f.Reason)
 	}
 	return head
+}
+
+// BaselineFindings puts the networks each pod chose to the baseline policy
+// as plexus would on ADD (s7.4), and lists each denial's reason once per
+// pod. The rules judge NAD names, never their config, so no NAD is read.
+// Host-network pods (no CNI) and annotations plexus refuses (AnalyzePods
+// reports those) are left out.
+func (r *Result) BaselineFindings(ctx context.Context, policy pipeline.Authorizer, pods []corev1.Pod) ([]PodFinding, error) {
+	systemNS := r.systemNamespace()
+	return findings(pods, func(p *corev1.Pod) ([]string, error) {
+		if p.Spec.HostNetwork {
+			return nil, nil
+		}
+		return baselineReasons(ctx, policy, p, systemNS)
+	})
+}
+
+// baselineReasons decides on each attachment the pod chose and returns
+// the denials' reasons as "code: message", without repeats.
+func baselineReasons(ctx context.Context, policy pipeline.Authorizer, p *corev1.Pod, systemNS string) ([]string, error) {
+	pod := sourcePod(p)
+	var els []*selection.Element
+	if v, ok := p.Annotations[selection.Annotation]; ok {
+		// As plexus's default config parses it ("compat": "multus").
+		if res, err := selection.ParseWith(v, p.Namespace, config.DefaultParseOptions()); err == nil {
+			els = res.Elements
+		}
+	}
+	var atts []*pipeline.Attachment
+	if v, ok := p.Annotations[selection.DefaultNetworkAnnotation]; ok {
+		if d, err := selection.ParseDefaultNetwork(v, systemNS); err == nil {
+			atts = append(atts, &pipeline.Attachment{Origin: pipeline.OriginPodDefault, Default: true,
+				Name: d.Ref(), IfName: "eth0", NAD: standInNAD(d.Namespace, d.Name)})
+		}
+	}
+	for _, el := range els {
+		// The interface is the usual "net<position>" when the pod chose none.
+		atts = append(atts, &pipeline.Attachment{Index: el.Index, Origin: pipeline.OriginSelection, Selection: el,
+			Name: el.Ref(), IfName: cmp.Or(el.Interface, fmt.Sprintf("net%d", el.Index+1)), NAD: standInNAD(el.Namespace, el.Name)})
+	}
+	var out []string
+	for _, a := range atts {
+		d, err := policy.Authorize(ctx, &pipeline.AuthorizeRequest{Pod: pod, Attachment: a, Selections: els})
+		if err != nil {
+			return nil, fmt.Errorf("deciding on %s: %w", a.Name, err)
+		}
+		if d.Allowed {
+			continue
+		}
+		for _, r := range d.Reasons {
+			if line := r.Code + ": " + r.Message; !slices.Contains(out, line) {
+				out = append(out, line)
+			}
+		}
+	}
+	return out, nil
+}
+
+// standInNAD names a NAD without its spec.
+func standInNAD(ns, name string) *source.NAD {
+	return &nad.NetworkAttachmentDefinition{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+}
+
+func sourcePod(p *corev1.Pod) *source.Pod {
+	return &source.Pod{
+		Namespace: p.Namespace, Name: p.Name, UID: string(p.UID),
+		Labels: p.Labels, Annotations: p.Annotations,
+		ServiceAccountName: p.Spec.ServiceAccountName, NodeName: p.Spec.NodeName,
+	}
+}
+
+// BaselineReport lists the baseline's findings, one pod and reason a line.
+func BaselineReport(findings []PodFinding, podCount int) string {
+	pods := map[string]bool{}
+	for _, f := range findings {
+		pods[f.Pod] = true
+	}
+	return listFindings(fmt.Sprintf("baseline policy: %d pods checked, %d would be refused\n", podCount, len(pods)), findings)
 }
