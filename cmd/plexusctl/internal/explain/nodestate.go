@@ -83,21 +83,6 @@ func (c *Cluster) plexusNode(ctx context.Context, node string) (*plexusapi.Plexu
 	return n, nil
 }
 
-// followedPolicy reads the AttachmentPolicy a node says it follows.
-func (c *Cluster) followedPolicy(ctx context.Context, name string) *FollowedPolicy {
-	f := &FollowedPolicy{Object: name}
-	p, err := c.Plexus.PlexusV1alpha1().AttachmentPolicies().Get(ctx, name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		f.Missing = true
-	case err != nil:
-		f.Error = fmt.Sprintf("reading AttachmentPolicy %s: %v", name, err)
-	default:
-		f.Generation = p.Generation
-	}
-	return f
-}
-
 // nodeState reads the node's PlexusNode and checks it against the pod.
 func (b *builder) nodeState(ctx context.Context, n *Node, pods []corev1.Pod) {
 	pn, err := b.opts.Cluster.plexusNode(ctx, n.Name)
@@ -112,8 +97,7 @@ func (b *builder) nodeState(ctx context.Context, n *Node, pods []corev1.Pod) {
 		n.State = &NodeState{Found: true, Status: &pn.Status}
 		b.checkNodeState(n, pods)
 		if pol := pn.Status.Policy; pol != nil && pol.Source == "object" && pol.Object != "" {
-			n.Policy = b.opts.Cluster.followedPolicy(ctx, pol.Object)
-			b.checkFollowed(n.Name, pol, n.Policy)
+			b.followedPolicy(ctx, n, pol)
 		}
 	}
 }
@@ -233,15 +217,24 @@ func (b *builder) keysOf(module string) []string {
 	return out
 }
 
-// checkFollowed compares what the node enforces with the object it
-// follows; a refusal is reported with the node's state.
-func (b *builder) checkFollowed(node string, pol *plexusapi.NodePolicy, f *FollowedPolicy) {
+// followedPolicy reads the AttachmentPolicy the node follows and compares
+// it with what the node enforces; a refusal is reported with the node's
+// state.
+func (b *builder) followedPolicy(ctx context.Context, n *Node, pol *plexusapi.NodePolicy) {
+	f := &FollowedPolicy{Object: pol.Object}
+	n.Policy = f
+	obj, err := b.opts.Cluster.Plexus.PlexusV1alpha1().AttachmentPolicies().Get(ctx, f.Object, metav1.GetOptions{})
 	switch {
-	case f.Error != "":
-		b.warn("node %s: %s", node, f.Error)
-	case f.Missing || pol.Error != "":
-	case pol.ObservedGeneration < f.Generation:
-		b.warn("node %s has not yet acted on AttachmentPolicy %s generation %d (last tried %d)", node, f.Object, f.Generation, pol.ObservedGeneration)
+	case apierrors.IsNotFound(err):
+		f.Missing = true
+	case err != nil:
+		f.Error = fmt.Sprintf("reading AttachmentPolicy %s: %v", f.Object, err)
+		b.warn("node %s: %s", n.Name, f.Error)
+	default:
+		f.Generation = obj.Generation
+		if pol.Error == "" && pol.ObservedGeneration < f.Generation {
+			b.warn("node %s has not yet acted on AttachmentPolicy %s generation %d (last tried %d)", n.Name, f.Object, f.Generation, pol.ObservedGeneration)
+		}
 	}
 }
 

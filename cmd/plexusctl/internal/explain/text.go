@@ -11,7 +11,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
 	"github.com/plexus-cni/plexus/core/selection"
 	"github.com/plexus-cni/plexus/core/status"
 )
@@ -437,9 +436,21 @@ func textNodeState(p *printer, n *Node) {
 		p.line(2, "default network: %s not found in the conf dir (s6.1.1)", MarkProblem)
 	}
 	textPlugins(p, s)
-	textNodePolicy(p, st.Policy)
+	switch pol := st.Policy; {
+	case pol == nil:
+		p.line(2, "policy: not reported")
+	case pol.Error != "":
+		p.line(2, "policy: %s, %s %s; %s", policySource(pol), MarkWarning, pol.Error, inForce(pol.Revision))
+	default:
+		s := row("policy: "+policySource(pol), "revision ", shortRevision(pol.Revision))
+		p.line(2, "%s", s+onlyIf(!pol.Since.IsZero(), " since "+when(pol.Since)))
+	}
 	for _, x := range st.Extensions {
-		p.line(2, "%s", extensionLine(x))
+		if name := cmp.Or(x.Name, x.Path); x.Loaded {
+			p.line(2, "%s", row(fmt.Sprintf("extension %s (%s): loaded", name, x.Path), "version ", x.Version))
+		} else {
+			p.line(2, "extension %s (%s): %s failed to load: %s", name, x.Path, MarkWarning, x.Error)
+		}
 	}
 }
 
@@ -459,26 +470,6 @@ func textPlugins(p *printer, s *NodeState) {
 			p.line(2, "plugin %s: %s missing (not one this pod's networks name)", pl, MarkWarning)
 		}
 	}
-}
-
-func textNodePolicy(p *printer, pol *plexusapi.NodePolicy) {
-	switch {
-	case pol == nil:
-		p.line(2, "policy: not reported")
-	case pol.Error != "":
-		p.line(2, "policy: %s, %s %s; %s", policySource(pol), MarkWarning, pol.Error, inForce(pol.Revision))
-	default:
-		s := row("policy: "+policySource(pol), "revision ", shortRevision(pol.Revision))
-		p.line(2, "%s", s+onlyIf(!pol.Since.IsZero(), " since "+when(pol.Since)))
-	}
-}
-
-func extensionLine(x plexusapi.NodeExtension) string {
-	name := cmp.Or(x.Name, x.Path)
-	if !x.Loaded {
-		return fmt.Sprintf("extension %s (%s): %s failed to load: %s", name, x.Path, MarkWarning, x.Error)
-	}
-	return row(fmt.Sprintf("extension %s (%s): loaded", name, x.Path), "version ", x.Version)
 }
 
 // textNodePolicies writes what the node enforces of the object it follows.
