@@ -107,18 +107,25 @@ func groupDeviceNADs(pl *plan) (resources, claims deviceGroup, err error) {
 	return resources, claims, nil
 }
 
-// deviceNAD reads the devices a's NAD asks for: a claim, or a resource
-// (a.ResourceName); with neither a requested deviceID is handed on.
+// deviceNAD reads the devices a's NAD asks for: a claim of the pod, or a
+// device plugin resource (validated, into a.ResourceName), never both;
+// with neither a requested deviceID is handed on.
 func deviceNAD(a *Attachment) (claim string, isClaim bool, err error) {
-	res, claim, isClaim, err := DeviceAnnotations(a.NAD.Annotations)
+	res := a.NAD.Annotations[ResourceNameAnnotation]
+	claim, isClaim = a.NAD.Annotations[ResourceClaimAnnotation]
 	switch {
-	case err != nil || isClaim:
+	case isClaim && res != "":
+		return "", false, fmt.Errorf("the NAD names both a resource (%s) and a resource claim (%s): choose one", ResourceNameAnnotation, ResourceClaimAnnotation)
+	case isClaim:
 	case res != "":
+		if err := names.ResourceName("the NAD's "+ResourceNameAnnotation+" annotation", res); err != nil {
+			return "", false, err
+		}
 		a.ResourceName = res
 	case requestedDevice(a) != "":
 		setDevice(a, requestedDevice(a))
 	}
-	return claim, isClaim, err
+	return claim, isClaim, nil
 }
 
 // checkDevices is assignDevices off the node: it checks the NADs' device
@@ -264,22 +271,6 @@ func requestedDevice(a *Attachment) string {
 		return ""
 	}
 	return a.Selection.DeviceID
-}
-
-// DeviceAnnotations reads the devices a NAD's annotations ask for: a
-// device plugin resource (validated) or a claim of the pod, never both.
-func DeviceAnnotations(annotations map[string]string) (resource, claim string, isClaim bool, err error) {
-	resource = annotations[ResourceNameAnnotation]
-	claim, isClaim = annotations[ResourceClaimAnnotation]
-	switch {
-	case isClaim && resource != "":
-		return "", "", false, fmt.Errorf("the NAD names both a resource (%s) and a resource claim (%s): choose one", ResourceNameAnnotation, ResourceClaimAnnotation)
-	case resource != "":
-		if err := names.ResourceName("the NAD's "+ResourceNameAnnotation+" annotation", resource); err != nil {
-			return "", "", false, err
-		}
-	}
-	return resource, claim, isClaim, nil
 }
 
 // ParseClaimRef splits and checks a ResourceClaimAnnotation value.
