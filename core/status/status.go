@@ -142,12 +142,7 @@ func isLegacy(res types.Result) bool {
 
 // SandboxInterface is the index of the first interface with a sandbox, or -1.
 func SandboxInterface(r *types100.Result) int {
-	for i, iface := range r.Interfaces {
-		if iface != nil && iface.Sandbox != "" {
-			return i
-		}
-	}
-	return -1
+	return slices.IndexFunc(r.Interfaces, func(i *types100.Interface) bool { return i != nil && i.Sandbox != "" })
 }
 
 // addresses implements s5.3.3.1: addresses on the first sandbox interface,
