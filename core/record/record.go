@@ -187,26 +187,34 @@ func (s *Store) Save(r *Record) error {
 	if err != nil {
 		return fmt.Errorf("encoding attachment record: %w", err)
 	}
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	// One write call per line, so that concurrent readers and a crash see
+	// whole lines or a tail without a newline.
+	b = append(b, '\n')
+	err = writeFile(p, os.O_APPEND, b)
 	if errors.Is(err, os.ErrNotExist) {
 		if err := os.MkdirAll(s.Dir, 0o700); err != nil {
 			return fmt.Errorf("creating record directory: %w", err)
 		}
-		f, err = os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
-	}
-	if err != nil {
-		return fmt.Errorf("writing attachment record: %w", err)
-	}
-	// One write call per line, so that concurrent readers and a crash see
-	// whole lines or a tail without a newline.
-	_, err = f.Write(append(b, '\n'))
-	if cerr := f.Close(); err == nil {
-		err = cerr
+		err = writeFile(p, os.O_APPEND, b)
 	}
 	if err != nil {
 		return fmt.Errorf("writing attachment record: %w", err)
 	}
 	return nil
+}
+
+// writeFile writes b to the file at p in one call, creating it and
+// opening it with flag added, never through a symbolic link.
+func writeFile(p string, flag int, b []byte) error {
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|syscall.O_NOFOLLOW|flag, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // Remove deletes the container's record; a missing record is not an error.

@@ -39,15 +39,7 @@ func (t *Tombstones) Put(containerID, ifName string) error {
 	if err := os.MkdirAll(t.Dir, 0o700); err != nil {
 		return fmt.Errorf("creating tombstone directory: %w", err)
 	}
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
-	if err != nil {
-		return fmt.Errorf("writing tombstone: %w", err)
-	}
-	_, err = f.WriteString(ifName)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := writeFile(p, os.O_TRUNC, []byte(ifName)); err != nil {
 		return fmt.Errorf("writing tombstone: %w", err)
 	}
 	return t.bound()
