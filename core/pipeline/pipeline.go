@@ -4,11 +4,13 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/containernetworking/cni/libcni"
+	"github.com/containernetworking/cni/pkg/types"
 
 	"github.com/plexus-cni/plexus/core/config"
 	"github.com/plexus-cni/plexus/core/lock"
@@ -141,4 +143,26 @@ func (p *Pipeline) delegateCall(ctx context.Context, call func(context.Context) 
 		return fmt.Errorf("the delegate did not finish within delegateTimeout %s and was killed: %w", d, err)
 	}
 	return err
+}
+
+// newError builds the CNI error the runtime sees. The message names the pod
+// and the network when known, then the reason.
+func newError(code uint, pod, network string, err error) *types.Error {
+	msg := ""
+	if pod != "" {
+		msg = "pod " + pod + ": "
+	}
+	if network != "" {
+		msg += "network " + network + ": "
+	}
+	return &types.Error{Code: code, Msg: msg + err.Error()}
+}
+
+// asCNIError keeps an error that is already a CNI error and wraps others.
+func asCNIError(code uint, pod, network string, err error) *types.Error {
+	var te *types.Error
+	if errors.As(err, &te) {
+		return te
+	}
+	return newError(code, pod, network, err)
 }
