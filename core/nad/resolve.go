@@ -83,23 +83,15 @@ func FromConfDir(dir, name string) (*Resolved, error) {
 			if !e.Type().IsRegular() || !slices.Contains(exts, filepath.Ext(e.Name())) {
 				continue
 			}
-			if r, ok := matchFile(filepath.Join(dir, e.Name()), name); ok {
-				return r, nil
+			path := filepath.Join(dir, e.Name())
+			raw, err := os.ReadFile(path)
+			if err != nil {
+				continue // a broken file is skipped
+			}
+			if c, err := netconf.Parse(raw); err == nil && c.Name() == name {
+				return &Resolved{Config: raw, Source: path}, nil
 			}
 		}
 	}
 	return nil, nil
-}
-
-// matchFile reports a file whose "name" is name; a broken file is skipped.
-func matchFile(path, name string) (*Resolved, bool) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, false
-	}
-	c, err := netconf.Parse(raw)
-	if err != nil || c.Name() != name {
-		return nil, false
-	}
-	return &Resolved{Config: raw, Source: path}, true
 }
