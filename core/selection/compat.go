@@ -59,11 +59,7 @@ type Bandwidth struct {
 
 // IsCompatKey reports a key accepted with ParseOptions.Compat.
 func IsCompatKey(k string) bool {
-	switch k {
-	case KeyDefaultRoute, KeyCNIArgs, KeyPortMappings, KeyBandwidth, DeviceIDKey, InfinibandGUIDKey:
-		return true
-	}
-	return false
+	return slices.Contains([]string{KeyDefaultRoute, KeyCNIArgs, KeyPortMappings, KeyBandwidth, DeviceIDKey, InfinibandGUIDKey}, k)
 }
 
 // ArgKeys are the args.cni keys plexus sets from an element's own keys
