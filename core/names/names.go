@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/containernetworking/cni/pkg/types"
 	"github.com/containernetworking/cni/pkg/utils"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -67,12 +68,7 @@ func kubeLength(what, kind, s string, max int) error {
 
 // Interface checks a Linux interface name (s4.1.2.1.5) the way the kernel and
 // libcni do: 1-15 bytes, not "." or "..", no '/', ':' or whitespace.
-func Interface(s string) error {
-	if err := utils.ValidateInterfaceName(s); err != nil {
-		return fmt.Errorf("interface name %q is invalid: %s", truncate(s), err.Msg)
-	}
-	return nil
-}
+func Interface(s string) error { return cniName("interface name", s, utils.ValidateInterfaceName) }
 
 // SecondaryInterface checks a name a pod asks for its secondary interface
 // (s4.1.2.1.5): one the kernel leaves free. "lo" is in every namespace and
@@ -90,17 +86,15 @@ func SecondaryInterface(s string) error {
 }
 
 // ContainerID checks a CNI container ID: alphanumerics, '_', '.', '-'.
-func ContainerID(s string) error {
-	if err := utils.ValidateContainerID(s); err != nil {
-		return fmt.Errorf("container ID %q is invalid: %s", truncate(s), err.Msg)
-	}
-	return nil
-}
+func ContainerID(s string) error { return cniName("container ID", s, utils.ValidateContainerID) }
 
 // Network checks a CNI network name, which libcni joins into cache paths.
-func Network(s string) error {
-	if err := utils.ValidateNetworkName(s); err != nil {
-		return fmt.Errorf("network name %q is invalid: %s", truncate(s), err.Msg)
+func Network(s string) error { return cniName("network name", s, utils.ValidateNetworkName) }
+
+// cniName checks s with one of libcni's validators.
+func cniName(what, s string, validate func(string) *types.Error) error {
+	if err := validate(s); err != nil {
+		return fmt.Errorf("%s %q is invalid: %s", what, truncate(s), err.Msg)
 	}
 	return nil
 }
