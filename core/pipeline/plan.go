@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -77,10 +78,7 @@ func (p *Pipeline) lookupPod(ctx context.Context, req *Request) (*source.Pod, *t
 		return nil, nil
 	}
 	ref := ns + "/" + name
-	if err := names.Label("K8S_POD_NAMESPACE", ns); err != nil {
-		return nil, newError(codes.InvalidEnvironment, ref, "", err)
-	}
-	if err := names.Subdomain("K8S_POD_NAME", name); err != nil {
+	if err := cmp.Or(names.Label("K8S_POD_NAMESPACE", ns), names.Subdomain("K8S_POD_NAME", name)); err != nil {
 		return nil, newError(codes.InvalidEnvironment, ref, "", err)
 	}
 	if pod := p.podFromRuntime(req, ns, name); pod != nil {
