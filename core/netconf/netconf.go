@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/containernetworking/cni/libcni"
 
@@ -162,12 +163,10 @@ func (c *Conf) IPAMTypes() []string {
 
 // HasCapability reports whether any plugin declares capability cap.
 func (c *Conf) HasCapability(cap string) bool {
-	for _, p := range c.plugins {
-		if m, ok := p["capabilities"].(map[string]any); ok && m[cap] == true {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(c.plugins, func(p map[string]any) bool {
+		m, ok := p["capabilities"].(map[string]any)
+		return ok && m[cap] == true
+	})
 }
 
 // SetName sets the network name (s3.4.2).
