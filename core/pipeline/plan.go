@@ -178,17 +178,10 @@ func uidMismatch(pod *source.Pod, uid string) error {
 }
 
 func defaultAttachment(req *Request, c *clusterNetwork) *Attachment {
-	return &Attachment{
-		Index:          -1,
-		Default:        true,
-		Origin:         OriginClusterNetwork,
-		NAD:            c.nad,
-		Name:           c.name,
-		IfName:         req.IfName,
-		Config:         c.config,
-		CNIArgs:        delegateArgs(req.Args),
-		CapabilityArgs: defaultCapabilityArgs(req.RuntimeConfig, c),
-	}
+	a := standInDefault(req, OriginClusterNetwork, c.name)
+	a.NAD, a.Config = c.nad, c.config
+	a.CNIArgs, a.CapabilityArgs = delegateArgs(req.Args), defaultCapabilityArgs(req.RuntimeConfig, c)
+	return a
 }
 
 // defaultCapabilityArgs is the runtime's runtimeConfig for the default
