@@ -43,7 +43,14 @@ func ParseDefaultNetwork(value, defaultNamespace string) (*DefaultNetwork, error
 	case v == "":
 		return nil, defaultNetErr("the value is empty; remove the annotation to use the cluster-wide default network")
 	case v[0] == '[':
-		return defaultNetFromList([]byte(v), defaultNamespace)
+		var list []json.RawMessage
+		if err := json.Unmarshal([]byte(v), &list); err != nil {
+			return nil, defaultNetErr("not a JSON list of objects: %v", err)
+		}
+		if len(list) != 1 {
+			return nil, defaultNetErr("a JSON list must hold exactly one network, not %d", len(list))
+		}
+		return defaultNetFromObject(list[0], defaultNamespace)
 	case v[0] == '{':
 		return defaultNetFromObject([]byte(v), defaultNamespace)
 	case strings.ContainsAny(v, ",@"):
@@ -54,17 +61,6 @@ func ParseDefaultNetwork(value, defaultNamespace string) (*DefaultNetwork, error
 		return nil, defaultNetErr("%v", err)
 	}
 	return &DefaultNetwork{Namespace: cmp.Or(ns, defaultNamespace), Name: name}, nil
-}
-
-func defaultNetFromList(v []byte, defaultNamespace string) (*DefaultNetwork, error) {
-	var list []json.RawMessage
-	if err := json.Unmarshal(v, &list); err != nil {
-		return nil, defaultNetErr("not a JSON list of objects: %v", err)
-	}
-	if len(list) != 1 {
-		return nil, defaultNetErr("a JSON list must hold exactly one network, not %d", len(list))
-	}
-	return defaultNetFromObject(list[0], defaultNamespace)
 }
 
 func defaultNetFromObject(v []byte, defaultNamespace string) (*DefaultNetwork, error) {
