@@ -22,6 +22,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/containernetworking/cni/pkg/skel"
 )
 
 // MaxCallBytes bounds one request or reply.
@@ -52,6 +54,47 @@ type Call struct {
 	Stdin []byte
 }
 
+// The CNI_* variables a call carries.
+const (
+	envCommand       = "CNI_COMMAND"
+	envContainerID   = "CNI_CONTAINERID"
+	envNetns         = "CNI_NETNS"
+	envIfName        = "CNI_IFNAME"
+	envArgs          = "CNI_ARGS"
+	envPath          = "CNI_PATH"
+	envNetnsOverride = "CNI_NETNS_OVERRIDE"
+)
+
+// NewCall is the call the shim forwards, empty variables left out as skel does.
+func NewCall(command string, a *skel.CmdArgs) *Call {
+	env := map[string]string{envCommand: command}
+	for k, v := range map[string]string{
+		envContainerID: a.ContainerID, envNetns: a.Netns, envIfName: a.IfName,
+		envArgs: a.Args, envPath: a.Path, envNetnsOverride: a.NetnsOverride,
+	} {
+		if v != "" {
+			env[k] = v
+		}
+	}
+	return &Call{Env: env, Stdin: a.StdinData}
+}
+
+// Command is the call's CNI_COMMAND.
+func (c *Call) Command() string { return c.Env[envCommand] }
+
+// CmdArgs is the call as skel hands it to a plugin (plexusd's side).
+func (c *Call) CmdArgs() *skel.CmdArgs {
+	return &skel.CmdArgs{
+		ContainerID:   c.Env[envContainerID],
+		Netns:         c.Env[envNetns],
+		IfName:        c.Env[envIfName],
+		Args:          c.Env[envArgs],
+		Path:          c.Env[envPath],
+		NetnsOverride: c.Env[envNetnsOverride],
+		StdinData:     c.Stdin,
+	}
+}
+
 // Reply is what the plugin prints: a result, or an error when Failed.
 type Reply struct {
 	Stdout []byte
@@ -80,12 +123,12 @@ func EncodeCall(c *Call) []byte {
 	b := make([]byte, 0, n)
 	b = append(b, requestMagic...)
 	b = append(b, opCNI)
-	b = appendUint32(b, len(c.Env))
+	b = binary.BigEndian.AppendUint32(b, uint32(len(c.Env)))
 	for k, v := range c.Env {
-		b = appendUint32(b, len(k)+1+len(v))
+		b = binary.BigEndian.AppendUint32(b, uint32(len(k)+1+len(v)))
 		b = append(append(append(b, k...), '='), v...)
 	}
-	b = appendUint32(b, len(c.Stdin))
+	b = binary.BigEndian.AppendUint32(b, uint32(len(c.Stdin)))
 	return append(b, c.Stdin...)
 }
 
@@ -142,7 +185,7 @@ func EncodeAnswer(a *Answer) []byte {
 	}
 	b := make([]byte, 0, len(replyMagic)+1+4+len(payload))
 	b = append(append(b, replyMagic...), status)
-	b = appendUint32(b, len(payload))
+	b = binary.BigEndian.AppendUint32(b, uint32(len(payload)))
 	return append(b, payload...)
 }
 
@@ -207,10 +250,6 @@ func DecodeAnswer(b []byte) (*Answer, error) {
 		return &Answer{Ready: status == statusReady}, nil
 	}
 	return nil, errors.New("reply with unknown status " + strconv.Quote(string(status)))
-}
-
-func appendUint32(b []byte, n int) []byte {
-	return append(b, byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
 }
 
 // reader decodes in order and remembers the first error.

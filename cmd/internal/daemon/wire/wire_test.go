@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"encoding/binary"
 	"errors"
 	"io"
 	"net"
@@ -115,8 +116,8 @@ func TestClientBoundsTheReply(t *testing.T) {
 		want  string
 	}{
 		"silent during a readiness question": {nil, (*Client).Ready, "no reply in time"},
-		"a reply over the limit":             {appendUint32([]byte(replyMagic+"O"), MaxCallBytes+1), do, "reply of 4194305 bytes, over 4194304"},
-		"a reply cut short":                  {append(appendUint32([]byte(replyMagic+"O"), 10), "{}"...), do, "truncated"},
+		"a reply over the limit":             {binary.BigEndian.AppendUint32([]byte(replyMagic+"O"), MaxCallBytes+1), do, "reply of 4194305 bytes, over 4194304"},
+		"a reply cut short":                  {append(binary.BigEndian.AppendUint32([]byte(replyMagic+"O"), 10), "{}"...), do, "truncated"},
 		"another protocol":                   {[]byte("HTTP/1.1 400"), do, "not a plexusd reply"},
 	} {
 		t.Run(name, func(t *testing.T) {
