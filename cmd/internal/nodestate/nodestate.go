@@ -10,15 +10,23 @@ package nodestate
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"reflect"
+	"regexp"
+	"slices"
+	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
 
+	applyv1alpha1 "github.com/plexus-cni/plexus/core/api/client/applyconfiguration/api/v1alpha1"
 	"github.com/plexus-cni/plexus/core/api/client/clientset/versioned"
 	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
 	"github.com/plexus-cni/plexus/core/config"
@@ -254,4 +262,161 @@ func (r *Reporter) PublishIfChanged(ctx context.Context) (bool, error) {
 	r.o.Log.Info("reported the node's state", "plexusnode", r.o.Node, "configInstalled", st.ConfigInstalled,
 		"defaultNetwork", st.DefaultNetwork, "missingPlugins", st.MissingPlugins)
 	return true, nil
+}
+
+// Reasons of the Ready condition.
+const (
+	ReasonReady              = "Ready"
+	ReasonConfigNotInstalled = "ConfigNotInstalled"
+	ReasonNoDefaultNetwork   = "DefaultNetworkNotFound"
+	ReasonPluginsMissing     = "PluginsMissing"
+	ReasonPolicyRefused      = "PolicyRefused"
+	ReasonExtensionFailed    = "ExtensionNotLoaded"
+)
+
+// ready is the Ready condition of st: False with the first thing that
+// keeps the node from working, in the order an operator fixes them.
+func ready(st *plexusapi.PlexusNodeStatus) metav1.Condition {
+	c := metav1.Condition{Type: plexusapi.ConditionReady, Status: metav1.ConditionFalse}
+	switch {
+	case !st.ConfigInstalled:
+		c.Reason, c.Message = ReasonConfigNotInstalled, "plexus's CNI config is not installed"
+	case st.DefaultNetwork == "":
+		c.Reason, c.Message = ReasonNoDefaultNetwork, "no cluster-wide default network found"
+	case len(st.MissingPlugins) > 0:
+		c.Reason, c.Message = ReasonPluginsMissing, "CNI plugins missing from the bin dirs: "+strings.Join(st.MissingPlugins, ", ")
+	case st.Policy != nil && st.Policy.Error != "":
+		c.Reason, c.Message = ReasonPolicyRefused, fmt.Sprintf("generation %d of %s refused: %s", st.Policy.ObservedGeneration, st.Policy.Object, st.Policy.Error)
+	default:
+		for _, e := range st.Extensions {
+			if !e.Loaded {
+				c.Reason, c.Message = ReasonExtensionFailed, fmt.Sprintf("extension %s not loaded: %s", e.Path, e.Error)
+				return c
+			}
+		}
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, ReasonReady, "plexus is installed and enforces its policy"
+	}
+	return c
+}
+
+// Settings are the values of c that decide a plan; found is the default network's file.
+func Settings(c *config.Config, found string) *plexusapi.NodeSettings {
+	compat := config.CompatOff
+	if c.MultusCompat() {
+		compat = config.CompatMultus
+	}
+	return &plexusapi.NodeSettings{
+		ClusterNetwork: cmp.Or(c.ClusterNetwork, found), Compat: compat,
+		SystemNamespace:  cmp.Or(c.SystemNamespace, config.DefaultSystemNamespace),
+		StrictSelection:  c.StrictSelection,
+		DefaultNetworks:  bounded(c.DefaultNetworks),
+		SystemNamespaces: bounded(c.SystemNamespaces),
+	}
+}
+
+// bounded keeps a list within the CRD's bound.
+func bounded(l []string) []string {
+	return append([]string(nil), l[:min(len(l), maxSettingsItems)]...)
+}
+
+const maxSettingsItems = 64
+
+// MaxPlugins bounds the plugin types checked (missingPlugins.maxItems).
+const MaxPlugins = 64
+
+// pluginName is a CNI plugin type that names a file in a bin dir.
+var pluginName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$`)
+
+// IsPluginName reports whether t can name a plugin file in a bin dir.
+func IsPluginName(t string) bool { return pluginName.MatchString(t) }
+
+// MissingPlugins are the types, sorted, in none of binDirs (MaxPlugins checked).
+func MissingPlugins(types, binDirs []string) []string {
+	var missing []string
+	seen := map[string]bool{}
+	for _, t := range types {
+		if seen[t] || !IsPluginName(t) || len(seen) >= MaxPlugins {
+			continue
+		}
+		seen[t] = true
+		if !present(t, binDirs) {
+			missing = append(missing, t)
+		}
+	}
+	slices.Sort(missing)
+	return missing
+}
+
+func present(plugin string, binDirs []string) bool {
+	return slices.ContainsFunc(binDirs, func(d string) bool {
+		if d == "" {
+			return false
+		}
+		fi, err := os.Stat(filepath.Join(d, plugin))
+		return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
+	})
+}
+
+// apply writes st by server-side apply of the PlexusNode's status. The
+// status subresource does not create an object, so the first write
+// applies the bare object first.
+func (r *Reporter) apply(ctx context.Context, st plexusapi.PlexusNodeStatus) error {
+	ac, err := statusApply(r.o.Node, st)
+	if err != nil {
+		return err
+	}
+	err = r.applyStatus(ctx, ac)
+	if !apierrors.IsNotFound(err) {
+		return err
+	}
+	if err := r.create(ctx); err != nil {
+		return err
+	}
+	return r.applyStatus(ctx, ac)
+}
+
+func (r *Reporter) applyStatus(ctx context.Context, ac *applyv1alpha1.PlexusNodeApplyConfiguration) error {
+	ctx, cancel := context.WithTimeout(ctx, r.o.CallTimeout)
+	defer cancel()
+	_, err := r.o.Client.PlexusV1alpha1().PlexusNodes().ApplyStatus(ctx, ac, r.applyOptions())
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("applying the status of PlexusNode %s: %w", r.o.Node, err)
+	}
+	return err
+}
+
+func (r *Reporter) create(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, r.o.CallTimeout)
+	defer cancel()
+	_, err := r.o.Client.PlexusV1alpha1().PlexusNodes().Apply(ctx, applyv1alpha1.PlexusNode(r.o.Node), r.applyOptions())
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("creating PlexusNode %s: %w (%w)", r.o.Node, ErrNoKind, err)
+	}
+	if err != nil {
+		return fmt.Errorf("creating PlexusNode %s: %w", r.o.Node, err)
+	}
+	return nil
+}
+
+// ErrNoKind: the PlexusNode CRD (deploy/base/plexus-crds.yaml) is missing.
+var ErrNoKind = errors.New("the cluster has no PlexusNode kind")
+
+// applyOptions: the agent, the only writer, takes over others' fields.
+func (r *Reporter) applyOptions() metav1.ApplyOptions {
+	return metav1.ApplyOptions{FieldManager: r.o.FieldManager, Force: true}
+}
+
+// statusApply is the apply configuration of st, converted through JSON
+// (the generated one has its form): a zero time becomes an absent field,
+// not a null that apply would read as "remove".
+func statusApply(node string, st plexusapi.PlexusNodeStatus) (*applyv1alpha1.PlexusNodeApplyConfiguration, error) {
+	raw, err := json.Marshal(st)
+	if err != nil {
+		return nil, fmt.Errorf("PlexusNode %s status: %w", node, err)
+	}
+	var sac applyv1alpha1.PlexusNodeStatusApplyConfiguration
+	if err := json.Unmarshal(raw, &sac); err != nil {
+		return nil, fmt.Errorf("PlexusNode %s status: %w", node, err)
+	}
+	return applyv1alpha1.PlexusNode(node).WithStatus(&sac), nil
 }
