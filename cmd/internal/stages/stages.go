@@ -43,12 +43,11 @@ func (o Options) Build(ctx context.Context, conf *config.Config) (st pipeline.St
 	return st, closeAll, nil
 }
 
-func (o Options) policy(ctx context.Context, conf *config.Config) (pipeline.Authorizer, error) {
-	pc, err := PolicyConfig(conf)
-	if err != nil {
-		return nil, err
+func (o Options) policy(ctx context.Context, conf *config.Config) (a pipeline.Authorizer, err error) {
+	var pc policies.Config
+	if err := config.Unmarshal(conf.Policy, &pc); err != nil {
+		return nil, fmt.Errorf(`plexus config "policy": %w`, err)
 	}
-	var a pipeline.Authorizer
 	if o.Authorizer != nil {
 		a, err = o.Authorizer(ctx, pc)
 	} else {
@@ -61,33 +60,11 @@ func (o Options) policy(ctx context.Context, conf *config.Config) (pipeline.Auth
 }
 
 func (o Options) extensions(ctx context.Context, conf *config.Config) (*extensions.Host, error) {
-	host, err := Extensions(ctx, conf, o.LongLived)
-	if err != nil || !o.LongLived {
-		return host, err
-	}
-	if err := host.LoadAll(ctx); err != nil {
-		_ = host.Close(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("loading extension modules: %w", err)
-	}
-	return host, nil
-}
-
-// PolicyConfig decodes the "policy" key.
-func PolicyConfig(conf *config.Config) (policies.Config, error) {
-	var pc policies.Config
-	if err := config.Unmarshal(conf.Policy, &pc); err != nil {
-		return pc, fmt.Errorf(`plexus config "policy": %w`, err)
-	}
-	return pc, nil
-}
-
-// Extensions builds the extension host from the "extensions" key.
-func Extensions(ctx context.Context, conf *config.Config, longLived bool) (*extensions.Host, error) {
 	var ec extensions.Config
 	if err := config.Unmarshal(conf.Extensions, &ec); err != nil {
 		return nil, fmt.Errorf(`plexus config "extensions": %w`, err)
 	}
-	ec.LongLived, ec.Isolate = longLived, longLived
+	ec.LongLived, ec.Isolate = o.LongLived, o.LongLived
 	if ec.CacheDir == "" {
 		// The plugin compiles in every process; the cache makes that a read.
 		ec.CacheDir = filepath.Join(conf.CacheDir, "extensions")
@@ -95,6 +72,13 @@ func Extensions(ctx context.Context, conf *config.Config, longLived bool) (*exte
 	host, err := extensions.New(ctx, ec)
 	if err != nil {
 		return nil, fmt.Errorf(`plexus config "extensions": %w`, err)
+	}
+	if !o.LongLived {
+		return host, nil
+	}
+	if err := host.LoadAll(ctx); err != nil {
+		_ = host.Close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("loading extension modules: %w", err)
 	}
 	return host, nil
 }
