@@ -32,20 +32,15 @@ import (
 	"github.com/plexus-cni/plexus/core/source/manifests"
 )
 
-// StageBuilder builds the optional stages; close releases what they hold.
-type StageBuilder func(ctx context.Context, conf *config.Config) (stages pipeline.Stages, close func(), err error)
-
-// SourceBuilder replaces the per-call source (plexusd's informer caches).
-type SourceBuilder func(conf *config.Config, cmd Command, log *slog.Logger) (source.Source, error)
-
 // Options are what differs between the thin plugin and plexusd.
 type Options struct {
-	Stages StageBuilder
+	// Stages builds the optional stages; close releases what they hold.
+	Stages func(ctx context.Context, conf *config.Config) (stages pipeline.Stages, close func(), err error)
 	// The rest, when set, are plexusd's: Source replaces the per-call
 	// source, Log the config's logFile; WrapCNI wraps libcni, and Ignored
 	// and OnPodResourcesCall are told of each ignored selection key and
 	// pod-resources call (plexusd counts them).
-	Source             SourceBuilder
+	Source             func(conf *config.Config, cmd Command, log *slog.Logger) (source.Source, error)
 	Log                *slog.Logger
 	WrapCNI            func(libcni.CNI) libcni.CNI
 	Ignored            func(key string)
@@ -127,30 +122,28 @@ func callLogger(log *slog.Logger, cmd Command, a *skel.CmdArgs) *slog.Logger {
 // time in plexus from start, which is how operators and the density
 // benchmark read per-pod ADD latency.
 func dispatch(ctx context.Context, p *pipeline.Pipeline, req *pipeline.Request, cmd Command, stdout io.Writer, start time.Time) error {
+	var res types.Result
+	var err error
 	switch cmd {
 	case CmdAdd:
-		res, err := p.Add(ctx, req)
-		if err := logged(p, "ADD", err, start); err != nil {
-			return err
-		}
-		return res.PrintTo(stdout)
+		res, err = p.Add(ctx, req)
 	case CmdDel:
-		return logged(p, "DEL", p.Del(ctx, req), start)
+		err = p.Del(ctx, req)
 	case CmdCheck:
-		return logged(p, "CHECK", p.Check(ctx, req), start)
+		err = p.Check(ctx, req)
 	case CmdGC:
-		return logged(p, "GC", p.GC(ctx, p.Config.ValidAttachments), start)
+		err = p.GC(ctx, p.Config.ValidAttachments)
 	default:
-		return logged(p, "STATUS", p.Status(ctx), start)
+		err = p.Status(ctx)
 	}
-}
-
-func logged(p *pipeline.Pipeline, what string, err error, start time.Time) error {
 	if err != nil {
-		p.Log.Error(what+" failed", "err", err, "elapsed", time.Since(start))
+		p.Log.Error(cmd.String()+" failed", "err", err, "elapsed", time.Since(start))
 		return err
 	}
-	p.Log.Info(what+" done", "elapsed", time.Since(start))
+	p.Log.Info(cmd.String()+" done", "elapsed", time.Since(start))
+	if cmd == CmdAdd {
+		return res.PrintTo(stdout)
+	}
 	return nil
 }
 
