@@ -309,7 +309,14 @@ func writeIfChanged(path string, data io.ReadSeeker, mode os.FileMode) (bool, er
 	if _, err := data.Seek(0, io.SeekStart); err != nil {
 		return false, err
 	}
-	if err := writeAtomic(path, data, mode); err != nil {
+	// Through a temporary file and a rename: readers see the old file or
+	// the new one, never a part.
+	tmp, _, err := writeTemp(path, data, mode)
+	if err == nil {
+		err = os.Rename(tmp, path)
+		os.Remove(tmp) // after a successful rename there is nothing left
+	}
+	if err != nil {
 		return false, fmt.Errorf("writing %s: %w", path, err)
 	}
 	return true, nil
@@ -322,17 +329,6 @@ func digest(r io.Reader) ([]byte, error) {
 		return nil, err
 	}
 	return h.Sum(nil), nil
-}
-
-// writeAtomic writes path through a temporary file and a rename: readers
-// see the old file or the new one, never a part.
-func writeAtomic(path string, data io.Reader, mode os.FileMode) error {
-	tmp, _, err := writeTemp(path, data, mode)
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp) // after a successful rename there is nothing left
-	return os.Rename(tmp, path)
 }
 
 // writeTemp writes data to a synced temporary file beside path, never a *.conf.
