@@ -118,7 +118,10 @@ func (in *Installer) InstallExtensions(ctx context.Context) error {
 		c := &candidate{extModule: m, dst: filepath.Join(in.o.ExtensionsDir, m.name, copier.ModuleFile)}
 		cands[i] = c
 		defer c.discard()
-		c.stage(ctx, in.o.ExtensionsSrcDir, cache)
+		if c.err = c.stage(ctx, in.o.ExtensionsSrcDir, cache); c.err != nil && c.tmp != "" {
+			// A refusal names the source, not the copy.
+			c.err = errors.New(strings.ReplaceAll(c.err.Error(), c.tmp, filepath.Join(in.o.ExtensionsSrcDir, m.name, copier.ModuleFile)))
+		}
 	}
 	refuseClashes(ctx, cands)
 	var passed []any
@@ -208,47 +211,38 @@ func (c *candidate) hostEntry() map[string]any {
 
 // stage copies the module beside dst and loads the copy alone, compiling
 // it into cache (keyed by content, so the installed copy hits it).
-func (c *candidate) stage(ctx context.Context, srcDir, cache string) {
-	src := filepath.Join(srcDir, c.name, copier.ModuleFile)
-	defer func() { // a refusal names the source, not the copy
-		if c.err != nil && c.tmp != "" {
-			c.err = errors.New(strings.ReplaceAll(c.err.Error(), c.tmp, src))
-		}
-	}()
-	if c.tmp, c.err = copyModule(srcDir, c.name, c.dst); c.err != nil {
-		return
+func (c *candidate) stage(ctx context.Context, srcDir, cache string) error {
+	var err error
+	if c.tmp, err = copyModule(srcDir, c.name, c.dst); err != nil {
+		return err
 	}
 	entry := c.hostEntry()
 	entry["path"] = c.tmp
 	raw, err := json.Marshal(map[string]any{"extensions": map[string]any{"modules": []any{entry}}})
 	if err != nil {
-		c.err = err
-		return
+		return err
 	}
 	cfg, err := extensions.ParseConfig(raw)
 	if err != nil {
-		c.err = err
-		return
+		return err
 	}
 	c.mc = cfg.Modules[0]
 	h, err := extensions.New(ctx, extensions.Config{Modules: cfg.Modules, Isolate: true, CacheDir: cache})
 	if err != nil {
-		c.err = err
-		return
+		return err
 	}
 	defer h.Close(ctx)
 	if err := h.LoadAll(ctx); err != nil {
-		c.err = err
-		return
+		return err
 	}
-	st := h.Modules()[0]
-	c.state = st
-	if st.Name == c.tmp { // no declaration read: the host names it by path
+	c.state = h.Modules()[0]
+	if c.state.Name == c.tmp { // no declaration read: the host names it by path
 		c.state.Name = ""
 	}
-	if st.Err != "" {
-		c.err = errors.New(st.Err)
+	if c.state.Err != "" {
+		return errors.New(c.state.Err)
 	}
+	return nil
 }
 
 // discard removes the copy if it was not renamed into place.
