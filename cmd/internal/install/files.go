@@ -273,10 +273,7 @@ const DefaultCNIVersion = "1.0.0"
 
 // defaultVersion is the default network's cniVersion, at most DefaultCNIVersion.
 func defaultVersion(def string) string {
-	if CheckCNIVersion(def) != nil {
-		return DefaultCNIVersion
-	}
-	if above, err := version.GreaterThan(def, DefaultCNIVersion); err != nil || above {
+	if above, err := version.GreaterThan(def, DefaultCNIVersion); CheckCNIVersion(def) != nil || err != nil || above {
 		return DefaultCNIVersion
 	}
 	return def
