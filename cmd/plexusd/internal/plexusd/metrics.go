@@ -270,15 +270,12 @@ func (s countingSource) count(call string, err error) {
 
 // ignored counts one ignored selection key; labels are a fixed set.
 func (m *metrics) ignored(key string) {
-	m.ignoredKeys.WithLabelValues(ignoredLabel(key)).Inc()
-}
-
-func ignoredLabel(key string) string {
+	label := "other"
 	switch {
 	case selection.IsCompatKey(key):
-		return key
+		label = key
 	case strings.Contains(key, "."):
-		return "reverse-domain"
+		label = "reverse-domain"
 	}
-	return "other"
+	m.ignoredKeys.WithLabelValues(label).Inc()
 }
