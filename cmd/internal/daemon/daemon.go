@@ -84,11 +84,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			}
 			return fmt.Errorf("accepting on the plexusd socket: %w", err)
 		}
-		inflight.Add(1)
-		go func() {
-			defer inflight.Done()
-			s.serveConn(conn, sem)
-		}()
+		inflight.Go(func() { s.serveConn(conn, sem) })
 	}
 }
 

@@ -90,8 +90,7 @@ func (p *publisher) work(ref string) *podWork {
 	if w == nil {
 		w = &podWork{}
 		p.pods[ref] = w
-		p.wg.Add(1)
-		go p.run(ref, w)
+		p.wg.Go(func() { p.run(ref, w) })
 	}
 	return w
 }
@@ -105,7 +104,6 @@ func (p *publisher) pending(ref string) bool {
 
 // run sends the pod's work in order and ends when its queue is empty.
 func (p *publisher) run(ref string, w *podWork) {
-	defer p.wg.Done()
 	for {
 		p.mu.Lock()
 		if len(w.queue) == 0 {
