@@ -85,46 +85,41 @@ func HasTests(files map[string][]byte) bool {
 func readDefaults(paths []string) (map[string][]byte, error) {
 	files := map[string][]byte{}
 	total := 0
-	add := func(path string) error {
-		name := filepath.Base(path)
-		if !moduleName.MatchString(name) && !dataName.MatchString(name) {
-			return fmt.Errorf(`policy config: "defaultPaths": %s: not a .rego, .json, .yaml or .yml file with a plain name`, path)
-		}
-		if _, dup := files[name]; dup {
-			return fmt.Errorf(`policy config: "defaultPaths": two files named %s`, name)
-		}
-		b, err := readBounded(path, MaxFileBytes)
-		if err != nil {
-			return fmt.Errorf(`policy config: "defaultPaths": %w`, err)
-		}
-		total += len(b)
-		if total > MaxTotalBytes || len(files) >= 2*MaxFiles {
-			return fmt.Errorf(`policy config: "defaultPaths": more than %d files or %d bytes`, 2*MaxFiles, MaxTotalBytes)
-		}
-		files[name] = b
-		return nil
-	}
 	for _, p := range paths {
 		info, err := os.Stat(p)
 		if err != nil {
 			return nil, fmt.Errorf(`policy config: "defaultPaths": %w`, err)
 		}
-		if !info.IsDir() {
-			if err := add(p); err != nil {
-				return nil, err
+		found := []string{p}
+		if info.IsDir() {
+			entries, err := os.ReadDir(p)
+			if err != nil {
+				return nil, fmt.Errorf(`policy config: "defaultPaths": %w`, err)
 			}
-			continue
-		}
-		entries, err := os.ReadDir(p)
-		if err != nil {
-			return nil, fmt.Errorf(`policy config: "defaultPaths": %w`, err)
-		}
-		for _, e := range entries {
-			if e.Type().IsRegular() && !strings.HasPrefix(e.Name(), ".") && !strings.HasSuffix(e.Name(), "_test.rego") {
-				if err := add(filepath.Join(p, e.Name())); err != nil {
-					return nil, err
+			found = nil
+			for _, e := range entries {
+				if e.Type().IsRegular() && !strings.HasPrefix(e.Name(), ".") && !strings.HasSuffix(e.Name(), "_test.rego") {
+					found = append(found, filepath.Join(p, e.Name()))
 				}
 			}
+		}
+		for _, path := range found {
+			name := filepath.Base(path)
+			if !moduleName.MatchString(name) && !dataName.MatchString(name) {
+				return nil, fmt.Errorf(`policy config: "defaultPaths": %s: not a .rego, .json, .yaml or .yml file with a plain name`, path)
+			}
+			if _, dup := files[name]; dup {
+				return nil, fmt.Errorf(`policy config: "defaultPaths": two files named %s`, name)
+			}
+			b, err := readBounded(path, MaxFileBytes)
+			if err != nil {
+				return nil, fmt.Errorf(`policy config: "defaultPaths": %w`, err)
+			}
+			total += len(b)
+			if total > MaxTotalBytes || len(files) >= 2*MaxFiles {
+				return nil, fmt.Errorf(`policy config: "defaultPaths": more than %d files or %d bytes`, 2*MaxFiles, MaxTotalBytes)
+			}
+			files[name] = b
 		}
 	}
 	return files, nil
