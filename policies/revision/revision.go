@@ -363,14 +363,11 @@ func (s *Syncer) Delete(ctx context.Context) (Result, error) {
 // activate makes rev's directory the active one, persists st and prunes.
 func (s *Syncer) activate(st State, eng *policies.Engine, rev string) (Result, error) {
 	if rev == noneRev {
-		dir, err := s.materialize(noneRev, nil)
-		if err != nil {
+		if _, err := s.materialize(noneRev, nil); err != nil {
 			return Result{}, err
 		}
-		st.dir = dir
-	} else {
-		st.dir = filepath.Join(s.obj.StateDir, revisionsDir, rev)
 	}
+	st.dir = filepath.Join(s.obj.StateDir, revisionsDir, rev)
 	s.st, s.eng = st, eng
 	res, err := s.swap(rev, true)
 	if err != nil {
