@@ -15,6 +15,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
@@ -124,6 +127,17 @@ func (w *Watch) event(typ, reason, format string, args ...any) {
 	}
 	ref := &corev1.ObjectReference{APIVersion: plexusapi.SchemeGroupVersion.String(), Kind: plexusapi.KindPlexusNode, Name: w.o.Node}
 	w.o.Recorder.Event(ref, typ, reason, names.Truncate(fmt.Sprintf(format, args...), maxEventMessage))
+}
+
+// NewRecorder is client-go's event recorder for a node's agent: Events
+// name the component and the node as their source (admission binds the
+// source to the credential's node), and the recorder aggregates repeats
+// and rate-limits each object's Events. stop flushes nothing and ends the
+// recorder's goroutine.
+func NewRecorder(core kubernetes.Interface, component, node string) (r record.EventRecorder, stop func()) {
+	b := record.NewBroadcaster()
+	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: core.CoreV1().Events("")})
+	return b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component, Host: node}), b.Shutdown
 }
 
 // NodePolicy is a node's policy as its PlexusNode reports it.
