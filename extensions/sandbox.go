@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -68,7 +67,7 @@ func (m *module) state() ModuleState {
 	defer m.mu.Unlock()
 	if m.sha256 == "" {
 		if wasm, err := readModule(m.path); err == nil {
-			m.sha256 = digest(wasm)
+			m.sha256 = fmt.Sprintf("%x", sha256.Sum256(wasm))
 		}
 	}
 	st := ModuleState{
@@ -79,11 +78,6 @@ func (m *module) state() ModuleState {
 		st.Err = m.refused.Error()
 	}
 	return st
-}
-
-func digest(b []byte) string {
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
 }
 
 // load builds the module's runtime and compiles it. Each module has its own
@@ -99,7 +93,7 @@ func (m *module) load(ctx context.Context) error {
 			return err
 		}
 	}
-	m.sha256 = digest(wasm)
+	m.sha256 = fmt.Sprintf("%x", sha256.Sum256(wasm))
 	// Before wazero sees it: wazero allocates what a vector claims.
 	if err := wasmfmt.CheckLimits(wasm); err != nil {
 		return fmt.Errorf("checking: %w", err)

@@ -39,8 +39,7 @@ func Check(ctx context.Context, path string) (*Declaration, []byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	mc := ModuleConfig{Path: path}
-	lim, _ := mc.limits() // the defaults
+	lim, _ := (&ModuleConfig{Path: path}).limits() // the defaults
 	m := &module{path: path, decl: decl, lim: lim, wasm: wasm, longLived: true}
 	defer m.close(ctx)
 	m.mu.Lock()
