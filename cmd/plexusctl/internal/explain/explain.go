@@ -14,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
 	"github.com/plexus-cni/plexus/core/config"
 	"github.com/plexus-cni/plexus/core/pipeline"
 	"github.com/plexus-cni/plexus/core/source"
@@ -61,7 +60,9 @@ func Explain(ctx context.Context, opts Options) (*Report, error) {
 	}
 	b.loadPolicy(ctx)
 	b.loadExtensions(ctx)
-	defer b.close(ctx)
+	if b.ext != nil {
+		defer b.ext.Close(ctx)
+	}
 	c, err := b.nodeConfig(ctx)
 	if err != nil {
 		return nil, err
@@ -109,12 +110,6 @@ func (b *builder) loadPod(ctx context.Context) error {
 	return nil
 }
 
-func (b *builder) close(ctx context.Context) {
-	if b.ext != nil {
-		_ = b.ext.Close(ctx)
-	}
-}
-
 func (b *builder) problem(format string, args ...any) {
 	b.r.Problems = append(b.r.Problems, fmt.Sprintf(format, args...))
 }
@@ -154,9 +149,10 @@ func (b *builder) loadPolicy(ctx context.Context) {
 }
 
 // loadPolicyObject decides as the nodes do without --policy: with the
-// AttachmentPolicy opts.PolicyObject and the built-in rule library, or the
-// baseline while no such object exists. The report names the revision, to
-// compare with what each node activated (--node).
+// AttachmentPolicy opts.PolicyObject and the built-in rule library (its
+// files verified as a node verifies a revision), or the baseline while no
+// such object exists. The report names the revision, to compare with what
+// each node activated (--node).
 func (b *builder) loadPolicyObject(ctx context.Context) {
 	name, p := b.opts.PolicyObject, &b.r.Policy
 	if name == "" || b.opts.Cluster == nil {
@@ -170,19 +166,11 @@ func (b *builder) loadPolicyObject(ctx context.Context) {
 		p.ObjectMissing = true
 		p.Note = fmt.Sprintf("AttachmentPolicy %q not found: decided with the image's baseline, which a node enforces until an object exists; "+
 			"a node that enforced a revision of a deleted %q keeps it (onDelete Keep) until plexus is uninstalled there with PLEXUS_UNINSTALL=true: --node says which", name, name)
-		b.compileObject(ctx, nil)
 	case err != nil:
 		p.Error = fmt.Sprintf("reading AttachmentPolicy %q: %v", name, err)
 		b.problem("policy: %s", p.Error)
-	default:
-		b.compileObject(ctx, obj)
+		return
 	}
-}
-
-// compileObject compiles the library with obj's files, verified as a node
-// verifies a revision, or with the baseline when obj is nil.
-func (b *builder) compileObject(ctx context.Context, obj *plexusapi.AttachmentPolicy) {
-	p := &b.r.Policy
 	dir, err := os.MkdirTemp("", "plexus-explain-policy-")
 	if err != nil {
 		p.Error = err.Error()
@@ -194,7 +182,7 @@ func (b *builder) compileObject(ctx context.Context, obj *plexusapi.AttachmentPo
 	switch {
 	case err != nil:
 		p.Error = err.Error()
-	case obj == nil:
+	case p.ObjectMissing:
 		if b.engine, err = policies.New(ctx, policies.Config{Paths: []string{library, baseline}}); err != nil {
 			p.Error = err.Error()
 			b.problem("policy: the built-in baseline: %v", err)
