@@ -79,7 +79,7 @@ func (c *Cluster) nad(ctx context.Context, namespace, name string) (*source.NAD,
 // maxListedNADs bounds the NAD names one namespace listing reads.
 const maxListedNADs = 500
 
-// nadNames lists the sorted names of the NADs in namespace (one page).
+// nadNames lists the names of the NADs in namespace (one page).
 func (c *Cluster) nadNames(ctx context.Context, namespace string) ([]string, error) {
 	list, err := c.Dynamic.Resource(nadResource).Namespace(namespace).List(ctx, metav1.ListOptions{Limit: maxListedNADs})
 	if err != nil {
@@ -89,7 +89,6 @@ func (c *Cluster) nadNames(ctx context.Context, namespace string) ([]string, err
 	for _, u := range list.Items {
 		names = append(names, u.GetName())
 	}
-	slices.Sort(names)
 	return names, nil
 }
 

@@ -209,11 +209,7 @@ func (b *builder) decision(a *pipeline.Planned) *Decision {
 	case b.engine == nil:
 		return &Decision{Note: "the policy did not compile"}
 	case a.Decision != nil:
-		out := &Decision{Evaluated: true, Allowed: a.Decision.Allowed}
-		for _, r := range a.Decision.Reasons {
-			out.Reasons = append(out.Reasons, Reason{Code: r.Code, Message: r.Message})
-		}
-		return out
+		return &Decision{Evaluated: true, Allowed: a.Decision.Allowed, Reasons: a.Decision.Reasons}
 	case !a.Origin.ChosenByPod():
 		return &Decision{Allowed: true, Note: "not asked: the admin chose this network; the policy decides on the pod's choices (s7.4)"}
 	}

@@ -39,23 +39,17 @@ func (b *builder) node(ctx context.Context) {
 		b.warn("node %s: %v", n.Name, err)
 		return
 	}
-	for _, p := range pods {
-		n.Pods = append(n.Pods, nodePod(p))
-	}
-	b.checkNodePods(n)
-	b.nodeState(ctx, n, pods)
-}
-
-func (b *builder) checkNodePods(n *Node) {
-	if len(n.Pods) == 0 {
+	if len(pods) == 0 {
 		b.problem("node %s: no plexus pod in %s: plexus is not installed or not running there (s6.1)", n.Name, PlexusNamespace)
-		return
 	}
-	for _, p := range n.Pods {
-		if !p.Ready {
-			b.problem("node %s: plexus pod %s/%s is not ready (phase %s): ADDs there may wait or fail (s6.1)", n.Name, PlexusNamespace, p.Name, p.Phase)
+	for _, p := range pods {
+		np := nodePod(p)
+		n.Pods = append(n.Pods, np)
+		if !np.Ready {
+			b.problem("node %s: plexus pod %s/%s is not ready (phase %s): ADDs there may wait or fail (s6.1)", n.Name, PlexusNamespace, np.Name, np.Phase)
 		}
 	}
+	b.nodeState(ctx, n, pods)
 }
 
 func nodePod(p corev1.Pod) NodePod {

@@ -169,10 +169,7 @@ func (b *builder) verdict(v *pipeline.Plan, err error) {
 	var te *types.Error
 	if !errors.As(err, &te) {
 		add.Interfaces = append(add.Interfaces, v.Default.IfName)
-		for _, a := range b.r.DefaultNetworks {
-			add.Interfaces = append(add.Interfaces, a.Interface)
-		}
-		for _, a := range b.r.Attachments {
+		for _, a := range slices.Concat(b.r.DefaultNetworks, b.r.Attachments) {
 			add.Interfaces = append(add.Interfaces, a.Interface)
 		}
 		return
@@ -287,12 +284,7 @@ func configOf(s *plexusapi.NodeSettings) (*config.Config, error) {
 }
 
 func describeSettings(s *plexusapi.NodeSettings) string {
-	none := func(l []string) string {
-		if len(l) == 0 {
-			return "none"
-		}
-		return strings.Join(l, ", ")
-	}
+	none := func(l []string) string { return cmp.Or(strings.Join(l, ", "), "none") }
 	return fmt.Sprintf("compat %s, strictSelection %v, systemNamespace %s, defaultNetworks %s, systemNamespaces %s",
 		s.Compat, s.StrictSelection, s.SystemNamespace, none(s.DefaultNetworks), none(s.SystemNamespaces))
 }

@@ -340,10 +340,8 @@ func textLastAdd(p *printer, r *Report) {
 	switch c := l.Condition; {
 	case c == nil:
 		p.line(1, "condition %s: not set (plexusd has not changed the running pod's attachments)", ConditionType)
-	case c.Status == "False":
-		p.line(1, "condition %s: %s False, %s: %s", ConditionType, MarkProblem, c.Reason, c.Message)
 	default:
-		p.line(1, "condition %s: %s, %s: %s", ConditionType, c.Status, c.Reason, c.Message)
+		p.line(1, "condition %s: %s%s, %s: %s", ConditionType, onlyIf(c.Status == "False", MarkProblem+" "), c.Status, c.Reason, c.Message)
 	}
 	switch {
 	case l.EventsError != "":

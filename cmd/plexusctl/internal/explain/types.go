@@ -9,6 +9,7 @@ package explain
 
 import (
 	plexusapi "github.com/plexus-cni/plexus/core/api/v1alpha1"
+	"github.com/plexus-cni/plexus/core/pipeline"
 	"github.com/plexus-cni/plexus/core/selection"
 )
 
@@ -144,10 +145,7 @@ type Decision struct {
 }
 
 // Reason is one rule's denial: a stable code and its message.
-type Reason struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
+type Reason = pipeline.Reason
 
 // Key is one reverse-domain key of an element and who owns it.
 type Key struct {
