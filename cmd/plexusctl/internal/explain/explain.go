@@ -55,7 +55,7 @@ func Explain(ctx context.Context, opts Options) (*Report, error) {
 		return nil, err
 	}
 	var err error
-	if b.nads, err = newNADReader(opts.NADFiles, opts.Cluster); err != nil {
+	if b.src, err = newPlanSource(b.pod, opts.NADFiles, opts.Cluster); err != nil {
 		return nil, err
 	}
 	b.loadPolicy(ctx)
@@ -79,7 +79,7 @@ type builder struct {
 	r      *Report
 	pod    *source.Pod
 	obj    *corev1.Pod // nil for a manifest
-	nads   *nadReader
+	src    *planSource
 	engine *policies.Engine
 	ext    *extensions.Host // declarations only: nothing compiled or run
 }

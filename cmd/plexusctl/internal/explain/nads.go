@@ -17,9 +17,12 @@ import (
 	"github.com/plexus-cni/plexus/policies"
 )
 
-// nadReader finds NADs in the --nad manifests, then in the cluster, each
-// read once however many attachments name it.
-type nadReader struct {
+// planSource is the source of explain's plan: its pod, the NADs of the
+// --nad manifests, then of the cluster, each read once however many
+// attachments name it, and the cluster's namespace labels. It publishes
+// nothing.
+type planSource struct {
+	pod       *source.Pod
 	manifests map[string]*nadRead // by ref, from the manifest's path
 	cluster   *Cluster
 	seen      map[string]*nadRead
@@ -33,51 +36,18 @@ type nadRead struct {
 	why  string // err as the report says it (s3.4)
 }
 
-func newNADReader(files []string, cluster *Cluster) (*nadReader, error) {
-	r := &nadReader{manifests: map[string]*nadRead{}, cluster: cluster, seen: map[string]*nadRead{}}
+func newPlanSource(pod *source.Pod, files []string, cluster *Cluster) (*planSource, error) {
+	s := &planSource{pod: pod, manifests: map[string]*nadRead{}, cluster: cluster, seen: map[string]*nadRead{}}
 	for _, f := range files {
 		nads, err := policies.ReadNADManifests(f)
 		if err != nil {
 			return nil, err
 		}
 		for _, n := range nads {
-			r.manifests[n.Namespace+"/"+n.Name] = &nadRead{obj: n, from: f}
+			s.manifests[n.Namespace+"/"+n.Name] = &nadRead{obj: n, from: f}
 		}
 	}
-	return r, nil
-}
-
-// read returns the NAD and where it came from, reading it once.
-func (r *nadReader) read(ctx context.Context, namespace, name string) *nadRead {
-	ref := namespace + "/" + name
-	if n, ok := r.seen[ref]; ok {
-		return n
-	}
-	n := &nadRead{}
-	r.seen[ref] = n
-	switch m, ok := r.manifests[ref]; {
-	case ok:
-		n.obj, n.from = m.obj, m.from
-	case r.cluster == nil:
-		n.err = fmt.Errorf("%w in the --nad manifests (and no kubeconfig to read the cluster)", source.NotFound("NetworkAttachmentDefinition", namespace, name))
-	default:
-		n.obj, n.err = r.cluster.nad(ctx, namespace, name)
-		n.from = "cluster"
-	}
-	switch {
-	case errors.Is(n.err, source.ErrNotFound):
-		n.why = "not found (s3.4): " + n.err.Error() + r.nearby(ctx, namespace, name)
-	case n.err != nil:
-		n.why = "cannot be read (s3.4): " + n.err.Error()
-	}
-	return n
-}
-
-// planSource is the source of explain's plan: its pod, the nadReader's
-// NADs and the cluster's namespace labels. It publishes nothing.
-type planSource struct {
-	pod  *source.Pod
-	nads *nadReader
+	return s, nil
 }
 
 func (s *planSource) Pod(_ context.Context, namespace, name string) (*source.Pod, error) {
@@ -88,7 +58,27 @@ func (s *planSource) Pod(_ context.Context, namespace, name string) (*source.Pod
 }
 
 func (s *planSource) NAD(ctx context.Context, namespace, name string) (*source.NAD, error) {
-	n := s.nads.read(ctx, namespace, name)
+	ref := namespace + "/" + name
+	if n, ok := s.seen[ref]; ok {
+		return n.obj, n.err
+	}
+	n := &nadRead{}
+	s.seen[ref] = n
+	switch m, ok := s.manifests[ref]; {
+	case ok:
+		n.obj, n.from = m.obj, m.from
+	case s.cluster == nil:
+		n.err = fmt.Errorf("%w in the --nad manifests (and no kubeconfig to read the cluster)", source.NotFound("NetworkAttachmentDefinition", namespace, name))
+	default:
+		n.obj, n.err = s.cluster.nad(ctx, namespace, name)
+		n.from = "cluster"
+	}
+	switch {
+	case errors.Is(n.err, source.ErrNotFound):
+		n.why = "not found (s3.4): " + n.err.Error() + s.nearby(ctx, namespace, name)
+	case n.err != nil:
+		n.why = "cannot be read (s3.4): " + n.err.Error()
+	}
 	return n.obj, n.err
 }
 
@@ -99,10 +89,10 @@ func (s *planSource) PublishStatus(context.Context, *source.Pod, []byte) error {
 // NamespaceLabels are the policy input's namespace.labels; without a
 // cluster they are unknown, as the manifests source leaves them.
 func (s *planSource) NamespaceLabels(ctx context.Context, namespace string) (map[string]string, error) {
-	if s.nads.cluster == nil {
+	if s.cluster == nil {
 		return nil, errors.New("no kubeconfig to read namespace labels")
 	}
-	return s.nads.cluster.namespaceLabels(ctx, namespace), nil
+	return s.cluster.namespaceLabels(ctx, namespace), nil
 }
 
 // maxShownNADs bounds the names a missing NAD's hint lists.
@@ -110,15 +100,15 @@ const maxShownNADs = 20
 
 // nearby says, for a missing NAD, which NADs its namespace has (manifests
 // and cluster) and the nearest name.
-func (r *nadReader) nearby(ctx context.Context, namespace, name string) string {
+func (s *planSource) nearby(ctx context.Context, namespace, name string) string {
 	var names []string
-	for ref := range r.manifests {
+	for ref := range s.manifests {
 		if ns, n, _ := strings.Cut(ref, "/"); ns == namespace {
 			names = append(names, n)
 		}
 	}
-	if r.cluster != nil {
-		if listed, err := r.cluster.nadNames(ctx, namespace); err == nil {
+	if s.cluster != nil {
+		if listed, err := s.cluster.nadNames(ctx, namespace); err == nil {
 			names = append(names, listed...)
 		}
 	}
@@ -152,7 +142,7 @@ func nearest(want string, names []string) string {
 // nadReport is a's NAD as read and resolved (s3.4.1, s3.4.2), with its devices.
 func (b *builder) nadReport(namespace, name string, a *pipeline.Planned) NAD {
 	out := NAD{Namespace: namespace, Name: name}
-	n := b.nads.seen[namespace+"/"+name]
+	n := b.src.seen[namespace+"/"+name]
 	switch {
 	case n == nil:
 		return out // the plan did not get as far

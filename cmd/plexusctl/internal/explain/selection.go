@@ -35,7 +35,7 @@ const defaultRuntimeInterface = "eth0"
 // plan makes the node's plan for the pod (pipeline.Plan, off the node,
 // past every failure) and reports it.
 func (b *builder) plan(ctx context.Context, c *config.Config) {
-	p := &pipeline.Pipeline{Config: c, Source: &planSource{pod: b.pod, nads: b.nads}, Log: slog.New(slog.DiscardHandler)}
+	p := &pipeline.Pipeline{Config: c, Source: b.src, Log: slog.New(slog.DiscardHandler)}
 	// The stages explain loaded, as the node's pipeline has them; a nil
 	// one must stay a nil interface.
 	if b.engine != nil {
@@ -197,7 +197,7 @@ func (b *builder) failure(v *pipeline.Plan, e *types.Error) {
 		}
 		ns, name := nadOf(a)
 		detail := cause(e, b.pod.Ref(), a.Name)
-		if n := b.nads.seen[ns+"/"+name]; n != nil && n.err != nil {
+		if n := b.src.seen[ns+"/"+name]; n != nil && n.err != nil {
 			detail = n.why
 		} else if e.Code == codes.NetworkNotFound && n != nil {
 			detail = "invalid config (s3.4.1): " + detail
