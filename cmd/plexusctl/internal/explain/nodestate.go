@@ -177,16 +177,13 @@ func (b *builder) checkMissingPlugins(n *Node) {
 func (b *builder) podPlugins() map[string][]string {
 	out := map[string][]string{}
 	add := func(label string, n *NAD) {
-		if n == nil {
-			return
-		}
-		for _, t := range append(slices.Clone(n.PluginTypes), n.IPAMTypes...) {
+		for _, t := range slices.Concat(n.PluginTypes, n.IPAMTypes) {
 			if !slices.Contains(out[t], label) {
 				out[t] = append(out[t], label)
 			}
 		}
 	}
-	if d := b.r.DefaultNetwork; d != nil {
+	if d := b.r.DefaultNetwork; d != nil && d.NAD != nil {
 		add("default "+d.Network, d.NAD)
 	}
 	for _, a := range b.r.DefaultNetworks {

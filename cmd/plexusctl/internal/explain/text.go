@@ -95,10 +95,7 @@ func textPod(p *printer, r *Report) {
 	if r.Pod.From != "cluster" {
 		from = "from manifest " + r.Pod.From
 	}
-	phase := r.Pod.Phase
-	if r.Pod.Started != "" {
-		phase += " since " + r.Pod.Started
-	}
+	phase := r.Pod.Phase + onlyIf(r.Pod.Started != "", " since "+r.Pod.Started)
 	detail := strings.TrimPrefix(row("", "uid ", r.Pod.UID, "node ", r.Pod.NodeName, "", phase), ", ")
 	if detail != "" {
 		detail = " (" + detail + ")"
@@ -301,12 +298,9 @@ func textExtensions(p *printer, r *Report) {
 	n := 0
 	for _, a := range r.Attachments {
 		for _, k := range a.Keys {
-			mark := ""
-			if k.Module == "" {
-				mark = MarkWarning + " "
-				if strings.Contains(k.Outcome, "ADD fails") {
-					mark = MarkProblem + " "
-				}
+			mark := onlyIf(k.Module == "", MarkWarning+" ")
+			if k.Module == "" && strings.Contains(k.Outcome, "ADD fails") {
+				mark = MarkProblem + " "
 			}
 			p.line(1, "[%d] %s: %s%s", a.Index, k.Key, mark, k.Outcome)
 			n++

@@ -244,9 +244,7 @@ func (c *converter) copyKey(from, to string, raw json.RawMessage) error {
 // the first CNI config in multusAutoconfigDir as the default network,
 // which is what a clusterNetwork directory means to plexus.
 func (c *converter) autoconfig(raw json.RawMessage) error {
-	_, hasCluster := c.in["clusterNetwork"]
-	_, hasDelegates := c.in["delegates"]
-	if str(c.in["multusConfigFile"]) != "auto" || hasCluster || hasDelegates {
+	if str(c.in["multusConfigFile"]) != "auto" || c.in["clusterNetwork"] != nil || c.in["delegates"] != nil {
 		c.note("multusAutoconfigDir", "not carried over: only used when multusConfigFile is \"auto\"")
 		return nil
 	}
