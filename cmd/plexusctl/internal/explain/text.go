@@ -44,15 +44,12 @@ func (p *printer) section(format string, args ...any) {
 // would act on rather than show: control characters, Unicode's format
 // characters (bidirectional, zero-width) and invalid UTF-8.
 func Printable(s string) string {
-	if strings.IndexFunc(s, needsEscape) < 0 && utf8.ValidString(s) {
-		return s
-	}
 	var b strings.Builder
 	for i, r := range s {
 		switch {
 		case r == utf8.RuneError && !strings.HasPrefix(s[i:], string(utf8.RuneError)):
 			fmt.Fprintf(&b, "\\x%02x", s[i])
-		case needsEscape(r):
+		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r):
 			q := strconv.QuoteRuneToASCII(r)
 			b.WriteString(q[1 : len(q)-1])
 		default:
@@ -60,10 +57,6 @@ func Printable(s string) string {
 		}
 	}
 	return b.String()
-}
-
-func needsEscape(r rune) bool {
-	return unicode.IsControl(r) || unicode.Is(unicode.Cf, r)
 }
 
 // WriteText writes the report for people: one section per question, one

@@ -29,12 +29,9 @@ import (
 	"github.com/plexus-cni/plexus/policies"
 )
 
-// Multus's defaults where they differ from plexus's, kept so that the
-// migrated config means the same.
-const (
-	multusConfDir   = "/etc/cni/multus/net.d"
-	multusNamespace = "kube-system"
-)
+// multusConfDir is Multus's default confDir, kept so that the migrated
+// config means the same (plexus's differs).
+const multusConfDir = "/etc/cni/multus/net.d"
 
 // DefaultPolicyDir is where the migrated config expects the policy
 // library and the generated data file on the node.
