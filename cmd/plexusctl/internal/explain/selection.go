@@ -29,9 +29,6 @@ const (
 	StrictConsequence  = "the ADD fails (strictSelection)"
 )
 
-// defaultRuntimeInterface is the CNI_IFNAME every runtime gives.
-const defaultRuntimeInterface = "eth0"
-
 // plan makes the node's plan for the pod (pipeline.Plan, off the node,
 // past every failure) and reports it.
 func (b *builder) plan(ctx context.Context, c *config.Config) {
@@ -45,7 +42,7 @@ func (b *builder) plan(ctx context.Context, c *config.Config) {
 		p.Stages.Preparer = b.ext
 	}
 	req := &pipeline.Request{
-		ContainerID: "plexusctl-explain", IfName: defaultRuntimeInterface,
+		ContainerID: "plexusctl-explain", IfName: "eth0", // as every runtime gives it
 		Args: [][2]string{{pipeline.ArgPodNamespace, b.pod.Namespace}, {pipeline.ArgPodName, b.pod.Name}},
 	}
 	v, err := p.Plan(ctx, req, pipeline.PlanOptions{All: true, OffNode: true})

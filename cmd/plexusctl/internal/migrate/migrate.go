@@ -177,7 +177,14 @@ func (c *converter) key(k string, raw json.RawMessage) error {
 	case "type":
 		return nil
 	case "clusterNetwork":
-		return c.clusterNetwork(raw)
+		// Multus reads a bare name as a NAD in multusNamespace, else a config
+		// file of that network name in confDir; plexus only as a NAD. Paths
+		// mean the same in both.
+		v := str(raw)
+		c.res.Config[k] = v
+		if !strings.Contains(v, "/") && !strings.HasPrefix(v, ".") {
+			c.note(k, "%q is read by plexus as a NAD in systemNamespace only; Multus also accepted a config file of that network name in confDir: if that is what it names, give the file's path instead", v)
+		}
 	case "defaultNetworks":
 		return c.refList(k, raw, func(v string) error { _, _, err := names.NADRef("NAD reference", v); return err },
 			"plexus takes NAD references only, where Multus also took config file names and directories: create a NAD in systemNamespace for it")
@@ -267,18 +274,6 @@ func (c *converter) refList(k string, raw json.RawMessage, valid func(string) er
 		out = append(out, v)
 	}
 	c.res.Config[k] = out
-	return nil
-}
-
-// clusterNetwork: Multus reads a bare name as a NAD in multusNamespace,
-// else a config file of that network name in confDir; plexus only as a
-// NAD. Paths mean the same in both.
-func (c *converter) clusterNetwork(raw json.RawMessage) error {
-	v := str(raw)
-	c.res.Config["clusterNetwork"] = v
-	if !strings.Contains(v, "/") && !strings.HasPrefix(v, ".") {
-		c.note("clusterNetwork", "%q is read by plexus as a NAD in systemNamespace only; Multus also accepted a config file of that network name in confDir: if that is what it names, give the file's path instead", v)
-	}
 	return nil
 }
 
