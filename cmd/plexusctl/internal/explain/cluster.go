@@ -43,12 +43,12 @@ func (c *Cluster) pod(ctx context.Context, namespace, name string) (*corev1.Pod,
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading pod %s/%s: %w", namespace, name, err)
 	}
-	raw, err := json.Marshal(obj)
-	if err != nil {
-		return nil, nil, fmt.Errorf("pod %s/%s: %w", namespace, name, err)
-	}
 	var o source.PodObject
-	if err := json.Unmarshal(raw, &o); err != nil {
+	raw, err := json.Marshal(obj)
+	if err == nil {
+		err = json.Unmarshal(raw, &o)
+	}
+	if err != nil {
 		return nil, nil, fmt.Errorf("pod %s/%s: %w", namespace, name, err)
 	}
 	p := o.Pod()

@@ -252,14 +252,13 @@ func readExtensionsConfig(path string) (extensions.Config, error) {
 		return extensions.Config{}, fmt.Errorf("reading extensions config: %w", err)
 	}
 	var probe map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &probe); err != nil {
-		return extensions.Config{}, fmt.Errorf("extensions config %s: %w", path, err)
-	}
 	var cfg extensions.Config
-	if _, ok := probe["extensions"]; ok {
-		cfg, err = extensions.ParseConfig(raw)
-	} else {
-		err = config.Unmarshal(raw, &cfg)
+	if err = json.Unmarshal(raw, &probe); err == nil {
+		if _, ok := probe["extensions"]; ok {
+			cfg, err = extensions.ParseConfig(raw)
+		} else {
+			err = config.Unmarshal(raw, &cfg)
+		}
 	}
 	if err != nil {
 		return cfg, fmt.Errorf("extensions config %s: %w", path, err)

@@ -40,10 +40,7 @@ func (b *builder) lastAdd(ctx context.Context) {
 		b.warn("%v", err)
 		return
 	}
-	var started time.Time // zero unless the pod runs
-	if b.r.Pod.Started != "" {
-		started, _ = time.Parse(time.RFC3339, b.r.Pod.Started)
-	}
+	started, _ := time.Parse(time.RFC3339, b.r.Pod.Started) // zero unless the pod runs
 	l.Events = relevantEvents(evs, b.pod.NodeName, started)
 	for _, e := range l.Events {
 		if e.OtherNode != "" {

@@ -66,8 +66,7 @@ func (b *builder) selection(v *pipeline.Plan, strict bool) {
 		a.Error, a.Consequence = err.Error(), InvalidConsequence
 		var se *selection.Error
 		if errors.As(err, &se) && se.Index >= 0 {
-			i := se.Index
-			a.ErrorElement = &i
+			a.ErrorElement = &se.Index
 		}
 		if strict {
 			a.Consequence = StrictConsequence // the plan's error says so
@@ -175,8 +174,7 @@ func (b *builder) verdict(v *pipeline.Plan, err error) {
 	if f := v.Failed; f != nil {
 		add.Network = f.Name
 		if f.Selection != nil {
-			i := f.Index
-			add.Element = &i
+			add.Element = &f.Index
 		}
 	} else if b.r.Annotation.ErrorElement != nil && te.Code == codes.InvalidSelection {
 		add.Element = b.r.Annotation.ErrorElement
