@@ -84,20 +84,14 @@ func (b *builder) nodeState(ctx context.Context, n *Node, pods []corev1.Pod) {
 	case err != nil:
 		n.State = &NodeState{Error: err.Error()}
 		b.warn("node %s: %v", n.Name, err)
+		return
 	case pn == nil:
 		n.State = &NodeState{}
 		b.warn("node %s: no PlexusNode %s: plexus has not reported from this node: it does not run there, it is an older plexus that does not report, or its writes fail (its log says why)", n.Name, n.Name)
-	default:
-		n.State = &NodeState{Found: true, Status: &pn.Status}
-		b.checkNodeState(n, pods)
-		if pol := pn.Status.Policy; pol != nil && pol.Source == "object" && pol.Object != "" {
-			b.followedPolicy(ctx, n, pol)
-		}
+		return
 	}
-}
-
-func (b *builder) checkNodeState(n *Node, pods []corev1.Pod) {
-	st := n.State.Status
+	st := &pn.Status
+	n.State = &NodeState{Found: true, Status: st}
 	if s := stale(st, pods); s != "" {
 		n.State.Stale = s
 		b.warn("node %s: PlexusNode may be stale: %s", n.Name, s)
@@ -117,11 +111,22 @@ func (b *builder) checkNodeState(n *Node, pods []corev1.Pod) {
 		if x.Loaded {
 			continue
 		}
-		if users := b.keysOf(x.Name); len(users) > 0 {
+		var users []string // this pod's keys the module owns
+		for _, a := range b.r.Attachments {
+			for _, k := range a.Keys {
+				if x.Name != "" && k.Module == x.Name {
+					users = append(users, fmt.Sprintf("[%d] %s", a.Index, k.Key))
+				}
+			}
+		}
+		if len(users) > 0 {
 			b.problem("node %s: extension %s (%s) failed to load: %s; this pod's keys it owns (%s) fail there", n.Name, x.Name, x.Path, x.Error, strings.Join(users, ", "))
 		} else {
 			b.warn("node %s: extension %s (%s) failed to load: %s; pods using its keys fail there", n.Name, x.Name, x.Path, x.Error)
 		}
+	}
+	if pol := st.Policy; pol != nil && pol.Source == "object" && pol.Object != "" {
+		b.followedPolicy(ctx, n, pol)
 	}
 }
 
@@ -191,19 +196,6 @@ func (b *builder) podPlugins() map[string][]string {
 	}
 	for _, a := range b.r.Attachments {
 		add(fmt.Sprintf("[%d] %s", a.Index, a.Network), &a.NAD)
-	}
-	return out
-}
-
-// keysOf lists the pod's reverse-domain keys an extension module owns.
-func (b *builder) keysOf(module string) []string {
-	var out []string
-	for _, a := range b.r.Attachments {
-		for _, k := range a.Keys {
-			if module != "" && k.Module == module {
-				out = append(out, fmt.Sprintf("[%d] %s", a.Index, k.Key))
-			}
-		}
 	}
 	return out
 }
