@@ -134,8 +134,7 @@ func (b *builder) nodeState(ctx context.Context, n *Node, pods []corev1.Pod) {
 // AttachmentPolicy does not exist, a node enforcing something else (a
 // deleted object's revision, or nothing) must not be claimed to do so.
 func (b *builder) checkNodeEnforces(node string, np *plexusapi.NodePolicy) {
-	p := b.r.Policy
-	if !p.ObjectMissing || np == nil {
+	if !b.r.Policy.ObjectMissing || np == nil {
 		return
 	}
 	switch np.Source {
@@ -143,7 +142,7 @@ func (b *builder) checkNodeEnforces(node string, np *plexusapi.NodePolicy) {
 		b.problem("node %s enforces revision %s of AttachmentPolicy %q, which no longer exists (onDelete Keep), not the baseline the decisions above used; "+
 			"to return the node to the baseline, push the object again or uninstall plexus there with PLEXUS_UNINSTALL=true and install it again", node, np.Revision, np.Object)
 	case "none":
-		b.problem("node %s allows every attachment (AttachmentPolicy %q was deleted with onDelete AllowAll), not the baseline the decisions above used", node, p.Object)
+		b.problem("node %s allows every attachment (AttachmentPolicy %q was deleted with onDelete AllowAll), not the baseline the decisions above used", node, b.r.Policy.Object)
 	}
 }
 
@@ -167,24 +166,11 @@ func stale(st *plexusapi.PlexusNodeStatus, pods []corev1.Pod) string {
 // checkMissingPlugins: a plugin the pod's networks need and the node
 // lacks is a problem for this pod; other missing ones are the node's.
 func (b *builder) checkMissingPlugins(n *Node) {
-	needs := b.podPlugins()
-	for _, p := range n.State.Status.MissingPlugins {
-		if nets := needs[p]; len(nets) > 0 {
-			n.State.MissingForPod = append(n.State.MissingForPod, NeededPlugin{Plugin: p, Networks: nets})
-			b.problem("node %s lacks CNI plugin %s in its bin dir, which %s need(s): the ADD fails there", n.Name, p, strings.Join(nets, ", "))
-			continue
-		}
-		b.warn("node %s lacks CNI plugin %s in its bin dir (its default network's config, plexus's own or a network an earlier ADD there named it)", n.Name, p)
-	}
-}
-
-// podPlugins maps each plugin and IPAM type to the pod's networks naming it.
-func (b *builder) podPlugins() map[string][]string {
-	out := map[string][]string{}
-	add := func(label string, n *NAD) {
-		for _, t := range slices.Concat(n.PluginTypes, n.IPAMTypes) {
-			if !slices.Contains(out[t], label) {
-				out[t] = append(out[t], label)
+	needs := map[string][]string{} // plugin and IPAM types to the networks naming them
+	add := func(label string, d *NAD) {
+		for _, t := range slices.Concat(d.PluginTypes, d.IPAMTypes) {
+			if !slices.Contains(needs[t], label) {
+				needs[t] = append(needs[t], label)
 			}
 		}
 	}
@@ -197,7 +183,14 @@ func (b *builder) podPlugins() map[string][]string {
 	for _, a := range b.r.Attachments {
 		add(fmt.Sprintf("[%d] %s", a.Index, a.Network), &a.NAD)
 	}
-	return out
+	for _, p := range n.State.Status.MissingPlugins {
+		if nets := needs[p]; len(nets) > 0 {
+			n.State.MissingForPod = append(n.State.MissingForPod, NeededPlugin{Plugin: p, Networks: nets})
+			b.problem("node %s lacks CNI plugin %s in its bin dir, which %s need(s): the ADD fails there", n.Name, p, strings.Join(nets, ", "))
+			continue
+		}
+		b.warn("node %s lacks CNI plugin %s in its bin dir (its default network's config, plexus's own or a network an earlier ADD there named it)", n.Name, p)
+	}
 }
 
 // followedPolicy reads the AttachmentPolicy the node follows and compares
