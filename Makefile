@@ -128,6 +128,7 @@ bench: build k8s-bins node-bins node-deps pause-image multus
 	PLEXUS_BIN=$(BIN) $(GO) test -run '^$$' -bench Lifecycle -benchtime 15x ./tests/bench/
 	PLEXUS_BIN=$(BIN) $(GO) test -run '^$$' -bench RatioReferencePod -benchtime 30x ./tests/bench/
 	PLEXUS_BIN=$(BIN) $(GO) test -run '^$$' -bench DelRatio -benchtime 100x ./tests/bench/
+	PLEXUS_BIN=$(BIN) $(GO) test -run '^$$' -bench DelAfterPause -benchtime 200x ./tests/bench/
 	PLEXUS_BIN=$(BIN) $(GO) test -run '^$$' -bench PluginStart -benchtime 500x ./tests/bench/
 	PLEXUS_BIN=$(BIN) $(GO) test -run '^$$' -bench ShimCall -benchtime 500x ./cmd/plexus-shim/
 	PLEXUS_BIN=$(BIN) $(GO) test -run '^$$' -bench ThinPolicyCost -benchtime 150x ./tests/bench/
