@@ -251,13 +251,16 @@ func BenchmarkRatioReferencePod(b *testing.B) {
 	s := newSetup(b, 4)
 	usePolicy(b, s)
 	useExtension(b, s)
-	floor := floorRunner(b, s)
-	thin := plexusRunner(b, s, "thin")
+	settled := settledBy(settlePause(b))
+	floor := settled(floorSteps(b, s))
+	thin := settled(plexusSteps(b, s, "thin"))
 	d := s.w.StartDaemon(deployedArgs()...)
-	thick := plexusRunner(b, s, "thick")
+	thick := settled(plexusSteps(b, s, "thick"))
+	thin() // warm the extension compilation caches
+	thick()
 	var tf, tt, tk []time.Duration
 	runs := []struct {
-		run func()
+		run func() time.Duration
 		t   *[]time.Duration
 	}{{floor, &tf}, {thin, &tt}, {thick, &tk}}
 	// A lifecycle pays for kernel work its predecessor left (veths being
@@ -266,7 +269,7 @@ func BenchmarkRatioReferencePod(b *testing.B) {
 	for b.Loop() {
 		order.Shuffle(len(runs), func(i, j int) { runs[i], runs[j] = runs[j], runs[i] })
 		for _, r := range runs {
-			*r.t = append(*r.t, timed(r.run))
+			*r.t = append(*r.t, r.run())
 		}
 	}
 	// The policy decisions plexusd made while serving (its histogram):
@@ -311,10 +314,17 @@ func timed(f func()) time.Duration {
 	return time.Since(start)
 }
 
-// floorRunner is one floor lifecycle of s's networks.
-func floorRunner(b *testing.B, s *setup) func() {
-	add, del := floorSteps(b, s)
-	return func() { add(); del() }
+// settledBy times a lifecycle as its ADD's time plus its DEL's, each
+// call after pause (settlePause says why).
+func settledBy(pause time.Duration) func(add, del func()) func() time.Duration {
+	return func(add, del func()) func() time.Duration {
+		return func() time.Duration {
+			time.Sleep(pause)
+			t := timed(add)
+			time.Sleep(pause)
+			return t + timed(del)
+		}
+	}
 }
 
 // floorSteps are the ADD and the DEL of s's networks as a runtime would run
