@@ -91,8 +91,8 @@ func BenchmarkDelRatio(b *testing.B) {
 }
 
 // settlePause is the pause before each timed call: PLEXUS_BENCH_SETTLE (a
-// duration; 0 runs the calls back to back), else 50ms, past the 10 ms
-// after which BenchmarkDelAfterPause's DEL no longer slows.
+// duration; 0 runs the calls back to back), else 50ms, longer than the
+// pause after which BenchmarkDelAfterPause's DEL stops slowing.
 func settlePause(b *testing.B) time.Duration {
 	v := os.Getenv("PLEXUS_BENCH_SETTLE")
 	if v == "" {
@@ -109,7 +109,7 @@ func settlePause(b *testing.B) time.Duration {
 // network, through libcni in this process) right after their ADD and
 // after a pause, idle or spinning one core. The pause, not what fills it,
 // sets the DEL's time: bridge's veth teardown waits in rcu_barrier, and
-// that wait is shorter while the kernel is still busy from the ADD.
+// that wait is shorter right after the ADD.
 //
 //	go test -run '^$' -bench DelAfterPause -benchtime 200x ./tests/bench/
 func BenchmarkDelAfterPause(b *testing.B) {
