@@ -169,10 +169,25 @@ func (n *Node) DeletePod(namespace, name string) {
 func (n *Node) RemoveSandboxes(pod *corev1.Pod) {
 	n.t.Helper()
 	for _, sb := range n.Sandboxes(pod, "") {
-		if _, err := n.Crictl(n.t.Context(), "rmp", sb.ID); err != nil && !strings.Contains(err.Error(), "NotFound") {
-			n.t.Fatal(err)
-		}
+		n.removeSandbox(sb.ID)
 	}
+}
+
+// removeSandbox runs RemovePodSandbox until the sandbox is gone, a few
+// times at most: when kubelet's garbage collection removes a container of
+// the sandbox meanwhile, CRI-O fails the removal ("no such id") and the
+// next try finds the rest.
+func (n *Node) removeSandbox(id string) {
+	n.t.Helper()
+	var err error
+	for range 3 {
+		_, err = n.Crictl(n.t.Context(), "rmp", id)
+		if err == nil || strings.Contains(err.Error(), "NotFound") {
+			return
+		}
+		time.Sleep(time.Second)
+	}
+	n.t.Fatal(err)
 }
 
 // WaitGone waits until the pod no longer exists in the API.
