@@ -127,10 +127,11 @@ func BenchmarkDelAfterPause(b *testing.B) {
 		for _, i := range order.Perm(len(pauses)) {
 			add()
 			p := pauses[i]
-			for start := time.Now(); time.Since(start) < p.d; {
-				if !p.busy {
-					time.Sleep(p.d - time.Since(start))
+			if p.busy {
+				for start := time.Now(); time.Since(start) < p.d; {
 				}
+			} else {
+				time.Sleep(p.d)
 			}
 			t[i] = append(t[i], timed(del))
 		}

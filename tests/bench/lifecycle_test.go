@@ -251,25 +251,27 @@ func BenchmarkRatioReferencePod(b *testing.B) {
 	s := newSetup(b, 4)
 	usePolicy(b, s)
 	useExtension(b, s)
-	settled := settledBy(settlePause(b))
-	floor := settled(floorSteps(b, s))
-	thin := settled(plexusSteps(b, s, "thin"))
+	pause := settlePause(b)
+	floorAdd, floorDel := floorSteps(b, s)
+	thinAdd, thinDel := plexusSteps(b, s, "thin")
 	d := s.w.StartDaemon(deployedArgs()...)
-	thick := settled(plexusSteps(b, s, "thick"))
-	thin() // warm the extension compilation caches
-	thick()
+	thickAdd, thickDel := plexusSteps(b, s, "thick")
 	var tf, tt, tk []time.Duration
 	runs := []struct {
-		run func() time.Duration
-		t   *[]time.Duration
-	}{{floor, &tf}, {thin, &tt}, {thick, &tk}}
+		add, del func()
+		t        *[]time.Duration
+	}{{floorAdd, floorDel, &tf}, {thinAdd, thinDel, &tt}, {thickAdd, thickDel, &tk}}
+	for _, r := range runs[1:] { // warm the extension compilation caches
+		r.add()
+		r.del()
+	}
 	// A lifecycle pays for kernel work its predecessor left (veths being
 	// freed, say), so each iteration runs the three in a new order.
 	order := rand.New(rand.NewPCG(1, 2))
 	for b.Loop() {
 		order.Shuffle(len(runs), func(i, j int) { runs[i], runs[j] = runs[j], runs[i] })
 		for _, r := range runs {
-			*r.t = append(*r.t, r.run())
+			*r.t = append(*r.t, settled(pause, r.add, r.del))
 		}
 	}
 	// The policy decisions plexusd made while serving (its histogram):
@@ -314,17 +316,13 @@ func timed(f func()) time.Duration {
 	return time.Since(start)
 }
 
-// settledBy times a lifecycle as its ADD's time plus its DEL's, each
-// call after pause (settlePause says why).
-func settledBy(pause time.Duration) func(add, del func()) func() time.Duration {
-	return func(add, del func()) func() time.Duration {
-		return func() time.Duration {
-			time.Sleep(pause)
-			t := timed(add)
-			time.Sleep(pause)
-			return t + timed(del)
-		}
-	}
+// settled is one lifecycle's ADD time plus its DEL time, each call
+// after pause (settlePause says why).
+func settled(pause time.Duration, add, del func()) time.Duration {
+	time.Sleep(pause)
+	t := timed(add)
+	time.Sleep(pause)
+	return t + timed(del)
 }
 
 // floorSteps are the ADD and the DEL of s's networks as a runtime would run

@@ -180,12 +180,14 @@ func (n *Node) RemoveSandboxes(pod *corev1.Pod) {
 func (n *Node) removeSandbox(id string) {
 	n.t.Helper()
 	var err error
-	for range 3 {
+	for try := range 3 {
+		if try > 0 {
+			time.Sleep(time.Second)
+		}
 		_, err = n.Crictl(n.t.Context(), "rmp", id)
 		if err == nil || strings.Contains(err.Error(), "NotFound") {
 			return
 		}
-		time.Sleep(time.Second)
 	}
 	n.t.Fatal(err)
 }
