@@ -3,9 +3,12 @@ package bench
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,7 +25,9 @@ import (
 // in reverse order, as plexus runs them), with 0, 3 and 8 selections. Each
 // iteration attaches, then detaches, for the three in an order drawn anew;
 // a fourth timing is the shim's start alone (VERSION), the floor any
-// exec'd plugin pays. When `make multus` has built it, Multus thin runs
+// exec'd plugin pays, and a fifth the shim's ADD and DEL through the
+// runtime's libcni against a socket that answers at once (shimCallSteps),
+// the floor of any call forwarded to a daemon. When `make multus` has built it, Multus thin runs
 // the same delegates in the same order too (multusSteps). Reported for DEL: each median (ms), the median of
 // the paired ratios to the delegates' own DEL, and the median of the
 // paired differences from it (ms); for ADD the medians, which give the
@@ -44,7 +49,8 @@ func BenchmarkDelRatio(b *testing.B) {
 			s.w.StartDaemon(deployedArgs()...)
 			thickAdd, thickDel := plexusSteps(b, s, "thick")
 			shim := shimStart(b)
-			runs := []delRun{{add: floorAdd, del: floorDel}, {add: thinAdd, del: thinDel}, {add: thickAdd, del: thickDel}, {add: func() {}, del: shim}}
+			callAdd, callDel := shimCallSteps(b, s)
+			runs := []delRun{{add: floorAdd, del: floorDel}, {add: thinAdd, del: thinDel}, {add: thickAdd, del: thickDel}, {add: func() {}, del: shim}, {add: callAdd, del: callDel}}
 			multusAdd, multusDel := multusSteps(b, s)
 			if multusAdd != nil {
 				runs = append(runs, delRun{add: multusAdd, del: multusDel})
@@ -75,12 +81,19 @@ func BenchmarkDelRatio(b *testing.B) {
 			// delegates and the shim's exec, paired within each iteration.
 			b.ReportMetric(ms(medianOf(diff(diff(thick, floor), runs[3].t))), "ms-del-thick-beyond-shim")
 			b.ReportMetric(ms(medianOf(diff(diff(runs[2].addT, runs[0].addT), runs[3].t))), "ms-add-thick-beyond-shim")
+			// The same beyond the runtime's whole call of a forwarding
+			// shim: what plexusd's own work adds.
+			call := runs[4]
+			b.ReportMetric(ms(medianOf(call.addT)), "ms-add-shim-call")
+			b.ReportMetric(ms(medianOf(call.t)), "ms-del-shim-call")
+			b.ReportMetric(ms(medianOf(diff(diff(runs[2].addT, runs[0].addT), call.addT))), "ms-add-thick-beyond-shim-call")
+			b.ReportMetric(ms(medianOf(diff(diff(thick, floor), call.t))), "ms-del-thick-beyond-shim-call")
 			// The ADDs, for the delegates' own share of an ADD's time.
 			b.ReportMetric(ms(medianOf(runs[0].addT)), "ms-add-delegates")
 			b.ReportMetric(ms(medianOf(runs[1].addT)), "ms-add-thin")
 			b.ReportMetric(ms(medianOf(runs[2].addT)), "ms-add-thick")
-			if len(runs) > 4 {
-				m := runs[4]
+			if len(runs) > 5 {
+				m := runs[5]
 				b.ReportMetric(ms(medianOf(m.t)), "ms-del-multus-thin")
 				b.ReportMetric(medianRatio(m.t, floor), "multus-thin/delegates")
 				b.ReportMetric(ms(medianOf(diff(m.t, floor))), "ms-multus-thin-over-delegates")
@@ -138,6 +151,68 @@ func BenchmarkDelAfterPause(b *testing.B) {
 	}
 	for i, p := range pauses {
 		b.ReportMetric(ms(medianOf(t[i])), "ms-del-after-"+p.name)
+	}
+}
+
+// shimCallSteps are an ADD and a DEL of one container through plexus-shim
+// as the runtime runs them (libcni, its result cache included), forwarded
+// to a socket in this process that answers at once: an ADD with a result
+// shaped like the default network's, a DEL with nothing. That is what any
+// call forwarded to a node daemon costs before the daemon does any work.
+func shimCallSteps(b *testing.B, s *setup) (add, del func()) {
+	sock := filepath.Join(s.w.Dir, "instant.sock")
+	ln, err := net.Listen("unix", sock)
+	harness.Must(b, err)
+	b.Cleanup(func() { ln.Close() })
+	go answerAtOnce(ln)
+	conf, err := json.Marshal(map[string]any{"cniVersion": "1.0.0", "name": "instant",
+		"plugins": []any{map[string]any{"type": "plexus-shim", "daemonSocket": sock}}})
+	harness.Must(b, err)
+	l := list(b, conf)
+	cni := libcni.NewCNIConfigWithCacheDir([]string{harness.BinDir}, filepath.Join(s.w.Dir, "runtime-instant"), nil)
+	rt := &libcni.RuntimeConf{ContainerID: "instant", NetNS: s.c.NS.Path(), IfName: "eth0",
+		Args: [][2]string{{"IgnoreUnknown", "1"}, {"K8S_POD_NAMESPACE", "demo"}, {"K8S_POD_NAME", "bench"}}}
+	ctx := context.Background()
+	add = func() {
+		if _, err := cni.AddNetworkList(ctx, l, rt); err != nil {
+			b.Fatalf("plexus-shim ADD against an instant answer: %v", err)
+		}
+	}
+	del = func() {
+		if err := cni.DelNetworkList(ctx, l, rt); err != nil {
+			b.Fatalf("plexus-shim DEL against an instant answer: %v", err)
+		}
+	}
+	return add, del
+}
+
+// instantResult is a bridge attachment's result with host-local's address.
+const instantResult = `{"cniVersion":"1.0.0","interfaces":[{"name":"cni0","mac":"6a:1f:0e:5c:2b:01"},` +
+	`{"name":"veth1a2b3c4d","mac":"2e:8c:11:47:aa:02"},{"name":"eth0","mac":"a6:44:90:3e:71:03","sandbox":"/var/run/netns/bench"}],` +
+	`"ips":[{"interface":2,"address":"10.244.0.12/24","gateway":"10.244.0.1"}],"routes":[{"dst":"0.0.0.0/0","gw":"10.244.0.1"}],"dns":{}}`
+
+// answerAtOnce serves plexusd's socket protocol with no work behind it:
+// each request is read to its end and answered OK (status 'O', a 4-byte
+// big-endian length, the payload), an ADD with instantResult.
+func answerAtOnce(ln net.Listener) {
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer conn.Close()
+			req, err := io.ReadAll(io.LimitReader(conn, 4<<20))
+			if err != nil {
+				return
+			}
+			var payload []byte
+			if bytes.Contains(req, []byte("CNI_COMMAND=ADD")) {
+				payload = []byte(instantResult)
+			}
+			reply := binary.BigEndian.AppendUint32([]byte("plexus-reply/1\nO"), uint32(len(payload)))
+			conn.Write(append(reply, payload...))
+		}()
 	}
 }
 
