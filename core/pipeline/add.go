@@ -30,9 +30,12 @@ func (p *Pipeline) Add(ctx context.Context, req *Request) (types.Result, error) 
 	if err != nil {
 		return nil, newError(codes.Record, req.podRef(), "", err)
 	}
-	// The lock file lives as long as the record: a failed ADD leaves neither.
-	defer func() { unlock(!p.hasRecord(req.ContainerID)) }()
-	return p.add(ctx, req)
+	// The lock file lives as long as the record: a successful ADD saved
+	// one, a failed ADD leaves neither.
+	var res types.Result
+	defer func() { unlock(err != nil && !p.hasRecord(req.ContainerID)) }()
+	res, err = p.add(ctx, req)
+	return res, err
 }
 
 func (p *Pipeline) hasRecord(containerID string) bool {
