@@ -23,16 +23,17 @@ import (
 // BenchmarkDelRatio times DEL alone: plexus thin and thick against the
 // delegates' own DELs run directly by the runtime (libcni in this process,
 // in reverse order, as plexus runs them), with 0, 3 and 8 selections. Each
-// iteration attaches, then detaches, for the three in an order drawn anew;
-// a fourth timing is the shim's start alone (VERSION), the floor any
-// exec'd plugin pays, and a fifth the shim's ADD and DEL through the
-// runtime's libcni against a socket that answers at once (shimCallSteps),
-// the floor of any call forwarded to a daemon. When `make multus` has built it, Multus thin runs
-// the same delegates in the same order too (multusSteps). Reported for DEL: each median (ms), the median of
-// the paired ratios to the delegates' own DEL, and the median of the
+// iteration attaches, then detaches, for every setup in an order drawn
+// anew. Two more timings give thick's floors: the shim's start alone
+// (VERSION), which any exec'd plugin pays, and the shim's ADD and DEL
+// through the runtime's libcni against a socket that answers at once
+// (shimCallSteps), which any call forwarded to a daemon pays. When `make
+// multus` has built it, Multus thin runs the same delegates in the same
+// order too (multusSteps). Reported for DEL: each median (ms), the median
+// of the paired ratios to the delegates' own DEL, and the median of the
 // paired differences from it (ms); for ADD the medians, which give the
 // delegates' own share of an ADD; and for both, the median of what thick
-// adds beyond the delegates and the shim's exec in the same iteration.
+// adds beyond the delegates and each floor in the same iteration.
 // Every timed ADD and DEL starts after the node has settled for the same
 // pause (settlePause), as a runtime's calls do: the delegates' own DEL is
 // faster right after their ADD (BenchmarkDelAfterPause), which no exec'd
