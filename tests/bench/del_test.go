@@ -2,7 +2,6 @@ package bench
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -169,22 +168,8 @@ func shimCallSteps(b *testing.B, s *setup) (add, del func()) {
 	conf, err := json.Marshal(map[string]any{"cniVersion": "1.0.0", "name": "instant",
 		"plugins": []any{map[string]any{"type": "plexus-shim", "daemonSocket": sock}}})
 	harness.Must(b, err)
-	l := list(b, conf)
 	cni := libcni.NewCNIConfigWithCacheDir([]string{harness.BinDir}, filepath.Join(s.w.Dir, "runtime-instant"), nil)
-	rt := &libcni.RuntimeConf{ContainerID: "instant", NetNS: s.c.NS.Path(), IfName: "eth0",
-		Args: [][2]string{{"IgnoreUnknown", "1"}, {"K8S_POD_NAMESPACE", "demo"}, {"K8S_POD_NAME", "bench"}}}
-	ctx := context.Background()
-	add = func() {
-		if _, err := cni.AddNetworkList(ctx, l, rt); err != nil {
-			b.Fatalf("plexus-shim ADD against an instant answer: %v", err)
-		}
-	}
-	del = func() {
-		if err := cni.DelNetworkList(ctx, l, rt); err != nil {
-			b.Fatalf("plexus-shim DEL against an instant answer: %v", err)
-		}
-	}
-	return add, del
+	return listSteps(b, cni, list(b, conf), podRuntimeConf(s, "instant"), "plexus-shim against an instant answer")
 }
 
 // instantResult is a bridge attachment's result with host-local's address.
@@ -268,20 +253,6 @@ func multusSteps(b *testing.B, s *setup) (add, del func()) {
 		"delegates": delegates,
 	})
 	harness.Must(b, err)
-	l := list(b, conf)
 	cni := libcni.NewCNIConfigWithCacheDir([]string{dir}, filepath.Join(s.w.Dir, "runtime-multus"), nil)
-	rt := &libcni.RuntimeConf{ContainerID: "multus", NetNS: s.c.NS.Path(), IfName: "eth0",
-		Args: [][2]string{{"IgnoreUnknown", "1"}, {"K8S_POD_NAMESPACE", "demo"}, {"K8S_POD_NAME", "bench"}}}
-	ctx := context.Background()
-	add = func() {
-		if _, err := cni.AddNetworkList(ctx, l, rt); err != nil {
-			b.Fatalf("Multus thin ADD: %v", err)
-		}
-	}
-	del = func() {
-		if err := cni.DelNetworkList(ctx, l, rt); err != nil {
-			b.Fatalf("Multus thin DEL: %v", err)
-		}
-	}
-	return add, del
+	return listSteps(b, cni, list(b, conf), podRuntimeConf(s, "multus"), "Multus thin")
 }

@@ -195,27 +195,13 @@ func useExtension(b *testing.B, s *setup) {
 }
 
 func runtimeLifecycle(b *testing.B, s *setup) {
-	conf, err := json.Marshal(s.w.Plexus)
-	harness.Must(b, err)
-	l := list(b, conf)
-	cni := libcni.NewCNIConfigWithCacheDir([]string{harness.BinDir}, filepath.Join(s.w.Dir, "runtime-cache"), nil)
-	rt := &libcni.RuntimeConf{ContainerID: "thin", NetNS: s.c.NS.Path(), IfName: "eth0",
-		Args: [][2]string{{"IgnoreUnknown", "1"}, {"K8S_POD_NAMESPACE", "demo"}, {"K8S_POD_NAME", "bench"}}}
-	ctx := context.Background()
+	add, del := plexusSteps(b, s, "thin")
 	// One unmeasured lifecycle warms caches (extension compilation cache).
-	if _, err := cni.AddNetworkList(ctx, l, rt); err != nil {
-		b.Fatal(err)
-	}
-	if err := cni.DelNetworkList(ctx, l, rt); err != nil {
-		b.Fatal(err)
-	}
+	add()
+	del()
 	for b.Loop() {
-		if _, err := cni.AddNetworkList(ctx, l, rt); err != nil {
-			b.Fatal(err)
-		}
-		if err := cni.DelNetworkList(ctx, l, rt); err != nil {
-			b.Fatal(err)
-		}
+		add()
+		del()
 	}
 }
 
@@ -373,19 +359,29 @@ func plexusRunner(b *testing.B, s *setup, id string) func() {
 func plexusSteps(b *testing.B, s *setup, id string) (add, del func()) {
 	conf, err := json.Marshal(s.w.Plexus)
 	harness.Must(b, err)
-	l := list(b, conf)
 	cni := libcni.NewCNIConfigWithCacheDir([]string{harness.BinDir}, filepath.Join(s.w.Dir, "runtime-"+id), nil)
-	rt := &libcni.RuntimeConf{ContainerID: id, NetNS: s.c.NS.Path(), IfName: "eth0",
+	return listSteps(b, cni, list(b, conf), podRuntimeConf(s, id), "plexus "+id)
+}
+
+// podRuntimeConf is the benchmark pod's container id on eth0, with the
+// pod's CNI_ARGS as the runtime sends them.
+func podRuntimeConf(s *setup, id string) *libcni.RuntimeConf {
+	return &libcni.RuntimeConf{ContainerID: id, NetNS: s.c.NS.Path(), IfName: "eth0",
 		Args: [][2]string{{"IgnoreUnknown", "1"}, {"K8S_POD_NAMESPACE", "demo"}, {"K8S_POD_NAME", "bench"}}}
+}
+
+// listSteps are the ADD and the DEL of the network list l as the runtime
+// runs them through cni; what names the setup when one fails.
+func listSteps(b *testing.B, cni *libcni.CNIConfig, l *libcni.NetworkConfigList, rt *libcni.RuntimeConf, what string) (add, del func()) {
 	ctx := context.Background()
 	add = func() {
 		if _, err := cni.AddNetworkList(ctx, l, rt); err != nil {
-			b.Fatal(err)
+			b.Fatalf("%s ADD: %v", what, err)
 		}
 	}
 	del = func() {
 		if err := cni.DelNetworkList(ctx, l, rt); err != nil {
-			b.Fatal(err)
+			b.Fatalf("%s DEL: %v", what, err)
 		}
 	}
 	return add, del
