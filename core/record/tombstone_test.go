@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
-	"time"
 )
 
 func TestTombstonesRememberOneInterface(t *testing.T) {
@@ -50,37 +50,93 @@ func TestTombstonesRefuseBadNames(t *testing.T) {
 	}
 }
 
-// TestTombstonesAreBounded: past Max, the oldest go.
+// TestTombstonesAreBounded: the directory never holds more than Max
+// files, and the latest Put is always remembered.
 func TestTombstonesAreBounded(t *testing.T) {
 	ts := &Tombstones{Dir: t.TempDir(), Max: 8}
-	old := time.Now().Add(-time.Hour)
-	for i := range 9 {
+	for i := range 100 {
 		id := fmt.Sprintf("c%d", i)
 		if err := ts.Put(id, "eth0"); err != nil {
 			t.Fatal(err)
 		}
-		if i < 8 {
-			// c0 is the oldest, c7 the newest of the first eight.
-			mt := old.Add(time.Duration(i) * time.Minute)
-			if err := os.Chtimes(filepath.Join(ts.Dir, id), mt, mt); err != nil {
-				t.Fatal(err)
-			}
+		if !ts.Has(id, "eth0") {
+			t.Fatalf("tombstone of %s missing right after its Put", id)
 		}
 	}
-	ids, err := ts.list()
+	entries, err := os.ReadDir(ts.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ids) != 6 {
-		t.Fatalf("%d tombstones after passing the bound of 8, want 6: %v", len(ids), ids)
+	if len(entries) > 8 {
+		t.Fatalf("%d tombstone files after 100 Puts, over the bound of 8", len(entries))
 	}
-	for i := range 3 {
-		if ts.Has(fmt.Sprintf("c%d", i), "eth0") {
-			t.Errorf("oldest tombstone c%d kept", i)
-		}
+}
+
+// TestTombstonesSharingASlot: a container hashed to another's slot takes
+// it over; the one it displaced reads as forgotten and Remove leaves the
+// new one alone.
+func TestTombstonesSharingASlot(t *testing.T) {
+	ts := &Tombstones{Dir: t.TempDir(), Max: 1}
+	if err := ts.Put("c1", "eth0"); err != nil {
+		t.Fatal(err)
 	}
-	if !ts.Has("c8", "eth0") {
-		t.Error("newest tombstone removed")
+	if err := ts.Put("c2", "eth0"); err != nil {
+		t.Fatal(err)
+	}
+	if ts.Has("c1", "eth0") || !ts.Has("c2", "eth0") {
+		t.Fatal("the slot does not name the latest container")
+	}
+	if err := ts.Remove("c1"); err != nil {
+		t.Fatal(err)
+	}
+	if !ts.Has("c2", "eth0") {
+		t.Error("removing c1's forgotten tombstone removed c2's")
+	}
+}
+
+// TestTombstonesReadNothingElse: files in the directory that are not
+// slots (another layout, junk, a FIFO) are no tombstone, and Prune
+// removes them.
+func TestTombstonesReadNothingElse(t *testing.T) {
+	ts := &Tombstones{Dir: t.TempDir(), Max: 1}
+	slot, err := ts.slotOf("c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		make func(p string) error
+	}{
+		{"interface only", func(p string) error { return os.WriteFile(p, []byte("eth0"), 0o600) }},
+		{"bad interface", func(p string) error { return os.WriteFile(p, []byte("c1\n../x"), 0o600) }},
+		{"oversized", func(p string) error { return os.WriteFile(p, make([]byte, maxSlotBytes+1), 0o600) }},
+		{"fifo", func(p string) error { return syscall.Mkfifo(p, 0o600) }},
+		{"symlink", func(p string) error { return os.Symlink("/etc/hostname", p) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.make(slot); err != nil {
+				t.Fatal(err)
+			}
+			if ts.Has("c1", "eth0") {
+				t.Error("read as c1's tombstone")
+			}
+			if err := ts.Prune(func(string) bool { return true }); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Lstat(slot); !os.IsNotExist(err) {
+				t.Errorf("Prune left it: %v", err)
+			}
+		})
+	}
+	legacy := filepath.Join(ts.Dir, "c1")
+	if err := os.WriteFile(legacy, []byte("eth0"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.Prune(func(string) bool { return true }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(legacy); !os.IsNotExist(err) {
+		t.Errorf("Prune left a tombstone of the layout named by container: %v", err)
 	}
 }
 
@@ -96,5 +152,23 @@ func TestTombstonesPrune(t *testing.T) {
 	}
 	if !ts.Has("live", "eth0") || ts.Has("gone", "eth0") {
 		t.Error("Prune kept the wrong tombstones")
+	}
+}
+
+// BenchmarkTombstonesPut is one finished DEL's tombstone on a node whose
+// tombstones are at their bound, as on a node with pod churn between GCs.
+func BenchmarkTombstonesPut(b *testing.B) {
+	ts := &Tombstones{Dir: filepath.Join(b.TempDir(), "deleted")}
+	for i := range DefaultMaxTombstones {
+		if err := ts.Put(fmt.Sprintf("old%d", i), "eth0"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	i := 0
+	for b.Loop() {
+		if err := ts.Put(fmt.Sprintf("new%d", i), "eth0"); err != nil {
+			b.Fatal(err)
+		}
+		i++
 	}
 }
