@@ -160,6 +160,7 @@ func (o Options) build(ctx context.Context, conf *config.Config, a *skel.CmdArgs
 			return nil, nil, types.NewError(codes.PodLookup, err.Error(), "")
 		}
 		log.Warn("source unavailable for DEL; continuing from the record", "err", err)
+		src = nil // not a typed nil the pipeline would call
 	}
 	p.Source = src
 	if cmd == CmdAdd {
@@ -233,6 +234,9 @@ func chooseSource(conf *config.Config, cmd Command, getenv func(string) string) 
 func buildSource(conf *config.Config, cmd Command, log *slog.Logger) (source.Source, error) {
 	switch chooseSource(conf, cmd, os.Getenv) {
 	case manifestsSource:
+		if cmd == CmdDel {
+			return manifests.StatusOnly(conf.Manifests), nil
+		}
 		return manifests.Load(conf.Manifests)
 	case noSource:
 		return nil, nil

@@ -218,3 +218,21 @@ func TestStateOnDiskStaysBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestDelRemovesStatusPastABrokenManifest: DEL reads no manifest, so one
+// that stopped parsing after the ADD does not keep the pod's status file.
+func TestDelRemovesStatusPastABrokenManifest(t *testing.T) {
+	f := newStateFixture(t)
+	status := filepath.Join(f.dir, "manifests", "status", "demo_web.json")
+	f.call(t, "ADD", "c1", false, nil)
+	if _, err := os.Stat(status); err != nil {
+		t.Fatalf("no status file after ADD: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(f.dir, "manifests", "broken.yaml"), []byte("kind: ["), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.call(t, "DEL", "c1", false, nil)
+	if _, err := os.Stat(status); !os.IsNotExist(err) {
+		t.Errorf("status file after DEL: %v", err)
+	}
+}

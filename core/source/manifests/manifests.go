@@ -52,6 +52,13 @@ func Load(dir string) (*Source, error) {
 	return s, nil
 }
 
+// StatusOnly is the source of a call that reads no pod or NAD (DEL, which
+// only removes the pod's status file): it reads no manifest, so a broken
+// one cannot keep a DEL from removing the status.
+func StatusOnly(dir string) *Source {
+	return &Source{Dir: dir, pods: map[string]*source.Pod{}, nads: map[string]*source.NAD{}}
+}
+
 func isManifest(e os.DirEntry) bool {
 	ext := filepath.Ext(e.Name())
 	return e.Type().IsRegular() && (ext == ".yaml" || ext == ".yml")
@@ -189,6 +196,9 @@ type Dir struct {
 
 // NewDir returns a Dir for path; nothing is read until Current.
 func NewDir(path string) *Dir { return &Dir{path: path} }
+
+// StatusOnly is StatusOnly of the directory.
+func (d *Dir) StatusOnly() *Source { return StatusOnly(d.path) }
 
 // Current returns the directory's manifests: the last parse unless a file
 // was added, removed or modified (name, size, modification time).

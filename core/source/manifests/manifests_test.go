@@ -112,6 +112,35 @@ func TestStatusFileLifecycle(t *testing.T) {
 	}
 }
 
+// TestStatusOnlyReadsNoManifest: DEL's source removes the pod's status
+// file past a manifest that does not parse, and knows no pod.
+func TestStatusOnlyReadsNoManifest(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "a.yaml", docs)
+	s, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod, _ := s.Pod(context.Background(), "demo", "web")
+	if err := s.PublishStatus(context.Background(), pod, []byte(`[]`)); err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir, "broken.yaml", "kind: [")
+	if _, err := NewDir(dir).Current(); err == nil {
+		t.Fatal("the broken manifest parsed")
+	}
+	del := NewDir(dir).StatusOnly()
+	if _, err := del.Pod(context.Background(), "demo", "web"); !errors.Is(err, source.ErrNotFound) {
+		t.Errorf("StatusOnly found the pod: %v", err)
+	}
+	if err := del.RemoveStatus(context.Background(), "demo", "web"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, StatusDir, "demo_web.json")); !os.IsNotExist(err) {
+		t.Fatal("status file left after StatusOnly's RemoveStatus")
+	}
+}
+
 // A Dir parses again exactly when a manifest file changes: an edited pod
 // is seen at the next call, an unchanged directory is not parsed again,
 // and status files (in their subdirectory) change nothing.

@@ -254,8 +254,11 @@ func (d *Daemon) options() cniplugin.Options {
 		},
 	}
 	// The manifests, the caches, or none (the default network only).
-	o.Source = func(*config.Config, cniplugin.Command, *slog.Logger) (source.Source, error) {
-		if d.manifest != nil {
+	o.Source = func(_ *config.Config, cmd cniplugin.Command, _ *slog.Logger) (source.Source, error) {
+		switch {
+		case d.manifest != nil && cmd == cniplugin.CmdDel:
+			return d.manifest.StatusOnly(), nil
+		case d.manifest != nil:
 			return d.manifest.Current()
 		}
 		return d.src, nil

@@ -15,9 +15,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/plexus-cni/plexus/cmd/internal/cniplugin"
 	"github.com/plexus-cni/plexus/cmd/internal/daemon"
 	"github.com/plexus-cni/plexus/core/config"
 	"github.com/plexus-cni/plexus/core/source"
+	"github.com/plexus-cni/plexus/core/source/manifests"
 	"github.com/plexus-cni/plexus/extensions"
 	"github.com/plexus-cni/plexus/policies"
 )
@@ -312,5 +314,40 @@ func TestStatusPublishTimed(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(m.apiErrors.WithLabelValues("patch pod")); got != 1 {
 		t.Errorf(`plexus_api_errors_total{call="patch pod"} = %v, want 1`, got)
+	}
+}
+
+// TestDelReadsNoManifest: with the manifests source, a DEL's source reads
+// no manifest, so a broken one fails the ADD that needs it but not the
+// DEL's removal of the status file.
+func TestDelReadsNoManifest(t *testing.T) {
+	dir := t.TempDir()
+	status := filepath.Join(dir, manifests.StatusDir, "demo_web.json")
+	for p, content := range map[string]string{filepath.Join(dir, "broken.yaml"): "kind: [", status: "[]"} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := &Daemon{m: newMetrics(), manifest: manifests.NewDir(dir)}
+	o := d.options()
+	if _, err := o.Source(nil, cniplugin.CmdAdd, nil); err == nil {
+		t.Error("ADD's source parsed the broken manifest")
+	}
+	src, err := o.Source(nil, cniplugin.CmdDel, nil)
+	if err != nil {
+		t.Fatalf("DEL's source: %v", err)
+	}
+	r, ok := src.(source.StatusRemover)
+	if !ok {
+		t.Fatalf("DEL's source %T removes no status", src)
+	}
+	if err := r.RemoveStatus(context.Background(), "demo", "web"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(status); !os.IsNotExist(err) {
+		t.Errorf("status file left: %v", err)
 	}
 }
