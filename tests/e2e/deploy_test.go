@@ -197,6 +197,9 @@ func TestThickDaemonSetGivesDelegatesTheHost(t *testing.T) {
 	if !spec.HostPID || !slices.Contains(plexusd.Args, "--delegate-root=/proc/1/root") {
 		t.Errorf("hostPID %v, args %v: want the host's PID namespace and --delegate-root=/proc/1/root", spec.HostPID, plexusd.Args)
 	}
+	if spec.EnableServiceLinks == nil || *spec.EnableServiceLinks {
+		t.Error("enableServiceLinks is not false: every delegate inherits plexusd's environment, which would carry variables for each Service of the namespace")
+	}
 	type mount struct {
 		host        string
 		propagation corev1.MountPropagationMode
