@@ -63,16 +63,20 @@ func (t *Tombstones) Put(containerID, ifName string) error {
 	if err := names.Interface(ifName); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(t.Dir, 0o700); err != nil {
-		return fmt.Errorf("creating tombstone directory: %w", err)
-	}
 	// Every slot is maxSlotBytes long, so a Put overwrites in place: no
 	// truncation, which ext4 answers with a flush on close.
 	b := make([]byte, maxSlotBytes)
 	for i := copy(b, containerID+"\n"+ifName); i < len(b); i++ {
 		b[i] = '\n'
 	}
-	if err := writeFile(p, 0, b); err != nil {
+	err = writeFile(p, 0, b)
+	if errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(t.Dir, 0o700); err != nil {
+			return fmt.Errorf("creating tombstone directory: %w", err)
+		}
+		err = writeFile(p, 0, b)
+	}
+	if err != nil {
 		return fmt.Errorf("writing tombstone: %w", err)
 	}
 	return nil
