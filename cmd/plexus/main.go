@@ -23,6 +23,6 @@ func main() {
 	// SIGTERM and SIGINT cancel the call's context: it unwinds, not stops midway.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	o := cniplugin.Options{Stages: stages.Options{}.Build}
+	o := cniplugin.Options{Stages: stages.Options{}.Build, Boot: cniplugin.BootID()}
 	skel.PluginMainFuncs(o.Funcs(ctx, os.Stdout), cniplugin.Versions, "plexus "+Version+": NPWG multi-network CNI meta-plugin")
 }

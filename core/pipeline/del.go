@@ -58,10 +58,18 @@ func (p *Pipeline) rememberDeleted(req *Request) {
 
 // deletedBefore reports a DEL an earlier DEL already did: its tombstone
 // names this interface and libcni caches nothing of the container (every
-// successful delegate DEL removed its entry).
+// successful delegate DEL removed its entry). A tombstone left since the
+// node booted is enough: it is written after those removals, and only a
+// crash of the node can lose a removal that a later file outlived.
+// Listing libcni's cache costs a read of every attachment's name on the
+// node.
 func (p *Pipeline) deletedBefore(req *Request) bool {
-	if p.Deleted == nil || !p.Deleted.Has(req.ContainerID, req.IfName) {
+	if p.Deleted == nil {
 		return false
+	}
+	found, thisBoot := p.Deleted.Lookup(req.ContainerID, req.IfName)
+	if !found || thisBoot {
+		return found
 	}
 	cached, err := p.CNI.GetCachedAttachments(req.ContainerID)
 	return err == nil && len(cached) == 0
@@ -88,8 +96,10 @@ func (p *Pipeline) del(ctx context.Context, req *Request) error {
 	if err := p.teardown(ctx, req, rec); err != nil {
 		return err
 	}
-	if err := p.delLeftovers(ctx, req); err != nil {
-		return err
+	if !p.Records.SavedThisBoot(rec) {
+		if err := p.delLeftovers(ctx, req); err != nil {
+			return err
+		}
 	}
 	p.removeStatus(ctx, rec)
 	return nil
@@ -157,7 +167,8 @@ func (p *Pipeline) detachOne(ctx context.Context, req *Request, a *record.Attach
 
 // delLeftovers detaches what libcni's cache still holds for the container
 // once the record's attachments are gone: nothing, unless the record was
-// older than the attachments (a journal cut short other than by a crash).
+// older than the attachments (a journal that a crash of the node cut
+// short, which only a record saved before this boot can be).
 func (p *Pipeline) delLeftovers(ctx context.Context, req *Request) error {
 	if msgs, _ := p.delAllCached(ctx, req, true); len(msgs) > 0 {
 		return newError(codes.DetachFailed, req.podRef(), "", fmt.Errorf("detaching attachments missing from the record: %s", strings.Join(msgs, "; ")))

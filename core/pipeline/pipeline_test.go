@@ -767,3 +767,69 @@ func TestAddSendsItsEventBesideTheStatusPatch(t *testing.T) {
 		})
 	}
 }
+
+// TestDelListsLibcniCacheOnlyAcrossABoot: a record or tombstone saved
+// since the node booted is trusted to list everything libcni cached for
+// the container, so DEL does not list the cache; one from before the
+// boot (or with the boot unknown) is not, and DEL undoes what the cache
+// still holds.
+func TestDelListsLibcniCacheOnlyAcrossABoot(t *testing.T) {
+	const bootA, bootB = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "1f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
+	lost := []*libcni.NetworkAttachment{{ContainerID: "c1", Network: "lost", IfName: "net9", Config: []byte(`{"cniVersion":"1.0.0","name":"lost","type":"bridge"}`)}}
+	boot := func(f *fixture, id string) { f.p.Records.Boot, f.p.Deleted.Boot = id, id }
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name             string
+		addBoot, delBoot string
+		want             []string
+	}{
+		{"record of this boot", bootA, bootA, []string{"DEL net-a net1", "DEL default-net eth0"}},
+		{"record of an earlier boot", bootA, bootB, []string{"DEL net-a net1", "DEL default-net eth0", "DEL lost net9"}},
+		{"boot unknown", "", "", []string{"DEL net-a net1", "DEL default-net eth0", "DEL lost net9"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, "net-a")
+			boot(f, tc.addBoot)
+			if _, err := f.p.Add(ctx, f.req); err != nil {
+				t.Fatal(err)
+			}
+			boot(f, tc.delBoot)
+			f.cni.calls, f.cni.cached = nil, lost
+			if err := f.p.Del(ctx, f.req); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(f.cni.calls, tc.want) {
+				t.Errorf("DEL calls %v, want %v", f.cni.calls, tc.want)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		name    string
+		delBoot string
+		want    []string
+	}{
+		{"tombstone of this boot", bootA, nil},
+		{"tombstone of an earlier boot", bootB, []string{"DEL lost net9", "DEL default-net eth0"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, "net-a")
+			boot(f, bootA)
+			if _, err := f.p.Add(ctx, f.req); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.p.Del(ctx, f.req); err != nil {
+				t.Fatal(err)
+			}
+			boot(f, tc.delBoot)
+			f.cni.calls, f.cni.cached = nil, lost
+			again := *f.req
+			again.NetNS = ""
+			if err := f.p.Del(ctx, &again); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(f.cni.calls, tc.want) {
+				t.Errorf("repeated DEL calls %v, want %v", f.cni.calls, tc.want)
+			}
+		})
+	}
+}

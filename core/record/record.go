@@ -74,6 +74,9 @@ type Record struct {
 	NetNS       string       `json:"netns,omitempty"`
 	Pod         *Pod         `json:"pod,omitempty"`
 	Attachments []Attachment `json:"attachments"`
+	// Boot is the kernel's boot ID (Store.Boot) when the record was last
+	// saved; empty when it was unknown.
+	Boot string `json:"boot,omitempty"`
 }
 
 // ErrCorrupt is wrapped when a record exists but cannot be used.
@@ -86,7 +89,16 @@ var ErrCorrupt = errors.New("attachment record is corrupt")
 // its newline, which Decode ignores.
 type Store struct {
 	Dir string
+	// Boot is the running kernel's boot ID, stamped on every Save; empty
+	// when unknown, and then no record counts as saved in this boot.
+	Boot string
 }
+
+// SavedThisBoot reports whether r was last saved since the node booted.
+// Such a record lists every attachment libcni cached for its container:
+// each is saved before its delegate runs, and only a crash of the node
+// can lose a save that a later file outlived.
+func (s *Store) SavedThisBoot(r *Record) bool { return s.Boot != "" && r.Boot == s.Boot }
 
 func (s *Store) path(containerID string) (string, error) { return fileOf(s.Dir, containerID, ".json") }
 
@@ -178,7 +190,7 @@ func checkAttachment(a Attachment) error {
 // Save appends the record to the container's journal. No fsync: the
 // record must survive plexus being killed, which the page cache ensures.
 func (s *Store) Save(r *Record) error {
-	r.Version = Version
+	r.Version, r.Boot = Version, s.Boot
 	p, err := s.path(r.ContainerID)
 	if err != nil {
 		return err

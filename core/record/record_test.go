@@ -215,3 +215,33 @@ func mustSave(t *testing.T, s *Store) {
 		t.Fatal(err)
 	}
 }
+
+// TestSavedThisBoot: a record is trusted as saved since the boot only
+// when the store knows the boot and the record's last save carried it.
+func TestSavedThisBoot(t *testing.T) {
+	const bootA, bootB = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "1f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
+	dir := t.TempDir()
+	if err := (&Store{Dir: dir, Boot: bootA}).Save(&Record{ContainerID: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		boot string
+		want bool
+	}{
+		{"the same boot", bootA, true},
+		{"another boot", bootB, false},
+		{"the boot unknown", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &Store{Dir: dir, Boot: tc.boot}
+			r, err := s.Load("c1")
+			if err != nil || r == nil {
+				t.Fatalf("Load: %v, %v", r, err)
+			}
+			if got := s.SavedThisBoot(r); got != tc.want {
+				t.Errorf("SavedThisBoot = %v, want %v (record's boot %q)", got, tc.want, r.Boot)
+			}
+		})
+	}
+}

@@ -25,13 +25,16 @@ const slotPrefix = "slot."
 // Tombstones remember, per container, that a DEL finished, so that the
 // runtime's repeated DEL (containerd sends one without a netns) runs no
 // delegate again. A container's tombstone lives in one of Max slot files,
-// chosen by a hash of its ID and holding the ID and the interface name:
+// chosen by a hash of its ID and holding the ID, the interface name and
+// the kernel's boot ID:
 // the directory never holds more than Max files, and a DEL's Put costs one
 // write however many there are. Another container hashed to the same slot
 // overwrites it; a forgotten tombstone only costs a full DEL.
 type Tombstones struct {
 	Dir string
 	Max int // DefaultMaxTombstones when zero
+	// Boot is the running kernel's boot ID (Store.Boot); empty when unknown.
+	Boot string
 }
 
 // slotOf is the path of the container's slot.
@@ -66,7 +69,7 @@ func (t *Tombstones) Put(containerID, ifName string) error {
 	// Every slot is maxSlotBytes long, so a Put overwrites in place: no
 	// truncation, which ext4 answers with a flush on close.
 	b := make([]byte, maxSlotBytes)
-	for i := copy(b, containerID+"\n"+ifName); i < len(b); i++ {
+	for i := copy(b, containerID+"\n"+ifName+"\n"+t.Boot); i < len(b); i++ {
 		b[i] = '\n'
 	}
 	err = writeFile(p, 0, b)
@@ -85,12 +88,19 @@ func (t *Tombstones) Put(containerID, ifName string) error {
 // Has reports whether a finished DEL of the container's ifName is
 // remembered. Any doubt (unreadable, another interface) is no.
 func (t *Tombstones) Has(containerID, ifName string) bool {
+	found, _ := t.Lookup(containerID, ifName)
+	return found
+}
+
+// Lookup is Has, and whether that DEL finished since the node booted.
+func (t *Tombstones) Lookup(containerID, ifName string) (found, thisBoot bool) {
 	p, err := t.slotOf(containerID)
 	if err != nil {
-		return false
+		return false, false
 	}
-	id, got, ok := readSlot(p)
-	return ok && ifName != "" && id == containerID && got == ifName
+	s, ok := readSlot(p)
+	found = ok && ifName != "" && s.containerID == containerID && s.ifName == ifName
+	return found, found && t.Boot != "" && s.boot == t.Boot
 }
 
 // Remove forgets the container's tombstone; none is not an error.
@@ -99,7 +109,7 @@ func (t *Tombstones) Remove(containerID string) error {
 	if err != nil {
 		return err
 	}
-	if id, _, ok := readSlot(p); !ok || id != containerID {
+	if s, ok := readSlot(p); !ok || s.containerID != containerID {
 		return nil // another container's, or none
 	}
 	return removeSlot(p)
@@ -118,7 +128,7 @@ func (t *Tombstones) Prune(keep func(containerID string) bool) error {
 	var errs []error
 	for _, e := range entries {
 		p := filepath.Join(t.Dir, e.Name())
-		if id, _, ok := readSlot(p); ok && strings.HasPrefix(e.Name(), slotPrefix) && keep(id) {
+		if s, ok := readSlot(p); ok && strings.HasPrefix(e.Name(), slotPrefix) && keep(s.containerID) {
 			continue
 		}
 		errs = append(errs, removeSlot(p))
@@ -126,28 +136,54 @@ func (t *Tombstones) Prune(keep func(containerID string) bool) error {
 	return errors.Join(errs...)
 }
 
-// maxSlotBytes is a slot's size: an ID, a newline, an interface name and
-// newlines up to it.
-const maxSlotBytes = maxIDLen + 1 + 16
+// maxSlotBytes is a slot's size: an ID, an interface name and a boot ID
+// on three lines, and newlines up to it.
+const maxSlotBytes = maxIDLen + 1 + 16 + 1 + maxBootLen
 
-// readSlot returns the container and interface a slot names; ok is false
-// when it is missing, not a regular file or not a tombstone.
-func readSlot(p string) (containerID, ifName string, ok bool) {
+// maxBootLen is a boot ID's length (a UUID).
+const maxBootLen = 36
+
+// slot is what a tombstone file says.
+type slot struct{ containerID, ifName, boot string }
+
+// readSlot returns what a slot says; ok is false when it is missing, not
+// a regular file or not a tombstone. A boot ID that is not one reads as
+// unknown.
+func readSlot(p string) (s slot, ok bool) {
 	// O_NONBLOCK: a FIFO left there reads as empty instead of blocking.
 	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return "", "", false
+		return slot{}, false
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, maxSlotBytes+1))
 	if err != nil || len(b) > maxSlotBytes {
-		return "", "", false
+		return slot{}, false
 	}
-	containerID, ifName, found := strings.Cut(strings.TrimRight(string(b), "\n"), "\n")
-	if !found || names.ContainerID(containerID) != nil || names.Interface(ifName) != nil {
-		return "", "", false
+	lines := strings.SplitN(strings.TrimRight(string(b), "\n"), "\n", 3)
+	if len(lines) < 2 || names.ContainerID(lines[0]) != nil || names.Interface(lines[1]) != nil {
+		return slot{}, false
 	}
-	return containerID, ifName, true
+	s = slot{containerID: lines[0], ifName: lines[1]}
+	if len(lines) == 3 && IsBootID(lines[2]) {
+		s.boot = lines[2]
+	}
+	return s, true
+}
+
+// IsBootID reports whether s has the form of a kernel boot ID: a UUID in
+// lower-case hex.
+func IsBootID(s string) bool {
+	if len(s) != maxBootLen {
+		return false
+	}
+	for i, c := range s {
+		dash := i == 8 || i == 13 || i == 18 || i == 23
+		if dash != (c == '-') || !dash && !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // removeSlot removes p, whatever it is (RemoveAll: a directory left there

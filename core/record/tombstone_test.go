@@ -172,3 +172,49 @@ func BenchmarkTombstonesPut(b *testing.B) {
 		i++
 	}
 }
+
+// TestTombstonesKnowTheirBoot: Lookup says whether the DEL finished in
+// the boot the reader runs in; an unknown or malformed boot is another.
+func TestTombstonesKnowTheirBoot(t *testing.T) {
+	const bootA, bootB = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "1f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name                string
+		putBoot, lookupBoot string
+		want                bool
+	}{
+		{"the same boot", bootA, bootA, true},
+		{"another boot", bootA, bootB, false},
+		{"put with the boot unknown", "", bootA, false},
+		{"looked up with the boot unknown", bootA, "", false},
+		{"a malformed boot", "not-a-boot-id", "not-a-boot-id", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := (&Tombstones{Dir: dir, Boot: tc.putBoot}).Put("c1", "eth0"); err != nil {
+				t.Fatal(err)
+			}
+			found, thisBoot := (&Tombstones{Dir: dir, Boot: tc.lookupBoot}).Lookup("c1", "eth0")
+			if !found || thisBoot != tc.want {
+				t.Errorf("Lookup = %v, %v; want true, %v", found, thisBoot, tc.want)
+			}
+		})
+	}
+}
+
+func TestIsBootID(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		want bool
+	}{
+		{"0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", true},
+		{"0F1E2D3C-4B5A-6978-8796-A5B4C3D2E1F0", false},
+		{"0f1e2d3c4b5a-6978-8796-a5b4c3d2e1f0-", false},
+		{"0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f", false},
+		{"0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0\n", false},
+		{"", false},
+	} {
+		if got := IsBootID(tc.s); got != tc.want {
+			t.Errorf("IsBootID(%q) = %v, want %v", tc.s, got, tc.want)
+		}
+	}
+}

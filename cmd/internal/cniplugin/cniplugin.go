@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/containernetworking/cni/libcni"
@@ -52,6 +53,9 @@ type Options struct {
 	// delegates run chrooted to it (delegateExec), and host paths such as
 	// the pod's network namespace are opened inside it (hostroot).
 	DelegateRoot string
+	// Boot is the kernel's boot ID (BootID), stamped on records and
+	// tombstones; empty: unknown, and every DEL lists libcni's cache.
+	Boot string
 
 	// parse replaces config.Parse in tests, which count the parses.
 	parse func([]byte) (*config.Config, error)
@@ -189,8 +193,8 @@ func (o Options) Pipeline(conf *config.Config, paths []string, log *slog.Logger)
 	p := &pipeline.Pipeline{
 		Config:    conf,
 		CNI:       libcni.NewCNIConfigWithCacheDir(paths, conf.CacheDir, &delegateExec{root: o.DelegateRoot, log: log}),
-		Records:   &record.Store{Dir: filepath.Join(conf.CacheDir, "records")},
-		Deleted:   &record.Tombstones{Dir: filepath.Join(conf.CacheDir, "deleted")},
+		Records:   &record.Store{Dir: filepath.Join(conf.CacheDir, "records"), Boot: o.Boot},
+		Deleted:   &record.Tombstones{Dir: filepath.Join(conf.CacheDir, "deleted"), Boot: o.Boot},
 		Locks:     &lock.Locker{Dir: filepath.Join(conf.CacheDir, "locks")},
 		Routes:    podroute.Netlink{Root: o.DelegateRoot},
 		OnIgnored: o.Ignored,
@@ -303,4 +307,17 @@ func (o Options) openLog(conf *config.Config) (*slog.Logger, func(), error) {
 		w, closer = f, func() { f.Close() }
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})), closer, nil
+}
+
+// bootIDFile is the kernel's ID of the current boot, the same in every
+// namespace.
+const bootIDFile = "/proc/sys/kernel/random/boot_id"
+
+// BootID is the running kernel's boot ID, or "" when it cannot be read.
+func BootID() string {
+	b, err := os.ReadFile(bootIDFile)
+	if id := strings.TrimSpace(string(b)); err == nil && record.IsBootID(id) {
+		return id
+	}
+	return ""
 }

@@ -1,6 +1,8 @@
 package cniplugin
 
 import (
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/plexus-cni/plexus/core/config"
@@ -34,5 +36,16 @@ func TestChooseSource(t *testing.T) {
 		if got := chooseSource(&tt.conf, tt.cmd, tt.getenv); got != tt.want {
 			t.Errorf("%s: chooseSource = %d, want %d", tt.name, got, tt.want)
 		}
+	}
+}
+
+// TestBootIDIsTheKernels: the boot ID stamped on records is the kernel's.
+func TestBootIDIsTheKernels(t *testing.T) {
+	b, err := os.ReadFile(bootIDFile)
+	if err != nil {
+		t.Skipf("no %s: %v", bootIDFile, err)
+	}
+	if got, want := BootID(), strings.TrimSpace(string(b)); got != want || got == "" {
+		t.Errorf("BootID() = %q, want %q", got, want)
 	}
 }

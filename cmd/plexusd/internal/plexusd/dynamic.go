@@ -366,7 +366,7 @@ func (d *Daemon) criClient() (*cri.Client, error) {
 
 // daemonPipeline is a pipeline for plexusd's own work, not a CNI call's.
 func (d *Daemon) daemonPipeline(log *slog.Logger) *pipeline.Pipeline {
-	o := cniplugin.Options{DelegateRoot: d.o.DelegateRoot, WrapCNI: func(c libcni.CNI) libcni.CNI { return countingCNI{CNI: c, m: d.m} }}
+	o := cniplugin.Options{DelegateRoot: d.o.DelegateRoot, Boot: d.boot, WrapCNI: func(c libcni.CNI) libcni.CNI { return countingCNI{CNI: c, m: d.m} }}
 	return o.Pipeline(d.conf, delegatePaths(d.conf), log)
 }
 

@@ -104,6 +104,7 @@ type Daemon struct {
 	agent     *agent.Agent
 	installed *install.Installer
 	delegates *delegateTypes
+	boot      string // the kernel's boot ID, read once (cniplugin.Options.Boot)
 }
 
 // Run starts plexusd and serves until ctx ends, then shuts down gracefully.
@@ -131,7 +132,7 @@ func start(ctx context.Context, o Options) (*Daemon, error) {
 			return nil, fmt.Errorf("--delegate-root: %w", err)
 		}
 	}
-	d := &Daemon{o: o, conf: conf, m: newMetrics(), synced: func() bool { return true }}
+	d := &Daemon{o: o, conf: conf, m: newMetrics(), synced: func() bool { return true }, boot: cniplugin.BootID()}
 	if o.InstallConfig {
 		if d.installed, err = d.installer(); err != nil {
 			return nil, fmt.Errorf("CNI config installer: %w", err)
@@ -247,6 +248,7 @@ func (d *Daemon) options() cniplugin.Options {
 		Log:          d.o.Log,
 		Own:          d.conf,
 		DelegateRoot: d.o.DelegateRoot,
+		Boot:         d.boot,
 		WrapCNI:      d.wrapCNI,
 		Ignored:      d.m.ignored,
 		OnPodResourcesCall: func(method string) {
