@@ -133,7 +133,7 @@ bench: build k8s-bins node-bins node-deps pause-image multus
 	PLEXUS_BIN=$(BIN) $(GO) test -run '^$$' -bench ShimCall -benchtime 500x ./cmd/plexus-shim/
 	PLEXUS_BIN=$(BIN) $(GO) test -run '^$$' -bench ThinPolicyCost -benchtime 150x ./tests/bench/
 	PLEXUS_BIN=$(BIN) $(GO) test -run '^$$' -bench 'Concurrent|Memory' -benchtime 2x ./tests/bench/
-	$(GO) test -run '^$$' -bench 'HandlerLifecycle|HandlerCall' -benchtime 1000x ./cmd/internal/cniplugin/
+	$(GO) test -run '^$$' -bench 'HandlerLifecycle|HandlerCall|HandlerCrowdedNode' -benchtime 1000x ./cmd/internal/cniplugin/
 	PLEXUS_BIN=$(BIN) $(GO) test -run '^$$' -bench DelegateRoot -benchtime 500x -count 5 ./cmd/internal/cniplugin/
 	PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 $(GO) test -run '^$$' -bench SandboxStart -benchtime 40x ./tests/node/
 	PLEXUS_BIN=$(BIN) PLEXUS_E2E=1 $(GO) test -run '^$$' -bench PodStart -benchtime 9x ./tests/node/
