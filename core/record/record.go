@@ -94,10 +94,9 @@ type Store struct {
 	Boot string
 }
 
-// SavedThisBoot reports whether r was last saved since the node booted.
-// Such a record lists every attachment libcni cached for its container:
-// each is saved before its delegate runs, and only a crash of the node
-// can lose a save that a later file outlived.
+// SavedThisBoot reports whether r was last saved since the node booted:
+// then it lists all libcni cached for its container, as each attachment
+// is saved before its delegate runs and only a node's crash loses a save.
 func (s *Store) SavedThisBoot(r *Record) bool { return s.Boot != "" && r.Boot == s.Boot }
 
 func (s *Store) path(containerID string) (string, error) { return fileOf(s.Dir, containerID, ".json") }
@@ -202,17 +201,21 @@ func (s *Store) Save(r *Record) error {
 	// One write call per line, so that concurrent readers and a crash see
 	// whole lines or a tail without a newline.
 	b = append(b, '\n')
-	err = writeFile(p, os.O_APPEND, b)
-	if errors.Is(err, os.ErrNotExist) {
-		if err := os.MkdirAll(s.Dir, 0o700); err != nil {
-			return fmt.Errorf("creating record directory: %w", err)
-		}
-		err = writeFile(p, os.O_APPEND, b)
-	}
-	if err != nil {
+	if err := writeIn(s.Dir, p, os.O_APPEND, b); err != nil {
 		return fmt.Errorf("writing attachment record: %w", err)
 	}
 	return nil
+}
+
+// writeIn is writeFile, creating dir, the file's, only when it is missing.
+func writeIn(dir, p string, flag int, b []byte) error {
+	err := writeFile(p, flag, b)
+	if errors.Is(err, os.ErrNotExist) {
+		if err = os.MkdirAll(dir, 0o700); err == nil {
+			err = writeFile(p, flag, b)
+		}
+	}
+	return err
 }
 
 // writeFile writes b to the file at p in one call, creating it and

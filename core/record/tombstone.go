@@ -26,10 +26,10 @@ const slotPrefix = "slot."
 // runtime's repeated DEL (containerd sends one without a netns) runs no
 // delegate again. A container's tombstone lives in one of Max slot files,
 // chosen by a hash of its ID and holding the ID, the interface name and
-// the kernel's boot ID:
-// the directory never holds more than Max files, and a DEL's Put costs one
-// write however many there are. Another container hashed to the same slot
-// overwrites it; a forgotten tombstone only costs a full DEL.
+// the kernel's boot ID: the directory never holds more than Max files,
+// and a DEL's Put costs one write however many there are. Another
+// container hashed to the same slot overwrites it; a forgotten tombstone
+// only costs a full DEL.
 type Tombstones struct {
 	Dir string
 	Max int // DefaultMaxTombstones when zero
@@ -39,22 +39,16 @@ type Tombstones struct {
 
 // slotOf is the path of the container's slot.
 func (t *Tombstones) slotOf(containerID string) (string, error) {
-	if err := names.ContainerID(containerID); err != nil {
+	if _, err := fileOf(t.Dir, containerID, ""); err != nil { // the ID's checks
 		return "", err
 	}
-	if len(containerID) > maxIDLen {
-		return "", fmt.Errorf("container ID is %d characters, over the limit of %d", len(containerID), maxIDLen)
+	slots := uint32(DefaultMaxTombstones)
+	if t.Max > 0 {
+		slots = uint32(t.Max)
 	}
 	h := fnv.New32a()
 	h.Write([]byte(containerID))
-	return filepath.Join(t.Dir, slotPrefix+strconv.Itoa(int(h.Sum32()%uint32(t.slots())))), nil
-}
-
-func (t *Tombstones) slots() int {
-	if t.Max <= 0 {
-		return DefaultMaxTombstones
-	}
-	return t.Max
+	return filepath.Join(t.Dir, slotPrefix+strconv.Itoa(int(h.Sum32()%slots))), nil
 }
 
 // Put records that the DEL of the container's ifName finished.
@@ -72,27 +66,15 @@ func (t *Tombstones) Put(containerID, ifName string) error {
 	for i := copy(b, containerID+"\n"+ifName+"\n"+t.Boot); i < len(b); i++ {
 		b[i] = '\n'
 	}
-	err = writeFile(p, 0, b)
-	if errors.Is(err, os.ErrNotExist) {
-		if err := os.MkdirAll(t.Dir, 0o700); err != nil {
-			return fmt.Errorf("creating tombstone directory: %w", err)
-		}
-		err = writeFile(p, 0, b)
-	}
-	if err != nil {
+	if err := writeIn(t.Dir, p, 0, b); err != nil {
 		return fmt.Errorf("writing tombstone: %w", err)
 	}
 	return nil
 }
 
-// Has reports whether a finished DEL of the container's ifName is
-// remembered. Any doubt (unreadable, another interface) is no.
-func (t *Tombstones) Has(containerID, ifName string) bool {
-	found, _ := t.Lookup(containerID, ifName)
-	return found
-}
-
-// Lookup is Has, and whether that DEL finished since the node booted.
+// Lookup reports whether a finished DEL of the container's ifName is
+// remembered, and whether it finished since the node booted. Any doubt
+// (unreadable, another interface) is no.
 func (t *Tombstones) Lookup(containerID, ifName string) (found, thisBoot bool) {
 	p, err := t.slotOf(containerID)
 	if err != nil {
@@ -138,17 +120,16 @@ func (t *Tombstones) Prune(keep func(containerID string) bool) error {
 
 // maxSlotBytes is a slot's size: an ID, an interface name and a boot ID
 // on three lines, and newlines up to it.
-const maxSlotBytes = maxIDLen + 1 + 16 + 1 + maxBootLen
+const maxSlotBytes = maxIDLen + 1 + 16 + 1 + BootIDLen
 
-// maxBootLen is a boot ID's length (a UUID).
-const maxBootLen = 36
+// BootIDLen is the length of the kernel's boot ID, a UUID.
+const BootIDLen = 36
 
 // slot is what a tombstone file says.
 type slot struct{ containerID, ifName, boot string }
 
 // readSlot returns what a slot says; ok is false when it is missing, not
-// a regular file or not a tombstone. A boot ID that is not one reads as
-// unknown.
+// a regular file or not a tombstone. An overlong boot ID reads as unknown.
 func readSlot(p string) (s slot, ok bool) {
 	// O_NONBLOCK: a FIFO left there reads as empty instead of blocking.
 	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
@@ -165,25 +146,10 @@ func readSlot(p string) (s slot, ok bool) {
 		return slot{}, false
 	}
 	s = slot{containerID: lines[0], ifName: lines[1]}
-	if len(lines) == 3 && IsBootID(lines[2]) {
+	if len(lines) == 3 && len(lines[2]) <= BootIDLen {
 		s.boot = lines[2]
 	}
 	return s, true
-}
-
-// IsBootID reports whether s has the form of a kernel boot ID: a UUID in
-// lower-case hex.
-func IsBootID(s string) bool {
-	if len(s) != maxBootLen {
-		return false
-	}
-	for i, c := range s {
-		dash := i == 8 || i == 13 || i == 18 || i == 23
-		if dash != (c == '-') || !dash && !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // removeSlot removes p, whatever it is (RemoveAll: a directory left there

@@ -10,7 +10,7 @@ import (
 
 func TestTombstonesRememberOneInterface(t *testing.T) {
 	ts := &Tombstones{Dir: filepath.Join(t.TempDir(), "deleted")}
-	if ts.Has("c1", "eth0") {
+	if has(ts, "c1", "eth0") {
 		t.Fatal("tombstone before Put")
 	}
 	if err := ts.Put("c1", "eth0"); err != nil {
@@ -26,14 +26,14 @@ func TestTombstonesRememberOneInterface(t *testing.T) {
 		{"c2", "eth0", false},
 		{"../c1", "eth0", false},
 	} {
-		if got := ts.Has(tc.id, tc.ifName); got != tc.want {
+		if got := has(ts, tc.id, tc.ifName); got != tc.want {
 			t.Errorf("Has(%q, %q) = %v, want %v", tc.id, tc.ifName, got, tc.want)
 		}
 	}
 	if err := ts.Remove("c1"); err != nil {
 		t.Fatal(err)
 	}
-	if ts.Has("c1", "eth0") {
+	if has(ts, "c1", "eth0") {
 		t.Error("tombstone after Remove")
 	}
 	if err := ts.Remove("c1"); err != nil {
@@ -59,7 +59,7 @@ func TestTombstonesAreBounded(t *testing.T) {
 		if err := ts.Put(id, "eth0"); err != nil {
 			t.Fatal(err)
 		}
-		if !ts.Has(id, "eth0") {
+		if !has(ts, id, "eth0") {
 			t.Fatalf("tombstone of %s missing right after its Put", id)
 		}
 	}
@@ -83,13 +83,13 @@ func TestTombstonesSharingASlot(t *testing.T) {
 	if err := ts.Put("c2", "eth0"); err != nil {
 		t.Fatal(err)
 	}
-	if ts.Has("c1", "eth0") || !ts.Has("c2", "eth0") {
+	if has(ts, "c1", "eth0") || !has(ts, "c2", "eth0") {
 		t.Fatal("the slot does not name the latest container")
 	}
 	if err := ts.Remove("c1"); err != nil {
 		t.Fatal(err)
 	}
-	if !ts.Has("c2", "eth0") {
+	if !has(ts, "c2", "eth0") {
 		t.Error("removing c1's forgotten tombstone removed c2's")
 	}
 }
@@ -117,7 +117,7 @@ func TestTombstonesReadNothingElse(t *testing.T) {
 			if err := tc.make(slot); err != nil {
 				t.Fatal(err)
 			}
-			if ts.Has("c1", "eth0") {
+			if has(ts, "c1", "eth0") {
 				t.Error("read as c1's tombstone")
 			}
 			if err := ts.Prune(func(string) bool { return true }); err != nil {
@@ -150,7 +150,7 @@ func TestTombstonesPrune(t *testing.T) {
 	if err := ts.Prune(func(id string) bool { return id == "live" }); err != nil {
 		t.Fatal(err)
 	}
-	if !ts.Has("live", "eth0") || ts.Has("gone", "eth0") {
+	if !has(ts, "live", "eth0") || has(ts, "gone", "eth0") {
 		t.Error("Prune kept the wrong tombstones")
 	}
 }
@@ -187,7 +187,6 @@ func TestTombstonesKnowTheirBoot(t *testing.T) {
 		{"another boot", bootA, bootB, false},
 		{"put with the boot unknown", "", bootA, false},
 		{"looked up with the boot unknown", bootA, "", false},
-		{"a malformed boot", "not-a-boot-id", "not-a-boot-id", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := (&Tombstones{Dir: dir, Boot: tc.putBoot}).Put("c1", "eth0"); err != nil {
@@ -201,20 +200,8 @@ func TestTombstonesKnowTheirBoot(t *testing.T) {
 	}
 }
 
-func TestIsBootID(t *testing.T) {
-	for _, tc := range []struct {
-		s    string
-		want bool
-	}{
-		{"0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", true},
-		{"0F1E2D3C-4B5A-6978-8796-A5B4C3D2E1F0", false},
-		{"0f1e2d3c4b5a-6978-8796-a5b4c3d2e1f0-", false},
-		{"0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f", false},
-		{"0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0\n", false},
-		{"", false},
-	} {
-		if got := IsBootID(tc.s); got != tc.want {
-			t.Errorf("IsBootID(%q) = %v, want %v", tc.s, got, tc.want)
-		}
-	}
+// has is Lookup's first answer: whether the tombstone is there.
+func has(t *Tombstones, containerID, ifName string) bool {
+	found, _ := t.Lookup(containerID, ifName)
+	return found
 }

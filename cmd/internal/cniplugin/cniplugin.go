@@ -309,14 +309,13 @@ func (o Options) openLog(conf *config.Config) (*slog.Logger, func(), error) {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})), closer, nil
 }
 
-// bootIDFile is the kernel's ID of the current boot, the same in every
-// namespace.
+// bootIDFile holds the kernel's ID of this boot, in every namespace.
 const bootIDFile = "/proc/sys/kernel/random/boot_id"
 
 // BootID is the running kernel's boot ID, or "" when it cannot be read.
 func BootID() string {
 	b, err := os.ReadFile(bootIDFile)
-	if id := strings.TrimSpace(string(b)); err == nil && record.IsBootID(id) {
+	if id := strings.TrimSpace(string(b)); err == nil && len(id) == record.BootIDLen {
 		return id
 	}
 	return ""

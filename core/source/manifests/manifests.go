@@ -197,9 +197,6 @@ type Dir struct {
 // NewDir returns a Dir for path; nothing is read until Current.
 func NewDir(path string) *Dir { return &Dir{path: path} }
 
-// StatusOnly is StatusOnly of the directory.
-func (d *Dir) StatusOnly() *Source { return StatusOnly(d.path) }
-
 // Current returns the directory's manifests: the last parse unless a file
 // was added, removed or modified (name, size, modification time).
 func (d *Dir) Current() (*Source, error) {

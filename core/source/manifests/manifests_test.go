@@ -129,7 +129,7 @@ func TestStatusOnlyReadsNoManifest(t *testing.T) {
 	if _, err := NewDir(dir).Current(); err == nil {
 		t.Fatal("the broken manifest parsed")
 	}
-	del := NewDir(dir).StatusOnly()
+	del := StatusOnly(dir)
 	if _, err := del.Pod(context.Background(), "demo", "web"); !errors.Is(err, source.ErrNotFound) {
 		t.Errorf("StatusOnly found the pod: %v", err)
 	}

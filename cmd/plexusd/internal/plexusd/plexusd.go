@@ -259,7 +259,7 @@ func (d *Daemon) options() cniplugin.Options {
 	o.Source = func(_ *config.Config, cmd cniplugin.Command, _ *slog.Logger) (source.Source, error) {
 		switch {
 		case d.manifest != nil && cmd == cniplugin.CmdDel:
-			return d.manifest.StatusOnly(), nil
+			return manifests.StatusOnly(d.conf.Manifests), nil
 		case d.manifest != nil:
 			return d.manifest.Current()
 		}

@@ -331,7 +331,7 @@ func TestDelReadsNoManifest(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	d := &Daemon{m: newMetrics(), manifest: manifests.NewDir(dir)}
+	d := &Daemon{m: newMetrics(), conf: &config.Config{Manifests: dir}, manifest: manifests.NewDir(dir)}
 	o := d.options()
 	if _, err := o.Source(nil, cniplugin.CmdAdd, nil); err == nil {
 		t.Error("ADD's source parsed the broken manifest")
