@@ -58,11 +58,9 @@ func (p *Pipeline) rememberDeleted(req *Request) {
 
 // deletedBefore reports a DEL an earlier DEL already did: its tombstone
 // names this interface and libcni caches nothing of the container (every
-// successful delegate DEL removed its entry). A tombstone left since the
-// node booted is enough: it is written after those removals, and only a
-// crash of the node can lose a removal that a later file outlived.
-// Listing libcni's cache costs a read of every attachment's name on the
-// node.
+// successful delegate DEL removed its entry). A tombstone of this boot
+// suffices, written after those removals, which only a node's crash loses;
+// listing libcni's cache reads every attachment's name on the node.
 func (p *Pipeline) deletedBefore(req *Request) bool {
 	if p.Deleted == nil {
 		return false
@@ -93,10 +91,11 @@ func (p *Pipeline) del(ctx context.Context, req *Request) error {
 	case rec == nil:
 		return p.delFromCache(ctx, req)
 	}
+	trusted := p.Records.Trusted(rec)
 	if err := p.teardown(ctx, req, rec); err != nil {
 		return err
 	}
-	if !p.Records.SavedThisBoot(rec) {
+	if !trusted {
 		if err := p.delLeftovers(ctx, req); err != nil {
 			return err
 		}
@@ -166,9 +165,8 @@ func (p *Pipeline) detachOne(ctx context.Context, req *Request, a *record.Attach
 }
 
 // delLeftovers detaches what libcni's cache still holds for the container
-// once the record's attachments are gone: nothing, unless the record was
-// older than the attachments (a journal that a crash of the node cut
-// short, which only a record saved before this boot can be).
+// once the record's attachments are gone: nothing, unless the record is
+// older than the attachments (a journal cut short; Store.Trusted).
 func (p *Pipeline) delLeftovers(ctx context.Context, req *Request) error {
 	if msgs, _ := p.delAllCached(ctx, req, true); len(msgs) > 0 {
 		return newError(codes.DetachFailed, req.podRef(), "", fmt.Errorf("detaching attachments missing from the record: %s", strings.Join(msgs, "; ")))

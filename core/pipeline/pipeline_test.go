@@ -769,11 +769,11 @@ func TestAddSendsItsEventBesideTheStatusPatch(t *testing.T) {
 	}
 }
 
-// TestDelListsLibcniCacheOnlyAcrossABoot: a record or tombstone saved
-// since the node booted is trusted to list everything libcni cached for
-// the container, so DEL does not list the cache; one from before the
-// boot (or with the boot unknown) is not, and DEL undoes what the cache
-// still holds.
+// TestDelListsLibcniCacheOnlyAcrossABoot: a record that ends a finished
+// ADD, or a tombstone, saved since the node booted is trusted to list
+// everything libcni cached for the container, so DEL does not list the
+// cache; one from before the boot (or with the boot unknown), or a
+// journal cut short, is not, and DEL undoes what the cache still holds.
 func TestDelListsLibcniCacheOnlyAcrossABoot(t *testing.T) {
 	const bootA, bootB = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "1f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
 	lost := []*libcni.NetworkAttachment{{ContainerID: "c1", Network: "lost", IfName: "net9", Config: []byte(`{"cniVersion":"1.0.0","name":"lost","type":"bridge"}`)}}
@@ -782,17 +782,30 @@ func TestDelListsLibcniCacheOnlyAcrossABoot(t *testing.T) {
 	for _, tc := range []struct {
 		name             string
 		addBoot, delBoot string
+		cutShort         bool
 		want             []string
 	}{
-		{"record of this boot", bootA, bootA, []string{"DEL net-a net1", "DEL default-net eth0"}},
-		{"record of an earlier boot", bootA, bootB, []string{"DEL net-a net1", "DEL default-net eth0", "DEL lost net9"}},
-		{"boot unknown", "", "", []string{"DEL net-a net1", "DEL default-net eth0", "DEL lost net9"}},
+		{"record of this boot", bootA, bootA, false, []string{"DEL net-a net1", "DEL default-net eth0"}},
+		{"record of this boot cut short", bootA, bootA, true, []string{"DEL net-a net1", "DEL default-net eth0", "DEL lost net9"}},
+		{"record of an earlier boot", bootA, bootB, false, []string{"DEL net-a net1", "DEL default-net eth0", "DEL lost net9"}},
+		{"boot unknown", "", "", false, []string{"DEL net-a net1", "DEL default-net eth0", "DEL lost net9"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, "net-a")
 			boot(f, tc.addBoot)
 			if _, err := f.p.Add(ctx, f.req); err != nil {
 				t.Fatal(err)
+			}
+			if tc.cutShort {
+				// The journal's last line as it stood while net-a's delegate ran.
+				rec, err := f.p.Records.Load("c1")
+				if err != nil {
+					t.Fatal(err)
+				}
+				rec.Attachments[len(rec.Attachments)-1].State = record.Attempted
+				if err := f.p.Records.Save(rec); err != nil {
+					t.Fatal(err)
+				}
 			}
 			boot(f, tc.delBoot)
 			f.cni.calls, f.cni.cached = nil, lost

@@ -94,10 +94,17 @@ type Store struct {
 	Boot string
 }
 
-// SavedThisBoot reports whether r was last saved since the node booted:
-// then it lists all libcni cached for its container, as each attachment
-// is saved before its delegate runs and only a node's crash loses a save.
-func (s *Store) SavedThisBoot(r *Record) bool { return s.Boot != "" && r.Boot == s.Boot }
+// Trusted reports whether r lists all libcni cached for its container: it
+// ends a finished ADD and was saved since the node booted (each attachment
+// is saved before its delegate runs; only a node's crash loses a save).
+func (s *Store) Trusted(r *Record) bool {
+	for _, a := range r.Attachments {
+		if a.State != Attached {
+			return false
+		}
+	}
+	return s.Boot != "" && r.Boot == s.Boot
+}
 
 func (s *Store) path(containerID string) (string, error) { return fileOf(s.Dir, containerID, ".json") }
 

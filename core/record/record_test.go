@@ -216,12 +216,15 @@ func mustSave(t *testing.T, s *Store) {
 	}
 }
 
-// TestSavedThisBoot: a record is trusted as saved since the boot only
-// when the store knows the boot and the record's last save carried it.
-func TestSavedThisBoot(t *testing.T) {
+// TestTrusted: a record is trusted to list libcni's cache only when it
+// ends a finished ADD and the store knows the boot that its last save
+// carried.
+func TestTrusted(t *testing.T) {
 	const bootA, bootB = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "1f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
 	dir := t.TempDir()
-	if err := (&Store{Dir: dir, Boot: bootA}).Save(&Record{ContainerID: "c1"}); err != nil {
+	finished := sample()
+	finished.Attachments[1].State = Attached
+	if err := (&Store{Dir: dir, Boot: bootA}).Save(finished); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -239,9 +242,15 @@ func TestSavedThisBoot(t *testing.T) {
 			if err != nil || r == nil {
 				t.Fatalf("Load: %v, %v", r, err)
 			}
-			if got := s.SavedThisBoot(r); got != tc.want {
-				t.Errorf("SavedThisBoot = %v, want %v (record's boot %q)", got, tc.want, r.Boot)
+			if got := s.Trusted(r); got != tc.want {
+				t.Errorf("Trusted = %v, want %v (record's boot %q)", got, tc.want, r.Boot)
 			}
 		})
+	}
+	s := &Store{Dir: dir, Boot: bootA}
+	for _, state := range []State{Planned, Attempted} {
+		if r := (&Record{ContainerID: "c1", Boot: bootA, Attachments: []Attachment{{State: Attached}, {State: state}}}); s.Trusted(r) {
+			t.Errorf("a record with a %s attachment is trusted", state)
+		}
 	}
 }

@@ -17,19 +17,16 @@ import (
 // DefaultMaxTombstones bounds how many finished DELs are remembered.
 const DefaultMaxTombstones = 1024
 
-// slotPrefix starts every slot's name. The container named inside a slot
-// decides whose tombstone it is, so a file of another layout (one named by
-// its container, holding only the interface) never reads as one.
+// slotPrefix starts every slot's name; the container named inside decides
+// whose it is, so a file of another layout never reads as a tombstone.
 const slotPrefix = "slot."
 
 // Tombstones remember, per container, that a DEL finished, so that the
 // runtime's repeated DEL (containerd sends one without a netns) runs no
-// delegate again. A container's tombstone lives in one of Max slot files,
-// chosen by a hash of its ID and holding the ID, the interface name and
-// the kernel's boot ID: the directory never holds more than Max files,
-// and a DEL's Put costs one write however many there are. Another
-// container hashed to the same slot overwrites it; a forgotten tombstone
-// only costs a full DEL.
+// delegate again. Each is one of Max slot files, chosen by a hash of the
+// container ID and holding it, the interface and the kernel's boot ID: a
+// Put is one write however many there are. A container hashed to a taken
+// slot displaces the older tombstone, which then costs one full DEL.
 type Tombstones struct {
 	Dir string
 	Max int // DefaultMaxTombstones when zero

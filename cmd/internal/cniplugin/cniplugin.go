@@ -53,9 +53,7 @@ type Options struct {
 	// delegates run chrooted to it (delegateExec), and host paths such as
 	// the pod's network namespace are opened inside it (hostroot).
 	DelegateRoot string
-	// Boot is the kernel's boot ID (BootID), stamped on records and
-	// tombstones; empty: unknown, and every DEL lists libcni's cache.
-	Boot string
+	Boot         string // the kernel's boot ID (BootID); "": every DEL lists libcni's cache
 
 	// parse replaces config.Parse in tests, which count the parses.
 	parse func([]byte) (*config.Config, error)
