@@ -2,11 +2,9 @@ package bench
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/plexus-cni/plexus/tests/harness"
 )
@@ -32,19 +30,7 @@ func BenchmarkThickBuilds(b *testing.B) {
 			thisAdd, thisDel := plexusSteps(b, s, "thick")
 			otherAdd, otherDel := otherThick(b, n)
 			runs := []delRun{{add: floorAdd, del: floorDel}, {add: thisAdd, del: thisDel}, {add: otherAdd, del: otherDel}}
-			for i := range runs {
-				runs[i].add() // warm up: page cache, plexusd's first call
-				runs[i].del()
-			}
-			order := rand.New(rand.NewPCG(9, 9))
-			for b.Loop() {
-				for _, i := range order.Perm(len(runs)) {
-					time.Sleep(pause)
-					runs[i].addT = append(runs[i].addT, timed(runs[i].add))
-					time.Sleep(pause)
-					runs[i].t = append(runs[i].t, timed(runs[i].del))
-				}
-			}
+			interleave(b, runs, pause, 9)
 			floor, this, other := runs[0], runs[1], runs[2]
 			b.ReportMetric(ms(medianOf(floor.addT)), "ms-add-delegates")
 			b.ReportMetric(ms(medianOf(this.addT)), "ms-add-this")

@@ -55,19 +55,7 @@ func BenchmarkDelRatio(b *testing.B) {
 			if multusAdd != nil {
 				runs = append(runs, delRun{add: multusAdd, del: multusDel})
 			}
-			for i := range runs {
-				runs[i].add() // warm up: page cache, plexusd's first call
-				runs[i].del()
-			}
-			order := rand.New(rand.NewPCG(5, 5))
-			for b.Loop() {
-				for _, i := range order.Perm(len(runs)) {
-					time.Sleep(pause)
-					runs[i].addT = append(runs[i].addT, timed(runs[i].add))
-					time.Sleep(pause)
-					runs[i].t = append(runs[i].t, timed(runs[i].del))
-				}
-			}
+			interleave(b, runs, pause, 5)
 			floor, thin, thick := runs[0].t, runs[1].t, runs[2].t
 			b.ReportMetric(ms(medianOf(floor)), "ms-del-delegates")
 			b.ReportMetric(ms(medianOf(thin)), "ms-del-thin")
@@ -100,6 +88,24 @@ func BenchmarkDelRatio(b *testing.B) {
 				b.ReportMetric(ms(medianOf(m.addT)), "ms-add-multus-thin")
 			}
 		})
+	}
+}
+
+// interleave warms every run up once, then times each run's ADD and DEL
+// once per iteration, in an order drawn anew from seed, each after pause.
+func interleave(b *testing.B, runs []delRun, pause time.Duration, seed uint64) {
+	for i := range runs {
+		runs[i].add() // warm up: page cache, plexusd's first call
+		runs[i].del()
+	}
+	order := rand.New(rand.NewPCG(seed, seed))
+	for b.Loop() {
+		for _, i := range order.Perm(len(runs)) {
+			time.Sleep(pause)
+			runs[i].addT = append(runs[i].addT, timed(runs[i].add))
+			time.Sleep(pause)
+			runs[i].t = append(runs[i].t, timed(runs[i].del))
+		}
 	}
 }
 

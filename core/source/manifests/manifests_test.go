@@ -88,15 +88,7 @@ func TestLoadRejectsBadNames(t *testing.T) {
 
 func TestStatusFileLifecycle(t *testing.T) {
 	dir := t.TempDir()
-	write(t, dir, "a.yaml", docs)
-	s, err := Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pod, _ := s.Pod(context.Background(), "demo", "web")
-	if err := s.PublishStatus(context.Background(), pod, []byte(`[]`)); err != nil {
-		t.Fatal(err)
-	}
+	s := published(t, dir)
 	p := filepath.Join(dir, StatusDir, "demo_web.json")
 	if b, err := os.ReadFile(p); err != nil || strings.TrimSpace(string(b)) != "[]" {
 		t.Fatalf("status file %q %v", b, err)
@@ -116,15 +108,7 @@ func TestStatusFileLifecycle(t *testing.T) {
 // file past a manifest that does not parse, and knows no pod.
 func TestStatusOnlyReadsNoManifest(t *testing.T) {
 	dir := t.TempDir()
-	write(t, dir, "a.yaml", docs)
-	s, err := Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pod, _ := s.Pod(context.Background(), "demo", "web")
-	if err := s.PublishStatus(context.Background(), pod, []byte(`[]`)); err != nil {
-		t.Fatal(err)
-	}
+	published(t, dir)
 	write(t, dir, "broken.yaml", "kind: [")
 	if _, err := NewDir(dir).Current(); err == nil {
 		t.Fatal("the broken manifest parsed")
@@ -191,4 +175,20 @@ func TestDirSeesChangesOnly(t *testing.T) {
 	if _, err := d.Current(); err == nil {
 		t.Fatal("a broken manifest was not reported")
 	}
+}
+
+// published loads dir with the pods and NADs of docs, and web's status
+// published.
+func published(t *testing.T, dir string) *Source {
+	t.Helper()
+	write(t, dir, "a.yaml", docs)
+	s, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod, _ := s.Pod(context.Background(), "demo", "web")
+	if err := s.PublishStatus(context.Background(), pod, []byte(`[]`)); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
