@@ -53,7 +53,7 @@ demo: build
 # RACE_PKGS start goroutines or are used concurrently by plexusd; extensions
 # is left out: wazero compiling the example modules under -race outlasts
 # go test's 10-minute limit.
-RACE_PKGS := ./core/lock/ ./cmd/internal/agent/ ./cmd/internal/nodestate/ ./core/source/kube/cached/ ./core/source/manifests/ ./cmd/internal/daemon/ ./cmd/plexusd/internal/plexusd/ ./cmd/internal/install/ ./cmd/internal/cniplugin/ ./extensions/wasmbin/ ./policies/ ./cmd/plexus-shim/internal/shim/ ./cmd/internal/daemon/wire/
+RACE_PKGS := ./core/lock/ ./core/pipeline/ ./cmd/internal/agent/ ./cmd/internal/nodestate/ ./core/source/kube/cached/ ./core/source/manifests/ ./cmd/internal/daemon/ ./cmd/plexusd/internal/plexusd/ ./cmd/internal/install/ ./cmd/internal/cniplugin/ ./extensions/wasmbin/ ./policies/ ./cmd/plexus-shim/internal/shim/ ./cmd/internal/daemon/wire/
 
 ## test: every test: unit, netns integration, Kubernetes e2e, the SDK and
 ## the example extensions (needs root)

@@ -126,11 +126,12 @@ func (p *Pipeline) teardown(ctx context.Context, req *Request, rec *record.Recor
 // detachEach detaches the attempted ones of atts in reverse order, past
 // failures, and returns the failed ones in atts' order with their errors.
 func (p *Pipeline) detachEach(ctx context.Context, req *Request, atts []record.Attachment) (failed []record.Attachment, msgs []string) {
-	for _, a := range slices.Backward(atts) {
+	lists := parseAhead(atts)
+	for i, a := range slices.Backward(atts) {
 		if a.State == record.Planned {
 			continue
 		}
-		err := p.detachOne(ctx, req, &a)
+		err := p.detachList(ctx, req, &a, lists(i))
 		if err != nil && rejectedAgain(&a, err) {
 			err = p.detachRejected(ctx, req, &a)
 		}
@@ -153,8 +154,50 @@ func podOf(rec *record.Record) string {
 	return rec.Pod.Namespace + "/" + rec.Pod.Name
 }
 
+// parseAhead parses the recorded lists of atts' attempted attachments in
+// DEL's order, the last at once and the others on a goroutine: each parse
+// then overlaps the delegates before it, which mostly wait on the kernel.
+// lists(i) waits for atts[i]'s list.
+func parseAhead(atts []record.Attachment) (lists func(i int) parsedList) {
+	parsed := make([]parsedList, len(atts))
+	done := make([]chan struct{}, len(atts))
+	for i := range done {
+		done[i] = make(chan struct{})
+	}
+	parse := func(i int) {
+		if atts[i].State != record.Planned {
+			parsed[i].list, parsed[i].err = netconf.ConfList(atts[i].Config)
+		}
+		close(done[i])
+	}
+	if n := len(atts); n > 0 {
+		parse(n - 1)
+		go func() {
+			for i := n - 2; i >= 0; i-- {
+				parse(i)
+			}
+		}()
+	}
+	return func(i int) parsedList {
+		<-done[i]
+		return parsed[i]
+	}
+}
+
+// parsedList is a recorded list parsed, or why it could not be.
+type parsedList struct {
+	list *libcni.NetworkConfigList
+	err  error
+}
+
 func (p *Pipeline) detachOne(ctx context.Context, req *Request, a *record.Attachment) error {
 	list, err := netconf.ConfList(a.Config)
+	return p.detachList(ctx, req, a, parsedList{list, err})
+}
+
+// detachList runs the DEL of a's list, parsed from its recorded config.
+func (p *Pipeline) detachList(ctx context.Context, req *Request, a *record.Attachment, parsed parsedList) error {
+	list, err := parsed.list, parsed.err
 	if err != nil {
 		return err
 	}

@@ -853,3 +853,41 @@ func has(t *record.Tombstones, containerID, ifName string) bool {
 	found, _ := t.Lookup(containerID, ifName)
 	return found
 }
+
+func TestParseAheadGivesEachAttemptedAttachmentItsOwnList(t *testing.T) {
+	conf := func(name string) []byte {
+		return []byte(`{"cniVersion":"1.0.0","name":"` + name + `","type":"bridge"}`)
+	}
+	atts := []record.Attachment{
+		{Name: "a", Config: conf("net-a"), State: record.Attached},
+		{Name: "b", Config: []byte(`{"name":`), State: record.Attempted},
+		{Name: "c", Config: conf("net-c"), State: record.Planned},
+		{Name: "d", Config: conf("net-d"), State: record.Attempted},
+		{Name: "e", Config: conf("net-e"), State: record.Planned},
+	}
+	lists := parseAhead(atts)
+	tests := []struct {
+		i       int
+		list    string
+		wantErr bool
+	}{
+		{i: 4}, // planned: nothing parsed
+		{i: 3, list: "net-d"},
+		{i: 2},
+		{i: 1, wantErr: true},
+		{i: 0, list: "net-a"},
+	}
+	for _, tt := range tests {
+		got := lists(tt.i)
+		if (got.err != nil) != tt.wantErr {
+			t.Errorf("attachment %d: err %v, want an error: %v", tt.i, got.err, tt.wantErr)
+		}
+		name := ""
+		if got.list != nil {
+			name = got.list.Name
+		}
+		if name != tt.list {
+			t.Errorf("attachment %d: list %q, want %q", tt.i, name, tt.list)
+		}
+	}
+}
