@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,8 +14,8 @@ import (
 // two environments, in the same run: two nodes side by side, each with
 // its own plexusd, and the delegates run directly, every ADD and DEL
 // after the same pause in an order drawn anew each iteration. The other
-// node runs the binaries in PLEXUS_BENCH_OTHER_BIN (a copy of bin/ with
-// another plexusd and plexus-shim) and its plexusd gets
+// node runs plexus's binaries (plexus*) from PLEXUS_BENCH_OTHER_BIN and
+// the very files of bin/ for everything else, and its plexusd gets
 // PLEXUS_BENCH_OTHER_ENV (comma-separated KEY=value, such as GOGC=400).
 // Reported: each median, and the median of the paired differences other
 // minus this. Run with neither set, it measures the run's own noise.
@@ -53,7 +54,7 @@ func otherThick(b *testing.B, n int) (add, del func()) {
 	if dir := os.Getenv("PLEXUS_BENCH_OTHER_BIN"); dir != "" {
 		// The harness finds every binary in BinDir while a node is set up.
 		orig := harness.BinDir
-		harness.BinDir = dir
+		harness.BinDir = overlayBin(b, dir, orig)
 		defer func() { harness.BinDir = orig }()
 	}
 	s := newSetup(b, n)
@@ -61,6 +62,29 @@ func otherThick(b *testing.B, n int) (add, del func()) {
 	s.w.StartDaemon(deployedArgs()...) // plexusd inherits this environment
 	restore()
 	return plexusSteps(b, s, "thick")
+}
+
+// overlayBin is a directory of links to base's files, but for plexus's
+// binaries found in dir. Both nodes then start the same delegate files:
+// two copies of one binary can start at different speeds, as the page
+// cache holds each, which a comparison of plexus builds must not measure.
+func overlayBin(b *testing.B, dir, base string) string {
+	out := b.TempDir()
+	entries, err := os.ReadDir(base)
+	harness.Must(b, err)
+	for _, e := range entries {
+		src := filepath.Join(base, e.Name())
+		if other := filepath.Join(dir, e.Name()); strings.HasPrefix(e.Name(), "plexus") && fileExists(other) {
+			src = other
+		}
+		harness.Must(b, os.Symlink(src, filepath.Join(out, e.Name())))
+	}
+	return out
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 // setEnv sets each KEY=value of the comma-separated list in this process
