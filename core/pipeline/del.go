@@ -127,11 +127,12 @@ func (p *Pipeline) teardown(ctx context.Context, req *Request, rec *record.Recor
 // failures, and returns the failed ones in atts' order with their errors.
 func (p *Pipeline) detachEach(ctx context.Context, req *Request, atts []record.Attachment) (failed []record.Attachment, msgs []string) {
 	lists := parseAhead(atts)
-	for i, a := range slices.Backward(atts) {
+	for _, a := range slices.Backward(atts) {
+		parsed := <-lists
 		if a.State == record.Planned {
 			continue
 		}
-		err := p.detachList(ctx, req, &a, lists(i))
+		err := p.detachList(ctx, req, &a, parsed)
 		if err != nil && rejectedAgain(&a, err) {
 			err = p.detachRejected(ctx, req, &a)
 		}
@@ -154,34 +155,28 @@ func podOf(rec *record.Record) string {
 	return rec.Pod.Namespace + "/" + rec.Pod.Name
 }
 
-// parseAhead parses the recorded lists of atts' attempted attachments in
-// DEL's order, the last at once and the others on a goroutine: each parse
-// then overlaps the delegates before it, which mostly wait on the kernel.
-// lists(i) waits for atts[i]'s list.
-func parseAhead(atts []record.Attachment) (lists func(i int) parsedList) {
-	parsed := make([]parsedList, len(atts))
-	done := make([]chan struct{}, len(atts))
-	for i := range done {
-		done[i] = make(chan struct{})
-	}
-	parse := func(i int) {
-		if atts[i].State != record.Planned {
-			parsed[i].list, parsed[i].err = netconf.ConfList(atts[i].Config)
+// parseAhead parses the recorded lists of atts' attempted attachments and
+// sends them in DEL's order, last first; a planned one's is empty. The
+// last is parsed at once and the others on a goroutine, so that each parse
+// overlaps the delegates before it, which mostly wait on the kernel.
+func parseAhead(atts []record.Attachment) <-chan parsedList {
+	lists := make(chan parsedList, len(atts))
+	parse := func(a *record.Attachment) {
+		var l parsedList
+		if a.State != record.Planned {
+			l.list, l.err = netconf.ConfList(a.Config)
 		}
-		close(done[i])
+		lists <- l
 	}
 	if n := len(atts); n > 0 {
-		parse(n - 1)
+		parse(&atts[n-1])
 		go func() {
 			for i := n - 2; i >= 0; i-- {
-				parse(i)
+				parse(&atts[i])
 			}
 		}()
 	}
-	return func(i int) parsedList {
-		<-done[i]
-		return parsed[i]
-	}
+	return lists
 }
 
 // parsedList is a recorded list parsed, or why it could not be.

@@ -854,7 +854,7 @@ func has(t *record.Tombstones, containerID, ifName string) bool {
 	return found
 }
 
-func TestParseAheadGivesEachAttemptedAttachmentItsOwnList(t *testing.T) {
+func TestParseAheadSendsEachAttemptedAttachmentsListLastFirst(t *testing.T) {
 	conf := func(name string) []byte {
 		return []byte(`{"cniVersion":"1.0.0","name":"` + name + `","type":"bridge"}`)
 	}
@@ -866,28 +866,27 @@ func TestParseAheadGivesEachAttemptedAttachmentItsOwnList(t *testing.T) {
 		{Name: "e", Config: conf("net-e"), State: record.Planned},
 	}
 	lists := parseAhead(atts)
-	tests := []struct {
-		i       int
+	want := []struct {
 		list    string
 		wantErr bool
 	}{
-		{i: 4}, // planned: nothing parsed
-		{i: 3, list: "net-d"},
-		{i: 2},
-		{i: 1, wantErr: true},
-		{i: 0, list: "net-a"},
+		{},              // e, planned: nothing parsed
+		{list: "net-d"}, // d
+		{},              // c, planned
+		{wantErr: true}, // b, unparseable
+		{list: "net-a"}, // a
 	}
-	for _, tt := range tests {
-		got := lists(tt.i)
-		if (got.err != nil) != tt.wantErr {
-			t.Errorf("attachment %d: err %v, want an error: %v", tt.i, got.err, tt.wantErr)
+	for i, w := range want {
+		got := <-lists
+		if (got.err != nil) != w.wantErr {
+			t.Errorf("list %d: err %v, want an error: %v", i, got.err, w.wantErr)
 		}
 		name := ""
 		if got.list != nil {
 			name = got.list.Name
 		}
-		if name != tt.list {
-			t.Errorf("attachment %d: list %q, want %q", tt.i, name, tt.list)
+		if name != w.list {
+			t.Errorf("list %d: %q, want %q", i, name, w.list)
 		}
 	}
 }
