@@ -1,6 +1,7 @@
 package cniplugin
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"os"
@@ -37,7 +38,9 @@ func BenchmarkHandlerLifecycle(b *testing.B) {
 // source loaded once, and a delegate that attaches nothing. Beside
 // BenchmarkShimCall (the shim's forwarding against a socket that answers
 // at once), it is the least thick mode can add to a call beyond the
-// shim's start and the delegates' own time.
+// shim's start and the delegates' own time. PLEXUS_BENCH_SETTLE (none by
+// default; 50ms as BenchmarkDelRatio) pauses before each call, which then
+// finds the caches as plexusd finds them between a node's calls.
 //
 //	go test -run '^$' -bench HandlerCall ./cmd/internal/cniplugin/
 func BenchmarkHandlerCall(b *testing.B) {
@@ -56,16 +59,20 @@ func BenchmarkHandlerCall(b *testing.B) {
 				b.Fatal(err)
 			}
 			f.o.Source = func(*config.Config, Command, *slog.Logger) (source.Source, error) { return src, nil }
+			pause := settle(b)
 			var add, del time.Duration
 			i := 0
 			for b.Loop() {
 				id := "c" + strconv.Itoa(i)
 				i++
+				time.Sleep(pause)
 				start := time.Now()
 				f.call(b, "ADD", id, false, nil)
-				mid := time.Now()
+				add += time.Since(start)
+				time.Sleep(pause)
+				start = time.Now()
 				f.call(b, "DEL", id, false, nil)
-				add, del = add+mid.Sub(start), del+time.Since(mid)
+				del += time.Since(start)
 			}
 			b.ReportMetric(float64(add.Microseconds())/float64(i)/1000, "ms-add")
 			b.ReportMetric(float64(del.Microseconds())/float64(i)/1000, "ms-del")
@@ -111,4 +118,13 @@ func BenchmarkHandlerCrowdedNode(b *testing.B) {
 			b.ReportMetric(float64(del.Microseconds())/float64(i)/1000, "ms-both-dels")
 		})
 	}
+}
+
+// settle is PLEXUS_BENCH_SETTLE, the pause before each timed call.
+func settle(b *testing.B) time.Duration {
+	d, err := time.ParseDuration(cmp.Or(os.Getenv("PLEXUS_BENCH_SETTLE"), "0s"))
+	if err != nil || d < 0 {
+		b.Fatalf("PLEXUS_BENCH_SETTLE=%q: want a duration such as 50ms or 0s", os.Getenv("PLEXUS_BENCH_SETTLE"))
+	}
+	return d
 }
