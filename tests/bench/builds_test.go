@@ -16,7 +16,8 @@ import (
 // after the same pause in an order drawn anew each iteration. The other
 // node runs plexus's binaries (plexus*) from PLEXUS_BENCH_OTHER_BIN and
 // the very files of bin/ for everything else, and its plexusd gets
-// PLEXUS_BENCH_OTHER_ENV (comma-separated KEY=value, such as GOGC=400).
+// PLEXUS_BENCH_OTHER_ENV (comma-separated KEY=value, such as GOGC=400),
+// which its delegates inherit too: libcni runs them with its environment.
 // Reported: each median, and the median of the paired differences other
 // minus this. Run with neither set, it measures the run's own noise.
 //
