@@ -23,8 +23,12 @@ import (
 // publishes network-status (s5) and returns the default network's result in
 // the runtime's cniVersion. On failure nothing stays attached (s7.2).
 func (p *Pipeline) Add(ctx context.Context, req *Request) (types.Result, error) {
-	if err := p.checkNetNS(req); err != nil {
+	own, err := p.checkNetNS(req)
+	if err != nil {
 		return nil, types.NewError(types.ErrInvalidNetNS, fmt.Sprintf("pod %s: CNI_NETNS %q is not a network namespace: %v", req.podRef(), req.NetNS, err), "")
+	}
+	if own && !req.NetNSOverride {
+		return nil, ownNetNS(req)
 	}
 	unlock, err := p.Locks.Lock(ctx, req.ContainerID)
 	if err != nil {

@@ -24,13 +24,16 @@ const teardownTimeout = 2 * time.Minute
 // failures (s7.2). It needs neither the pod, its NADs nor the source: the
 // attachment record has everything. DEL of an unknown container succeeds.
 func (p *Pipeline) Del(ctx context.Context, req *Request) error {
-	if err := p.checkNetNS(req); err != nil {
+	switch own, err := p.checkNetNS(req); {
+	case err != nil:
 		// Delegates refuse a CNI_NETNS that is not a namespace (or is gone)
 		// but clean up without one, as CNI's DEL allows.
 		p.Log.Debug("CNI_NETNS is not a network namespace: detaching without it", "netns", req.NetNS, "err", err)
 		r := *req
 		r.NetNS = ""
 		req = &r
+	case own && !req.NetNSOverride:
+		return ownNetNS(req)
 	}
 	unlock, err := p.Locks.Lock(ctx, req.ContainerID)
 	if err != nil {

@@ -47,25 +47,36 @@ type Pipeline struct {
 }
 
 // NetNSChecker is a Router that also tells whether a path names a network
-// namespace, which ADD requires before it records or locks anything.
+// namespace and whether that is plexus's own, resolving the path as the
+// delegates will. ADD and DEL ask before they lock or record anything.
 type NetNSChecker interface {
-	CheckNetNS(path string) error
+	// CheckNetNS errs when path exists but is not a network namespace.
+	CheckNetNS(path string) (own bool, err error)
 }
 
-// checkNetNS asks the Router, if it can tell, whether CNI_NETNS is a netns.
-func (p *Pipeline) checkNetNS(req *Request) error {
+// checkNetNS asks the Router, if it can tell, whether CNI_NETNS is a
+// network namespace, and plexus's own.
+func (p *Pipeline) checkNetNS(req *Request) (own bool, err error) {
 	c, ok := p.Routes.(NetNSChecker)
 	if !ok || req.NetNS == "" {
-		return nil
+		return false, nil
 	}
 	return c.CheckNetNS(req.NetNS)
+}
+
+// ownNetNS refuses a call into plexus's own network namespace, which skel
+// refuses for every plugin unless the runtime sets CNI_NETNS_OVERRIDE.
+func ownNetNS(req *Request) error {
+	return types.NewError(types.ErrInvalidNetNS, fmt.Sprintf("CNI_NETNS %s is plexus's own network namespace; the pod's should not be the same", req.NetNS), "")
 }
 
 // Request is one CNI call's runtime parameters.
 type Request struct {
 	ContainerID string
 	NetNS       string
-	IfName      string
+	// NetNSOverride is CNI_NETNS_OVERRIDE: NetNS may be plexus's own.
+	NetNSOverride bool
+	IfName        string
 	// Args is CNI_ARGS, passed on to every delegate.
 	Args [][2]string
 	// RuntimeConfig is what the runtime sent for plexus's capabilities; it

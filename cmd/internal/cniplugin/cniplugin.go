@@ -264,8 +264,10 @@ func request(a *skel.CmdArgs, conf *config.Config) (*pipeline.Request, error) {
 		return nil, err
 	}
 	return &pipeline.Request{
-		ContainerID:   a.ContainerID,
-		NetNS:         a.Netns,
+		ContainerID: a.ContainerID,
+		NetNS:       a.Netns,
+		// As skel reads it for every plugin.
+		NetNSOverride: a.NetnsOverride == "1" || strings.EqualFold(a.NetnsOverride, "true"),
 		IfName:        a.IfName,
 		Args:          args,
 		RuntimeConfig: conf.RuntimeConfig,

@@ -5,11 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
-	"strings"
 
-	"github.com/containernetworking/cni/pkg/ns"
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
 	"github.com/containernetworking/cni/pkg/version"
@@ -33,7 +30,7 @@ func (o Options) Funcs(ctx context.Context, stdout io.Writer) skel.CNIFuncs {
 
 // plugin runs one call of the plexus binary.
 func (o Options) plugin(ctx context.Context, cmd Command, a *skel.CmdArgs, stdout io.Writer) error {
-	conf, err := o.accept(cmd, a)
+	conf, err := o.accept(a)
 	if err != nil {
 		return err
 	}
@@ -60,7 +57,7 @@ func (o Options) Handle(ctx context.Context, c *daemon.Call) *daemon.Reply {
 		return failed(types.NewError(codes.InvalidEnvironment, err.Error(), ""))
 	}
 	a := c.CmdArgs()
-	conf, err := o.accept(cmd, a)
+	conf, err := o.accept(a)
 	if err != nil {
 		return failed(err)
 	}
@@ -74,10 +71,9 @@ func (o Options) Handle(ctx context.Context, c *daemon.Call) *daemon.Reply {
 	return &daemon.Reply{Stdout: out.Bytes()}
 }
 
-// accept parses plexus's config, once per call, and refuses an ADD or a
-// DEL in this process's own network namespace before anything runs (skel
-// checks that only once the ADD is done).
-func (o Options) accept(cmd Command, a *skel.CmdArgs) (*config.Config, error) {
+// accept parses plexus's config, once per call. The pipeline refuses an
+// ADD or a DEL in plexus's own network namespace before anything runs.
+func (o Options) accept(a *skel.CmdArgs) (*config.Config, error) {
 	parse := o.parse
 	if parse == nil {
 		parse = config.Parse
@@ -86,25 +82,7 @@ func (o Options) accept(cmd Command, a *skel.CmdArgs) (*config.Config, error) {
 	if err != nil {
 		return nil, types.NewError(codes.InvalidNetworkConfig, err.Error(), "")
 	}
-	if err := checkNetNS(cmd, a); err != nil {
-		return nil, err
-	}
 	return conf, nil
-}
-
-// checkNetNS refuses an ADD or DEL in this process's own netns, unless overridden.
-func checkNetNS(cmd Command, a *skel.CmdArgs) error {
-	if (cmd != CmdAdd && cmd != CmdDel) || a.Netns == "" || a.NetnsOverride == "1" || strings.EqualFold(a.NetnsOverride, "true") {
-		return nil
-	}
-	own, err := ns.CheckNetNS(a.Netns)
-	if err != nil {
-		return err
-	}
-	if own {
-		return types.NewError(types.ErrInvalidNetNS, fmt.Sprintf("CNI_NETNS %s is plexus's own network namespace; the pod's should not be the same", a.Netns), "")
-	}
-	return nil
 }
 
 // failed is the CNI error, indented as skel prints it.

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/containernetworking/cni/pkg/types"
+	"golang.org/x/sys/unix"
 
 	"github.com/plexus-cni/plexus/cmd/internal/daemon"
 	"github.com/plexus-cni/plexus/core/config"
@@ -26,17 +27,48 @@ func TestHandleRefusesAnUnknownCommand(t *testing.T) {
 	}
 }
 
-// An ADD or DEL in plexusd's own network namespace is refused before the
-// pipeline runs.
+// An ADD or DEL in plexusd's own network namespace is refused before
+// anything runs, with CNI_NETNS resolved as the delegates resolve it: under
+// the delegate root, where a path the runtime made (a bind mount of the
+// namespace) is, though plexusd's own mounts lack it.
 func TestHandleRefusesItsOwnNetworkNamespace(t *testing.T) {
 	conf := []byte(`{"cniVersion":"1.0.0","name":"plexus","type":"plexus-shim","clusterNetwork":"/x"}`)
-	for _, cmd := range []string{"ADD", "DEL"} {
-		r := Options{}.Handle(context.Background(), &daemon.Call{Env: map[string]string{"CNI_COMMAND": cmd, "CNI_NETNS": "/proc/self/ns/net"}, Stdin: conf})
-		var e types.Error
-		if !r.Failed || json.Unmarshal(r.Stdout, &e) != nil || e.Code != types.ErrInvalidNetNS || !strings.Contains(e.Msg, "should not be the same") {
-			t.Errorf("%s: reply %s", cmd, r.Stdout)
+	tests := []struct{ name, root, netns string }{
+		{"by /proc", "", "/proc/self/ns/net"},
+	}
+	if os.Geteuid() == 0 {
+		tests = append(tests, struct{ name, root, netns string }{"bind-mounted under the delegate root", ownNetNSUnderRoot(t, "/run/netns/own"), "/run/netns/own"})
+	}
+	for _, tt := range tests {
+		for _, cmd := range []string{"ADD", "DEL"} {
+			env := map[string]string{"CNI_COMMAND": cmd, "CNI_CONTAINERID": "c1", "CNI_IFNAME": "eth0", "CNI_NETNS": tt.netns}
+			o := Options{DelegateRoot: tt.root, Own: &config.Config{CallSettings: config.CallSettings{CacheDir: t.TempDir()}}}
+			r := o.Handle(context.Background(), &daemon.Call{Env: env, Stdin: conf})
+			var e types.Error
+			if !r.Failed || json.Unmarshal(r.Stdout, &e) != nil || e.Code != types.ErrInvalidNetNS || !strings.Contains(e.Msg, "should not be the same") {
+				t.Errorf("%s, %s: reply %s", tt.name, cmd, r.Stdout)
+			}
 		}
 	}
+}
+
+// ownNetNSUnderRoot is a host root holding this process's network
+// namespace bind-mounted at p, as a runtime mounts a pod's.
+func ownNetNSUnderRoot(t *testing.T, p string) string {
+	t.Helper()
+	root := t.TempDir()
+	target := filepath.Join(root, p)
+	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(target, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("/proc/self/ns/net", target, "", unix.MS_BIND, ""); err != nil {
+		t.Fatalf("bind-mounting this process's network namespace: %v", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(target, unix.MNT_DETACH) })
+	return root
 }
 
 func TestHandleBadConfigIsACNIError(t *testing.T) {

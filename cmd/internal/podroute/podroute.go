@@ -23,26 +23,43 @@ type Netlink struct {
 	Root string
 }
 
+// ownNetNS is this process's network namespace.
+const ownNetNS = "/proc/self/ns/net"
+
 // CheckNetNS refuses a path that exists but is not a network namespace
-// (nsfs or procfs). A missing one is the delegates' to report: CNI lets
-// DEL run after the namespace is gone.
-func (n Netlink) CheckNetNS(path string) error {
+// (nsfs or procfs), and reports whether it is this process's. The path is
+// opened under Root, as the delegates will open it. A missing one is the
+// delegates' to report: CNI lets DEL run after the namespace is gone.
+func (n Netlink) CheckNetNS(path string) (own bool, err error) {
 	f, err := hostroot.Open(n.Root, path, 0)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer f.Close()
 	var st unix.Statfs_t
 	if err := unix.Fstatfs(int(f.Fd()), &st); err != nil {
-		return fmt.Errorf("network namespace %s: %w", path, err)
+		return false, fmt.Errorf("network namespace %s: %w", path, err)
 	}
 	if st.Type != unix.NSFS_MAGIC && st.Type != unix.PROC_SUPER_MAGIC {
-		return fmt.Errorf("%s is not a network namespace (file system type %#x)", path, st.Type)
+		return false, fmt.Errorf("%s is not a network namespace (file system type %#x)", path, st.Type)
 	}
-	return nil
+	return isOwnNetNS(f)
+}
+
+// isOwnNetNS reports whether f is this process's network namespace.
+func isOwnNetNS(f *os.File) (bool, error) {
+	held, err := f.Stat()
+	if err != nil {
+		return false, err
+	}
+	own, err := os.Stat(ownNetNS)
+	if err != nil {
+		return false, fmt.Errorf("reading this process's own network namespace: %w", err)
+	}
+	return os.SameFile(held, own), nil
 }
 
 // ReplaceDefaultRoute replaces every default route of gw's family in the
