@@ -64,8 +64,9 @@ func (p *Pipeline) checkNetNS(req *Request) (own bool, err error) {
 	return c.CheckNetNS(req.NetNS)
 }
 
-// ownNetNS refuses a call into plexus's own network namespace, which skel
-// refuses for every plugin unless the runtime sets CNI_NETNS_OVERRIDE.
+// ownNetNS refuses a call into plexus's own network namespace unless the
+// runtime sets CNI_NETNS_OVERRIDE. skel makes the same check for every
+// plugin, but after the plugin has run: this one comes before anything.
 func ownNetNS(req *Request) error {
 	return types.NewError(types.ErrInvalidNetNS, fmt.Sprintf("CNI_NETNS %s is plexus's own network namespace; the pod's should not be the same", req.NetNS), "")
 }
